@@ -1,0 +1,595 @@
+//! The topology model: a datacenter of racks of hosts, an oversubscribed EPS
+//! core and an optical circuit switch (OCS) beside it.
+//!
+//! Configuration comes in two stages (as in ripgrep): a TOML file parses into
+//! [`RawTopology`] (`deny_unknown_fields`, so a typo names the key), which
+//! [`Topology::from_raw`] validates into a [`Topology`] whose rates are
+//! already divided by the `scale` factor. Every error is a [`TopologyError`]
+//! naming the file, the line, the field, and what would be valid.
+//!
+//! One design decision: the validated [`Topology`] holds *effective* rates and
+//! sizes (nominal ÷ `scale`), so nothing downstream can forget to scale; the
+//! nominal values stay in [`Topology::nominal`] for reports.
+
+use crate::addr::{AddressPlan, Ipv4Net};
+use crate::units::{Bps, Bytes, Nanos};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// At most this many hosts are emulated on one box (namespaces, agents and
+/// sockets grow with it; 2 cores cannot drive more usefully).
+pub const MAX_EMULATED_HOSTS: usize = 256;
+
+/// A topology file as written (before validation). Rates and sizes are
+/// nominal, i.e. as in the paper being reproduced.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawTopology {
+    /// A short name, used in reports and in results folder names.
+    pub name: String,
+    /// Number of racks (ToR switches).
+    pub racks: u32,
+    /// Hosts in each rack.
+    pub hosts_per_rack: u32,
+    /// Task slots (containers) on each host.
+    #[serde(default = "default_slots")]
+    pub slots_per_host: u32,
+    /// Every rate and byte size is divided by this factor (times are
+    /// preserved while the box moves fewer bytes). Default 1.
+    #[serde(default = "default_scale")]
+    pub scale: f64,
+    /// When true, the topology is for `ocslab sim` only (too large for one box).
+    #[serde(default)]
+    pub simulation_only: bool,
+    /// The electrical packet-switched fabric.
+    pub eps: RawEps,
+    /// The optical circuit switch.
+    pub ocs: RawOcs,
+    /// Addresses given to the emulated datacenter.
+    #[serde(default)]
+    pub addresses: RawAddresses,
+}
+
+/// The `[eps]` table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawEps {
+    /// Host NIC rate (host ↔ ToR, each direction).
+    pub host_rate: Bps,
+    /// ToR → core uplink rate (and core → ToR downlink). Give this or
+    /// `oversubscription`, not both.
+    #[serde(default)]
+    pub uplink_rate: Option<Bps>,
+    /// hosts_per_rack × host_rate ÷ uplink_rate; 1 means non-blocking.
+    #[serde(default)]
+    pub oversubscription: Option<f64>,
+}
+
+/// The `[ocs]` table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawOcs {
+    /// OCS ports (wavelengths, W) per rack. 0 means no OCS.
+    pub ports_per_rack: u32,
+    /// Rate of one OCS port (one circuit).
+    pub port_rate: Bps,
+    /// Reconfiguration delay δ: how long a port whose circuit changes stays dark.
+    pub reconfig_delay: Nanos,
+    /// Flows at least this large may use circuits (elephants); smaller ones use EPS.
+    pub elephant_threshold: Bytes,
+}
+
+/// The `[addresses]` table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawAddresses {
+    /// IPv4 range of the whole emulated datacenter; must not overlap any
+    /// address of the box itself. Default `198.18.0.0/15` (RFC 2544).
+    #[serde(default = "default_range")]
+    pub range: String,
+}
+
+impl Default for RawAddresses {
+    fn default() -> Self {
+        RawAddresses {
+            range: default_range(),
+        }
+    }
+}
+
+fn default_slots() -> u32 {
+    4
+}
+fn default_scale() -> f64 {
+    1.0
+}
+fn default_range() -> String {
+    "198.18.0.0/15".to_string()
+}
+
+/// A validated topology. Rates and sizes are effective (already divided by
+/// `scale`); see [`Topology::nominal`] for the values as written.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Topology {
+    /// Short name.
+    pub name: String,
+    /// Number of racks.
+    pub racks: u32,
+    /// Hosts per rack.
+    pub hosts_per_rack: u32,
+    /// Task slots per host.
+    pub slots_per_host: u32,
+    /// The scale factor every rate and size was divided by.
+    pub scale: f64,
+    /// For simulation only.
+    pub simulation_only: bool,
+    /// Effective host NIC rate.
+    pub host_rate: Bps,
+    /// Effective ToR ↔ core rate, each direction.
+    pub uplink_rate: Bps,
+    /// OCS ports (wavelengths) per rack.
+    pub ocs_ports_per_rack: u32,
+    /// Effective rate of one OCS port.
+    pub ocs_port_rate: Bps,
+    /// Reconfiguration delay δ.
+    pub reconfig_delay: Nanos,
+    /// Effective elephant threshold.
+    pub elephant_threshold: Bytes,
+    /// The address range.
+    pub range: Ipv4Net,
+    /// The file as written (nominal values).
+    pub nominal: RawTopology,
+}
+
+/// A host, named `r<rack>h<host>` (zero-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct HostId {
+    /// Rack index.
+    pub rack: u32,
+    /// Host index within the rack.
+    pub host: u32,
+}
+
+impl HostId {
+    /// The host `host` of rack `rack`.
+    pub const fn new(rack: u32, host: u32) -> HostId {
+        HostId { rack, host }
+    }
+}
+
+impl fmt::Display for HostId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r{}h{}", self.rack, self.host)
+    }
+}
+
+impl std::str::FromStr for HostId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not a host name: expected r<rack>h<host>, e.g. r0h1");
+        let rest = s.strip_prefix('r').ok_or_else(bad)?;
+        let (r, h) = rest.split_once('h').ok_or_else(bad)?;
+        Ok(HostId {
+            rack: r.parse().map_err(|_| bad())?,
+            host: h.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+/// A validation error: which file, which line, which field, what is wrong
+/// and what would be valid.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct TopologyError {
+    /// The file (or `<inline>`).
+    pub file: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// Dotted field path, e.g. `eps.host_rate`.
+    pub field: String,
+    /// What is wrong and what would be valid.
+    pub message: String,
+}
+
+impl fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if self.field.is_empty() {
+            write!(f, ": {}", self.message)
+        } else {
+            write!(f, ": field `{}`: {}", self.field, self.message)
+        }
+    }
+}
+
+/// Where a file's text came from, to point errors at lines.
+struct Source<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn error(&self, field: &str, message: impl Into<String>) -> TopologyError {
+        TopologyError {
+            file: self.file.to_path_buf(),
+            line: locate(self.text, field),
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The 1-based line where dotted `field` (e.g. `eps.host_rate`) is set, found
+/// by a scan of `[table]` headers and `key =` lines.
+pub fn locate(text: &str, field: &str) -> Option<usize> {
+    let (table, key) = match field.rsplit_once('.') {
+        Some((t, k)) => (t, k),
+        None => ("", field),
+    };
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            current = h.trim_end_matches(']').trim().to_string();
+            if key.is_empty() && current == table {
+                return Some(i + 1);
+            }
+            continue;
+        }
+        if current == table {
+            if let Some((k, _)) = l.split_once('=') {
+                if k.trim() == key {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    // A missing key: point at its table's header if there is one.
+    if !table.is_empty() {
+        return text
+            .lines()
+            .position(|l| l.trim().trim_start_matches('[').trim_end_matches(']') == table)
+            .map(|i| i + 1);
+    }
+    None
+}
+
+impl Topology {
+    /// Reads and validates a topology file, checking its range against the
+    /// box's own addresses.
+    pub fn load(path: &Path) -> Result<Topology, TopologyError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TopologyError {
+            file: path.to_path_buf(),
+            line: None,
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Topology::parse(&text, path, &local_addresses())
+    }
+
+    /// Parses and validates TOML `text` (named `file` in errors). `box_addrs`
+    /// are the box's own addresses, which the range must not overlap.
+    pub fn parse(text: &str, file: &Path, box_addrs: &[IpAddr]) -> Result<Topology, TopologyError> {
+        let src = Source { file, text };
+        let raw: RawTopology = toml::from_str(text).map_err(|e| toml_error(&src, &e))?;
+        Topology::from_raw(raw, &src, box_addrs)
+    }
+
+    /// Validates a parsed file.
+    fn from_raw(raw: RawTopology, src: &Source<'_>, box_addrs: &[IpAddr]) -> Result<Topology, TopologyError> {
+        if raw.name.trim().is_empty()
+            || !raw
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(src.error(
+                "name",
+                format!("{:?} must be non-empty letters, digits, '-' or '_'", raw.name),
+            ));
+        }
+        if raw.racks == 0 {
+            return Err(src.error("racks", "must be at least 1 (got 0)"));
+        }
+        if raw.hosts_per_rack == 0 {
+            return Err(src.error("hosts_per_rack", "must be at least 1 (got 0)"));
+        }
+        if raw.slots_per_host == 0 {
+            return Err(src.error("slots_per_host", "must be at least 1 (got 0)"));
+        }
+        if !(raw.scale.is_finite() && raw.scale >= 1.0) {
+            return Err(src.error(
+                "scale",
+                format!(
+                    "must be a number >= 1 (got {}); it divides every rate and size",
+                    raw.scale
+                ),
+            ));
+        }
+        let s = raw.scale;
+        if raw.eps.host_rate.0 == 0 {
+            return Err(src.error("eps.host_rate", "must be more than 0, e.g. \"10Gbit/s\""));
+        }
+        let uplink_nominal = match (raw.eps.uplink_rate, raw.eps.oversubscription) {
+            (Some(_), Some(_)) => {
+                return Err(src.error(
+                    "eps.oversubscription",
+                    "give either `uplink_rate` or `oversubscription`, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(src.error(
+                    "eps",
+                    "needs `uplink_rate` (e.g. \"1Gbit/s\") or `oversubscription` (e.g. 10.0)",
+                ));
+            }
+            (Some(r), None) if r.0 == 0 => return Err(src.error("eps.uplink_rate", "must be more than 0")),
+            (Some(r), None) => r,
+            (None, Some(o)) if !(o.is_finite() && o > 0.0) => {
+                return Err(src.error(
+                    "eps.oversubscription",
+                    format!("must be a number > 0 (got {o}); 1 is non-blocking, 10 is 10:1"),
+                ));
+            }
+            (None, Some(o)) => {
+                Bps((raw.eps.host_rate.0 as f64 * raw.hosts_per_rack as f64 / o).round() as u64)
+            }
+        };
+        if raw.ocs.ports_per_rack > 0 && raw.ocs.port_rate.0 == 0 {
+            return Err(src.error("ocs.port_rate", "must be more than 0 when ports_per_rack > 0"));
+        }
+        let host_rate = raw.eps.host_rate.scaled_down(s);
+        let uplink_rate = uplink_nominal.scaled_down(s);
+        let ocs_port_rate = raw.ocs.port_rate.scaled_down(s);
+        for (field, rate) in [
+            ("eps.host_rate", host_rate),
+            ("eps.uplink_rate", uplink_rate),
+            ("ocs.port_rate", ocs_port_rate),
+        ] {
+            if rate.0 > 0 && rate.0 < 8_000 && !raw.simulation_only {
+                return Err(src.error(field, format!("is {rate} after dividing by scale {s}: below 8kbit/s cannot be shaped; lower `scale`")));
+            }
+        }
+        let range: Ipv4Net = raw
+            .addresses
+            .range
+            .parse()
+            .map_err(|e: String| src.error("addresses.range", e))?;
+        if let Some(a) = box_addrs.iter().find(|a| match a {
+            IpAddr::V4(v4) => range.contains(*v4),
+            IpAddr::V6(_) => false,
+        }) {
+            return Err(src.error(
+                "addresses.range",
+                format!("{range} overlaps {a}, an address of this box; choose a range the box does not use (default 198.18.0.0/15)"),
+            ));
+        }
+        AddressPlan::new(range, raw.racks, raw.hosts_per_rack, raw.ocs.ports_per_rack)
+            .map_err(|e| src.error("addresses.range", e.to_string()))?;
+        Ok(Topology {
+            name: raw.name.clone(),
+            racks: raw.racks,
+            hosts_per_rack: raw.hosts_per_rack,
+            slots_per_host: raw.slots_per_host,
+            scale: s,
+            simulation_only: raw.simulation_only,
+            host_rate,
+            uplink_rate,
+            ocs_ports_per_rack: raw.ocs.ports_per_rack,
+            ocs_port_rate,
+            reconfig_delay: raw.ocs.reconfig_delay,
+            elephant_threshold: raw.ocs.elephant_threshold.scaled_down(s),
+            range,
+            nominal: raw,
+        })
+    }
+
+    /// Checks that this topology can be built as a kernel fabric on one box;
+    /// the error says why not and what to do instead.
+    pub fn check_emulable(&self, file: &Path) -> Result<(), TopologyError> {
+        let err = |field: &str, message: String| TopologyError {
+            file: file.to_path_buf(),
+            line: None,
+            field: field.to_string(),
+            message,
+        };
+        if self.simulation_only {
+            return Err(err(
+                "simulation_only",
+                "this topology is marked for simulation only; use `ocslab sim`".into(),
+            ));
+        }
+        if self.hosts() > MAX_EMULATED_HOSTS {
+            return Err(err(
+                "racks",
+                format!(
+                    "{} racks x {} hosts = {} hosts is too large to emulate on this box (at most {MAX_EMULATED_HOSTS}); use `ocslab sim` or fewer racks",
+                    self.racks,
+                    self.hosts_per_rack,
+                    self.hosts()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Number of hosts.
+    pub fn hosts(&self) -> usize {
+        self.racks as usize * self.hosts_per_rack as usize
+    }
+
+    /// Every host, rack by rack.
+    pub fn host_ids(&self) -> impl Iterator<Item = HostId> + '_ {
+        (0..self.racks).flat_map(move |r| (0..self.hosts_per_rack).map(move |h| HostId::new(r, h)))
+    }
+
+    /// A host's flat index (rack-major).
+    pub fn host_index(&self, h: HostId) -> usize {
+        h.rack as usize * self.hosts_per_rack as usize + h.host as usize
+    }
+
+    /// Whether `h` names a host of this topology.
+    pub fn contains(&self, h: HostId) -> bool {
+        h.rack < self.racks && h.host < self.hosts_per_rack
+    }
+
+    /// Oversubscription of the ToR uplink (hosts' aggregate rate ÷ uplink).
+    pub fn oversubscription(&self) -> f64 {
+        self.host_rate.0 as f64 * self.hosts_per_rack as f64 / self.uplink_rate.0 as f64
+    }
+
+    /// The address plan of this topology.
+    pub fn address_plan(&self) -> AddressPlan {
+        AddressPlan::new(
+            self.range,
+            self.racks,
+            self.hosts_per_rack,
+            self.ocs_ports_per_rack,
+        )
+        .expect("validated at load")
+    }
+}
+
+/// Turns a toml error into one naming the line and the field.
+fn toml_error(src: &Source<'_>, e: &toml::de::Error) -> TopologyError {
+    let line = e
+        .span()
+        .map(|s| src.text[..s.start.min(src.text.len())].matches('\n').count() + 1);
+    // The field: the key on that line, under the table header above it.
+    let field = line
+        .and_then(|l| {
+            let lines: Vec<&str> = src.text.lines().collect();
+            let here = lines.get(l - 1)?;
+            let key = here.split_once('=').map(|(k, _)| k.trim().to_string())?;
+            let table = lines[..l - 1].iter().rev().find_map(|x| {
+                x.trim()
+                    .strip_prefix('[')
+                    .map(|h| h.trim_end_matches(']').trim().to_string())
+            });
+            Some(match table {
+                Some(t) => format!("{t}.{key}"),
+                None => key,
+            })
+        })
+        .unwrap_or_default();
+    TopologyError {
+        file: src.file.to_path_buf(),
+        line,
+        field,
+        message: e.message().trim().to_string(),
+    }
+}
+
+/// The IPv4 and IPv6 addresses configured on this box (in the current
+/// network namespace).
+pub fn local_addresses() -> Vec<IpAddr> {
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    addrs
+        .filter_map(|a| a.address)
+        .filter_map(|sa| {
+            if let Some(v4) = sa.as_sockaddr_in() {
+                Some(IpAddr::V4(v4.ip()))
+            } else {
+                sa.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip()))
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TINY: &str = r#"
+name = "tiny"
+racks = 2
+hosts_per_rack = 2
+slots_per_host = 2
+scale = 10
+
+[eps]
+host_rate = "1Gbit/s"
+oversubscription = 5.0
+
+[ocs]
+ports_per_rack = 1
+port_rate = "1Gbit/s"
+reconfig_delay = "1ms"
+elephant_threshold = "10MB"
+"#;
+
+    fn parse(text: &str) -> Result<Topology, TopologyError> {
+        Topology::parse(text, Path::new("t.toml"), &[])
+    }
+
+    #[test]
+    fn scale_divides_rates_and_sizes_but_not_times() {
+        let t = parse(TINY).unwrap();
+        assert_eq!(t.host_rate, Bps(100_000_000));
+        assert_eq!(t.uplink_rate, Bps(40_000_000)); // 2 × 1G / 5 / 10
+        assert_eq!(t.elephant_threshold, Bytes(1_000_000));
+        assert_eq!(t.reconfig_delay, Nanos::from_millis(1));
+        assert!((t.oversubscription() - 5.0).abs() < 1e-9);
+        assert_eq!(t.hosts(), 4);
+    }
+
+    #[test]
+    fn zero_racks_names_line_and_field() {
+        let e = parse(&TINY.replace("racks = 2", "racks = 0")).unwrap_err();
+        assert_eq!(e.field, "racks");
+        assert_eq!(e.line, Some(3));
+        assert!(e.to_string().starts_with("t.toml:3: field `racks`"), "{e}");
+    }
+
+    #[test]
+    fn a_rate_of_fast_names_line_and_field() {
+        let e = parse(&TINY.replace("\"1Gbit/s\"\noversub", "\"fast\"\noversub")).unwrap_err();
+        assert_eq!(e.field, "eps.host_rate");
+        assert_eq!(e.line, Some(9));
+        assert!(e.message.contains("10Gbit/s"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_is_refused() {
+        let e = parse(&TINY.replace("racks = 2", "racks = 2\nrackz = 3")).unwrap_err();
+        assert_eq!(e.line, Some(4));
+        assert!(e.message.contains("rackz"), "{e}");
+    }
+
+    #[test]
+    fn range_overlapping_the_box_is_refused() {
+        let e = Topology::parse(TINY, Path::new("t.toml"), &["198.18.3.7".parse().unwrap()]).unwrap_err();
+        assert_eq!(e.field, "addresses.range");
+        assert!(e.message.contains("198.18.3.7"), "{e}");
+        let e = parse(&format!("{TINY}\n[addresses]\nrange = \"10.0.0.0/33\"\n")).unwrap_err();
+        assert_eq!(e.field, "addresses.range");
+        assert_eq!(e.line, Some(19));
+    }
+
+    #[test]
+    fn too_large_to_emulate() {
+        let t = parse(
+            &TINY
+                .replace("racks = 2", "racks = 60")
+                .replace("hosts_per_rack = 2", "hosts_per_rack = 10"),
+        )
+        .unwrap();
+        let e = t.check_emulable(Path::new("t.toml")).unwrap_err();
+        assert!(e.message.contains("600 hosts"), "{e}");
+        assert!(parse(TINY).unwrap().check_emulable(Path::new("t.toml")).is_ok());
+    }
+
+    #[test]
+    fn host_names_round_trip() {
+        let h: HostId = "r3h12".parse().unwrap();
+        assert_eq!(h, HostId::new(3, 12));
+        assert_eq!(h.to_string(), "r3h12");
+        assert!("h3r1".parse::<HostId>().is_err());
+    }
+}

@@ -1,0 +1,66 @@
+//! `ocslab topo check FILE [--json]`: validate a topology file.
+
+use anyhow::Result;
+use ocslab_emulator::Topology;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `ocslab topo ...`
+#[derive(clap::Subcommand, Debug)]
+pub enum TopoCommand {
+    /// Validate a topology file; print its racks, hosts, rates and address plan.
+    #[command(after_help = "Example:\n  ocslab topo check topologies/lab.toml --json")]
+    Check {
+        /// The topology file (TOML).
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `topo` subcommand.
+pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
+    match cmd {
+        TopoCommand::Check { file, json } => {
+            let topo = Topology::load(&file)?;
+            let emulable = topo.check_emulable(&file);
+            if json {
+                let mut v = serde_json::to_value(&topo)?;
+                v["hosts"] = topo.hosts().into();
+                v["oversubscription"] = topo.oversubscription().into();
+                v["emulable"] = emulable.is_ok().into();
+                if let Err(e) = &emulable {
+                    v["why_not_emulable"] = e.to_string().into();
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!("{}: ok", file.display());
+                println!(
+                    "  {} racks x {} hosts = {} hosts, {} slots each",
+                    topo.racks,
+                    topo.hosts_per_rack,
+                    topo.hosts(),
+                    topo.slots_per_host
+                );
+                println!("  scale {} (rates and sizes below are divided by it)", topo.scale);
+                println!(
+                    "  EPS: hosts {}, ToR uplinks {} ({:.1}:1 oversubscribed)",
+                    topo.host_rate,
+                    topo.uplink_rate,
+                    topo.oversubscription()
+                );
+                println!(
+                    "  OCS: {} port(s) per rack at {}, reconfiguration delay {}, elephants from {}",
+                    topo.ocs_ports_per_rack, topo.ocs_port_rate, topo.reconfig_delay, topo.elephant_threshold
+                );
+                println!("  addresses: {}", topo.range);
+                match emulable {
+                    Ok(()) => println!("  can be emulated on this box"),
+                    Err(e) => println!("  simulation only: {}", e.message),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! # ocslab-scheduler
+//!
+//! Jobs, policies, the cluster engine, the drivers (simulation and
+//! emulation), the fluid network simulator and the `ocslab` command line.
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod model;
+pub mod net;

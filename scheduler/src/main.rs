@@ -1,0 +1,59 @@
+//! `ocslab`: one binary for the lab (`up`, `exec`, `ocs`, `down`), the
+//! experiments (`run`, `sim`, `replay`, `demo`) and the benchmarks (`bench`).
+//! `main` only parses and dispatches; each command lives in `cli/<command>.rs`.
+
+use clap::{CommandFactory, Parser, Subcommand};
+use ocslab_scheduler::cli;
+use std::process::ExitCode;
+
+/// A lab on one Linux box for hybrid electrical/optical datacenter networks.
+#[derive(Parser, Debug)]
+#[command(name = "ocslab", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    /// More log output (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate a topology file and print what it describes.
+    #[command(subcommand)]
+    Topo(cli::topo::TopoCommand),
+    /// Build a topology's fabric (namespaces, links, OCS) and keep it up.
+    Up(cli::lab::UpArgs),
+    /// Tear down a fabric (also what a crashed run left behind).
+    Down(cli::lab::DownArgs),
+    /// Run a command inside an emulated host, e.g. `ocslab exec r0h0 -- ping 198.18.1.10`.
+    Exec(cli::lab::ExecArgs),
+    /// Set or show optical circuits by hand.
+    #[command(subcommand)]
+    Ocs(cli::lab::OcsCommand),
+    /// Show the fabrics that are up.
+    Status(cli::lab::StatusArgs),
+    /// Print a shell completion script.
+    Completions(cli::completions::CompletionsArgs),
+}
+
+fn main() -> ExitCode {
+    let args = Cli::parse();
+    cli::init_logging(args.verbose);
+    let result = match args.command {
+        Command::Topo(c) => cli::topo::run(c),
+        Command::Up(a) => cli::lab::up(a),
+        Command::Down(a) => cli::lab::down(a),
+        Command::Exec(a) => cli::lab::exec(a),
+        Command::Ocs(c) => cli::lab::ocs(c),
+        Command::Status(a) => cli::lab::status(a),
+        Command::Completions(a) => cli::completions::run(a, &mut Cli::command()),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
