@@ -33,6 +33,9 @@ enum Command {
     Ocs(cli::lab::OcsCommand),
     /// Show the fabrics that are up.
     Status(cli::lab::StatusArgs),
+    /// Benchmarks that print figures.
+    #[command(subcommand)]
+    Bench(cli::bench::BenchCommand),
     /// Print a shell completion script.
     Completions(cli::completions::CompletionsArgs),
 }
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Exec(a) => cli::lab::exec(a),
         Command::Ocs(c) => cli::lab::ocs(c),
         Command::Status(a) => cli::lab::status(a),
+        Command::Bench(c) => cli::bench::run(c),
         Command::Completions(a) => cli::completions::run(a, &mut Cli::command()),
     };
     match result {

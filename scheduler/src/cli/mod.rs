@@ -1,6 +1,10 @@
 //! The `ocslab` command line: one module per command, each with its clap
 //! arguments and a `run`-style function returning the process exit code.
 
+pub mod bench;
+pub mod bench_agents;
+pub mod bench_fabric;
+pub mod bench_sim;
 pub mod completions;
 pub mod lab;
 pub mod topo;

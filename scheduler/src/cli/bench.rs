@@ -1,0 +1,35 @@
+//! `ocslab bench ...`: benchmarks that print figures (never timed tests).
+
+use anyhow::Result;
+use std::process::ExitCode;
+
+/// `ocslab bench ...`
+#[derive(clap::Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Time to build and tear down a fabric of R racks x H hosts.
+    #[command(after_help = "Example:\n  ocslab bench fabric --racks 16 --hosts-per-rack 8 --json")]
+    Fabric(super::bench_fabric::FabricArgs),
+    /// Configured vs measured TCP goodput through shaped links.
+    #[command(after_help = "Example:\n  ocslab bench links --json")]
+    Links(super::bench_fabric::LinksArgs),
+    /// Configured reconfiguration delay vs measured dark time of circuits.
+    #[command(after_help = "Example:\n  ocslab bench ocs --delay-us 1000 --json")]
+    Ocs(super::bench_fabric::OcsArgs),
+    /// Wall time of trace replay and of large simulations.
+    #[command(after_help = "Example:\n  ocslab bench sim --json")]
+    Sim(super::bench_sim::SimArgs),
+    /// Agent goodput, control-plane round trips and memory.
+    #[command(after_help = "Example:\n  ocslab bench agents --json")]
+    Agents(super::bench_agents::AgentsArgs),
+}
+
+/// Runs a benchmark.
+pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
+    match cmd {
+        BenchCommand::Fabric(a) => super::bench_fabric::fabric(a),
+        BenchCommand::Links(a) => super::bench_fabric::links(a),
+        BenchCommand::Ocs(a) => super::bench_fabric::ocs(a),
+        BenchCommand::Sim(a) => super::bench_sim::run(a),
+        BenchCommand::Agents(a) => super::bench_agents::run(a),
+    }
+}
