@@ -19,6 +19,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The main job: schedulers side by side on real bytes, one table.
+    Demo(cli::demo::DemoArgs),
+    /// Run an experiment with real bytes on the kernel fabric.
+    Run(cli::run::RunArgs),
+    /// Run an experiment in the flow-level simulator (virtual time).
+    Sim(cli::sim::SimArgs),
+    /// Replay a coflow trace (Coflow-Benchmark format) under a coflow scheduler.
+    Replay(cli::replay::ReplayArgs),
     /// Validate a topology file and print what it describes.
     #[command(subcommand)]
     Topo(cli::topo::TopoCommand),
@@ -44,6 +52,10 @@ fn main() -> ExitCode {
     let args = Cli::parse();
     cli::init_logging(args.verbose);
     let result = match args.command {
+        Command::Demo(a) => cli::demo::run(a),
+        Command::Run(a) => cli::run::run(a),
+        Command::Sim(a) => cli::sim::run(a),
+        Command::Replay(a) => cli::replay::run(a),
         Command::Topo(c) => cli::topo::run(c),
         Command::Up(a) => cli::lab::up(a),
         Command::Down(a) => cli::lab::down(a),

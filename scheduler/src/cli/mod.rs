@@ -6,7 +6,11 @@ pub mod bench_agents;
 pub mod bench_fabric;
 pub mod bench_sim;
 pub mod completions;
+pub mod demo;
 pub mod lab;
+pub mod replay;
+pub mod run;
+pub mod sim;
 pub mod topo;
 
 /// Logs go to stderr through `tracing`; `RUST_LOG` overrides `-v`.
