@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 /// A lab on one Linux box for hybrid electrical/optical datacenter networks.
 #[derive(Parser, Debug)]
-#[command(name = "ocslab", version, about, long_about = None, propagate_version = true)]
+#[command(name = "ocslab", version, propagate_version = true)]
 struct Cli {
     /// More log output (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
