@@ -6,6 +6,8 @@
 
 pub mod cli;
 pub mod coflow;
+pub mod engine;
 pub mod model;
 pub mod net;
+pub mod policy;
 pub mod trace;
