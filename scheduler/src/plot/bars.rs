@@ -113,12 +113,17 @@ fn draw(
         Rectangle::new([(x + 0.2, 0.0), (x + 0.8, *v)], style::colour(i).filled())
     }))?;
     chart.draw_series(values.iter().enumerate().map(|(i, v)| {
-        let v_pos = if *v < 0.0 { VPos::Top } else { VPos::Bottom };
-        Text::new(
-            fmt_num(*v),
-            (i as f64 + 0.5, *v),
-            label_font().pos(Pos::new(HPos::Center, v_pos)),
-        )
+        let (v_pos, dy) = if *v < 0.0 {
+            (VPos::Top, 4)
+        } else {
+            (VPos::Bottom, -4)
+        };
+        EmptyElement::at((i as f64 + 0.5, *v))
+            + Text::new(
+                fmt_num(*v),
+                (0, dy),
+                label_font().pos(Pos::new(HPos::Center, v_pos)),
+            )
     }))?;
     if let Some((name, at)) = reference {
         let line = INK.mix(0.7).stroke_width(1);

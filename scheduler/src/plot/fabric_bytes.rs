@@ -136,11 +136,12 @@ fn draw(root: &Canvas<'_>, title: &str, unit: &str, bars: &[Bar<'_>]) -> DrawRes
             Some(share) => format!("{}% OCS", fmt_num(share * 100.0)),
             None => "no bytes".to_string(),
         };
-        Text::new(
-            text,
-            (i as f64 + 0.5, b.eps + b.ocs),
-            label_font().pos(Pos::new(HPos::Center, VPos::Bottom)),
-        )
+        EmptyElement::at((i as f64 + 0.5, b.eps + b.ocs))
+            + Text::new(
+                text,
+                (0, -4),
+                label_font().pos(Pos::new(HPos::Center, VPos::Bottom)),
+            )
     }))?;
     chart
         .configure_series_labels()

@@ -80,7 +80,8 @@ pub fn render_circuit_timeline(
     }
     let rows = Rows::new(racks, circuits);
     let row_px = match rows.labels.len() {
-        0..=24 => 26,
+        0..=8 => 34,
+        9..=24 => 26,
         25..=64 => 16,
         _ => 10,
     };
@@ -273,29 +274,30 @@ fn draw(
 
     // Reconfiguration marks.
     let mark = RECONFIGURATION.mix(0.6).stroke_width(1);
-    chart
-        .draw_series(
-            reconfigurations
-                .iter()
-                .map(|t| PathElement::new(vec![(*t, 0.0), (*t, n as f64)], mark)),
-        )?
-        .label(format!("reconfiguration ({})", reconfigurations.len()))
-        .legend(move |(x, y)| PathElement::new(vec![(x + 10, y - 6), (x + 10, y + 6)], mark));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .margin(8)
-        .label_font(label_font())
-        .background_style(WHITE.mix(0.9))
-        .border_style(GRID)
-        .draw()?;
+    chart.draw_series(
+        reconfigurations
+            .iter()
+            .map(|t| PathElement::new(vec![(*t, 0.0), (*t, n as f64)], mark)),
+    )?;
 
+    // The key, under the time axis: what a bar is, what a red line is.
+    let bottom = root.dim_in_pixel().1 as i32 - 8;
     root.draw(&Text::new(
         format!(
             "{} circuits; bar colour and label: destination rack",
             circuits.len()
         ),
-        (20, root.dim_in_pixel().1 as i32 - 8),
+        (20, bottom),
+        note_font().pos(Pos::new(HPos::Left, VPos::Bottom)),
+    ))?;
+    let key_x = style::WIDTH as i32 - 220;
+    root.draw(&PathElement::new(
+        vec![(key_x, bottom - 12), (key_x, bottom)],
+        mark,
+    ))?;
+    root.draw(&Text::new(
+        format!("reconfiguration ({})", reconfigurations.len()),
+        (key_x + 8, bottom),
         note_font().pos(Pos::new(HPos::Left, VPos::Bottom)),
     ))?;
     Ok(())

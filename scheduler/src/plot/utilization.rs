@@ -19,6 +19,8 @@ pub(crate) const PLOT: &str = "utilization";
 /// Height of the title band and of the time axis under the last strip, in pixels.
 const TITLE_PX: u32 = 50;
 const X_AXIS_PX: u32 = 50;
+/// Height of the note under the time axis, in pixels.
+const FOOTER_PX: u32 = 24;
 
 /// Up to this many links are drawn as small multiples (one strip each); more as a heatmap.
 pub const SMALL_MULTIPLES_MAX_LINKS: usize = 16;
@@ -68,10 +70,10 @@ pub fn render_utilization<S: AsRef<str>>(
     if links.len() > SMALL_MULTIPLES_MAX_LINKS {
         return utilization_heatmap::render(title, &links, end);
     }
-    let strip_px: u32 = if links.len() <= 6 { 90 } else { 60 };
-    let height = TITLE_PX + links.len() as u32 * strip_px + X_AXIS_PX + 30;
+    let strip_px: u32 = if links.len() <= 6 { 100 } else { 76 };
+    let height = TITLE_PX + links.len() as u32 * strip_px + X_AXIS_PX + FOOTER_PX;
     render_svg(PLOT, (style::WIDTH, height), |root| {
-        draw_small_multiples(root, title, &links, end, strip_px)
+        draw_small_multiples(root, title, &links, end)
     })
 }
 
@@ -129,15 +131,11 @@ impl<'a> Link<'a> {
     }
 }
 
-fn draw_small_multiples(
-    root: &Canvas<'_>,
-    title: &str,
-    links: &[Link<'_>],
-    end: f64,
-    strip_px: u32,
-) -> DrawResult {
+fn draw_small_multiples(root: &Canvas<'_>, title: &str, links: &[Link<'_>], end: f64) -> DrawResult {
     let body = root.titled(title, title_font())?;
     // Equal strips; the last one also holds the shared time axis below it.
+    let (_, body_h) = body.dim_in_pixel();
+    let strip_px = (body_h.saturating_sub(X_AXIS_PX + FOOTER_PX) / links.len() as u32).max(1);
     let breaks: Vec<i32> = (1..links.len()).map(|k| (k as u32 * strip_px) as i32).collect();
     let strips = body.split_by_breakpoints(Vec::<i32>::new(), breaks);
     let x_hi = style::axis_top(end);
@@ -154,13 +152,11 @@ fn draw_small_multiples(
         let mut chart = ChartBuilder::on(area)
             .margin_left(20)
             .margin_right(30)
-            .margin_top(if strip_px > 60 { 8 } else { 4 })
+            .margin_top(22)
+            .margin_bottom(if last { FOOTER_PX } else { 0 })
             .y_label_area_size(70)
             .x_label_area_size(if last { X_AXIS_PX } else { 0 })
-            .build_cartesian_2d(
-                x_axis.clone(),
-                TickedAxis::with_ticks(0.0, y_hi, vec![0.0, 0.5, 1.0]),
-            )?;
+            .build_cartesian_2d(x_axis.clone(), TickedAxis::with_ticks(0.0, y_hi, vec![0.5, 1.0]))?;
         chart
             .configure_mesh()
             .bold_line_style(GRID)
@@ -178,14 +174,14 @@ fn draw_small_multiples(
         let (xs, ys) = chart.plotting_area().get_pixel_range();
         root.draw(&Text::new(
             link.name.to_string(),
-            (xs.start + 6, ys.start + 4),
-            label_font().pos(Pos::new(HPos::Left, VPos::Top)),
+            (xs.start, ys.start - 4),
+            label_font().pos(Pos::new(HPos::Left, VPos::Bottom)),
         ))?;
         if let Some((mean, peak)) = link.mean_and_peak() {
             root.draw(&Text::new(
                 format!("mean {}, peak {}", fmt_percent(mean), fmt_percent(peak)),
-                (xs.end - 6, ys.start + 4),
-                note_font().pos(Pos::new(HPos::Right, VPos::Top)),
+                (xs.end, ys.start - 4),
+                note_font().pos(Pos::new(HPos::Right, VPos::Bottom)),
             ))?;
         }
     }

@@ -2,7 +2,7 @@
 //! time on the x axis, darker = busier.
 //!
 //! Time is cut into at most [`MAX_COLUMNS`] equal columns; each cell shows the link's mean
-//! utilization over the part of the column its samples cover, rounded up to the next 5% step.
+//! utilization over the part of the column its samples cover, rounded up to the next 10% step.
 //! Idle cells and cells without samples stay white, and equal neighbouring cells of a row are
 //! drawn as one rectangle, so the SVG stays small for hundreds of links.
 
@@ -17,10 +17,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Most time columns in the heatmap.
-pub(crate) const MAX_COLUMNS: usize = 240;
+pub(crate) const MAX_COLUMNS: usize = 200;
 
-/// Number of colour steps (5% each).
-pub(crate) const LEVELS: usize = 20;
+/// Number of colour steps (10% each).
+pub(crate) const LEVELS: usize = 10;
 
 /// Renders `links` (already validated, at least one sample) as a heatmap up to time `end`.
 pub(crate) fn render(title: &str, links: &[Link<'_>], end: f64) -> Result<String, PlotError> {
@@ -160,7 +160,7 @@ fn draw(
     }
     root.draw(&Text::new(
         format!(
-            "cell: mean utilization over {} s, rounded up to 5% steps; white: idle or not sampled",
+            "cell: mean utilization over {} s, rounded up to 10% steps; white: idle or not sampled",
             fmt_num(width)
         ),
         (20, root.dim_in_pixel().1 as i32 - 8),
