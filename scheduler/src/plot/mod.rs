@@ -2,13 +2,16 @@
 //!
 //! Each public function takes plain data (no engine or simulator types) and writes one SVG file:
 //!
-//! | function                | file it is meant for      | what it shows                                    |
-//! |-------------------------|---------------------------|--------------------------------------------------|
-//! | [`cdf`]                 | `cct_cdf.svg`, `jct_cdf.svg` | one empirical CDF per scheduler                |
-//! | [`circuit_timeline`]    | `circuits.svg`            | which rack had a circuit to which rack, when     |
-//! | [`utilization`]         | `utilization.svg`         | per-link utilization over time                   |
-//! | [`bytes_by_fabric`]     | `bytes_by_fabric.svg`     | bytes over EPS vs OCS, one stacked bar per scheduler |
-//! | [`bars`]                | `makespan.svg`, ...       | one value per scheduler (e.g. normalised to Fair) |
+//! | function             | results-folder file(s)         | what it shows                              |
+//! |----------------------|--------------------------------|--------------------------------------------|
+//! | [`cdf`]              | `cct_cdf.svg`, `jct_cdf.svg`   | one empirical CDF per scheduler            |
+//! | [`circuit_timeline`] | `circuits-<scheduler>.svg`     | which rack had a circuit to which, when    |
+//! | [`utilization`]      | `utilization-<scheduler>.svg`  | per-link utilization over time             |
+//! | [`bytes_by_fabric`]  | `bytes_by_fabric.svg`          | bytes over EPS vs OCS, stacked per scheduler |
+//! | [`bars`]             | `makespan.svg`, `avg_jct.svg`, ... | one value per scheduler, normalised    |
+//!
+//! [`write_results_plots`] writes that whole set from one [`SchedulerPlotData`] per scheduler;
+//! `docs/results.md` explains how to read each file.
 //!
 //! Every `render_*` twin returns the SVG text instead of writing it, so callers and tests can
 //! check a plot without touching the file system.
@@ -26,6 +29,7 @@ mod axis;
 mod bars;
 mod cdf;
 mod fabric_bytes;
+mod results;
 mod style;
 mod timeline;
 mod utilization;
@@ -37,6 +41,7 @@ mod tests;
 pub use bars::{bars, render_bars};
 pub use cdf::{cdf, render_cdf, XScale};
 pub use fabric_bytes::{bytes_by_fabric, render_bytes_by_fabric};
+pub use results::{write_results_plots, SchedulerPlotData};
 pub use timeline::{circuit_timeline, render_circuit_timeline, CircuitSpan};
 pub use utilization::{render_utilization, utilization, SMALL_MULTIPLES_MAX_LINKS};
 

@@ -4,6 +4,7 @@
 
 mod bars;
 mod cdf;
+mod results;
 mod svg_check;
 mod timeline;
 mod utilization;
