@@ -22,6 +22,10 @@ const PLOT: &str = "circuit timeline";
 /// Colour of the reconfiguration marks.
 pub(crate) const RECONFIGURATION: RGBColor = RGBColor(0xc0, 0x39, 0x2b);
 
+/// Up to this many reconfigurations are drawn as lines through every row; more as ticks in a
+/// band above the rows.
+pub(crate) const MAX_RECONFIGURATION_LINES: usize = 100;
+
 /// One optical circuit while it was up: light from `src_rack`'s OCS port `port` to `dst_rack`,
 /// from `from_s` to `to_s` (seconds since the start of the run). A circuit still up when the
 /// run ended should end at the run's end.
@@ -85,7 +89,12 @@ pub fn render_circuit_timeline(
         25..=64 => 16,
         _ => 10,
     };
-    let height = rows.labels.len() as u32 * row_px + 150;
+    let band = if reconfigurations.len() > MAX_RECONFIGURATION_LINES {
+        row_px.max(16)
+    } else {
+        0
+    };
+    let height = rows.labels.len() as u32 * row_px + band + 150;
     render_svg(PLOT, (style::WIDTH, height), |root| {
         draw(root, title, &rows, row_px, circuits, reconfigurations)
     })
@@ -196,7 +205,14 @@ fn draw(
         .chain(reconfigurations.iter().copied())
         .fold(0.0, f64::max);
     let x_hi = style::axis_top(end);
-    let y_ticks = slot_centres(n, n as u32 * row_px, 12);
+    // Few reconfigurations: a line through every row. Many: a tick each in a band above the
+    // rows, so that they do not veil the circuits.
+    let rug = reconfigurations.len() > MAX_RECONFIGURATION_LINES;
+    let mut y_ticks = slot_centres(n, n as u32 * row_px, 12);
+    if rug {
+        y_ticks.push(n as f64 + 0.5);
+    }
+    let y_hi = if rug { n as f64 + 1.0 } else { n as f64 };
     let mut chart = ChartBuilder::on(root)
         .caption(title, title_font())
         .margin(20)
@@ -204,14 +220,12 @@ fn draw(
         .y_label_area_size(80)
         .build_cartesian_2d(
             TickedAxis::nice(0.0, x_hi, 12),
-            TickedAxis::with_ticks(0.0, n as f64, y_ticks),
+            TickedAxis::with_ticks(0.0, y_hi, y_ticks),
         )?;
     let x_fmt = |v: &f64| fmt_num(*v);
-    let y_fmt = |v: &f64| {
-        rows.labels
-            .get(n - 1 - slot_of(*v).min(n - 1))
-            .cloned()
-            .unwrap_or_default()
+    let y_fmt = |v: &f64| match slot_of(*v) {
+        slot if slot >= n => "reconfig.".to_string(),
+        slot => rows.labels.get(n - 1 - slot).cloned().unwrap_or_default(),
     };
     chart
         .configure_mesh()
@@ -274,10 +288,15 @@ fn draw(
 
     // Reconfiguration marks.
     let mark = RECONFIGURATION.mix(0.6).stroke_width(1);
+    let (y0, y1) = if rug {
+        (n as f64 + 0.15, n as f64 + 0.85)
+    } else {
+        (0.0, n as f64)
+    };
     chart.draw_series(
         reconfigurations
             .iter()
-            .map(|t| PathElement::new(vec![(*t, 0.0), (*t, n as f64)], mark)),
+            .map(|t| PathElement::new(vec![(*t, y0), (*t, y1)], mark)),
     )?;
 
     // The key, under the time axis: what a bar is, what a red line is.

@@ -22,6 +22,9 @@ const X_AXIS_PX: u32 = 50;
 /// Height of the note under the time axis, in pixels.
 const FOOTER_PX: u32 = 24;
 
+/// Most steps drawn in one strip; longer series are averaged into this many bins.
+pub(crate) const MAX_STRIP_STEPS: usize = 1000;
+
 /// Up to this many links are drawn as small multiples (one strip each); more as a heatmap.
 pub const SMALL_MULTIPLES_MAX_LINKS: usize = 16;
 
@@ -107,16 +110,58 @@ impl<'a> Link<'a> {
         Ok(Link { name, samples })
     }
 
-    /// The step function's corners: each sample's value held over its interval.
+    /// The step function's corners: each sample's value held over its interval. Above
+    /// [`MAX_STRIP_STEPS`] samples (more than a strip has pixels), the steps are the mean
+    /// utilization over that many equal bins instead.
     fn steps(&self) -> Vec<(f64, f64)> {
+        let binned: Vec<(f64, f64)>;
+        let samples = match self.samples.last() {
+            Some((end, _)) if self.samples.len() > MAX_STRIP_STEPS => {
+                let width = end / MAX_STRIP_STEPS as f64;
+                let means = self.bin_means(*end, MAX_STRIP_STEPS).into_iter().enumerate();
+                binned = means
+                    .filter_map(|(c, m)| m.map(|m| ((c + 1) as f64 * width, m)))
+                    .collect();
+                &binned[..]
+            }
+            _ => self.samples,
+        };
         let mut start = 0.0;
-        let mut points = Vec::with_capacity(2 * self.samples.len());
-        for (t, u) in self.samples {
+        let mut points = Vec::with_capacity(2 * samples.len());
+        for (t, u) in samples {
             points.push((start, *u));
             points.push((*t, *u));
             start = *t;
         }
         points
+    }
+
+    /// The mean utilization over each of `columns` equal bins of `0..end`, weighted by time;
+    /// `None` for a bin no sample covers.
+    pub(crate) fn bin_means(&self, end: f64, columns: usize) -> Vec<Option<f64>> {
+        let columns = columns.max(1);
+        let width = end / columns as f64;
+        let mut busy = vec![0.0; columns];
+        let mut covered = vec![0.0; columns];
+        let mut start = 0.0;
+        for (t, u) in self.samples {
+            // Spread this sample's interval [start, t) over the bins it overlaps.
+            let first = ((start / width).floor() as usize).min(columns - 1);
+            let last = ((t / width).ceil() as usize).clamp(first + 1, columns);
+            for c in first..last {
+                let lo = (c as f64 * width).max(start);
+                let hi = ((c + 1) as f64 * width).min(*t);
+                if hi > lo {
+                    busy[c] += (hi - lo) * u;
+                    covered[c] += hi - lo;
+                }
+            }
+            start = *t;
+        }
+        busy.iter()
+            .zip(&covered)
+            .map(|(b, c)| (*c > 0.0).then(|| b / c))
+            .collect()
     }
 
     /// Mean utilization over the sampled time and the highest sample, if any time was sampled.
@@ -191,4 +236,31 @@ fn draw_small_multiples(root: &Canvas<'_>, title: &str, links: &[Link<'_>], end:
         note_font().pos(Pos::new(HPos::Left, VPos::Bottom)),
     ))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_series_are_averaged_into_bins_that_keep_the_mean() {
+        // 3000 samples of 0.1 s alternating 0% / 100%, over 300 s: 1000 bins of 0.3 s.
+        let samples: Vec<(f64, f64)> = (1..=3000)
+            .map(|k| (f64::from(k) * 0.1, f64::from(k % 2)))
+            .collect();
+        let link = Link::new("l", &samples).unwrap();
+        let steps = link.steps();
+        assert_eq!(steps.len(), 2 * MAX_STRIP_STEPS);
+        assert_eq!(steps.last().map(|p| p.0), Some(samples[2999].0));
+        let area: f64 = steps.chunks(2).map(|c| (c[1].0 - c[0].0) * c[0].1).sum();
+        assert!((area / 300.0 - 0.5).abs() < 1e-9, "mean {}", area / 300.0);
+    }
+
+    #[test]
+    fn short_series_keep_every_sample() {
+        let samples = [(1.0, 0.2), (3.0, 0.8)];
+        let link = Link::new("l", &samples).unwrap();
+        assert_eq!(link.steps(), vec![(0.0, 0.2), (1.0, 0.2), (1.0, 0.8), (3.0, 0.8)]);
+        assert_eq!(link.mean_and_peak(), Some(((0.2 + 2.0 * 0.8) / 3.0, 0.8)));
+    }
 }

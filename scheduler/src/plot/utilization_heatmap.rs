@@ -45,27 +45,9 @@ pub(crate) fn level_colour(level: usize) -> RGBColor {
 /// The level of each of `columns` equal columns over `0..end`: 0 for idle or unsampled,
 /// otherwise the mean utilization rounded up to the next 1/LEVELS (at most LEVELS).
 fn levels(link: &Link<'_>, end: f64, columns: usize) -> Vec<usize> {
-    let width = end / columns as f64;
-    let mut busy = vec![0.0; columns];
-    let mut covered = vec![0.0; columns];
-    let mut start = 0.0;
-    for (t, u) in link.samples {
-        // Spread this sample's interval [start, t) over the columns it overlaps.
-        let first = ((start / width).floor() as usize).min(columns - 1);
-        let last = ((t / width).ceil() as usize).clamp(first + 1, columns);
-        for c in first..last {
-            let lo = (c as f64 * width).max(start);
-            let hi = ((c + 1) as f64 * width).min(*t);
-            if hi > lo {
-                busy[c] += (hi - lo) * u;
-                covered[c] += hi - lo;
-            }
-        }
-        start = *t;
-    }
-    busy.iter()
-        .zip(&covered)
-        .map(|(b, c)| if *c > 0.0 { level_of(b / c) } else { 0 })
+    link.bin_means(end, columns)
+        .into_iter()
+        .map(|m| m.map_or(0, level_of))
         .collect()
 }
 

@@ -129,3 +129,18 @@ fn invalid_spans_are_errors_naming_the_span() {
         "reconfiguration #0",
     );
 }
+
+#[test]
+fn many_reconfigurations_become_ticks_in_a_band_above_the_rows() {
+    let (spans, _) = schedule();
+    let few: Vec<f64> = (0..100).map(|k| f64::from(k) * 0.09).collect();
+    let many: Vec<f64> = (0..101).map(|k| f64::from(k) * 0.09).collect();
+    let few_svg = Svg::parse(&render_circuit_timeline("t", 4, &spans, &few).unwrap());
+    let many_svg = Svg::parse(&render_circuit_timeline("t", 4, &spans, &many).unwrap());
+    assert!(!few_svg.has_text("reconfig."));
+    assert!(many_svg.has_text("reconfig."));
+    assert_eq!(
+        many_svg.count("polyline", "stroke", &hex(RECONFIGURATION)),
+        many.len() + 1
+    );
+}
