@@ -59,7 +59,7 @@ pub(crate) fn note_font() -> TextStyle<'static> {
 }
 
 /// `style` anchored at the given horizontal / vertical position.
-pub(crate) fn anchored(style: TextStyle<'static>, h: HPos, v: VPos) -> TextStyle<'static> {
+fn anchored(style: TextStyle<'static>, h: HPos, v: VPos) -> TextStyle<'static> {
     style.pos(Pos::new(h, v))
 }
 
@@ -138,4 +138,35 @@ fn draw_no_data(root: &Canvas<'_>, title: &str, why: &str) -> DrawResult {
         anchored((FONT, 18).into_font().color(&MUTED), HPos::Center, VPos::Center),
     ))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_print_with_three_significant_digits_and_no_trailing_zeros() {
+        let cases = [
+            (0.0, "0"),
+            (0.5, "0.5"),
+            (12.345, "12.3"),
+            (-12.5, "-12.5"),
+            (0.001234, "0.00123"),
+            (1500.0, "1500"),
+            (1.5e7, "1.5e7"),
+            (2e-4, "2e-4"),
+        ];
+        for (v, expected) in cases {
+            assert_eq!(fmt_num(v), expected, "fmt_num({v})");
+        }
+        assert_eq!(fmt_percent(0.429), "42.9%");
+    }
+
+    #[test]
+    fn slot_labels_are_thinned_to_fit() {
+        assert_eq!(slot_centres(3, 300, 60), vec![0.5, 1.5, 2.5]);
+        // 10 slots in 24 px with labels 12 px apart: every fifth.
+        assert_eq!(slot_centres(10, 24, 12), vec![0.5, 5.5]);
+        assert_eq!(slot_of(5.5), 5);
+    }
 }
