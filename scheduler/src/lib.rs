@@ -9,5 +9,7 @@ pub mod coflow;
 pub mod engine;
 pub mod model;
 pub mod net;
+pub mod plot;
 pub mod policy;
+pub mod progress;
 pub mod trace;
