@@ -32,8 +32,8 @@ use ocslab_emulator::{Bps, HostId};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::sync::{mpsc, watch};
 pub use table::{FlowCounters, FlowTable, Receipts};
+use tokio::sync::{mpsc, watch};
 
 /// How a sending flow is steered while it exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,7 +145,11 @@ impl DataPlane {
     /// Sends one flow to its end, reporting `FlowStarted`, then `FlowSent`
     /// or `FlowFailed`. Steered by `control` (hold, release, rate).
     pub async fn run_sender(self: Arc<Self>, spec: FlowSpec, mut control: watch::Receiver<FlowControl>) {
-        let initial = if spec.held { FlowState::Held } else { FlowState::Connecting };
+        let initial = if spec.held {
+            FlowState::Held
+        } else {
+            FlowState::Connecting
+        };
         let reg = self.flows.register(spec.flow, FlowRole::Sender, initial);
         let msg = match self.send(&spec, &mut control, reg.counters()).await {
             Ok(sent) => AgentMsg::FlowSent(sent),

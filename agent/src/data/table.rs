@@ -108,6 +108,10 @@ impl FlowTable {
     }
 }
 
+/// Receipts kept at most; beyond, the oldest flow ids are forgotten (flows
+/// no reduce task asks for, e.g. in trace replay, must not grow memory).
+pub const MAX_RECEIPTS: usize = 65_536;
+
 /// Flows received and not yet consumed by a reduce task.
 #[derive(Debug, Default)]
 pub struct Receipts {
@@ -118,7 +122,13 @@ pub struct Receipts {
 impl Receipts {
     /// Records a received flow and wakes waiters.
     pub fn insert(&self, done: FlowDone) {
-        lock(&self.done).insert(done.flow, done);
+        {
+            let mut map = lock(&self.done);
+            map.insert(done.flow, done);
+            while map.len() > MAX_RECEIPTS {
+                map.pop_first();
+            }
+        }
         self.arrived.notify_waiters();
     }
 
