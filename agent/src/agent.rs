@@ -156,9 +156,11 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
                     rate: spec.rate,
                 });
                 map.insert(flow, tx);
+                // Listed before the next heartbeat or pong, not when the task first runs.
+                let reg = plane.register_sender(&spec);
                 let (plane, senders) = (plane.clone(), senders.clone());
                 tokio::spawn(async move {
-                    plane.run_sender(spec, rx).await;
+                    plane.run_sender(spec, rx, reg).await;
                     lock(&senders).remove(&flow);
                 });
             }

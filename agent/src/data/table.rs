@@ -49,39 +49,41 @@ impl FlowCounters {
     }
 }
 
+type FlowMap = BTreeMap<(FlowId, FlowRole), Arc<FlowCounters>>;
+
 /// The flows in progress at an agent.
 #[derive(Debug, Default)]
 pub struct FlowTable {
-    flows: Mutex<BTreeMap<(FlowId, FlowRole), Arc<FlowCounters>>>,
+    flows: Arc<Mutex<FlowMap>>,
 }
 
 /// A flow's entry in a [`FlowTable`], removed when dropped.
-pub struct Registration<'a> {
-    table: &'a FlowTable,
+pub struct Registration {
+    table: Arc<Mutex<FlowMap>>,
     key: (FlowId, FlowRole),
     counters: Arc<FlowCounters>,
 }
 
-impl Registration<'_> {
+impl Registration {
     /// The flow's counters.
     pub fn counters(&self) -> &FlowCounters {
         &self.counters
     }
 }
 
-impl Drop for Registration<'_> {
+impl Drop for Registration {
     fn drop(&mut self) {
-        lock(&self.table.flows).remove(&self.key);
+        lock(&self.table).remove(&self.key);
     }
 }
 
 impl FlowTable {
     /// Adds a flow until the returned registration is dropped.
-    pub fn register(&self, flow: FlowId, role: FlowRole, state: FlowState) -> Registration<'_> {
+    pub fn register(&self, flow: FlowId, role: FlowRole, state: FlowState) -> Registration {
         let counters = Arc::new(FlowCounters::new(state));
         lock(&self.flows).insert((flow, role), counters.clone());
         Registration {
-            table: self,
+            table: self.flows.clone(),
             key: (flow, role),
             counters,
         }
