@@ -9,3 +9,5 @@ pub mod engine;
 pub mod model;
 pub mod net;
 pub mod policy;
+pub mod sim;
+pub mod workload;
