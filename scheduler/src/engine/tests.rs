@@ -305,7 +305,7 @@ fn slow_start_gates_reduces() {
 
 #[test]
 fn reduces_never_start_before_the_slow_start_fraction() {
-    use crate::workload::{default_classes, Arrivals, GeneratedWorkload};
+    use crate::workload::generated::{default_classes, Arrivals, GeneratedWorkload};
     let t = topo(4, 4, 4);
     let w = GeneratedWorkload {
         jobs: 20,
@@ -353,7 +353,7 @@ fn reduces_never_start_before_the_slow_start_fraction() {
 
 #[test]
 fn same_seed_gives_identical_records() {
-    use crate::workload::{default_classes, Arrivals, GeneratedWorkload};
+    use crate::workload::generated::{default_classes, Arrivals, GeneratedWorkload};
     let t = topo(3, 4, 2);
     let w = GeneratedWorkload {
         jobs: 25,
