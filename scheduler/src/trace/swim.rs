@@ -176,10 +176,18 @@ pub enum SwimArrivals {
     },
 }
 
-/// How SWIM jobs become ocslab jobs (see the module documentation).
+/// A SWIM workload: which trace, how many of its jobs, and how they become
+/// ocslab jobs (see the module documentation). The `[workload]` table of an
+/// experiment with `kind = "swim"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwimModel {
+    /// The trace file (relative to the experiment file).
+    #[serde(default)]
+    pub trace: PathBuf,
+    /// Take the first `jobs` jobs of the trace (all if unset).
+    #[serde(default)]
+    pub jobs: Option<usize>,
     /// Input block size (NAS: 128 MB).
     #[serde(default = "default_block")]
     pub block_size: Bytes,
@@ -241,6 +249,8 @@ fn default_arrivals() -> SwimArrivals {
 impl Default for SwimModel {
     fn default() -> Self {
         SwimModel {
+            trace: PathBuf::new(),
+            jobs: None,
             block_size: default_block(),
             reduce_input: default_reduce_input(),
             map_rate: default_rate(),
@@ -283,6 +293,9 @@ impl SwimModel {
         if self.map_rate.0 == 0 || self.reduce_rate.0 == 0 {
             return bad("map_rate", "map_rate and reduce_rate must be more than 0, e.g. \"400Mbit/s\"");
         }
+        if self.jobs == Some(0) {
+            return bad("jobs", "must be at least 1 (or leave it out for the whole trace)");
+        }
         if self.users == 0 {
             return bad("users", "must be at least 1");
         }
@@ -298,18 +311,12 @@ impl SwimModel {
         Ok(())
     }
 
-    /// The first `limit` (all if `None`) trace jobs as ocslab jobs for
+    /// The first `jobs` (all if unset) trace jobs as ocslab jobs for
     /// `topo`, with ids 0.. in trace order, drawn from `seed`.
-    pub fn to_jobs(
-        &self,
-        trace: &[SwimJob],
-        limit: Option<usize>,
-        topo: &Topology,
-        seed: u64,
-    ) -> Result<Vec<Job>, ModelError> {
+    pub fn to_jobs(&self, trace: &[SwimJob], topo: &Topology, seed: u64) -> Result<Vec<Job>, ModelError> {
         self.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let take = limit.unwrap_or(trace.len()).min(trace.len());
+        let take = self.jobs.unwrap_or(trace.len()).min(trace.len());
         let t0 = trace.first().map_or(Nanos::ZERO, |j| j.submit);
         let byte_scale = topo.scale * self.scale;
         let mut jobs = Vec::with_capacity(take);
@@ -411,7 +418,7 @@ mod tests {
     #[test]
     fn jobs_get_maps_per_block_and_reduces_per_gigabyte() {
         let trace = parse(TEXT, Path::new("fb.tsv")).unwrap();
-        let jobs = SwimModel::default().to_jobs(&trace, None, &topo(), 1).unwrap();
+        let jobs = SwimModel::default().to_jobs(&trace, &topo(), 1).unwrap();
         // job0: 1762 B input, no shuffle: one map, map-only.
         assert_eq!((jobs[0].maps.len(), jobs[0].reduces.len()), (1, 0));
         // job1: 300 MB → 3 blocks (128 + 128 + 44 MB), 150 MB shuffle → 1 reduce.
@@ -425,6 +432,6 @@ mod tests {
         assert_eq!((jobs[2].maps.len(), jobs[2].reduces.len()), (415, 2));
         assert_eq!(jobs[2].arrival, Nanos(11_000_000_000));
         crate::model::job::validate_jobs(&jobs, &topo()).unwrap();
-        assert_eq!(jobs, SwimModel::default().to_jobs(&trace, None, &topo(), 1).unwrap());
+        assert_eq!(jobs, SwimModel::default().to_jobs(&trace, &topo(), 1).unwrap());
     }
 }
