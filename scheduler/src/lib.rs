@@ -11,6 +11,7 @@ pub mod experiment;
 pub mod model;
 pub mod net;
 pub mod policy;
+pub mod report;
 pub mod sim;
 pub mod trace;
 pub mod workload;
