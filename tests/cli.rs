@@ -38,7 +38,9 @@ fn csv_column(path: &Path, column: &str) -> Vec<String> {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().expect("header").split(',').collect();
     let i = header.iter().position(|h| *h == column).expect("column");
-    lines.map(|l| l.split(',').nth(i).unwrap_or_default().to_string()).collect()
+    lines
+        .map(|l| l.split(',').nth(i).unwrap_or_default().to_string())
+        .collect()
 }
 
 #[test]
@@ -83,7 +85,8 @@ fn sim_writes_a_results_folder_consistent_with_its_summary() {
         assert_eq!(sched["flows"].as_u64(), Some(flows as u64));
     }
     let run_json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).expect("run.json")).expect("json");
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).expect("run.json"))
+            .expect("json");
     assert_eq!(run_json["seed"], 5);
     assert_eq!(run_json["topology"]["name"], "tiny");
     std::fs::remove_dir_all(dir).ok();
@@ -101,7 +104,12 @@ fn sim_twice_with_the_same_seed_gives_identical_results() {
         })
         .expect("sim runs");
     }
-    for f in ["summary.json", "delay/flows.csv", "delay/tasks.csv", "delay/jobs.csv"] {
+    for f in [
+        "summary.json",
+        "delay/flows.csv",
+        "delay/tasks.csv",
+        "delay/jobs.csv",
+    ] {
         let a = std::fs::read(dir.join("a").join(f)).expect("a");
         let b = std::fs::read(dir.join("b").join(f)).expect("b");
         assert!(a == b, "{f} differs between two runs with the same seed");
@@ -125,6 +133,9 @@ fn a_bad_experiment_names_file_line_and_field() {
         "{msg}"
     );
     assert!(msg.contains("delay"), "lists the known schedulers: {msg}");
-    assert!(!dir.join("out").exists(), "no results folder for a refused experiment");
+    assert!(
+        !dir.join("out").exists(),
+        "no results folder for a refused experiment"
+    );
     std::fs::remove_dir_all(dir).ok();
 }

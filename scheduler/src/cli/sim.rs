@@ -100,7 +100,11 @@ fn print_table(exp: &Experiment, s: &[SchedulerSummary]) {
             cell(x.avg_cct_s, n.avg_cct),
             cell(x.p95_cct_s, n.p95_cct),
             x.throughput_jobs_per_hour,
-            format!("{:.2} ({:.2})", x.cross_rack_bytes as f64 / 1e9, n.cross_rack_bytes),
+            format!(
+                "{:.2} ({:.2})",
+                x.cross_rack_bytes as f64 / 1e9,
+                n.cross_rack_bytes
+            ),
             100.0 * x.ocs_share,
             x.reconfigurations
         );

@@ -71,7 +71,10 @@ pub fn write(
         "slow_start": exp.engine.slow_start,
     });
     put("run.json", &pretty(&run))?;
-    put("summary.json", &pretty(&serde_json::json!({ "schedulers": summaries })))?;
+    put(
+        "summary.json",
+        &pretty(&serde_json::json!({ "schedulers": summaries })),
+    )?;
     for out in outcomes {
         let sub = dir.join(&out.policy);
         std::fs::create_dir_all(&sub).map_err(io(&sub))?;

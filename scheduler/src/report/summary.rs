@@ -83,9 +83,19 @@ pub struct Normalized {
 pub fn summarize(out: &SimOutcome) -> SchedulerSummary {
     let r = &out.records;
     let first_arrival = r.jobs.values().map(|j| j.arrival).min().unwrap_or_default();
-    let last_finish = r.jobs.values().filter_map(|j| j.finished).max().unwrap_or_default();
+    let last_finish = r
+        .jobs
+        .values()
+        .filter_map(|j| j.finished)
+        .max()
+        .unwrap_or_default();
     let makespan = last_finish - first_arrival;
-    let jcts: Vec<f64> = r.jobs.values().filter_map(|j| j.jct()).map(Nanos::as_secs_f64).collect();
+    let jcts: Vec<f64> = r
+        .jobs
+        .values()
+        .filter_map(|j| j.jct())
+        .map(Nanos::as_secs_f64)
+        .collect();
     let ccts: Vec<f64> = r
         .coflows
         .values()
@@ -93,7 +103,13 @@ pub fn summarize(out: &SimOutcome) -> SchedulerSummary {
         .filter_map(|c| c.cct())
         .map(Nanos::as_secs_f64)
         .collect();
-    let bytes_of = |k: FlowKind| r.coflows.values().filter(|c| c.kind == k).map(|c| c.bytes.0).sum::<u64>();
+    let bytes_of = |k: FlowKind| {
+        r.coflows
+            .values()
+            .filter(|c| c.kind == k)
+            .map(|c| c.bytes.0)
+            .sum::<u64>()
+    };
     let maps = r.tasks.iter().filter(|t| t.locality.is_some()).count();
     let local = r
         .tasks
@@ -111,13 +127,21 @@ pub fn summarize(out: &SimOutcome) -> SchedulerSummary {
         avg_cct_s: mean(&ccts),
         p95_cct_s: percentile(&ccts, 0.95),
         coflows: ccts.len(),
-        throughput_jobs_per_hour: if hours > 0.0 { jcts.len() as f64 / hours } else { 0.0 },
+        throughput_jobs_per_hour: if hours > 0.0 {
+            jcts.len() as f64 / hours
+        } else {
+            0.0
+        },
         cross_rack_bytes: r.coflows.values().map(|c| c.cross_rack_bytes.0).sum(),
         shuffle_network_bytes: bytes_of(FlowKind::Shuffle),
         input_network_bytes: bytes_of(FlowKind::Input),
         eps_bytes: eps,
         ocs_bytes: ocs,
-        ocs_share: if eps + ocs > 0 { ocs as f64 / (eps + ocs) as f64 } else { 0.0 },
+        ocs_share: if eps + ocs > 0 {
+            ocs as f64 / (eps + ocs) as f64
+        } else {
+            0.0
+        },
         reconfigurations: out.net.reconfigurations,
         node_local_maps: if maps > 0 { local as f64 / maps as f64 } else { 0.0 },
         flows: out.flows,
