@@ -7,9 +7,13 @@
 pub mod cli;
 pub mod coflow;
 pub mod engine;
+pub mod experiment;
 pub mod model;
 pub mod net;
 pub mod plot;
 pub mod policy;
 pub mod progress;
+pub mod report;
+pub mod sim;
 pub mod trace;
+pub mod workload;

@@ -107,9 +107,21 @@ pub type Constructor = fn(&toml::Table) -> Result<Box<dyn TaskPolicy>, PolicyErr
 
 /// The one table of task schedulers: name, one-line description, constructor.
 pub const POLICIES: &[(&str, &str, Constructor)] = &[
-    ("fifo", "jobs in submission order, first pending task", fifo::Fifo::from_params),
-    ("fair", "Hadoop Fair scheduler: per-user max-min shares, fair among a user's jobs", fair::Fair::from_params),
-    ("delay", "Delay scheduling (Zaharia et al., EuroSys'10) on Fair order: node/rack locality waits", delay::Delay::from_params),
+    (
+        "fifo",
+        "jobs in submission order, first pending task",
+        fifo::Fifo::from_params,
+    ),
+    (
+        "fair",
+        "Hadoop Fair scheduler: per-user max-min shares, fair among a user's jobs",
+        fair::Fair::from_params,
+    ),
+    (
+        "delay",
+        "Delay scheduling (Zaharia et al., EuroSys'10) on Fair order: node/rack locality waits",
+        delay::Delay::from_params,
+    ),
 ];
 
 /// Builds the policy called `name` with its parameters (`None`: defaults).
@@ -132,7 +144,10 @@ pub fn names() -> Vec<&'static str> {
 
 /// Deserializes a policy's parameter table into `P`
 /// (`deny_unknown_fields` on `P` makes a typo an error naming the key).
-pub fn parse_params<P: serde::de::DeserializeOwned>(policy: &str, params: &toml::Table) -> Result<P, PolicyError> {
+pub fn parse_params<P: serde::de::DeserializeOwned>(
+    policy: &str,
+    params: &toml::Table,
+) -> Result<P, PolicyError> {
     P::deserialize(toml::Value::Table(params.clone())).map_err(|e| PolicyError::Params {
         policy: policy.to_string(),
         message: e.to_string().trim().to_string(),
