@@ -32,6 +32,7 @@ pub mod netlink;
 pub mod netns;
 pub mod ocs;
 pub mod plan;
+pub mod probe;
 pub mod rootless;
 
 pub use ledger::{cleanup_stale, Mode, Teardown};
@@ -93,6 +94,15 @@ pub enum FabricError {
         /// The program.
         program: String,
         /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A measurement probe's socket failed.
+    #[error("probe: {what}: {source}")]
+    Probe {
+        /// What the probe was doing.
+        what: String,
+        /// Why it failed.
         #[source]
         source: std::io::Error,
     },
