@@ -102,12 +102,17 @@ fn lerr(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> LedgerErro
     }
 }
 
-/// Start time of process `pid` (clock ticks since boot), if it exists.
+/// Start time of process `pid` (clock ticks since boot), if it runs (a
+/// zombie, dead but not yet reaped, does not count).
 pub fn process_start(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces; fields resume after ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    rest.nth(18)?.parse().ok()
 }
 
 /// Reserves a fresh run id by creating its directory (atomic: two

@@ -270,6 +270,7 @@ impl OcsCore {
     fn reconfigure(&mut self, circuits: &[Circuit], delay: Nanos) -> Result<Reconfiguration, OcsError> {
         let new = validate(self.plan.racks(), self.plan.wavelengths(), circuits)?;
         let (down, up, kept) = diff(&self.current, &new);
+        let _rt = clock::Realtime::enter(clock::RECONFIG_PRIORITY);
         let start = Instant::now();
         let started = clock::now();
         let mut events = Vec::with_capacity(down.len() + up.len());
