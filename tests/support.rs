@@ -57,7 +57,13 @@ pub fn topology_from(text: &str) -> Topology {
 
 /// Sends `bytes` bytes from `from` to `to` over TCP, with IP_TOS `tos` on
 /// the sending socket; returns the bytes the receiver read.
-pub fn send_bytes(fabric: &Fabric, from: HostId, to: HostId, tos: Option<u8>, bytes: u64) -> anyhow::Result<u64> {
+pub fn send_bytes(
+    fabric: &Fabric,
+    from: HostId,
+    to: HostId,
+    tos: Option<u8>,
+    bytes: u64,
+) -> anyhow::Result<u64> {
     Ok(probe::tcp_send(fabric, from, to, tos, bytes)?)
 }
 

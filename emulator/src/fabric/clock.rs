@@ -10,7 +10,10 @@ use crate::units::Nanos;
 
 /// Now, on CLOCK_MONOTONIC.
 pub fn now() -> Nanos {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `t` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
     Nanos(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
@@ -36,7 +39,9 @@ impl Realtime {
             if policy < 0 || libc::sched_getparam(0, &mut old) != 0 {
                 return Realtime { old: None };
             }
-            let rt = libc::sched_param { sched_priority: priority };
+            let rt = libc::sched_param {
+                sched_priority: priority,
+            };
             if libc::sched_setscheduler(0, libc::SCHED_FIFO, &rt) != 0 {
                 return Realtime { old: None };
             }
@@ -55,4 +60,3 @@ impl Drop for Realtime {
         }
     }
 }
-

@@ -95,11 +95,7 @@ pub fn run_dir(run: RunId) -> PathBuf {
 
 fn lerr(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> LedgerError {
     let path = path.to_path_buf();
-    move |source| LedgerError {
-        what,
-        path,
-        source,
-    }
+    move |source| LedgerError { what, path, source }
 }
 
 /// Start time of process `pid` (clock ticks since boot), if it runs (a

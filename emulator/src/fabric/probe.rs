@@ -72,7 +72,13 @@ fn joined<T>(h: std::thread::JoinHandle<io::Result<T>>, what: &str) -> Result<T,
 
 /// Sends `bytes` bytes from `from` to `to` over one TCP connection whose
 /// sending socket carries IP_TOS `tos`; returns the bytes the receiver read.
-pub fn tcp_send(fabric: &Fabric, from: HostId, to: HostId, tos: Option<u8>, bytes: u64) -> Result<u64, FabricError> {
+pub fn tcp_send(
+    fabric: &Fabric,
+    from: HostId,
+    to: HostId,
+    tos: Option<u8>,
+    bytes: u64,
+) -> Result<u64, FabricError> {
     let (l, at) = listen(fabric, to)?;
     let rx = std::thread::spawn(move || -> io::Result<u64> {
         let (mut s, _) = l.accept()?;
@@ -182,7 +188,8 @@ impl DarkProbe {
             let sock = fabric
                 .in_host(h, || UdpSocket::bind(addr))?
                 .map_err(io_err("binding probe receiver"))?;
-            socket::setsockopt(&sock, sockopt::ReceiveTimestampns, &true).map_err(nix_err("SO_TIMESTAMPNS"))?;
+            socket::setsockopt(&sock, sockopt::ReceiveTimestampns, &true)
+                .map_err(nix_err("SO_TIMESTAMPNS"))?;
             socket::setsockopt(&sock, sockopt::Ipv4RecvTtl, &true).map_err(nix_err("IP_RECVTTL"))?;
             // Root may exceed rmem_max; a failure only risks drops when receivers lag.
             let _ = socket::setsockopt(&sock, sockopt::RcvBufForce, &(16 << 20));

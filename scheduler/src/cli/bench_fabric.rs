@@ -27,7 +27,14 @@ fn need_root() -> Result<()> {
 }
 
 /// A topology for benchmarks (scale 1, non-overlapping default range).
-fn bench_topology(racks: u32, hosts: u32, host_rate: Bps, uplink: Bps, ocs_ports: u32, ocs_rate: Bps) -> Result<Topology> {
+fn bench_topology(
+    racks: u32,
+    hosts: u32,
+    host_rate: Bps,
+    uplink: Bps,
+    ocs_ports: u32,
+    ocs_rate: Bps,
+) -> Result<Topology> {
     let text = format!(
         "name = \"bench\"\nracks = {racks}\nhosts_per_rack = {hosts}\n\n[eps]\nhost_rate = \"{}bit/s\"\nuplink_rate = \"{}bit/s\"\n\n[ocs]\nports_per_rack = {ocs_ports}\nport_rate = \"{}bit/s\"\nreconfig_delay = \"1ms\"\nelephant_threshold = \"10MB\"\n",
         host_rate.0, uplink.0, ocs_rate.0
@@ -132,7 +139,12 @@ pub fn fabric(a: FabricArgs) -> Result<ExitCode> {
     } else {
         println!(
             "{} hosts ({} racks x {}): {} namespaces, {} veth pairs, {} htb classes",
-            figures.hosts, a.racks, a.hosts_per_rack, figures.namespaces, figures.veth_pairs, figures.htb_classes
+            figures.hosts,
+            a.racks,
+            a.hosts_per_rack,
+            figures.namespaces,
+            figures.veth_pairs,
+            figures.htb_classes
         );
         println!(
             "up {:.3} s, down {:.3} s (median of {}), leftover {}",
@@ -153,7 +165,11 @@ pub fn fabric(a: FabricArgs) -> Result<ExitCode> {
 #[derive(clap::Args, Debug)]
 pub struct LinksArgs {
     /// Configured rates to measure.
-    #[arg(long, value_delimiter = ',', default_value = "10Mbit/s,100Mbit/s,1Gbit/s,5Gbit/s")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10Mbit/s,100Mbit/s,1Gbit/s,5Gbit/s"
+    )]
     pub rates: Vec<Bps>,
     /// Seconds of measurement per link (after a 0.5 s warm-up).
     #[arg(long, default_value_t = 2.0)]
@@ -336,7 +352,10 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
         );
         println!(
             "setup applied after δ: p50 {:.1} µs, p99 {:.1} µs; teardown batch p50 {:.1} µs, p99 {:.1} µs",
-            figures.setup_late_p50_us, figures.setup_late_p99_us, figures.teardown_p50_us, figures.teardown_p99_us
+            figures.setup_late_p50_us,
+            figures.setup_late_p99_us,
+            figures.teardown_p50_us,
+            figures.teardown_p99_us
         );
         println!("probe: {} packets sent, {} received", sent, arrivals.len());
     }

@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 
 /// Arguments of `ocslab up`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  ocslab up topologies/tiny.toml            # Ctrl-C tears it down\n  ocslab up topologies/lab.toml --detach   # then: ocslab exec r0h0 -- ip addr; ocslab down")]
+#[command(
+    after_help = "Examples:\n  ocslab up topologies/tiny.toml            # Ctrl-C tears it down\n  ocslab up topologies/lab.toml --detach   # then: ocslab exec r0h0 -- ip addr; ocslab down"
+)]
 pub struct UpArgs {
     /// The topology file.
     pub file: PathBuf,
@@ -43,7 +45,9 @@ pub struct UpArgs {
 
 /// Arguments of `ocslab down`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  ocslab down              # every ocslab fabric, and what crashed runs left\n  ocslab down --run 3f9a")]
+#[command(
+    after_help = "Examples:\n  ocslab down              # every ocslab fabric, and what crashed runs left\n  ocslab down --run 3f9a"
+)]
 pub struct DownArgs {
     /// Only this run.
     #[arg(long)]
@@ -55,7 +59,9 @@ pub struct DownArgs {
 
 /// Arguments of `ocslab exec`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  ocslab exec r0h0 -- ip -br addr\n  ocslab exec r1h0 -- iperf3 -s -D && ocslab exec r0h0 -- iperf3 -c 198.18.1.10 --tos 8")]
+#[command(
+    after_help = "Examples:\n  ocslab exec r0h0 -- ip -br addr\n  ocslab exec r1h0 -- iperf3 -s -D && ocslab exec r0h0 -- iperf3 -c 198.18.1.10 --tos 8"
+)]
 pub struct ExecArgs {
     /// Host name, r<rack>h<host> (zero-based).
     pub host: HostId,
@@ -72,7 +78,9 @@ pub struct ExecArgs {
 pub enum OcsCommand {
     /// Configure the circuits (the whole matching; circuits not listed are
     /// torn down). Changed ports go dark for δ (not-all-stop).
-    #[command(after_help = "Examples:\n  ocslab ocs set 0:1 1:0      # racks 0->1 and 1->0 on port 0\n  ocslab ocs set 0:2@1        # rack 0 -> rack 2 on port (wavelength) 1\n  ocslab ocs set              # tear every circuit down")]
+    #[command(
+        after_help = "Examples:\n  ocslab ocs set 0:1 1:0      # racks 0->1 and 1->0 on port 0\n  ocslab ocs set 0:2@1        # rack 0 -> rack 2 on port (wavelength) 1\n  ocslab ocs set              # tear every circuit down"
+    )]
     Set {
         /// Circuits SRC:DST or SRC:DST@PORT (racks zero-based).
         circuits: Vec<String>,
@@ -109,7 +117,9 @@ pub struct StatusArgs {
 
 fn parse_circuit(s: &str) -> Result<Circuit> {
     let bad = || {
-        anyhow::anyhow!("{s:?} is not a circuit: expected SRC:DST or SRC:DST@PORT with rack numbers, e.g. 0:1 or 0:2@1")
+        anyhow::anyhow!(
+            "{s:?} is not a circuit: expected SRC:DST or SRC:DST@PORT with rack numbers, e.g. 0:1 or 0:2@1"
+        )
     };
     let (pair, port) = match s.split_once('@') {
         Some((p, w)) => (p, w.parse().map_err(|_| bad())?),
@@ -144,7 +154,10 @@ fn pick_run(run: Option<RunId>) -> Result<RunId> {
         many => bail!(
             "{} fabrics are up ({}); choose one with --run ID",
             many.len(),
-            many.iter().map(|(r, _)| r.to_string()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|(r, _)| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -245,7 +258,11 @@ fn print_up(s: &UpSummary, topo: &Topology) {
 
 /// A detached holder must not die of SIGPIPE when its parent has gone.
 fn quiet_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
         use std::os::fd::AsRawFd;
         for fd in [0, 1, 2] {
             // SAFETY: dup2 onto the standard descriptors of this process.
@@ -264,7 +281,9 @@ fn up_detached(a: UpArgs) -> Result<ExitCode> {
     if let Some(r) = a.run {
         cmd.arg("--run").arg(r.to_string());
     }
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // SAFETY: setsid(2) is async-signal-safe; the holder leaves our session
     // so a Ctrl-C in this terminal does not reach it.
     unsafe {
@@ -380,7 +399,10 @@ pub fn ocs(c: OcsCommand) -> Result<ExitCode> {
             run,
             json,
         } => {
-            let circuits = circuits.iter().map(|s| parse_circuit(s)).collect::<Result<Vec<_>>>()?;
+            let circuits = circuits
+                .iter()
+                .map(|s| parse_circuit(s))
+                .collect::<Result<Vec<_>>>()?;
             let f = attach(run)?;
             let ocs = f.ocs()?;
             let delay = delay.unwrap_or(ocs.delay());
@@ -462,7 +484,9 @@ pub fn status(a: StatusArgs) -> Result<ExitCode> {
             topology: l.as_ref().map(|l| l.topology.clone()).unwrap_or_default(),
             mode: l.as_ref().ok().map(|l| l.mode),
             state: match &l {
-                Ok(l) if !alive => format!("{:?} (owner gone: `ocslab down` cleans up)", l.state).to_lowercase(),
+                Ok(l) if !alive => {
+                    format!("{:?} (owner gone: `ocslab down` cleans up)", l.state).to_lowercase()
+                }
                 Ok(l) => format!("{:?}", l.state).to_lowercase(),
                 Err(e) => format!("unreadable ledger: {e}"),
             },
@@ -490,7 +514,11 @@ pub fn status(a: StatusArgs) -> Result<ExitCode> {
                 if s.circuits.is_empty() {
                     "none".to_string()
                 } else {
-                    s.circuits.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" ")
+                    s.circuits
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 }
             );
         }
