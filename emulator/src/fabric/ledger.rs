@@ -280,7 +280,14 @@ pub fn cleanup_stale() -> Result<Vec<Teardown>, LedgerError> {
     let mut out = Vec::new();
     let runs = list_runs();
     for &run in &runs {
-        let alive = Ledger::load(run).map(|l| l.owner_alive()).unwrap_or(false);
+        let alive = match Ledger::load(run) {
+            Ok(l) => l.owner_alive(),
+            // A run being reserved has a directory but no ledger for a moment.
+            Err(_) => std::fs::metadata(run_dir(run))
+                .and_then(|m| m.modified())
+                .map(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(60))
+                .unwrap_or(false),
+        };
         if !alive {
             out.push(remove_run(run)?);
         }

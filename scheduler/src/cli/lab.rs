@@ -185,6 +185,9 @@ pub fn up(a: UpArgs) -> Result<ExitCode> {
     if a.detach {
         return up_detached(a);
     }
+    // Validate first, against the box's own addresses (inside a rootless
+    // namespace only `lo` would be seen).
+    let topo = Topology::load(&a.file)?;
     let mode = rootless::enter_if_needed()?;
     // Block the signals that end a run before any thread starts, so a Ctrl-C
     // during the build is taken after it and tears down what was built.
@@ -193,7 +196,6 @@ pub fn up(a: UpArgs) -> Result<ExitCode> {
         signals.add(s);
     }
     signals.thread_block().context("blocking signals")?;
-    let topo = Topology::load(&a.file)?;
     let t0 = Instant::now();
     let f = Fabric::up(
         &topo,
