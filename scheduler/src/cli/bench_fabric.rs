@@ -270,20 +270,23 @@ struct OcsFigures {
     probe_spacing_us: f64,
 }
 
-/// Median time between consecutive arrivals at the same receiver: the
-/// resolution of the dark-time figures.
+/// Mean time between arrivals at one receiver (first to last over the
+/// count): the resolution of the dark-time figures.
 fn spacing_us(arrivals: &[probe::Arrival]) -> f64 {
-    let mut last: [Option<u64>; 2] = [None, None];
-    let mut d: Vec<f64> = Vec::new();
+    let mut per: Vec<(u64, u64, u64)> = vec![(u64::MAX, 0, 0); 2];
     for x in arrivals {
-        if let Some(slot) = last.get_mut(x.dst) {
-            if let Some(l) = *slot {
-                d.push((x.at_ns - l) as f64 / 1000.0);
-            }
-            *slot = Some(x.at_ns);
+        if let Some(p) = per.get_mut(x.dst) {
+            p.0 = p.0.min(x.at_ns);
+            p.1 = p.1.max(x.at_ns);
+            p.2 += 1;
         }
     }
-    median(&mut d)
+    let v: Vec<f64> = per
+        .iter()
+        .filter(|p| p.2 > 1)
+        .map(|p| (p.1 - p.0) as f64 / (p.2 - 1) as f64 / 1000.0)
+        .collect();
+    v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
 /// Reconfigurations made before measuring.
