@@ -7,3 +7,4 @@
 pub mod cli;
 pub mod model;
 pub mod net;
+pub mod policy;
