@@ -2,5 +2,6 @@
 //!
 //! (Minimal module on branch `p6` until the engine's policy table lands.)
 
+pub mod nas;
 pub mod netaware;
 pub mod shufflewatcher;
