@@ -2,6 +2,7 @@
 //!
 //! (Minimal module on branch `p6` until the engine's policy table lands.)
 
+pub mod dawn;
 pub mod nas;
 pub mod netaware;
 pub mod shufflewatcher;
