@@ -8,3 +8,4 @@ pub mod cli;
 pub mod model;
 pub mod net;
 pub mod policy;
+pub mod workload;
