@@ -378,7 +378,10 @@ impl JobState {
     }
     /// Bytes of done maps' output destined to reduce `r`.
     pub fn map_output_for_reduce(&self, r: u32) -> Bytes {
-        self.output_for_reduce.get(r as usize).copied().unwrap_or_default()
+        self.output_for_reduce
+            .get(r as usize)
+            .copied()
+            .unwrap_or_default()
     }
     /// Output bytes of done maps.
     pub fn map_output_done(&self) -> Bytes {
@@ -459,7 +462,9 @@ impl HostState {
             return FreeSlots::default();
         }
         if self.shared {
-            let f = self.map_slots.saturating_sub(self.running_maps + self.running_reduces);
+            let f = self
+                .map_slots
+                .saturating_sub(self.running_maps + self.running_reduces);
             FreeSlots { map: f, reduce: f }
         } else {
             FreeSlots {
@@ -514,4 +519,3 @@ pub struct RackTraffic {
     /// Bytes of those entering flows.
     pub in_bytes: Bytes,
 }
-

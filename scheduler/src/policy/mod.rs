@@ -111,9 +111,62 @@ pub type Constructor = fn(&toml::Table) -> Result<Box<dyn TaskPolicy>, PolicyErr
 
 /// The one table of task schedulers: name, one-line description, constructor.
 pub const POLICIES: &[(&str, &str, Constructor)] = &[
-    ("fifo", "jobs in submission order, first pending task", fifo::Fifo::from_params),
-    ("fair", "Hadoop Fair scheduler: per-user max-min shares, fair among a user's jobs", fair::Fair::from_params),
-    ("delay", "Delay scheduling (Zaharia et al., EuroSys'10) on Fair order: node/rack locality waits", delay::Delay::from_params),
+    (
+        "fifo",
+        "jobs in submission order, first pending task",
+        fifo::Fifo::from_params,
+    ),
+    (
+        "fair",
+        "Hadoop Fair scheduler: per-user max-min shares, fair among a user's jobs",
+        fair::Fair::from_params,
+    ),
+    (
+        "delay",
+        "Delay scheduling (Zaharia et al., EuroSys'10) on Fair order: node/rack locality waits",
+        delay::Delay::from_params,
+    ),
+    (
+        "shufflewatcher",
+        "ShuffleWatcher on Fair (Ahmad et al., ATC'14): NASS, SAMP, SARP",
+        netaware::policies::shufflewatcher,
+    ),
+    (
+        "shufflewatcher-delay",
+        "ShuffleWatcher with Delay's relaxed fairness (SW-relaxed / SW-delay)",
+        netaware::policies::shufflewatcher_delay,
+    ),
+    (
+        "sw-nass",
+        "ShuffleWatcher ablation: NASS only",
+        netaware::policies::sw_nass,
+    ),
+    (
+        "sw-nass-sarp",
+        "ShuffleWatcher ablation: NASS + SARP",
+        netaware::policies::sw_nass_sarp,
+    ),
+    (
+        "nas",
+        "NAS (Li, Shen & Sarker, CCGrid'18): MTS, CA-RTS, CR-RTS",
+        netaware::policies::nas,
+    ),
+    ("nas-mts", "NAS ablation: MTS only", netaware::policies::nas_mts),
+    (
+        "nas-mts-ca",
+        "NAS ablation: MTS + CA-RTS",
+        netaware::policies::nas_mts_ca,
+    ),
+    (
+        "nas-wo-tt",
+        "NAS without TrafficThreshold",
+        netaware::policies::nas_without_tt,
+    ),
+    (
+        "dawn",
+        "Dawn (Wang et al.): dependency-aware online plan + network-adaptive task scheduler",
+        netaware::policies::dawn,
+    ),
 ];
 
 /// Builds the policy called `name` with its parameters (`None`: defaults).
@@ -136,7 +189,10 @@ pub fn names() -> Vec<&'static str> {
 
 /// Deserializes a policy's parameter table into `P`
 /// (`deny_unknown_fields` on `P` makes a typo an error naming the key).
-pub fn parse_params<P: serde::de::DeserializeOwned>(policy: &str, params: &toml::Table) -> Result<P, PolicyError> {
+pub fn parse_params<P: serde::de::DeserializeOwned>(
+    policy: &str,
+    params: &toml::Table,
+) -> Result<P, PolicyError> {
     P::deserialize(toml::Value::Table(params.clone())).map_err(|e| PolicyError::Params {
         policy: policy.to_string(),
         message: e.to_string().trim().to_string(),

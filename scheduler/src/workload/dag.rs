@@ -23,9 +23,12 @@
 //!   or more tables, half the time as a bushy tree of two chains (so a join
 //!   has two parent jobs); then a group-by and an order-by job.
 
-use ocslab_emulator::{Bytes, Nanos};
+use super::shufflewatcher_mix::{map_tasks, TaskRates};
+use crate::model::job::{Job, JobId, ReduceTask, Shuffle, UserId};
+use ocslab_emulator::{Bytes, Nanos, Topology};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
 
 /// One job of a dependent workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -273,6 +276,49 @@ pub fn tpch_like(cfg: &QueryConfig) -> Vec<DagJob> {
         stages.push(stage("orderby", &[g], 0.0, 1.0, 1.0));
         emit(&mut jobs, q as u32, &format!("q{}", q + 1), arrival, db, &stages);
     }
+    jobs.sort_by_key(|j| (j.arrival, j.id));
+    jobs
+}
+
+/// The engine's jobs for a dependent workload on `topo`. A job's input is
+/// its base input plus its parents' outputs (parent input × output ratio);
+/// one reduce per GB of shuffle (1 to 100). Every input block gets HDFS
+/// replicas drawn from `seed`: the engine's job model fixes a child's
+/// blocks at submission, it does not move them to where its parents'
+/// reduces wrote their output (see docs/reproduction.md, Dawn).
+pub fn to_jobs(dag: &[DagJob], topo: &Topology, block: Bytes, rates: &TaskRates, seed: u64) -> Vec<Job> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xda6_da6);
+    let mut outputs: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut by_id: Vec<&DagJob> = dag.iter().collect();
+    by_id.sort_by_key(|j| j.id);
+    let mut jobs: Vec<Job> = by_id
+        .into_iter()
+        .map(|d| {
+            let input = d.base_input.0
+                + d.parents
+                    .iter()
+                    .map(|p| outputs.get(p).copied().unwrap_or(0))
+                    .sum::<u64>();
+            outputs.insert(d.id, (input as f64 * d.output_ratio) as u64);
+            let shuffle = input as f64 * d.shuffle_ratio;
+            let reduces = ((shuffle / 1e9).ceil() as u32).clamp(1, 100);
+            Job {
+                id: JobId(d.id),
+                name: d.name.clone(),
+                user: UserId(d.user),
+                arrival: d.arrival,
+                recurring: false,
+                parents: d.parents.iter().map(|&p| JobId(p)).collect(),
+                maps: map_tasks(&mut rng, topo, Bytes(input.max(1)), block, rates),
+                reduces: (0..reduces)
+                    .map(|_| ReduceTask {
+                        duration: TaskRates::time(shuffle / f64::from(reduces), rates.reduce_bytes_per_s),
+                    })
+                    .collect(),
+                shuffle: Shuffle::Ratio(d.shuffle_ratio),
+            }
+        })
+        .collect();
     jobs.sort_by_key(|j| (j.arrival, j.id));
     jobs
 }

@@ -24,7 +24,8 @@
 //! - *Task compute time* is the engine's model; the mix gives per-class
 //!   processing rates for it to use (`map_rate`, `reduce_rate`).
 
-use ocslab_emulator::{Bytes, Nanos};
+use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, UserId};
+use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -245,6 +246,109 @@ pub fn generate(cfg: &MixConfig) -> Vec<MixJob> {
                 maps,
                 reduces,
                 output: Bytes((input.0 as f64 * bench.shuffle_ratio) as u64),
+            }
+        })
+        .collect()
+}
+
+/// How long tasks compute: bytes processed per second of a host of speed 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TaskRates {
+    /// Map input bytes per second (default 8 MB/s: a 64 MB block in 8 s).
+    pub map_bytes_per_s: f64,
+    /// Reduce input (shuffle) bytes per second (default 8 MB/s).
+    pub reduce_bytes_per_s: f64,
+}
+
+impl Default for TaskRates {
+    fn default() -> Self {
+        TaskRates {
+            map_bytes_per_s: 8e6,
+            reduce_bytes_per_s: 8e6,
+        }
+    }
+}
+
+impl TaskRates {
+    /// Compute time for `bytes` at `rate` bytes/s (at least 1 ms).
+    pub fn time(bytes: f64, rate: f64) -> Nanos {
+        Nanos::from_secs_f64((bytes / rate.max(1.0)).max(0.001))
+    }
+}
+
+/// HDFS's default placement of one block's 3 replicas: one on a random
+/// host, two on distinct hosts of another random rack (fewer hosts or
+/// racks: distinct hosts anywhere).
+pub fn hdfs_replicas(rng: &mut ChaCha8Rng, topo: &Topology) -> Vec<HostId> {
+    let (racks, per) = (topo.racks.max(1), topo.hosts_per_rack.max(1));
+    let first = HostId::new(rng.random_range(0..racks), rng.random_range(0..per));
+    if racks >= 2 && per >= 2 {
+        let mut other = rng.random_range(0..racks - 1);
+        if other >= first.rack {
+            other += 1;
+        }
+        let a = rng.random_range(0..per);
+        let mut b = rng.random_range(0..per - 1);
+        if b >= a {
+            b += 1;
+        }
+        return vec![first, HostId::new(other, a), HostId::new(other, b)];
+    }
+    let mut hosts: Vec<HostId> = topo.host_ids().collect();
+    let mut out = Vec::new();
+    while out.len() < 3 && !hosts.is_empty() {
+        out.push(hosts.swap_remove(rng.random_range(0..hosts.len())));
+    }
+    out
+}
+
+/// Map tasks for `input` bytes cut into `block`-sized blocks with HDFS replicas.
+pub fn map_tasks(
+    rng: &mut ChaCha8Rng,
+    topo: &Topology,
+    input: Bytes,
+    block: Bytes,
+    rates: &TaskRates,
+) -> Vec<MapTask> {
+    let block = block.0.max(1);
+    let n = input.0.div_ceil(block).max(1);
+    (0..n)
+        .map(|i| {
+            let size = if i + 1 == n {
+                input.0 - block * (n - 1)
+            } else {
+                block
+            };
+            MapTask {
+                input: Bytes(size),
+                replicas: hdfs_replicas(rng, topo),
+                duration: TaskRates::time(size as f64, rates.map_bytes_per_s),
+            }
+        })
+        .collect()
+}
+
+/// The engine's jobs for a generated mix on `topo` (replicas drawn from `seed`).
+pub fn to_jobs(mix: &[MixJob], topo: &Topology, block: Bytes, rates: &TaskRates, seed: u64) -> Vec<Job> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_b10c);
+    mix.iter()
+        .map(|m| {
+            let shuffle = m.input.0 as f64 * m.shuffle_ratio;
+            let per_reduce = shuffle / f64::from(m.reduces.max(1));
+            Job {
+                id: JobId(m.id),
+                name: m.benchmark.to_string(),
+                user: UserId(m.user),
+                arrival: m.arrival,
+                recurring: false,
+                parents: Vec::new(),
+                maps: map_tasks(&mut rng, topo, m.input, block, rates),
+                reduces: (0..m.reduces)
+                    .map(|_| ReduceTask {
+                        duration: TaskRates::time(per_reduce, rates.reduce_bytes_per_s),
+                    })
+                    .collect(),
+                shuffle: Shuffle::Ratio(m.shuffle_ratio),
             }
         })
         .collect()

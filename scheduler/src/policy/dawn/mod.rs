@@ -133,7 +133,8 @@ impl Dawn {
 }
 
 /// Cross-node bytes a task of `job` on `host` would cause (the node-level
-/// tie-break of lines 26-30).
+/// tie-break of lines 26-30). In the reduce stage, `job.map_output_on_host`
+/// must be the bytes on `host`.
 pub fn node_traffic(job: &JobState, host: HostId) -> u64 {
     if !job.pending_maps.is_empty() {
         job.pending_maps
@@ -142,11 +143,8 @@ pub fn node_traffic(job: &JobState, host: HostId) -> u64 {
             .map(|m| m.input.0)
             .sum()
     } else {
-        job.map_output_per_host
-            .iter()
-            .filter(|(h, _)| **h != host)
-            .map(|(_, b)| b.0)
-            .sum()
+        let total: u64 = job.map_output_per_rack.iter().map(|b| b.0).sum();
+        total.saturating_sub(job.map_output_on_host.0)
     }
 }
 

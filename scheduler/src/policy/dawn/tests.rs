@@ -19,7 +19,7 @@ fn reducing(id: u64, inter: &[u64], out: u64) -> JobState {
     j.maps_done = 10;
     for (r, &g) in inter.iter().enumerate() {
         if g > 0 {
-            j.map_output_per_host.insert(h(r as u32, 0), Bytes(g * GB));
+            j.add_map_output(h(r as u32, 0), Bytes(g * GB));
         }
     }
     j.reduces_total = 4;

@@ -179,8 +179,8 @@ fn ca_rts_follows_the_six_class_order() {
         j.maps_total = 1;
         j.maps_done = 1;
         j.input_total = Bytes(100 * MB);
-        j.map_output_per_host.insert(h(0, 0), Bytes(on0));
-        j.map_output_per_host.insert(h(1, 0), Bytes(on1));
+        j.add_map_output(h(0, 0), Bytes(on0));
+        j.add_map_output(h(1, 0), Bytes(on1));
         j.reduces_per_rack = vec![placed0, 0];
         j.reduces_ready = true;
         j

@@ -197,19 +197,26 @@ impl ShuffleWatcher {
         self.sarp.get(&job).map(Vec::as_slice)
     }
 
-    /// Per rack: how many jobs in the cluster prefer it for their maps.
+    /// Per rack: how many unfinished jobs prefer it for their maps.
     fn rack_load(&self, view: &NetView) -> Vec<u32> {
         let mut load = vec![0u32; view.racks as usize];
-        for j in &view.jobs {
-            if let Some(p) = self.samp.get(&j.id) {
-                for &r in &p.preferred_racks {
-                    if let Some(l) = load.get_mut(r as usize) {
-                        *l += 1;
-                    }
+        for p in self.samp.values() {
+            for &r in &p.preferred_racks {
+                if let Some(l) = load.get_mut(r as usize) {
+                    *l += 1;
                 }
             }
         }
         load
+    }
+
+    /// Under relaxed fairness, when the first passed-over user's wait ends
+    /// (a slot left free should be offered again then).
+    pub fn next_wakeup(&self) -> Option<Nanos> {
+        match self.config.fairness {
+            Fairness::Strict => None,
+            Fairness::Relaxed { wait } => self.skipped_since.values().map(|&t| t + wait).min(),
+        }
     }
 
     /// Makes sure SAMP ran for every job and SARP for every job whose

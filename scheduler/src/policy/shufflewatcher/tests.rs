@@ -42,7 +42,7 @@ fn finish_maps(j: &mut JobState, input: u64, output: u64, where_: &[(HostId, u64
     j.done_map_input = Bytes(input);
     j.done_map_output = Bytes(output);
     for (host, b) in where_ {
-        j.map_output_per_host.insert(*host, Bytes(*b));
+        j.add_map_output(*host, Bytes(*b));
     }
     j.reduces_ready = true;
 }
@@ -114,7 +114,7 @@ fn sarp_uses_samps_tentative_counts_before_the_map_completion_threshold() {
     let mut j = job(1, 0, 0.0, 2, &[]);
     j.maps_total = 100;
     j.maps_done = 10; // 10% <= 15%
-    j.map_output_per_host.insert(h(1, 0), Bytes(GB));
+    j.add_map_output(h(1, 0), Bytes(GB));
     assert_eq!(
         sarp::preferred_reduces_per_rack(&j, 2, 0.15, &[10, 0]),
         vec![10, 0]

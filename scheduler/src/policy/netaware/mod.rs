@@ -3,9 +3,10 @@
 //! the answer they give ([`TaskPick`]).
 //!
 //! The three policies are pure functions of this snapshot plus their own
-//! small state (skip counters, per-job plans): no clock, no I/O. The adapter
-//! that builds a [`NetView`] from the engine's cluster view lives beside the
-//! engine's policy table; tests build one by hand.
+//! small state (skip counters, per-job plans): no clock, no I/O.
+//! [`engine_view`] builds a [`NetView`] from the engine's cluster view and
+//! [`policies`] wraps the three as engine `TaskPolicy`s; tests build views
+//! by hand.
 //!
 //! Conventions shared by the three papers and used throughout:
 //! - a *rack* is an index `0..racks`; a host is an [`HostId`];
@@ -15,6 +16,11 @@
 //! - a job's *input on a rack* counts the bytes of its input blocks that have
 //!   at least one replica on that rack (so with 3 replicas the per-rack sums
 //!   add up to more than the input).
+
+#[cfg(test)]
+mod engine_tests;
+pub mod engine_view;
+pub mod policies;
 
 use ocslab_emulator::{Bytes, HostId, Nanos};
 use std::collections::BTreeMap;
@@ -103,7 +109,8 @@ pub struct JobState {
     pub maps_done: u32,
     /// Map tasks not yet started, in index order.
     pub pending_maps: Vec<PendingMap>,
-    /// Map tasks running now: (host, input bytes).
+    /// Map tasks running now: (host, input bytes). A view built for one
+    /// offer may list only those on the offered host (all NAS needs).
     pub running_maps: Vec<(HostId, Bytes)>,
     /// Bytes of input of all its maps.
     pub input_total: Bytes,
@@ -119,8 +126,10 @@ pub struct JobState {
     /// Shuffle/input ratio known in advance (a recurring job, or given by
     /// the user), if any.
     pub known_ratio: Option<f64>,
-    /// Map output bytes stored on each host (finished maps).
-    pub map_output_per_host: BTreeMap<HostId, Bytes>,
+    /// Per rack: map output bytes stored there (finished maps).
+    pub map_output_per_rack: Vec<Bytes>,
+    /// Map output bytes stored on the offered host.
+    pub map_output_on_host: Bytes,
     /// Number of reduce tasks in all.
     pub reduces_total: u32,
     /// Reduce tasks not yet started.
@@ -150,7 +159,8 @@ impl JobState {
             done_map_output: Bytes(0),
             mean_map_ratio: None,
             known_ratio: None,
-            map_output_per_host: BTreeMap::new(),
+            map_output_per_rack: vec![Bytes(0); racks as usize],
+            map_output_on_host: Bytes(0),
             reduces_total: 0,
             reduces_pending: 0,
             reduces_per_rack: vec![0; racks as usize],
@@ -159,15 +169,20 @@ impl JobState {
         }
     }
 
-    /// Map output bytes stored on each rack.
+    /// Map output bytes stored on each of `racks` racks.
     pub fn map_output_per_rack(&self, racks: u32) -> Vec<Bytes> {
-        let mut per = vec![Bytes(0); racks as usize];
-        for (h, b) in &self.map_output_per_host {
-            if let Some(slot) = per.get_mut(h.rack as usize) {
-                *slot += *b;
-            }
-        }
+        let mut per = self.map_output_per_rack.clone();
+        per.resize(racks as usize, Bytes(0));
         per
+    }
+
+    /// Records `bytes` of map output written on `host` (hand-made views).
+    pub fn add_map_output(&mut self, host: HostId, bytes: Bytes) {
+        let r = host.rack as usize;
+        if self.map_output_per_rack.len() <= r {
+            self.map_output_per_rack.resize(r + 1, Bytes(0));
+        }
+        self.map_output_per_rack[r] += bytes;
     }
 
     /// Whether a reduce of this job may start now.
