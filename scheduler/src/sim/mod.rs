@@ -251,7 +251,8 @@ impl<N: NetworkModel> Simulation<N> {
                     duration,
                 } => {
                     self.seq += 1;
-                    self.timers.push(Reverse((at + duration, self.seq, attempt, host)));
+                    self.timers
+                        .push(Reverse((at + duration, self.seq, attempt, host)));
                 }
             }
         }
