@@ -10,9 +10,13 @@
 //! fabric runs it. If it wants to be asked again at a later time (a
 //! locality wait expiring), it says so through [`TaskPolicy::next_wakeup`].
 
+pub mod dawn;
 pub mod delay;
 pub mod fair;
 pub mod fifo;
+pub mod nas;
+pub mod netaware;
+pub mod shufflewatcher;
 
 use crate::engine::{AttemptId, Circuit, ClusterView};
 use crate::model::job::{Job, JobId, TaskId};
@@ -121,6 +125,47 @@ pub const POLICIES: &[(&str, &str, Constructor)] = &[
         "delay",
         "Delay scheduling (Zaharia et al., EuroSys'10) on Fair order: node/rack locality waits",
         delay::Delay::from_params,
+    ),
+    (
+        "shufflewatcher",
+        "ShuffleWatcher on Fair (Ahmad et al., ATC'14): NASS, SAMP, SARP",
+        netaware::policies::shufflewatcher,
+    ),
+    (
+        "shufflewatcher-delay",
+        "ShuffleWatcher with Delay's relaxed fairness (SW-relaxed / SW-delay)",
+        netaware::policies::shufflewatcher_delay,
+    ),
+    (
+        "sw-nass",
+        "ShuffleWatcher ablation: NASS only",
+        netaware::policies::sw_nass,
+    ),
+    (
+        "sw-nass-sarp",
+        "ShuffleWatcher ablation: NASS + SARP",
+        netaware::policies::sw_nass_sarp,
+    ),
+    (
+        "nas",
+        "NAS (Li, Shen & Sarker, CCGrid'18): MTS, CA-RTS, CR-RTS",
+        netaware::policies::nas,
+    ),
+    ("nas-mts", "NAS ablation: MTS only", netaware::policies::nas_mts),
+    (
+        "nas-mts-ca",
+        "NAS ablation: MTS + CA-RTS",
+        netaware::policies::nas_mts_ca,
+    ),
+    (
+        "nas-wo-tt",
+        "NAS without TrafficThreshold",
+        netaware::policies::nas_without_tt,
+    ),
+    (
+        "dawn",
+        "Dawn (Wang et al.): dependency-aware online plan + network-adaptive task scheduler",
+        netaware::policies::dawn,
     ),
 ];
 
