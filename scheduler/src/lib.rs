@@ -7,3 +7,5 @@
 pub mod cli;
 pub mod model;
 pub mod net;
+pub mod policy;
+pub mod workload;

@@ -1,0 +1,4 @@
+//! Task placement policies.
+
+pub mod corral;
+pub mod coscheduler;

@@ -1,0 +1,3 @@
+//! Workload generators.
+
+pub mod coscheduler_sec5;
