@@ -87,9 +87,61 @@ impl Plan {
     }
 }
 
-/// Plans `jobs` on `cluster` (see the module doc).
+/// Corral's planner, one job at a time: fed in predicted arrival order it builds the plan of [`plan`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Planner {
+    cluster: ClusterShape,
+    free_at: Vec<Nanos>,
+    plan: Plan,
+}
+
+impl Planner {
+    /// An empty plan on `cluster`.
+    pub fn new(cluster: ClusterShape) -> Planner {
+        Planner {
+            cluster,
+            free_at: vec![Nanos::ZERO; cluster.racks.max(1) as usize],
+            plan: Plan::default(),
+        }
+    }
+
+    /// Plans `job` after the jobs added before it: the rack count `r` and the `r` racks free earliest that
+    /// finish it earliest (fewer racks on ties).
+    pub fn add(&mut self, job: &PlannedJob) -> &Assignment {
+        let racks = self.free_at.len() as u32;
+        let mut by_free: Vec<u32> = (0..racks).collect();
+        by_free.sort_by_key(|&r| (self.free_at[r as usize], r));
+        let mut best = (Nanos(u64::MAX), 1, job.arrival);
+        for r in 1..=racks {
+            let start = self.free_at[by_free[r as usize - 1] as usize].max(job.arrival);
+            let end = start + latency(&job.forecast, &self.cluster, r);
+            if end < best.0 {
+                best = (end, r, start);
+            }
+        }
+        let (end, r, start) = best;
+        let mut chosen: Vec<u32> = by_free[..r as usize].to_vec();
+        for &c in &chosen {
+            self.free_at[c as usize] = end;
+        }
+        chosen.sort_unstable();
+        let priority = self.plan.jobs.len() as u32;
+        self.plan.jobs.entry(job.job).or_insert(Assignment {
+            racks: chosen,
+            start,
+            end,
+            priority,
+        })
+    }
+
+    /// The plan so far.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
+/// Plans `jobs` on `cluster` (see the module doc): in predicted arrival order, longer jobs first on ties.
 pub fn plan(jobs: &[PlannedJob], cluster: &ClusterShape) -> Plan {
-    let racks = cluster.racks.max(1);
     let mut order: Vec<&PlannedJob> = jobs.iter().collect();
     order.sort_by_key(|j| {
         (
@@ -98,37 +150,11 @@ pub fn plan(jobs: &[PlannedJob], cluster: &ClusterShape) -> Plan {
             j.job,
         )
     });
-    let mut free_at = vec![Nanos::ZERO; racks as usize];
-    let mut plan = Plan::default();
-    for (rank, j) in order.into_iter().enumerate() {
-        let mut by_free: Vec<u32> = (0..racks).collect();
-        by_free.sort_by_key(|&r| (free_at[r as usize], r));
-        let mut best: Option<(Nanos, u32, Nanos)> = None;
-        for r in 1..=racks {
-            let start = free_at[by_free[r as usize - 1] as usize].max(j.arrival);
-            let end = start + latency(&j.forecast, cluster, r);
-            if best.is_none_or(|(e, _, _)| end < e) {
-                best = Some((end, r, start));
-            }
-        }
-        let Some((end, r, start)) = best else { continue };
-        let chosen: Vec<u32> = by_free[..r as usize].to_vec();
-        for &c in &chosen {
-            free_at[c as usize] = end;
-        }
-        let mut sorted = chosen;
-        sorted.sort_unstable();
-        plan.jobs.insert(
-            j.job,
-            Assignment {
-                racks: sorted,
-                start,
-                end,
-                priority: rank as u32,
-            },
-        );
+    let mut planner = Planner::new(*cluster);
+    for j in order {
+        planner.add(j);
     }
-    plan
+    planner.plan
 }
 
 /// The racks of block `block`'s three replicas: the first on the job's racks (evenly), the other two on
