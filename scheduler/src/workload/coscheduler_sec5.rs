@@ -22,11 +22,11 @@
 //!   commodity nodes (a 256 MB block in about 14 s), not fitted to any result.
 //! - **Users**: uniform over `users`; **arrivals**: uniform in the window.
 //! - **Recurring jobs**: a `recurring_share` of the jobs, chosen at random;
-//!   each carries a forecast of its characteristics: every predicted size and
-//!   duration is the true one times `1 + e·u`, `u` uniform in [−1, 1] and `e`
-//!   the `forecast_error` knob (default 6.5%, the error Corral reports).
+//!   what their prior runs predict is the truth with a relative error, drawn by
+//!   the schedulers that use it ([`crate::policy::coscheduler::forecast`];
+//!   knob `forecast_error` of Corral and Co-scheduler, default 6.5%, the error
+//!   Corral reports), so both see the same forecast of the same job.
 
-use crate::policy::coscheduler::latency::JobForecast;
 use ocslab_emulator::{Bytes, Nanos};
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
@@ -74,8 +74,6 @@ pub struct Sec5Config {
     pub users: u32,
     /// Share of recurring jobs, in [0, 1].
     pub recurring_share: f64,
-    /// Relative error of a recurring job's forecast, in [0, 1).
-    pub forecast_error: f64,
     /// Arrivals are uniform in `[0, arrival_window]`.
     pub arrival_window: Nanos,
     /// HDFS block size (one map per block).
@@ -92,7 +90,6 @@ impl Default for Sec5Config {
             jobs: 1000,
             users: 20,
             recurring_share: 0.5,
-            forecast_error: 0.065,
             arrival_window: Nanos::from_millis(90 * 60 * 1000),
             block: Bytes(256_000_000),
             bytes_per_reduce: Bytes(1_000_000_000),
@@ -122,8 +119,8 @@ pub struct Sec5Job {
     pub map_time: Nanos,
     /// Duration of each reduce's computation.
     pub reduce_time: Nanos,
-    /// For a recurring job, what its prior runs predict (sizes, tasks, durations) and its predicted arrival.
-    pub forecast: Option<(JobForecast, Nanos)>,
+    /// Whether it recurs (its characteristics are then predictable).
+    pub recurring: bool,
 }
 
 /// Why the workload could not be made.
@@ -196,14 +193,6 @@ pub fn generate(trace: &[SwimSizes], cfg: &Sec5Config, seed: u64) -> Result<Vec<
             expected: "0 to 1",
         });
     }
-    if !(0.0..1.0).contains(&cfg.forecast_error) {
-        let value = cfg.forecast_error;
-        return Err(Sec5Error::OutOfRange {
-            field: "forecast_error",
-            value,
-            expected: "0 to below 1",
-        });
-    }
     if cfg.users == 0 {
         return Err(Sec5Error::OutOfRange {
             field: "users",
@@ -226,26 +215,6 @@ pub fn generate(trace: &[SwimSizes], cfg: &Sec5Config, seed: u64) -> Result<Vec<
             let (maps, reduces, map_time, reduce_time) = shape(&sizes, cfg);
             let user = rng.random_range(0..cfg.users);
             let arrival = Nanos(rng.random_range(0..=cfg.arrival_window.0));
-            let mut noisy = |x: u64| {
-                let u: f64 = rng.random_range(-1.0..=1.0);
-                ((x as f64) * (1.0 + cfg.forecast_error * u)).round().max(0.0) as u64
-            };
-            let forecast = rec.then(|| {
-                let predicted = SwimSizes {
-                    input: Bytes(noisy(sizes.input.0)),
-                    shuffle: Bytes(noisy(sizes.shuffle.0)),
-                    output: Bytes(noisy(sizes.output.0)),
-                };
-                let (pm, pr, _, _) = shape(&predicted, cfg);
-                let f = JobForecast {
-                    maps: pm,
-                    reduces: pr,
-                    shuffle: predicted.shuffle,
-                    map_time: Nanos(noisy(map_time.0)),
-                    reduce_time: Nanos(noisy(reduce_time.0)),
-                };
-                (f, Nanos(noisy(arrival.0)))
-            });
             Sec5Job {
                 id: 0,
                 trace_index: ti,
@@ -256,7 +225,7 @@ pub fn generate(trace: &[SwimSizes], cfg: &Sec5Config, seed: u64) -> Result<Vec<
                 reduces,
                 map_time,
                 reduce_time,
-                forecast,
+                recurring: rec,
             }
         })
         .collect();
@@ -315,7 +284,7 @@ mod tests {
         let a = generate(&t, &cfg, 42).expect("valid");
         assert_eq!(a, generate(&t, &cfg, 42).expect("valid"));
         assert_ne!(a, generate(&t, &cfg, 43).expect("valid"));
-        assert_eq!(a.iter().filter(|j| j.forecast.is_some()).count(), 100);
+        assert_eq!(a.iter().filter(|j| j.recurring).count(), 100);
         assert!(a.iter().all(|j| j.user < 20 && j.arrival <= cfg.arrival_window));
         assert!(a.windows(2).all(|w| w[0].arrival <= w[1].arrival));
         let mut idx: Vec<usize> = a.iter().map(|j| j.trace_index).collect();
@@ -323,12 +292,6 @@ mod tests {
         idx.sort_unstable();
         idx.dedup();
         assert_eq!(idx.len(), 200, "drawn without replacement");
-        // Forecasts are within the error knob of the truth.
-        for j in a.iter().filter(|j| j.forecast.is_some()) {
-            let (f, _) = j.forecast.expect("recurring");
-            let err = (f.shuffle.0 as f64 - j.sizes.shuffle.0 as f64).abs();
-            assert!(err <= 0.065 * j.sizes.shuffle.0 as f64 + 1.0);
-        }
         let none = generate(
             &t,
             &Sec5Config {
@@ -338,7 +301,7 @@ mod tests {
             1,
         )
         .expect("valid");
-        assert!(none.iter().all(|j| j.forecast.is_none()));
+        assert!(none.iter().all(|j| !j.recurring));
         assert!(matches!(
             generate(&t, &Sec5Config { jobs: 401, ..cfg }, 1),
             Err(Sec5Error::TooFewJobs {

@@ -24,6 +24,7 @@
 
 pub mod cct;
 pub mod explore;
+pub mod forecast;
 pub mod latency;
 pub mod order;
 pub mod placement;
