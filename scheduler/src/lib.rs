@@ -5,6 +5,7 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod engine;
 pub mod model;
 pub mod net;
 pub mod policy;

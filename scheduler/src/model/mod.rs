@@ -2,3 +2,4 @@
 //! tasks live in [`job`]; coflows and flows in [`coflow`].
 
 pub mod coflow;
+pub mod job;

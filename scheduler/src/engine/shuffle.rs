@@ -1,0 +1,251 @@
+//! The shuffle in the engine: which partitions a reduce attempt still
+//! lacks, the flows that fetch them (one per source host at a time,
+//! carrying every partition ready there), and what a finished flow unlocks.
+
+use super::event::AttemptId;
+use super::records::{CoflowRecord, FlowKind, FlowRecord};
+use super::{shuffle_coflow, Engine, FlowRt};
+use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+use crate::model::job::TaskKind;
+use ocslab_emulator::{Bytes, HostId, Nanos};
+
+impl Engine {
+    /// A reduce attempt got its slot: it queues every done map's partition,
+    /// and if it is the job's last reduce to be placed under
+    /// `hold_shuffle_until_reduces_placed`, the held shuffle starts.
+    pub(super) fn start_reduce(&mut self, now: Nanos, id: AttemptId, first_attempt: bool) {
+        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
+        let done: Vec<u32> = (0..job.spec.map_count())
+            .filter(|&m| job.maps[m as usize].done.is_some())
+            .collect();
+        let release_all = first_attempt
+            && self.c.config.hold_shuffle_until_reduces_placed
+            && job.reduces_placed == job.spec.reduce_count();
+        let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
+        for m in done {
+            self.deliver(id, m);
+        }
+        if release_all {
+            for a in readers {
+                self.pump(now, a);
+            }
+        } else {
+            self.pump(now, id);
+        }
+        self.check_reduce_ready(now, id);
+    }
+
+    /// Map `m` is done: reduce attempt `id` takes note of its partition
+    /// (at once if empty or on its own host; else it waits to be fetched).
+    pub(super) fn deliver(&mut self, id: AttemptId, m: u32) {
+        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
+        let Some(done) = job.maps[m as usize].done else { return };
+        let bytes = job.spec.partition_of_output(m, id.task.index, done.output);
+        let Some(att) = self.c.attempts.get_mut(&id) else { return };
+        let host = att.host;
+        let Some(fetch) = att.fetch.as_mut() else { return };
+        if fetch.has(m) {
+            return;
+        }
+        if bytes.0 == 0 || done.host == host {
+            fetch.set(m);
+            fetch.bytes_fetched += bytes;
+            if bytes.0 > 0 {
+                if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
+                    r.shuffle_bytes += bytes;
+                }
+            }
+        } else {
+            fetch.waiting.entry(done.host).or_default().push(m);
+        }
+    }
+
+    /// Starts a fetch flow from every host that has partitions waiting for
+    /// attempt `id` and no flow to it in flight (unless the job's shuffle
+    /// is held until all its reduces are placed).
+    pub(super) fn pump(&mut self, now: Nanos, id: AttemptId) {
+        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
+        if self.c.config.hold_shuffle_until_reduces_placed && job.reduces_placed < job.spec.reduce_count() {
+            return;
+        }
+        let Some(att) = self.c.attempts.get_mut(&id) else { return };
+        let dst = att.host;
+        let Some(fetch) = att.fetch.as_mut() else { return };
+        let ready: Vec<HostId> = fetch
+            .waiting
+            .keys()
+            .filter(|h| !fetch.inflight.contains_key(h))
+            .copied()
+            .collect();
+        let mut batches = Vec::with_capacity(ready.len());
+        for src in ready {
+            if let Some(maps) = fetch.waiting.remove(&src) {
+                let bytes: Bytes = maps
+                    .iter()
+                    .map(|&m| {
+                        let out = job.maps[m as usize].done.map_or(Bytes(0), |d| d.output);
+                        job.spec.partition_of_output(m, id.task.index, out)
+                    })
+                    .sum();
+                batches.push((src, maps, bytes));
+            }
+        }
+        for (src, maps, bytes) in batches {
+            let fid = self.new_flow(now, id, FlowKind::Shuffle, shuffle_coflow(id.task.job), src, dst, bytes);
+            if let Some(fetch) = self.c.attempts.get_mut(&id).and_then(|a| a.fetch.as_mut()) {
+                fetch.inflight.insert(src, (fid, maps));
+            }
+        }
+    }
+
+    /// A reduce attempt holding every map's partition starts computing.
+    pub(super) fn check_reduce_ready(&mut self, now: Nanos, id: AttemptId) {
+        if id.task.kind != TaskKind::Reduce {
+            return;
+        }
+        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
+        let maps = job.spec.map_count();
+        let Some(att) = self.c.attempts.get(&id) else { return };
+        let ready = matches!(att.phase, super::Phase::Fetching)
+            && att.fetch.as_ref().is_some_and(|f| f.fetched_count == maps);
+        if ready {
+            self.start_compute(now, id);
+        }
+    }
+
+    /// Registers a new flow and queues it for the driver.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new_flow(
+        &mut self,
+        now: Nanos,
+        attempt: AttemptId,
+        kind: FlowKind,
+        coflow: CoflowId,
+        src: HostId,
+        dst: HostId,
+        bytes: Bytes,
+    ) -> FlowId {
+        let id = FlowId(self.next_flow);
+        self.next_flow += 1;
+        let spec = FlowSpec {
+            id,
+            coflow,
+            src,
+            dst,
+            bytes,
+        };
+        if src.rack != dst.rack {
+            let t = &mut self.c.rack_traffic;
+            t[src.rack as usize].out_flows += 1;
+            t[src.rack as usize].out_bytes += bytes;
+            t[dst.rack as usize].in_flows += 1;
+            t[dst.rack as usize].in_bytes += bytes;
+        }
+        let rec = self.records.coflows.entry(coflow).or_insert_with(|| CoflowRecord {
+            coflow,
+            job: attempt.task.job,
+            kind,
+            flows: 0,
+            bytes: Bytes(0),
+            first_start: now,
+            last_end: None,
+            eps_bytes: Bytes(0),
+            ocs_bytes: Bytes(0),
+            cross_rack_bytes: Bytes(0),
+            open_flows: 0,
+        });
+        rec.flows += 1;
+        rec.bytes += bytes;
+        rec.open_flows += 1;
+        self.new_flows.push(spec.clone());
+        self.flows.insert(
+            id,
+            FlowRt {
+                spec,
+                job: attempt.task.job,
+                kind,
+                attempt,
+                started: now,
+                useful: true,
+            },
+        );
+        id
+    }
+
+    /// A flow delivered its last byte.
+    pub(super) fn flow_finished(&mut self, now: Nanos, fid: FlowId, eps: Bytes, ocs: Bytes) {
+        let Some(f) = self.flows.remove(&fid) else { return };
+        let (src, dst, bytes) = (f.spec.src, f.spec.dst, f.spec.bytes);
+        let cross = src.rack != dst.rack;
+        if cross {
+            let t = &mut self.c.rack_traffic;
+            let s = &mut t[src.rack as usize];
+            s.out_flows -= 1;
+            s.out_bytes = Bytes(s.out_bytes.0.saturating_sub(bytes.0));
+            let d = &mut t[dst.rack as usize];
+            d.in_flows -= 1;
+            d.in_bytes = Bytes(d.in_bytes.0.saturating_sub(bytes.0));
+        }
+        if let Some(rec) = self.records.coflows.get_mut(&f.spec.coflow) {
+            rec.open_flows -= 1;
+            rec.last_end = Some(now);
+            rec.eps_bytes += eps;
+            rec.ocs_bytes += ocs;
+            if cross {
+                rec.cross_rack_bytes += bytes;
+            }
+        }
+        if self.c.config.record_flows {
+            self.records.flows.push(FlowRecord {
+                flow: fid,
+                coflow: f.spec.coflow,
+                job: f.job,
+                kind: f.kind,
+                attempt: f.attempt,
+                src,
+                dst,
+                bytes,
+                started: f.started,
+                finished: Some(now),
+                eps_bytes: eps,
+                ocs_bytes: ocs,
+                useful: f.useful,
+            });
+        }
+        if !f.useful {
+            return;
+        }
+        if let Some(r) = self.records.jobs.get_mut(&f.job) {
+            match f.kind {
+                FlowKind::Input => {
+                    r.input_read_bytes += bytes;
+                    if cross {
+                        r.cross_rack_input_bytes += bytes;
+                    }
+                }
+                FlowKind::Shuffle => {
+                    r.shuffle_bytes += bytes;
+                    if cross {
+                        r.cross_rack_shuffle_bytes += bytes;
+                    }
+                }
+            }
+        }
+        match f.kind {
+            FlowKind::Input => self.start_compute(now, f.attempt),
+            FlowKind::Shuffle => {
+                let Some(fetch) = self.c.attempts.get_mut(&f.attempt).and_then(|a| a.fetch.as_mut()) else {
+                    return;
+                };
+                if let Some((_, maps)) = fetch.inflight.remove(&src) {
+                    for m in maps {
+                        fetch.set(m);
+                    }
+                    fetch.bytes_fetched += bytes;
+                }
+                self.pump(now, f.attempt);
+                self.check_reduce_ready(now, f.attempt);
+            }
+        }
+    }
+}
