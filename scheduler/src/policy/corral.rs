@@ -29,11 +29,18 @@
 //! The plan is a guide, not a reservation: at run time any free container on a
 //! job's racks may run its tasks before its planned start.
 
+use crate::engine::{ClusterView, FreeSlots, JobState};
+use crate::model::job::{Job, JobId, TaskId, UserId};
+use crate::policy::coscheduler::forecast::{predicted, splitmix64};
 use crate::policy::coscheduler::latency::{waves, ClusterShape, JobForecast};
 use crate::policy::coscheduler::order::{PendingMap, TaskRef};
-use ocslab_emulator::{Bytes, Nanos};
+use crate::policy::coscheduler::policy::{cluster_shape, truth_of};
+use crate::policy::{parse_params, PolicyError, TaskChoice, TaskPolicy};
+use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use rand::seq::index::sample;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// Corral's latency response function: the job on `r` racks, maps and reduces together.
@@ -255,6 +262,185 @@ pub fn pick(
         }
     }
     None
+}
+
+/// Parameters of the `corral` policy (`[scheduler_params.corral]`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CorralParams {
+    /// Relative error of recurring jobs' forecasts, in [0, 1) (default 0.065, as Co-scheduler's).
+    pub forecast_error: f64,
+    /// Seed of the forecast and replica draws (the same as Co-scheduler's gives the same forecasts).
+    pub seed: u64,
+}
+
+impl Default for CorralParams {
+    fn default() -> CorralParams {
+        CorralParams {
+            forecast_error: 0.065,
+            seed: 1,
+        }
+    }
+}
+
+/// Corral as a [`TaskPolicy`]: recurring jobs are planned in [`TaskPolicy::place_input`] (which the engine
+/// calls job by job, in the workload's order: arrival order for ocslab's generators), ad hoc jobs run by Fair.
+#[derive(Debug)]
+pub struct Corral {
+    params: CorralParams,
+    planner: Option<Planner>,
+}
+
+impl Corral {
+    /// Builds it from its parameters.
+    pub fn from_params(t: &toml::Table) -> Result<Box<dyn TaskPolicy>, PolicyError> {
+        let params: CorralParams = parse_params("corral", t)?;
+        if !(0.0..1.0).contains(&params.forecast_error) {
+            return Err(PolicyError::Params {
+                policy: "corral".into(),
+                message: format!(
+                    "forecast_error = {} is out of range: expected 0 to below 1",
+                    params.forecast_error
+                ),
+            });
+        }
+        Ok(Box::new(Corral {
+            params,
+            planner: None,
+        }))
+    }
+
+    fn plan(&self) -> Option<&Plan> {
+        self.planner.as_ref().map(|p| p.plan())
+    }
+
+    fn queue(view: &ClusterView<'_>, job: &JobState, rack: u32, free: FreeSlots) -> CorralQueue {
+        let spec = job.spec();
+        let mut maps = Vec::new();
+        if free.map > 0 && job.has_runnable_map() {
+            for m in job
+                .pending_maps_on_rack(rack)
+                .take(1)
+                .chain(job.pending_maps().first().copied())
+            {
+                let replica_racks = spec
+                    .maps
+                    .get(m as usize)
+                    .map(|t| t.replicas.iter().map(|h| h.rack).collect());
+                maps.push(PendingMap {
+                    task: m,
+                    replica_racks: replica_racks.unwrap_or_default(),
+                });
+            }
+        }
+        let released = free.reduce > 0 && view.can_start_reduce(job);
+        CorralQueue {
+            job: job.id().0,
+            user: job.user().0,
+            arrival: job.ready_at().unwrap_or(spec.arrival),
+            maps,
+            reduces: if released {
+                job.pending_reduces().first().copied().into_iter().collect()
+            } else {
+                Vec::new()
+            },
+            reduces_released: released,
+        }
+    }
+}
+
+impl TaskPolicy for Corral {
+    fn name(&self) -> &str {
+        "corral"
+    }
+
+    fn place_input(&mut self, topology: &Topology, job: &Job) -> Option<Vec<Vec<HostId>>> {
+        if !job.recurring || topology.racks == 0 || job.maps.is_empty() {
+            return None;
+        }
+        let forecast = predicted(
+            &truth_of(job),
+            self.params.forecast_error,
+            self.params.seed,
+            job.id.0,
+        );
+        let planner = self
+            .planner
+            .get_or_insert_with(|| Planner::new(cluster_shape(topology)));
+        let racks = planner
+            .add(&PlannedJob {
+                job: job.id.0,
+                arrival: job.arrival,
+                forecast,
+            })
+            .racks
+            .clone();
+        let mut rng = ChaCha8Rng::seed_from_u64(self.params.seed ^ splitmix64(job.id.0 ^ 0xC0AA));
+        let hpr = topology.hosts_per_rack.max(1);
+        let hosts = (0..job.map_count())
+            .map(|b| {
+                let mut v: Vec<HostId> = Vec::with_capacity(3);
+                for (k, rack) in replica_racks(Some(&racks), b, topology.racks, &mut rng)
+                    .into_iter()
+                    .enumerate()
+                {
+                    let host = if k == 0 {
+                        (b / racks.len().max(1) as u32) % hpr
+                    } else {
+                        rng.random_range(0..hpr)
+                    };
+                    let h = HostId::new(rack, host);
+                    if !v.contains(&h) {
+                        v.push(h);
+                    }
+                }
+                v
+            })
+            .collect();
+        Some(hosts)
+    }
+
+    fn on_free_slot(&mut self, _now: Nanos, view: &ClusterView<'_>, host: HostId) -> Option<TaskChoice> {
+        let free = view.host(host)?.free();
+        let empty = Plan::default();
+        let plan = self.plan().unwrap_or(&empty);
+        let rack = host.rack;
+        let fits = |j: &JobState| {
+            (free.map > 0 && j.has_runnable_map()) || (free.reduce > 0 && j.has_runnable_reduce())
+        };
+        // Planned jobs on this rack first.
+        let planned: Vec<CorralQueue> = view
+            .active_jobs()
+            .filter(|j| fits(j) && plan.racks_of(j.id().0).is_some_and(|r| r.contains(&rack)))
+            .map(|j| Corral::queue(view, j, rack, free))
+            .collect();
+        let choice = pick(rack, &[], &planned, plan).or_else(|| {
+            // Then Fair over users, their unplanned jobs.
+            let mut by_user: BTreeMap<UserId, Vec<&JobState>> = BTreeMap::new();
+            for j in view
+                .active_jobs()
+                .filter(|j| fits(j) && plan.racks_of(j.id().0).is_none())
+            {
+                by_user.entry(j.user()).or_default().push(j);
+            }
+            let users = view.users();
+            let mut order: Vec<UserId> = by_user.keys().copied().collect();
+            order.sort_by_key(|u| (users.get(u).map_or(0, |s| s.running_tasks()), *u));
+            order.into_iter().find_map(|u| {
+                let queues: Vec<CorralQueue> = by_user[&u]
+                    .iter()
+                    .map(|j| Corral::queue(view, j, rack, free))
+                    .collect();
+                pick(rack, &[u.0], &queues, plan)
+            })
+        });
+        choice.map(|(job, t, _)| {
+            TaskChoice::Run(match t {
+                TaskRef::Map(m) => TaskId::map(JobId(job), m),
+                TaskRef::Reduce(r) => TaskId::reduce(JobId(job), r),
+            })
+        })
+    }
 }
 
 #[cfg(test)]

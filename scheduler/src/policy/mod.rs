@@ -112,6 +112,10 @@ pub const POLICIES: &[(&str, &str, Constructor)] = &[
     ("fifo", "jobs in submission order, first pending task", fifo::Fifo::from_params),
     ("fair", "Hadoop Fair scheduler: per-user max-min shares, fair among a user's jobs", fair::Fair::from_params),
     ("delay", "Delay scheduling (Zaharia et al., EuroSys'10) on Fair order: node/rack locality waits", delay::Delay::from_params),
+    ("corral", "Corral (Jalaparti et al., SIGCOMM'15): planned racks, Fair for ad hoc jobs", corral::Corral::from_params),
+    ("coscheduler", "Co-scheduler (Li & Shen, ToN'22), full", coscheduler::policy::CoScheduler::full_from_params),
+    ("coscheduler-dp-ocas", "Co-scheduler, DP + OCAS (Fig. 7)", coscheduler::policy::CoScheduler::dp_ocas_from_params),
+    ("coscheduler-ocas", "Co-scheduler, OCAS only (Fig. 7)", coscheduler::policy::CoScheduler::ocas_from_params),
 ];
 
 /// Builds the policy called `name` with its parameters (`None`: defaults).

@@ -20,7 +20,9 @@
 //! placed) is a rule of the task order ([`order`]: reduces are released after
 //! the last map) and of the engine's reduce start.
 //!
-//! The ablations of Fig. 7 are [`Variant`]s.
+//! The ablations of Fig. 7 are [`Variant`]s; [`policy`] makes each a
+//! [`crate::policy::TaskPolicy`] (`coscheduler`, `coscheduler-dp-ocas`,
+//! `coscheduler-ocas`).
 
 pub mod cct;
 pub mod explore;
@@ -28,6 +30,7 @@ pub mod forecast;
 pub mod latency;
 pub mod order;
 pub mod placement;
+pub mod policy;
 pub mod reduce_guideline;
 
 /// Which Co-scheduler mechanisms run (Sec. V-C, Fig. 7).
