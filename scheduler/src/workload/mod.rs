@@ -1,3 +1,5 @@
-//! Workload generators.
+//! Workload generators, deterministic for a seed. Each generator is its own
+//! module; trace-driven workloads live in [`crate::trace`].
 
+pub mod generated;
 pub mod coscheduler_sec5;
