@@ -10,6 +10,8 @@
 //! fabric runs it. If it wants to be asked again at a later time (a
 //! locality wait expiring), it says so through [`TaskPolicy::next_wakeup`].
 
+pub mod corral;
+pub mod coscheduler;
 pub mod dawn;
 pub mod delay;
 pub mod fair;
@@ -166,6 +168,26 @@ pub const POLICIES: &[(&str, &str, Constructor)] = &[
         "dawn",
         "Dawn (Wang et al.): dependency-aware online plan + network-adaptive task scheduler",
         netaware::policies::dawn,
+    ),
+    (
+        "corral",
+        "Corral (Jalaparti et al., SIGCOMM'15): planned racks, Fair for ad hoc jobs",
+        corral::Corral::from_params,
+    ),
+    (
+        "coscheduler",
+        "Co-scheduler (Li & Shen, ToN'22), full",
+        coscheduler::policy::CoScheduler::full_from_params,
+    ),
+    (
+        "coscheduler-dp-ocas",
+        "Co-scheduler, DP + OCAS (Fig. 7)",
+        coscheduler::policy::CoScheduler::dp_ocas_from_params,
+    ),
+    (
+        "coscheduler-ocas",
+        "Co-scheduler, OCAS only (Fig. 7)",
+        coscheduler::policy::CoScheduler::ocas_from_params,
     ),
 ];
 
