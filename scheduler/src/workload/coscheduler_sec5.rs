@@ -67,6 +67,8 @@ impl Default for Sec5 {
         Sec5 {
             jobs: 1000,
             model: SwimModel {
+                trace: std::path::PathBuf::new(),
+                jobs: None,
                 block_size: Bytes(256_000_000),
                 reduce_input: Bytes(1_000_000_000),
                 map_rate: Bps(160_000_000),
@@ -102,7 +104,7 @@ impl Sec5 {
     /// The workload for `topo` from `trace` and `seed`, in arrival order.
     pub fn jobs(&self, trace: &[SwimJob], topo: &Topology, seed: u64) -> Result<Vec<Job>, Sec5Error> {
         let drawn = draw(trace, self.jobs, seed)?;
-        let mut jobs = self.model.to_jobs(&drawn, None, topo, seed ^ 0x5EC5)?;
+        let mut jobs = self.model.to_jobs(&drawn, topo, seed ^ 0x5EC5)?;
         jobs.sort_by_key(|j| (j.arrival, j.id));
         Ok(jobs)
     }
