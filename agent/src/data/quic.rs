@@ -1,0 +1,218 @@
+//! QUIC flows (quinn), the optional transport: one bidirectional stream per
+//! flow on a connection per (destination, path), authenticated with the
+//! run's agent certificate in both directions.
+//!
+//! Marking: quinn's own UDP layer sets the TOS byte of every datagram from
+//! a control message carrying only the ECN bits, which would erase the OCS
+//! mark. OCS-bound connections therefore use [`TosUdpSocket`], a plain
+//! `sendto` socket (no GSO, no ECN) whose socket-level `IP_TOS` applies.
+
+use super::{DataError, DataPlane};
+use crate::control::credentials::AGENT_NAME;
+use crate::control::AgentCredentials;
+use crate::protocol::Path;
+use quinn::udp::{RecvMeta, Transmit};
+use quinn::{AsyncUdpSocket, Connection, Endpoint, RecvStream, SendStream, UdpPoller};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+/// ALPN of agent-to-agent data connections.
+pub const ALPN_DATA: &[u8] = b"ocslab-data/1";
+
+fn transport_config() -> Arc<quinn::TransportConfig> {
+    let mut t = quinn::TransportConfig::default();
+    // Windows for a few Gbit/s at loopback-to-LAN RTTs.
+    t.stream_receive_window(quinn::VarInt::from_u32(16 << 20));
+    t.receive_window(quinn::VarInt::from_u32(32 << 20));
+    t.send_window(32 << 20);
+    Arc::new(t)
+}
+
+/// An agent's QUIC data endpoints.
+pub struct QuicData {
+    server: Endpoint,
+    client_config: quinn::ClientConfig,
+    local_ip: IpAddr,
+    clients: tokio::sync::Mutex<BTreeMap<Path, Endpoint>>,
+    conns: tokio::sync::Mutex<BTreeMap<(SocketAddr, Path), Connection>>,
+}
+
+impl QuicData {
+    /// Binds the receiving endpoint on `addr` (UDP).
+    pub fn bind(addr: SocketAddr, creds: &AgentCredentials) -> Result<QuicData, DataError> {
+        let tls = quinn::crypto::rustls::QuicServerConfig::try_from(creds.server_config(ALPN_DATA)?)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let mut server_config = quinn::ServerConfig::with_crypto(Arc::new(tls));
+        server_config.transport_config(transport_config());
+        let server = Endpoint::server(server_config, addr)?;
+        let tls = quinn::crypto::rustls::QuicClientConfig::try_from(creds.client_config(ALPN_DATA)?)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let mut client_config = quinn::ClientConfig::new(Arc::new(tls));
+        client_config.transport_config(transport_config());
+        Ok(QuicData {
+            server,
+            client_config,
+            local_ip: addr.ip(),
+            clients: Default::default(),
+            conns: Default::default(),
+        })
+    }
+
+    async fn client(&self, path: Path) -> Result<Endpoint, DataError> {
+        let mut clients = self.clients.lock().await;
+        if let Some(e) = clients.get(&path) {
+            return Ok(e.clone());
+        }
+        let sock = std::net::UdpSocket::bind(SocketAddr::new(self.local_ip, 0))?;
+        let runtime = quinn::default_runtime().ok_or_else(|| io::Error::other("no async runtime"))?;
+        let mut ep = match path {
+            Path::Eps => Endpoint::new(Default::default(), None, sock, runtime)?,
+            Path::Ocs => {
+                nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::Ipv4Tos, &i32::from(path.tos()))
+                    .map_err(io::Error::from)?;
+                sock.set_nonblocking(true)?;
+                let io = tokio::net::UdpSocket::from_std(sock)?;
+                Endpoint::new_with_abstract_socket(
+                    Default::default(),
+                    None,
+                    Arc::new(TosUdpSocket { io }),
+                    runtime,
+                )?
+            }
+        };
+        ep.set_default_client_config(self.client_config.clone());
+        clients.insert(path, ep.clone());
+        Ok(ep)
+    }
+
+    /// Opens a stream to `dst` marked for `path`, reusing a live connection.
+    pub async fn open(&self, dst: SocketAddr, path: Path) -> Result<(SendStream, RecvStream), DataError> {
+        let mut conns = self.conns.lock().await;
+        if let Some(c) = conns.get(&(dst, path)) {
+            if c.close_reason().is_none() {
+                if let Ok(s) = c.open_bi().await {
+                    return Ok(s);
+                }
+            }
+            conns.remove(&(dst, path));
+        }
+        let conn = self.client(path).await?.connect(dst, AGENT_NAME)?.await?;
+        let s = conn.open_bi().await?;
+        conns.insert((dst, path), conn);
+        Ok(s)
+    }
+}
+
+/// Accepts QUIC data connections and their streams, one task per stream.
+pub async fn accept_loop(plane: Arc<DataPlane>) {
+    let Some(quic) = plane.quic.as_ref() else {
+        return;
+    };
+    while let Some(incoming) = quic.server.accept().await {
+        let plane = plane.clone();
+        tokio::spawn(async move {
+            let conn = match incoming.await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!("QUIC data connection refused: {e}");
+                    return;
+                }
+            };
+            while let Ok((w, r)) = conn.accept_bi().await {
+                tokio::spawn(plane.clone().serve_stream(r, w));
+            }
+        });
+    }
+}
+
+/// A UDP socket for quinn that sends with plain `sendto`, so the socket's
+/// `IP_TOS` marks every datagram (quinn's default socket overrides it).
+#[derive(Debug)]
+pub struct TosUdpSocket {
+    io: tokio::net::UdpSocket,
+}
+
+type Writable = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
+
+/// Waits for the socket to be writable; any number may wait at once.
+struct TosPoller {
+    socket: Arc<TosUdpSocket>,
+    // A Mutex only to make the boxed future Sync; it is only reached through `&mut self`.
+    pending: std::sync::Mutex<Option<Writable>>,
+}
+
+impl std::fmt::Debug for TosPoller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TosPoller").finish_non_exhaustive()
+    }
+}
+
+impl UdpPoller for TosPoller {
+    fn poll_writable(self: Pin<&mut Self>, cx: &mut Context) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let socket = this.socket.clone();
+        let slot = this.pending.get_mut().unwrap_or_else(|p| p.into_inner());
+        let fut = slot.get_or_insert_with(|| Box::pin(async move { socket.io.writable().await }));
+        let res = ready!(fut.as_mut().poll(cx));
+        *slot = None;
+        Poll::Ready(res)
+    }
+}
+
+impl AsyncUdpSocket for TosUdpSocket {
+    fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
+        Box::pin(TosPoller {
+            socket: self,
+            pending: std::sync::Mutex::new(None),
+        })
+    }
+
+    fn try_send(&self, t: &Transmit) -> io::Result<()> {
+        let seg = t.segment_size.unwrap_or(t.contents.len()).max(1);
+        for datagram in t.contents.chunks(seg) {
+            self.io.try_send_to(datagram, t.destination)?;
+        }
+        Ok(())
+    }
+
+    fn poll_recv(
+        &self,
+        cx: &mut Context,
+        bufs: &mut [io::IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        let (Some(buf), Some(m)) = (bufs.first_mut(), meta.first_mut()) else {
+            return Poll::Ready(Ok(0));
+        };
+        loop {
+            ready!(self.io.poll_recv_ready(cx))?;
+            match self.io.try_recv_from(buf) {
+                Ok((len, addr)) => {
+                    *m = RecvMeta {
+                        addr,
+                        len,
+                        stride: len,
+                        ecn: None,
+                        dst_ip: None,
+                    };
+                    return Poll::Ready(Ok(1));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.local_addr()
+    }
+
+    fn may_fragment(&self) -> bool {
+        false
+    }
+}

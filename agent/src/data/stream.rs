@@ -1,0 +1,158 @@
+//! One flow on one byte stream, either transport: the sender's loop (header,
+//! paced payload, wait for the acknowledgement) and the receiver's (header,
+//! payload CRC'd as it arrives, acknowledgement).
+
+use super::pacer::Pacer;
+use super::{DataError, FlowControl, FlowCounters, FlowTable};
+use crate::clock;
+use crate::content::{self, ContentSource};
+use crate::frame::{read_frame, write_frame};
+use crate::protocol::{DataAck, DataHeader, FlowDone, FlowId, FlowRole, FlowState, PROTOCOL_VERSION};
+use ocslab_emulator::{Bytes, Nanos};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
+
+/// Largest write of payload (large writes, few syscalls).
+pub const WRITE_BUF: usize = 256 * 1024;
+/// Read buffer of a receiver.
+pub const READ_BUF: usize = 256 * 1024;
+
+/// Waits until the flow is released; fails if its controller is gone.
+pub async fn wait_released(control: &mut watch::Receiver<FlowControl>) -> Result<(), DataError> {
+    control
+        .wait_for(|c| c.released)
+        .await
+        .map(|_| ())
+        .map_err(|_| DataError::Withdrawn)
+}
+
+/// What the sender's loop works with.
+pub struct Sending<'a, F: FnOnce(Nanos)> {
+    /// The payload.
+    pub source: &'a mut dyn ContentSource,
+    /// Hold/release and rate.
+    pub control: &'a mut watch::Receiver<FlowControl>,
+    /// Progress for heartbeats.
+    pub counters: &'a FlowCounters,
+    /// Called with the time the header (first byte) was sent.
+    pub started: F,
+}
+
+/// Sends `header` and the payload, then waits for the receiver's
+/// acknowledgement. Returns (first byte sent, last byte handed over, ack).
+pub async fn send<R, W, F>(
+    r: &mut R,
+    w: &mut W,
+    mut header: DataHeader,
+    s: Sending<'_, F>,
+) -> Result<(Nanos, Nanos, DataAck), DataError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+    F: FnOnce(Nanos),
+{
+    let mut scratch = Vec::with_capacity(256);
+    header.sent_at = clock::now();
+    write_frame(w, &header, &mut scratch).await?;
+    (s.started)(header.sent_at);
+    s.counters.set_state(FlowState::Active);
+    let mut pacer = Pacer::new(s.control.borrow_and_update().rate, header.sent_at);
+    let mut buf = vec![0u8; WRITE_BUF];
+    let mut end = header.sent_at;
+    loop {
+        // A closed controller (the agent is stopping) leaves the flow as it is.
+        if s.control.has_changed().unwrap_or(false) {
+            let c = *s.control.borrow_and_update();
+            pacer.set_rate(c.rate, clock::now());
+            if !c.released {
+                s.counters.set_state(FlowState::Held);
+                wait_released(s.control).await?;
+                s.counters.set_state(FlowState::Active);
+                let rate = s.control.borrow_and_update().rate;
+                pacer = Pacer::new(rate, clock::now());
+            }
+        }
+        let want = pacer.write_size(buf.len());
+        let n = s.source.fill(&mut buf[..want]);
+        if n == 0 {
+            break;
+        }
+        while let Some(wait) = pacer.admit(clock::now(), n) {
+            tokio::time::sleep(wait).await;
+        }
+        w.write_all(&buf[..n]).await?;
+        s.counters.add(n as u64);
+        end = clock::now();
+    }
+    w.shutdown().await?;
+    let ack: DataAck = read_frame(r, &mut scratch).await?.ok_or(DataError::NoAck)?;
+    Ok((header.sent_at, end, ack))
+}
+
+/// Receives one flow: reads the header, CRCs the payload as it arrives,
+/// checks it against the partition's expected checksum and acknowledges.
+/// A short or over-long payload is reported as a flow that is not `ok`.
+/// Errors carry the flow id when the header was read.
+pub async fn receive<R, W>(
+    r: &mut R,
+    w: &mut W,
+    flows: &FlowTable,
+) -> Result<FlowDone, (Option<FlowId>, DataError)>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut scratch = Vec::with_capacity(256);
+    let header: DataHeader = match read_frame(r, &mut scratch).await {
+        Ok(Some(h)) => h,
+        Ok(None) => return Err((None, DataError::NoHeader)),
+        Err(e) => return Err((None, e.into())),
+    };
+    let flow = header.flow;
+    if header.version != PROTOCOL_VERSION {
+        return Err((Some(flow), DataError::Version(header.version)));
+    }
+    let reg = flows.register(flow, FlowRole::Receiver, FlowState::Active);
+    let mut buf = vec![0u8; READ_BUF];
+    let mut crc = crc32fast::Hasher::new();
+    let (mut got, mut first, mut end) = (0u64, None, clock::now());
+    let mut overlong = false;
+    loop {
+        let n = r.read(&mut buf).await.map_err(|e| (Some(flow), e.into()))?;
+        if n == 0 {
+            break;
+        }
+        let t = clock::now();
+        first.get_or_insert(t);
+        let take = (n as u64).min(header.bytes.0 - got) as usize;
+        overlong |= take < n;
+        crc.update(&buf[..take]);
+        got += take as u64;
+        reg.counters().add(take as u64);
+        if take > 0 {
+            end = t;
+        }
+    }
+    drop(reg);
+    let checksum = crc.finalize();
+    let expected_checksum = content::expected_checksum(&header.partition, header.bytes);
+    let ok = got == header.bytes.0 && !overlong && checksum == expected_checksum;
+    let ack = DataAck { bytes: Bytes(got), ok };
+    // The receipt stands even if the sender is gone before the acknowledgement.
+    if write_frame(w, &ack, &mut scratch).await.is_ok() {
+        let _ = w.shutdown().await;
+    }
+    Ok(FlowDone {
+        flow,
+        from: header.from,
+        partition: header.partition,
+        bytes_received: Bytes(got),
+        bytes_expected: header.bytes,
+        start: header.sent_at,
+        first_byte: first.unwrap_or(end),
+        end,
+        checksum,
+        expected_checksum,
+        ok,
+    })
+}
