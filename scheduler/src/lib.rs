@@ -5,7 +5,9 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod coflow;
 pub mod engine;
 pub mod model;
 pub mod net;
 pub mod policy;
+pub mod trace;

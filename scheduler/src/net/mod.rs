@@ -6,9 +6,23 @@
 //! the driver adds flows as the engine starts them, asks for the next
 //! network event time, and advances the network to a time, receiving what
 //! happened in between. Time is always an argument; nothing reads a clock.
+//!
+//! Modules: [`links`] (the links of the fluid model and the paths over
+//! them), [`maxmin`] (water-filling), the network itself ([`FluidNetwork`]),
+//! [`replay`] (a whole coflow trace through a network, with per-coflow
+//! records) and [`summary`] (CCT percentiles and bins). The model is written
+//! up in `docs/simulator.md`.
 
-use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
-use ocslab_emulator::{Bytes, Nanos, Topology};
+pub mod links;
+pub mod maxmin;
+mod network;
+pub mod replay;
+pub mod summary;
+
+pub use network::FluidNetwork;
+
+use crate::model::coflow::{CoflowId, FlowId};
+use ocslab_emulator::{Bytes, HostId, Nanos};
 use serde::Serialize;
 
 /// Which fabric a flow's bytes went over.
@@ -65,34 +79,42 @@ pub struct NetStats {
     pub cross_rack_bytes: Bytes,
     /// Circuits set up.
     pub reconfigurations: u64,
+    /// Flows finished.
+    pub flows_done: u64,
+    /// Times the coflow policy was asked for a decision.
+    pub policy_calls: u64,
 }
 
-/// The fluid network: flows, links, circuits and the coflow policy.
-pub struct FluidNetwork {
-    _private: (),
+/// One circuit's life, for timelines and plots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CircuitRecord {
+    /// Sending rack.
+    pub src_rack: u32,
+    /// Receiving rack.
+    pub dst_rack: u32,
+    /// Port (wavelength).
+    pub port: u32,
+    /// When the policy asked for it (its ports went dark).
+    pub requested_at: Nanos,
+    /// When it came up (after δ).
+    pub up_at: Nanos,
+    /// When it was torn down, if it was.
+    pub down_at: Option<Nanos>,
 }
 
-impl FluidNetwork {
-    /// A network for `topo` whose coflows are scheduled by the policy named
-    /// `coflow_policy` (see [`crate::coflow::by_name`]).
-    pub fn new(_topo: &Topology, _coflow_policy: &str) -> anyhow::Result<FluidNetwork> {
-        todo!("fluid network")
-    }
-    /// Flows join the network at `now` (`now` is never before the last advance).
-    pub fn add_flows(&mut self, _now: Nanos, _flows: &[FlowSpec]) {
-        todo!("fluid network")
-    }
-    /// When the next event (a flow finishing, a circuit coming up, a policy
-    /// wake-up) will happen if no flow is added; `None` when idle.
-    pub fn next_event_at(&self) -> Option<Nanos> {
-        todo!("fluid network")
-    }
-    /// Moves the network to `now`, returning what happened on the way, in time order.
-    pub fn advance_to(&mut self, _now: Nanos) -> Vec<NetEvent> {
-        todo!("fluid network")
-    }
-    /// Totals so far.
-    pub fn stats(&self) -> &NetStats {
-        todo!("fluid network")
-    }
+/// Flows the network refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetError {
+    /// A flow names a host the topology does not have.
+    #[error("flow {flow:?} names host {host}, which is not in the topology")]
+    UnknownHost {
+        /// The flow.
+        flow: FlowId,
+        /// The host.
+        host: HostId,
+    },
+    /// A flow reuses the id of an active flow.
+    #[error("flow {0:?} is already in the network")]
+    DuplicateFlow(FlowId),
 }
+

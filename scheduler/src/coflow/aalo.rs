@@ -1,0 +1,90 @@
+//! Aalo's Discretized Coflow-Aware Least-Attained Service (D-CLAS), from
+//! Chowdhury & Stoica, "Efficient Coflow Scheduling Without Prior
+//! Knowledge", SIGCOMM'15, Sec. 4 (Pseudocode 1).
+//!
+//! Non-clairvoyant: a coflow's priority falls as the bytes it has sent grow.
+//! There are K = 10 queues; queue q holds coflows that have sent less than
+//! Q_q = 10 MB·10^q (and at least Q_{q-1}); the last queue has no limit.
+//! Queues are served in strict priority, coflows inside one queue in FIFO
+//! order (arrival, then id), and a coflow's flows share max-min fairly what
+//! the coflows before it left — as CoflowSim's `CoflowSimulatorDark` does
+//! (MB = 2^20 bytes there and here). A coflow moves down when it crosses its
+//! queue's limit: the policy asks to be woken at the first such crossing.
+
+use crate::coflow::priority::PriorityFill;
+use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView};
+use crate::model::coflow::CoflowId;
+use ocslab_emulator::Nanos;
+use std::collections::BTreeMap;
+
+/// Number of queues (K).
+pub const QUEUES: u32 = 10;
+/// Limit of the first queue, nominal bytes (10 MB, MB = 2^20).
+pub const FIRST_LIMIT: f64 = 10.0 * 1_048_576.0;
+/// Each queue's limit is this times the previous one's (E).
+pub const MULTIPLIER: f64 = 10.0;
+
+/// The D-CLAS queue of a coflow that has sent `sent` bytes, with queue
+/// limits divided by `scale`. A byte of slack absorbs fluid rounding at the
+/// crossing instant.
+pub fn queue_of(sent: f64, scale: f64) -> u32 {
+    let mut limit = FIRST_LIMIT / scale;
+    let mut q = 0;
+    while q + 1 < QUEUES && sent + 1.0 >= limit {
+        q += 1;
+        limit *= MULTIPLIER;
+    }
+    q
+}
+
+/// The limit of queue `q` (bytes sent at which a coflow leaves it), divided by `scale`.
+pub fn limit_of(q: u32, scale: f64) -> Option<f64> {
+    (q + 1 < QUEUES).then(|| FIRST_LIMIT / scale * MULTIPLIER.powi(q as i32))
+}
+
+/// D-CLAS over EPS.
+#[derive(Clone, Debug, Default)]
+pub struct Aalo {
+    fill: PriorityFill,
+}
+
+impl CoflowPolicy for Aalo {
+    fn name(&self) -> &'static str {
+        "aalo"
+    }
+    fn schedule(&mut self, now: Nanos, view: &NetView) -> Decision {
+        let scale = view.fabric.scale;
+        let mut order: Vec<(u32, Nanos, CoflowId)> = view
+            .coflows
+            .iter()
+            .map(|(&id, c)| (queue_of(c.sent_bytes, scale), c.arrival, id))
+            .collect();
+        order.sort();
+        let ids: Vec<CoflowId> = order.iter().map(|&(_, _, id)| id).collect();
+        let mut residual = view.links.capacities().to_vec();
+        let mut rates = Vec::with_capacity(view.flows.len());
+        self.fill.fill_in_order(view, &ids, &mut residual, &mut rates);
+
+        // When does the first coflow cross its queue's limit at these rates?
+        let mut per_coflow: BTreeMap<CoflowId, f64> = BTreeMap::new();
+        for (f, r) in &rates {
+            if let Some(flow) = view.flows.get(f) {
+                *per_coflow.entry(flow.spec.coflow).or_default() += r;
+            }
+        }
+        let wake_at = order
+            .iter()
+            .filter_map(|&(q, _, id)| {
+                let limit = limit_of(q, scale)?;
+                let rate = *per_coflow.get(&id)?;
+                let sent = view.coflows.get(&id)?.sent_bytes;
+                (rate > 0.0).then(|| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1))
+            })
+            .min();
+        Decision {
+            plans: rates.into_iter().map(|(f, r)| (f, FlowPlan::eps_paced(r))).collect(),
+            circuits: Vec::new(),
+            wake_at,
+        }
+    }
+}

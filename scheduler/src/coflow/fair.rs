@@ -1,0 +1,19 @@
+//! Per-flow fair sharing: every flow over EPS, no pacing, so flows share
+//! each link max-min fairly, as long-lived TCP flows do. The baseline of
+//! coflow papers (Varys, Aalo: "per-flow fairness").
+
+use crate::coflow::{CoflowPolicy, Decision, NetView};
+use ocslab_emulator::Nanos;
+
+/// Per-flow max-min fair sharing over EPS.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fair;
+
+impl CoflowPolicy for Fair {
+    fn name(&self) -> &'static str {
+        "fair"
+    }
+    fn schedule(&mut self, _now: Nanos, _view: &NetView) -> Decision {
+        Decision::default()
+    }
+}

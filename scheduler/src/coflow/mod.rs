@@ -1,0 +1,99 @@
+//! Coflow schedulers: pure policies that decide, at each scheduling instant,
+//! each flow's path (EPS, or the circuit on OCS port `w` of its racks), its
+//! pacing rate (or none: share as TCP does), which circuits to set up, and
+//! when to be asked again.
+//!
+//! A policy implements [`CoflowPolicy`]: `schedule(now, &NetView) ->
+//! Decision`. It has no clock and does no I/O: time is an argument, the
+//! network is a [`NetView`] (a snapshot: fabric parameters, active flows with
+//! their progress, active coflows, circuits), and the answer is plain data.
+//! The same policy therefore drives the fluid simulator ([`crate::net`]) and
+//! the kernel fabric (the emulation driver); see [`decision`] for how each
+//! part of a [`Decision`] is carried out on both. The network calls
+//! `schedule` when a flow arrives or finishes, when a circuit comes up, and
+//! at the policy's own `wake_at`; never on a tick.
+//!
+//! Policies are chosen by name from one table, [`by_name`]:
+//!
+//! | name      | module        | what                                                     |
+//! |-----------|---------------|----------------------------------------------------------|
+//! | `fair`    | [`fair`]      | per-flow max-min fair sharing (what TCP gives)           |
+//! | `fifo`    | [`fifo`]      | coflows in arrival order, strict priority                |
+//! | `varys`   | [`varys`]     | SEBF order + MADD rates (Chowdhury et al., SIGCOMM'14)   |
+//! | `aalo`    | [`aalo`]      | D-CLAS priority queues (Chowdhury & Stoica, SIGCOMM'15)  |
+//! | `sunflow` | [`sunflow`]   | circuits for elephants, shortest T(C) first (CoNEXT'16)  |
+//!
+//! [`lower_bound`] holds T(C) (Co-scheduler eqs. 1, 2 and 15) and the EPS
+//! isolation bound.
+
+pub mod aalo;
+pub mod decision;
+pub mod fair;
+pub mod fifo;
+pub mod lower_bound;
+pub mod priority;
+pub mod sunflow;
+pub mod varys;
+pub mod view;
+
+pub use decision::{CircuitSetup, Decision, FlowPlan};
+pub use view::{CircuitView, CoflowView, FabricParams, FlowView, NetView, Path};
+
+use ocslab_emulator::Nanos;
+
+/// A coflow scheduler. Pure: no clock, no I/O, no access to the network but
+/// the view it is lent.
+///
+/// Contract:
+/// - `schedule` returns the complete plan until the next call: flows not
+///   listed in [`Decision::plans`] go over EPS with no cap.
+/// - A [`FlowPlan`] with [`Path::Ocs`] is only honoured for flows that
+///   [`FabricParams::may_use_ocs`] (elephants between racks); the network
+///   sends any other flow over EPS. A flow on a circuit moves only while that
+///   circuit is up.
+/// - Caps are pacing rates; a set of caps the links can carry is applied as
+///   given, otherwise flows share max-min fairly under their caps.
+/// - [`Decision::circuits`] are set up at once; the network applies the
+///   dark time δ on both affected port sides (not-all-stop: other ports keep
+///   running) and reports when the circuit is up.
+/// - [`Decision::wake_at`] asks for a call at that time even if nothing else
+///   happens; the network calls anyway on flow arrival and departure and on
+///   circuit events.
+pub trait CoflowPolicy: Send {
+    /// The name in [`by_name`].
+    fn name(&self) -> &'static str;
+    /// Whether this policy puts elephants on circuits (so its lower bound is
+    /// the hybrid one: T(C) for elephants over the OCS, the EPS bound for the rest).
+    fn uses_ocs(&self) -> bool {
+        false
+    }
+    /// The plan from `now` on, given the network as it is at `now`.
+    fn schedule(&mut self, now: Nanos, view: &NetView) -> Decision;
+}
+
+/// The names [`by_name`] knows, in the order reports list them.
+pub const POLICY_NAMES: [&str; 5] = ["fair", "fifo", "varys", "aalo", "sunflow"];
+
+/// A coflow policy name that is not in the table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown coflow scheduler {name:?}: expected one of fair, fifo, varys, aalo, sunflow")]
+pub struct UnknownPolicy {
+    /// The name given.
+    pub name: String,
+}
+
+/// The policy called `name` (see [`POLICY_NAMES`]).
+pub fn by_name(name: &str) -> Result<Box<dyn CoflowPolicy>, UnknownPolicy> {
+    Ok(match name {
+        "fair" => Box::new(fair::Fair),
+        "fifo" => Box::new(fifo::Fifo::default()),
+        "varys" => Box::new(varys::Varys::default()),
+        "aalo" => Box::new(aalo::Aalo::default()),
+        "sunflow" => Box::new(sunflow::Sunflow::default()),
+        _ => {
+            return Err(UnknownPolicy {
+                name: name.to_string(),
+            })
+        }
+    })
+}

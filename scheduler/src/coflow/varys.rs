@@ -1,0 +1,113 @@
+//! Varys: Smallest-Effective-Bottleneck-First ordering with
+//! Minimum-Allocation-for-Desired-Duration rates, from Chowdhury, Zhong &
+//! Stoica, "Efficient Coflow Scheduling with Varys", SIGCOMM'14, Sec. 5.1-5.3
+//! (Pseudocode 1), clairvoyant (flow sizes known), without deadlines.
+//!
+//! 1. SEBF: a coflow's effective bottleneck Γ is the longest any link needs
+//!    to carry its remaining bytes alone: Γ = max_l (bytes of C on l) / cap(l).
+//!    Coflows are served in increasing Γ (ties: arrival, then id).
+//! 2. MADD: in that order, on what earlier coflows left (residual capacity
+//!    rem(l)), Γ' = max_l (bytes of C on l) / rem(l), and each flow gets
+//!    rate = remaining / Γ', so all its flows finish together at Γ' and the
+//!    coflow takes no more than it needs. A coflow with a saturated link gets
+//!    nothing now.
+//! 3. Work conservation: what is left is handed out again in SEBF order,
+//!    max-min fairly inside each coflow ("backfilling").
+//!
+//! All flows over EPS, paced at the computed rates.
+
+use crate::coflow::priority::PriorityFill;
+use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView};
+use crate::model::coflow::{CoflowId, FlowId};
+use crate::net::links::LinkId;
+use ocslab_emulator::Nanos;
+use std::collections::BTreeMap;
+
+/// SEBF + MADD over EPS.
+#[derive(Clone, Debug, Default)]
+pub struct Varys {
+    fill: PriorityFill,
+    load: Vec<f64>,
+    touched: Vec<LinkId>,
+}
+
+impl Varys {
+    /// Bytes of `coflow`'s remaining flows on each link (into `self.load`,
+    /// links listed in `self.touched`).
+    fn load_of(&mut self, view: &NetView, coflow: CoflowId) {
+        if self.load.len() != view.links.len() {
+            self.load = vec![0.0; view.links.len()];
+        }
+        for &l in &self.touched {
+            self.load[l as usize] = 0.0;
+        }
+        self.touched.clear();
+        for f in view.flows_of(coflow) {
+            for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
+                if self.load[l as usize] == 0.0 {
+                    self.touched.push(l);
+                }
+                self.load[l as usize] += f.remaining_bytes.max(f64::MIN_POSITIVE);
+            }
+        }
+    }
+
+    /// The time `coflow` needs alone on links of capacity `cap`: its Γ (seconds).
+    fn bottleneck(&mut self, view: &NetView, coflow: CoflowId, cap: &[f64]) -> f64 {
+        self.load_of(view, coflow);
+        self.touched
+            .iter()
+            .map(|&l| {
+                let c = cap[l as usize];
+                if c <= 0.0 {
+                    f64::INFINITY
+                } else {
+                    self.load[l as usize] / c
+                }
+            })
+            .fold(0.0, f64::max)
+    }
+}
+
+impl CoflowPolicy for Varys {
+    fn name(&self) -> &'static str {
+        "varys"
+    }
+    fn schedule(&mut self, _now: Nanos, view: &NetView) -> Decision {
+        let capacity = view.links.capacities();
+        let ids: Vec<CoflowId> = view.coflows.keys().copied().collect();
+        let mut order: Vec<(f64, Nanos, CoflowId)> = ids
+            .into_iter()
+            .map(|id| (self.bottleneck(view, id, capacity), view.coflows[&id].arrival, id))
+            .collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let order: Vec<CoflowId> = order.into_iter().map(|(_, _, id)| id).collect();
+
+        // MADD on the residual capacity, coflow after coflow.
+        let mut residual = capacity.to_vec();
+        let mut rates: BTreeMap<FlowId, f64> = BTreeMap::new();
+        for &c in &order {
+            let gamma = self.bottleneck(view, c, &residual);
+            if !(gamma.is_finite() && gamma > 0.0) {
+                continue;
+            }
+            for f in view.flows_of(c) {
+                let r = f.remaining_bytes / gamma;
+                for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
+                    residual[l as usize] = (residual[l as usize] - r).max(0.0);
+                }
+                rates.insert(f.spec.id, r);
+            }
+        }
+        // Work conservation: hand out what is left in the same order.
+        let mut extra = Vec::with_capacity(view.flows.len());
+        self.fill.fill_in_order(view, &order, &mut residual, &mut extra);
+        for (f, r) in extra {
+            *rates.entry(f).or_default() += r;
+        }
+        Decision {
+            plans: rates.into_iter().map(|(f, r)| (f, FlowPlan::eps_paced(r))).collect(),
+            ..Decision::default()
+        }
+    }
+}

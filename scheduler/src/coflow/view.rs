@@ -1,0 +1,216 @@
+//! What a coflow policy sees: [`NetView`], a snapshot of the network at one
+//! instant (fabric parameters, active flows with their progress, active
+//! coflows, circuits). The simulator keeps its whole state in a `NetView`
+//! and lends it to the policy; the emulation driver builds one from agent
+//! reports. A test builds one by hand.
+
+use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+use crate::net::links::LinkMap;
+use ocslab_emulator::{Bps, Bytes, Nanos, Topology};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The fabric's fixed parameters (effective values, already divided by the topology's `scale`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FabricParams {
+    /// Number of racks.
+    pub racks: u32,
+    /// Hosts per rack.
+    pub hosts_per_rack: u32,
+    /// Host NIC rate, each direction.
+    pub host_rate: Bps,
+    /// ToR ↔ core rate, each direction.
+    pub uplink_rate: Bps,
+    /// OCS ports (wavelengths, W) per rack; 0 means no OCS.
+    pub ocs_ports: u32,
+    /// Rate of one circuit.
+    pub ocs_port_rate: Bps,
+    /// Reconfiguration delay δ: how long both ports of a new circuit stay dark.
+    pub reconfig_delay: Nanos,
+    /// Flows smaller than this always use EPS.
+    pub elephant_threshold: Bytes,
+    /// The topology's scale factor (rates and sizes here are already divided
+    /// by it); policies with byte thresholds of their own (Aalo's queues)
+    /// divide them by it too.
+    pub scale: f64,
+}
+
+impl From<&Topology> for FabricParams {
+    fn from(t: &Topology) -> FabricParams {
+        FabricParams {
+            racks: t.racks,
+            hosts_per_rack: t.hosts_per_rack,
+            host_rate: t.host_rate,
+            uplink_rate: t.uplink_rate,
+            ocs_ports: t.ocs_ports_per_rack,
+            ocs_port_rate: t.ocs_port_rate,
+            reconfig_delay: t.reconfig_delay,
+            elephant_threshold: t.elephant_threshold,
+            scale: t.scale,
+        }
+    }
+}
+
+impl FabricParams {
+    /// Whether `flow` may use a circuit: it crosses racks, the fabric has an
+    /// OCS, and it is at least the elephant threshold.
+    pub fn may_use_ocs(&self, flow: &FlowSpec) -> bool {
+        self.ocs_ports > 0
+            && self.ocs_port_rate.0 > 0
+            && flow.src.rack != flow.dst.rack
+            && flow.bytes >= self.elephant_threshold
+    }
+}
+
+/// Which way a flow's bytes go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Path {
+    /// Over the electrical network (host NIC, ToR uplink, core, ToR downlink, host NIC).
+    #[default]
+    Eps,
+    /// Over the circuit from its source rack to its destination rack on OCS
+    /// port (wavelength) `port`; it moves only while that circuit is up.
+    Ocs {
+        /// The port index on both racks.
+        port: u32,
+    },
+    /// Not sending for now.
+    Wait,
+}
+
+/// An active flow as a policy sees it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowView {
+    /// What the flow is.
+    pub spec: FlowSpec,
+    /// When it joined the network.
+    pub started: Nanos,
+    /// Bytes still to send (fluid, so fractional).
+    pub remaining_bytes: f64,
+    /// Bytes sent so far over EPS.
+    pub sent_eps_bytes: f64,
+    /// Bytes sent so far over circuits.
+    pub sent_ocs_bytes: f64,
+    /// The path it currently takes.
+    pub path: Path,
+    /// Its pacing cap, if the policy set one.
+    pub cap: Option<Bps>,
+    /// Its current rate in bytes per second.
+    pub rate_bytes_per_s: f64,
+    /// When it finishes at its current rate (`None` while it does not move).
+    pub eta: Option<Nanos>,
+}
+
+impl FlowView {
+    /// A flow that has just joined at `now` and has not been scheduled yet.
+    pub fn new(spec: FlowSpec, now: Nanos) -> FlowView {
+        FlowView {
+            remaining_bytes: spec.bytes.0 as f64,
+            spec,
+            started: now,
+            sent_eps_bytes: 0.0,
+            sent_ocs_bytes: 0.0,
+            path: Path::Eps,
+            cap: None,
+            rate_bytes_per_s: 0.0,
+            eta: None,
+        }
+    }
+}
+
+/// A coflow with at least one active flow.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CoflowView {
+    /// When its first flow joined the network.
+    pub arrival: Nanos,
+    /// Its active flows.
+    pub flows: BTreeSet<FlowId>,
+    /// Bytes of all flows it has had so far (active and finished).
+    pub known_bytes: Bytes,
+    /// Bytes it has sent so far (all its flows, both fabrics): what Aalo's queues look at.
+    pub sent_bytes: f64,
+}
+
+/// A circuit from `src_rack` to `dst_rack` on port (wavelength) `port`:
+/// it occupies the sending side of that port on `src_rack` and the receiving
+/// side on `dst_rack`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct CircuitView {
+    /// Sending rack.
+    pub src_rack: u32,
+    /// Receiving rack.
+    pub dst_rack: u32,
+    /// Port index on both racks.
+    pub port: u32,
+    /// When it carries bytes (set-up time + δ).
+    pub up_at: Nanos,
+}
+
+impl CircuitView {
+    /// Whether it carries bytes at `now`.
+    pub fn is_up(&self, now: Nanos) -> bool {
+        self.up_at <= now
+    }
+}
+
+/// The network at one instant, as a policy sees it.
+#[derive(Clone, Debug)]
+pub struct NetView {
+    /// Fixed parameters.
+    pub fabric: FabricParams,
+    /// The links of the fluid model, their capacities, and which links a path crosses.
+    pub links: LinkMap,
+    /// Active flows.
+    pub flows: BTreeMap<FlowId, FlowView>,
+    /// Coflows with at least one active flow.
+    pub coflows: BTreeMap<CoflowId, CoflowView>,
+    /// Circuits set up or coming up, keyed by their sending side (rack, port).
+    pub circuits: BTreeMap<(u32, u32), CircuitView>,
+}
+
+impl NetView {
+    /// An empty network on `fabric`.
+    pub fn new(fabric: FabricParams) -> NetView {
+        NetView {
+            links: LinkMap::new(&fabric),
+            fabric,
+            flows: BTreeMap::new(),
+            coflows: BTreeMap::new(),
+            circuits: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a flow at `now` (for hand-made views and for the network itself).
+    pub fn insert_flow(&mut self, spec: FlowSpec, now: Nanos) {
+        let c = self.coflows.entry(spec.coflow).or_insert_with(|| CoflowView {
+            arrival: now,
+            ..CoflowView::default()
+        });
+        c.flows.insert(spec.id);
+        c.known_bytes += spec.bytes;
+        self.flows.insert(spec.id, FlowView::new(spec, now));
+    }
+
+    /// The circuit from `src_rack` to `dst_rack` on `port`, if one is set up or coming up.
+    pub fn circuit(&self, src_rack: u32, dst_rack: u32, port: u32) -> Option<&CircuitView> {
+        self.circuits
+            .get(&(src_rack, port))
+            .filter(|c| c.dst_rack == dst_rack)
+    }
+
+    /// The circuit whose receiving side is `(dst_rack, port)`, if any.
+    pub fn circuit_into(&self, dst_rack: u32, port: u32) -> Option<&CircuitView> {
+        self.circuits
+            .values()
+            .find(|c| c.dst_rack == dst_rack && c.port == port)
+    }
+
+    /// The flows of `coflow`, in flow-id order.
+    pub fn flows_of(&self, coflow: CoflowId) -> impl Iterator<Item = &FlowView> + '_ {
+        self.coflows
+            .get(&coflow)
+            .into_iter()
+            .flat_map(|c| c.flows.iter())
+            .filter_map(|id| self.flows.get(id))
+    }
+}

@@ -1,0 +1,173 @@
+//! The links of the fluid model and which of them a path crosses.
+//!
+//! Per host: NIC up (host → ToR) and NIC down (ToR → host). Per rack: ToR
+//! uplink (ToR → core) and downlink (core → ToR); the core itself is
+//! non-blocking. Per rack and OCS port: the sending side of the port, whose
+//! capacity is one circuit's rate (the receiving side needs no link of its
+//! own: it is the sending side of exactly one circuit).
+//!
+//! - EPS, different racks: NIC up, ToR uplink, ToR downlink, NIC down.
+//! - EPS, same rack (also a host to itself): NIC up, NIC down.
+//! - OCS on port `w`: NIC up, the circuit's sending side, NIC down.
+//!
+//! When the ToR uplink is at least the sum of its hosts' NIC rates it can
+//! never be the bottleneck (its load is at most the rack's NIC-up load), so
+//! paths leave it out: same rates, fewer links for the water-filling.
+
+use crate::coflow::view::FabricParams;
+use ocslab_emulator::HostId;
+use serde::Serialize;
+
+/// Index of a link in a [`LinkMap`].
+pub type LinkId = u32;
+
+/// The links one path crosses (at most four).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Links {
+    ids: [LinkId; 4],
+    len: u8,
+}
+
+impl Links {
+    /// The links `ids` (at most four), e.g. for a hand-made test; `None` if more.
+    pub fn new(ids: &[LinkId]) -> Option<Links> {
+        if ids.len() > 4 {
+            return None;
+        }
+        let mut l = Links::default();
+        ids.iter().for_each(|&i| l.push(i));
+        Some(l)
+    }
+    fn push(&mut self, l: LinkId) {
+        self.ids[self.len as usize] = l;
+        self.len += 1;
+    }
+    /// The links, in path order.
+    pub fn as_slice(&self) -> &[LinkId] {
+        &self.ids[..self.len as usize]
+    }
+}
+
+/// What a link is, for reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum LinkKind {
+    /// Host NIC, host → ToR.
+    HostUp(HostId),
+    /// Host NIC, ToR → host.
+    HostDown(HostId),
+    /// ToR → core.
+    TorUp(u32),
+    /// Core → ToR.
+    TorDown(u32),
+    /// Sending side of OCS port `port` of rack `rack`.
+    OcsPort {
+        /// Rack.
+        rack: u32,
+        /// Port (wavelength).
+        port: u32,
+    },
+}
+
+/// The link set of one fabric: ids, capacities (bytes per second) and paths.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkMap {
+    racks: u32,
+    hosts_per_rack: u32,
+    ports: u32,
+    tor_links_bind: bool,
+    capacity: Vec<f64>,
+}
+
+impl LinkMap {
+    /// The links of `fabric`.
+    pub fn new(fabric: &FabricParams) -> LinkMap {
+        let hosts = fabric.racks as usize * fabric.hosts_per_rack as usize;
+        let racks = fabric.racks as usize;
+        let ports = fabric.ocs_ports as usize;
+        let mut capacity = Vec::with_capacity(2 * hosts + 2 * racks + racks * ports);
+        capacity.extend(std::iter::repeat_n(fabric.host_rate.bytes_per_sec(), 2 * hosts));
+        capacity.extend(std::iter::repeat_n(fabric.uplink_rate.bytes_per_sec(), 2 * racks));
+        capacity.extend(std::iter::repeat_n(fabric.ocs_port_rate.bytes_per_sec(), racks * ports));
+        let rack_nics = fabric.host_rate.0 as u128 * fabric.hosts_per_rack as u128;
+        LinkMap {
+            racks: fabric.racks,
+            hosts_per_rack: fabric.hosts_per_rack,
+            ports: fabric.ocs_ports,
+            tor_links_bind: (fabric.uplink_rate.0 as u128) < rack_nics,
+            capacity,
+        }
+    }
+
+    /// Number of links.
+    pub fn len(&self) -> usize {
+        self.capacity.len()
+    }
+
+    /// Whether there are no links.
+    pub fn is_empty(&self) -> bool {
+        self.capacity.is_empty()
+    }
+
+    /// Capacities in bytes per second, indexed by [`LinkId`].
+    pub fn capacities(&self) -> &[f64] {
+        &self.capacity
+    }
+
+    fn hosts(&self) -> u32 {
+        self.racks * self.hosts_per_rack
+    }
+
+    fn host_up(&self, h: HostId) -> LinkId {
+        h.rack * self.hosts_per_rack + h.host
+    }
+
+    fn host_down(&self, h: HostId) -> LinkId {
+        self.hosts() + h.rack * self.hosts_per_rack + h.host
+    }
+
+    /// The sending side of OCS port `port` of `rack`.
+    pub fn ocs_port(&self, rack: u32, port: u32) -> LinkId {
+        2 * self.hosts() + 2 * self.racks + rack * self.ports + port
+    }
+
+    /// The links an EPS flow from `src` to `dst` crosses.
+    pub fn eps_path(&self, src: HostId, dst: HostId) -> Links {
+        let mut l = Links::default();
+        l.push(self.host_up(src));
+        if src.rack != dst.rack && self.tor_links_bind {
+            l.push(2 * self.hosts() + src.rack);
+            l.push(2 * self.hosts() + self.racks + dst.rack);
+        }
+        l.push(self.host_down(dst));
+        l
+    }
+
+    /// The links a flow from `src` to `dst` crosses over the circuit on `port`.
+    pub fn ocs_path(&self, src: HostId, dst: HostId, port: u32) -> Links {
+        let mut l = Links::default();
+        l.push(self.host_up(src));
+        l.push(self.ocs_port(src.rack, port));
+        l.push(self.host_down(dst));
+        l
+    }
+
+    /// What link `id` is.
+    pub fn kind(&self, id: LinkId) -> Option<LinkKind> {
+        let (h, r, p) = (self.hosts(), self.racks, self.ports);
+        let host = |i: u32| HostId::new(i / self.hosts_per_rack, i % self.hosts_per_rack);
+        Some(match id {
+            i if i < h => LinkKind::HostUp(host(i)),
+            i if i < 2 * h => LinkKind::HostDown(host(i - h)),
+            i if i < 2 * h + r => LinkKind::TorUp(i - 2 * h),
+            i if i < 2 * h + 2 * r => LinkKind::TorDown(i - 2 * h - r),
+            i if p > 0 && i < 2 * h + 2 * r + r * p => {
+                let k = i - 2 * h - 2 * r;
+                LinkKind::OcsPort {
+                    rack: k / p,
+                    port: k % p,
+                }
+            }
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,316 @@
+//! The Coflow-Benchmark trace format (github.com/coflow/coflow-benchmark;
+//! Chowdhury & Stoica, SIGCOMM'15), e.g. `FB2010-1Hr-150-0.txt`:
+//!
+//! ```text
+//! <ports> <coflows>
+//! <id> <arrival ms> <#mappers> <mapper rack>... <#reducers> <reducer rack>:<shuffle MB>...
+//! ```
+//!
+//! A reducer's MB is what it receives in total from all mappers. As in
+//! CoflowSim, MB means 2^20 bytes and each reducer's bytes are split evenly
+//! over the coflow's mappers (one flow per mapper–reducer pair; the remainder
+//! of the integer division goes one byte each to the first mappers).
+//!
+//! [`parse`] reads the text into a [`CoflowTrace`] (checking every field);
+//! [`CoflowTrace::to_coflows`] places it on a topology.
+
+use crate::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
+use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Bytes in the trace's "MB" (CoflowSim reads it as 2^20).
+pub const MB: f64 = 1_048_576.0;
+
+/// A parsed trace, racks as the trace numbers them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoflowTrace {
+    /// Ports (racks) of the traced fabric.
+    pub ports: u32,
+    /// Coflows in file order.
+    pub coflows: Vec<TraceCoflow>,
+}
+
+/// One line of the trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceCoflow {
+    /// 1-based line in the file.
+    pub line: usize,
+    /// The coflow's id.
+    pub id: u64,
+    /// Arrival time.
+    pub arrival: Nanos,
+    /// Rack of each mapper.
+    pub mappers: Vec<u32>,
+    /// Each reducer's rack and the MB it receives in total.
+    pub reducers: Vec<(u32, f64)>,
+}
+
+/// A trace error: file, line, field, what is wrong and what would be valid.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct TraceError {
+    /// The file (or `<inline>`).
+    pub file: PathBuf,
+    /// 1-based line (0 when the file could not be read).
+    pub line: usize,
+    /// The field, e.g. `arrival_ms` or `reducer[3].megabytes`.
+    pub field: String,
+    /// What is wrong and what would be valid.
+    pub message: String,
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: ", self.file.display(), self.line)?;
+        if !self.field.is_empty() {
+            write!(f, "field `{}`: ", self.field)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Reads and parses the trace at `path`.
+pub fn load(path: &Path) -> Result<CoflowTrace, TraceError> {
+    let text = std::fs::read_to_string(path).map_err(|e| TraceError {
+        file: path.to_path_buf(),
+        line: 0,
+        field: String::new(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(&text, path)
+}
+
+/// Cursor over one line's whitespace-separated fields.
+struct Fields<'a> {
+    file: &'a Path,
+    line: usize,
+    tokens: std::str::SplitWhitespace<'a>,
+}
+
+impl Fields<'_> {
+    fn error(&self, field: &str, message: impl Into<String>) -> TraceError {
+        TraceError {
+            file: self.file.to_path_buf(),
+            line: self.line,
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn next<T: std::str::FromStr>(&mut self, field: &str, expected: &str) -> Result<T, TraceError> {
+        let tok = self
+            .tokens
+            .next()
+            .ok_or_else(|| self.error(field, format!("missing: expected {expected}")))?;
+        tok.parse()
+            .map_err(|_| self.error(field, format!("{tok:?} is not valid: expected {expected}")))
+    }
+
+    fn rack(&mut self, field: &str, ports: u32) -> Result<u32, TraceError> {
+        let expected = format!("a rack number from 0 to {}", ports.saturating_sub(1));
+        let r: u32 = self.next(field, &expected)?;
+        if r >= ports {
+            return Err(self.error(field, format!("rack {r} is out of range: expected {expected}")));
+        }
+        Ok(r)
+    }
+}
+
+/// Parses trace `text` (named `file` in errors).
+pub fn parse(text: &str, file: &Path) -> Result<CoflowTrace, TraceError> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let Some((i, header)) = lines.next() else {
+        return Err(TraceError {
+            file: file.to_path_buf(),
+            line: 1,
+            field: "ports".into(),
+            message: "the file is empty: expected a first line `<ports> <coflows>`".into(),
+        });
+    };
+    let mut h = Fields {
+        file,
+        line: i + 1,
+        tokens: header.split_whitespace(),
+    };
+    let ports: u32 = h.next("ports", "the number of ports (racks), e.g. 150")?;
+    if ports == 0 {
+        return Err(h.error("ports", "must be at least 1"));
+    }
+    let count: usize = h.next("coflows", "the number of coflow lines that follow, e.g. 526")?;
+    if let Some(extra) = h.tokens.next() {
+        return Err(h.error("", format!("unexpected {extra:?} after `<ports> <coflows>`")));
+    }
+    let mut coflows = Vec::with_capacity(count);
+    let mut seen = std::collections::BTreeMap::new();
+    for (i, text) in lines {
+        let mut f = Fields {
+            file,
+            line: i + 1,
+            tokens: text.split_whitespace(),
+        };
+        let id: u64 = f.next("id", "the coflow id, a whole number")?;
+        if let Some(first) = seen.insert(id, i + 1) {
+            return Err(f.error("id", format!("coflow {id} is already on line {first}: ids must be unique")));
+        }
+        let ms: u64 = f.next("arrival_ms", "the arrival time in whole milliseconds")?;
+        let nm: u32 = f.next("mappers", "the number of mappers, at least 1")?;
+        if nm == 0 {
+            return Err(f.error("mappers", "must be at least 1"));
+        }
+        let mappers = (0..nm)
+            .map(|k| f.rack(&format!("mapper[{k}]"), ports))
+            .collect::<Result<Vec<_>, _>>()?;
+        let nr: u32 = f.next("reducers", "the number of reducers, at least 1")?;
+        if nr == 0 {
+            return Err(f.error("reducers", "must be at least 1"));
+        }
+        let mut reducers = Vec::with_capacity(nr as usize);
+        for k in 0..nr {
+            let field = format!("reducer[{k}]");
+            let tok: String = f.next(&field, "`<rack>:<MB>`, e.g. 65:1.0")?;
+            let Some((r, mb)) = tok.split_once(':') else {
+                return Err(f.error(&field, format!("{tok:?} is not valid: expected `<rack>:<MB>`, e.g. 65:1.0")));
+            };
+            let mut sub = Fields {
+                file,
+                line: i + 1,
+                tokens: r.split_whitespace(),
+            };
+            let rack = sub.rack(&format!("{field}.rack"), ports)?;
+            let megabytes: f64 = mb.parse().ok().filter(|x: &f64| x.is_finite() && *x >= 0.0).ok_or_else(|| {
+                f.error(
+                    &format!("{field}.megabytes"),
+                    format!("{mb:?} is not valid: expected a size in MB >= 0, e.g. 1.0"),
+                )
+            })?;
+            reducers.push((rack, megabytes));
+        }
+        if let Some(extra) = f.tokens.next() {
+            return Err(f.error(
+                "",
+                format!("unexpected {extra:?} after the {nr} reducers the line announces"),
+            ));
+        }
+        coflows.push(TraceCoflow {
+            line: i + 1,
+            id,
+            arrival: Nanos::from_millis(ms),
+            mappers,
+            reducers,
+        });
+    }
+    if coflows.len() != count {
+        return Err(TraceError {
+            file: file.to_path_buf(),
+            line: 1,
+            field: "coflows".into(),
+            message: format!("the header announces {count} coflows but the file has {}", coflows.len()),
+        });
+    }
+    Ok(CoflowTrace { ports, coflows })
+}
+
+impl CoflowTrace {
+    /// The coflows placed on `topo`, in arrival order (ties by id), at most
+    /// `limit` of them. Trace rack `t` becomes rack `t mod racks`; with
+    /// several hosts per rack, mapper `k` and reducer `k` of coflow `id`
+    /// sit on host `(id + k) mod hosts_per_rack` (a deterministic spread).
+    /// Sizes are divided by the topology's `scale`; flows of 0 bytes are left
+    /// out. Flow ids are numbered from 0 in that order.
+    pub fn to_coflows(&self, topo: &Topology, limit: Option<usize>) -> Vec<Coflow> {
+        let mut order: Vec<&TraceCoflow> = self.coflows.iter().collect();
+        order.sort_by_key(|c| (c.arrival, c.id));
+        order.truncate(limit.unwrap_or(usize::MAX));
+        let hosts = topo.hosts_per_rack as u64;
+        let place = |rack: u32, id: u64, k: usize| {
+            HostId::new(rack % topo.racks, ((id + k as u64) % hosts) as u32)
+        };
+        let mut next_flow = 0u64;
+        order
+            .into_iter()
+            .map(|c| {
+                let m = c.mappers.len() as u64;
+                let mut flows = Vec::with_capacity(c.mappers.len() * c.reducers.len());
+                for (k, &(rrack, mb)) in c.reducers.iter().enumerate() {
+                    let total = Bytes((mb * MB).round() as u64).scaled_down(topo.scale).0;
+                    let dst = place(rrack, c.id, k);
+                    for (j, &mrack) in c.mappers.iter().enumerate() {
+                        let bytes = total / m + u64::from((j as u64) < total % m);
+                        if bytes == 0 {
+                            continue;
+                        }
+                        flows.push(FlowSpec {
+                            id: FlowId(next_flow),
+                            coflow: CoflowId(c.id),
+                            src: place(mrack, c.id, j),
+                            dst,
+                            bytes: Bytes(bytes),
+                        });
+                        next_flow += 1;
+                    }
+                }
+                Coflow {
+                    id: CoflowId(c.id),
+                    arrival: c.arrival,
+                    flows,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO: &str = "4 2\n1 0 2 0 1 1 2:3.0\n2 10 1 3 2 0:1.0 1:2.0\n";
+
+    #[test]
+    fn parses_a_small_trace() {
+        let t = parse(TWO, Path::new("t.txt")).unwrap();
+        assert_eq!(t.ports, 4);
+        assert_eq!(t.coflows[0].mappers, vec![0, 1]);
+        assert_eq!(t.coflows[1].reducers, vec![(0, 1.0), (1, 2.0)]);
+        assert_eq!(t.coflows[1].arrival, Nanos::from_millis(10));
+        assert_eq!(t.coflows[1].line, 3);
+    }
+
+    #[test]
+    fn errors_name_line_and_field() {
+        let bad = TWO.replace("2 10 1 3", "2 1x0 1 3");
+        let e = parse(&bad, Path::new("t.txt")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (3, "arrival_ms"));
+        assert!(e.to_string().starts_with("t.txt:3: field `arrival_ms`: \"1x0\""), "{e}");
+
+        let e = parse(&TWO.replace("2:3.0", "9:3.0"), Path::new("t.txt")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (2, "reducer[0].rack"));
+        assert!(e.message.contains("0 to 3"), "{e}");
+
+        let e = parse(&TWO.replace("1:2.0", "1:lots"), Path::new("t.txt")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (3, "reducer[1].megabytes"));
+
+        let e = parse(&TWO.replace("0:1.0 1:2.0", "0:1.0"), Path::new("t.txt")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (3, "reducer[1]"));
+
+        let e = parse(&TWO.replace("4 2", "4 3"), Path::new("t.txt")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (1, "coflows"));
+    }
+
+    #[test]
+    fn splits_each_reducer_evenly_over_mappers() {
+        let topo = Topology::parse(
+            "name = \"t\"\nracks = 4\nhosts_per_rack = 1\nsimulation_only = true\n[eps]\nhost_rate = \"1Gbit/s\"\noversubscription = 1.0\n[ocs]\nports_per_rack = 0\nport_rate = \"0bit/s\"\nreconfig_delay = \"0ms\"\nelephant_threshold = \"0B\"\n",
+            Path::new("t.toml"),
+            &[],
+        )
+        .unwrap();
+        let t = parse(TWO, Path::new("t.txt")).unwrap();
+        let c = t.to_coflows(&topo, None);
+        assert_eq!(c[0].flows.len(), 2);
+        assert_eq!(c[0].flows[0].bytes.0 + c[0].flows[1].bytes.0, 3 * 1_048_576);
+        assert_eq!(c[0].flows[0].bytes, Bytes(1_572_864));
+        assert_eq!(c[1].flows.len(), 2);
+        assert_eq!(c[1].flows[1].dst, HostId::new(1, 0));
+        assert_eq!(t.to_coflows(&topo, Some(1)).len(), 1);
+    }
+}
