@@ -10,4 +10,6 @@ pub mod engine;
 pub mod model;
 pub mod net;
 pub mod policy;
+pub mod sim;
 pub mod trace;
+pub mod workload;
