@@ -381,19 +381,33 @@ impl<'a> Driver<'a> {
     fn flow_done(&mut self, fd: wire::FlowDone) -> Result<(), EmuError> {
         let end = self.exp_time(fd.end);
         let id = FlowId(fd.flow.0);
+        if fd.bytes_received < fd.bytes_expected {
+            // Cut short: its sender died (the control plane will say so) or
+            // the connection broke. It is not a fetch the engine can use.
+            tracing::warn!(flow = id.0, from = %fd.from, "flow cut short: {} of {} bytes", fd.bytes_received.0, fd.bytes_expected.0);
+            self.failed.insert(
+                id,
+                format!(
+                    "cut short at {} of {} bytes",
+                    fd.bytes_received.0, fd.bytes_expected.0
+                ),
+            );
+            return Ok(());
+        }
         let Some((fin, actions)) = self.net.flow_done(end, id) else {
             return Ok(()); // a flow of a dead host, already written off
         };
         self.failed.remove(&id);
         if !fd.ok {
+            // All bytes came, but not the right ones: the fetch failed. It is
+            // recorded (unverified) and not reported to the engine.
             tracing::error!(
                 flow = id.0,
-                "flow arrived short or corrupt: {} of {} bytes, crc {:08x} expected {:08x}",
-                fd.bytes_received.0,
-                fd.bytes_expected.0,
+                "flow corrupt: crc {:08x}, expected {:08x}",
                 fd.checksum,
                 fd.expected_checksum
             );
+            self.failed.insert(id, "checksum mismatch".into());
         }
         let ocs = fin.marked == Some(wire::Path::Ocs);
         let shuffle = !super::tasks::is_input_read(&fin.spec);
@@ -413,7 +427,7 @@ impl<'a> Driver<'a> {
             useful: true,
         });
         self.carry_out(actions)?;
-        if matches!(self.source, Source::Jobs { .. }) {
+        if fd.ok && matches!(self.source, Source::Jobs { .. }) {
             let (eps_bytes, ocs_bytes) = if ocs {
                 (Bytes(0), fd.bytes_received)
             } else {
