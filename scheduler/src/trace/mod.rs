@@ -2,3 +2,4 @@
 //! types ([`crate::model`]) with errors that name the file, line and field.
 
 pub mod coflow_benchmark;
+pub mod swim;

@@ -1,0 +1,64 @@
+//! Running an [`Experiment`] in the simulator: one run per task scheduler,
+//! each on the same jobs (same seed), each with a fresh engine, policy and
+//! network.
+
+use super::{FixedRateNetwork, SimError, SimOutcome, Simulation};
+use crate::engine::{Engine, EngineError};
+use crate::experiment::{Experiment, ExperimentError, NetworkKind};
+use crate::model::job::Job;
+use crate::net::FluidNetwork;
+use crate::policy::PolicyError;
+
+/// Why an experiment run failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// The experiment (or a file it names) is invalid.
+    #[error(transparent)]
+    Experiment(#[from] ExperimentError),
+    /// A policy could not be built.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The engine refused the workload or settings.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The simulation could not finish.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+}
+
+/// Simulates `jobs` under task scheduler `scheduler` with the experiment's
+/// topology, network model, coflow scheduler and engine settings.
+/// `progress(done, total)` is called as jobs finish.
+pub fn run_scheduler(
+    exp: &Experiment,
+    scheduler: &str,
+    jobs: Vec<Job>,
+    progress: impl FnMut(usize, usize),
+) -> Result<SimOutcome, RunError> {
+    let policy = exp.policy(scheduler)?;
+    let engine = Engine::new(&exp.topology, jobs, policy, exp.engine.clone())?;
+    let out = match exp.network {
+        NetworkKind::Fluid => {
+            let net = FluidNetwork::new(&exp.topology, &exp.coflow_scheduler)
+                .map_err(|e| SimError::Network(format!("{e:#}")))?;
+            Simulation::new(engine, net, exp.sim.clone()).run(progress)?
+        }
+        NetworkKind::Uncontended => {
+            let net = FixedRateNetwork::for_topology(&exp.topology);
+            Simulation::new(engine, net, exp.sim.clone()).run(progress)?
+        }
+    };
+    Ok(out)
+}
+
+/// Runs every task scheduler of the experiment, baseline first.
+pub fn run_experiment(
+    exp: &Experiment,
+    mut progress: impl FnMut(&str, usize, usize),
+) -> Result<Vec<SimOutcome>, RunError> {
+    let jobs = exp.jobs()?;
+    exp.task_schedulers
+        .iter()
+        .map(|name| run_scheduler(exp, name, jobs.clone(), |d, t| progress(name, d, t)))
+        .collect()
+}
