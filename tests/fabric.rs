@@ -42,7 +42,11 @@ fn hosts_reach_each_other_across_racks_and_within_a_rack_over_eps() {
         let up = after.uplinks[rack].up_bytes - before.uplinks[rack].up_bytes;
         assert!(up >= 100_000, "rack {rack} sent {up} bytes up its EPS uplink");
     }
-    assert_eq!(after.ocs_bytes(), before.ocs_bytes(), "no circuit, nothing over the OCS");
+    assert_eq!(
+        after.ocs_bytes(),
+        before.ocs_bytes(),
+        "no circuit, nothing over the OCS"
+    );
     f.down().unwrap();
 }
 
@@ -54,11 +58,26 @@ fn goodput_through_a_shaped_uplink_matches_its_rate() {
     let f = up_tiny();
     // Host NICs are 100 Mbit/s, the uplink 50 Mbit/s: the uplink is the bottleneck.
     let rate = f.topology().uplink_rate.0 as f64;
-    let g = goodput(&f, h(0, 0), h(1, 0), None, Duration::from_millis(500), Duration::from_millis(1500)).unwrap();
+    let g = goodput(
+        &f,
+        h(0, 0),
+        h(1, 0),
+        None,
+        Duration::from_millis(500),
+        Duration::from_millis(1500),
+    )
+    .unwrap();
     let allowed = rate * TCP_PAYLOAD_EFFICIENCY;
     let err = (g - allowed).abs() / allowed;
-    eprintln!("uplink {rate} bit/s: goodput {g:.0} bit/s, {:.1}% from {allowed:.0}", err * 100.0);
-    assert!(err < 0.05, "goodput {g:.0} bit/s is {:.1}% from {allowed:.0}", err * 100.0);
+    eprintln!(
+        "uplink {rate} bit/s: goodput {g:.0} bit/s, {:.1}% from {allowed:.0}",
+        err * 100.0
+    );
+    assert!(
+        err < 0.05,
+        "goodput {g:.0} bit/s is {:.1}% from {allowed:.0}",
+        err * 100.0
+    );
     f.down().unwrap();
 }
 
@@ -89,19 +108,32 @@ fn a_circuit_carries_marked_traffic_while_unmarked_traffic_stays_on_eps() {
     let c0 = f.counters().unwrap();
     assert_eq!(send_bytes(&f, h(0, 1), h(1, 1), None, payload).unwrap(), payload);
     let c1 = f.counters().unwrap();
-    assert_eq!(c1.ocs_bytes(), c0.ocs_bytes(), "unmarked traffic took the circuit");
+    assert_eq!(
+        c1.ocs_bytes(),
+        c0.ocs_bytes(),
+        "unmarked traffic took the circuit"
+    );
     assert!(c1.uplinks[0].up_bytes - c0.uplinks[0].up_bytes >= payload);
 
-    assert_eq!(send_bytes(&f, h(0, 0), h(1, 0), MARKED, payload).unwrap(), payload);
+    assert_eq!(
+        send_bytes(&f, h(0, 0), h(1, 0), MARKED, payload).unwrap(),
+        payload
+    );
     let c2 = f.counters().unwrap();
     let over_ocs = c2.ocs_ports[1].to_rack_bytes - c1.ocs_ports[1].to_rack_bytes;
     let over_eps = c2.uplinks[0].up_bytes - c1.uplinks[0].up_bytes;
     assert!(over_ocs >= payload, "marked: {over_ocs} bytes over the circuit");
-    assert!(over_eps < payload / 50, "marked: {over_eps} bytes over rack 0's uplink");
+    assert!(
+        over_eps < payload / 50,
+        "marked: {over_eps} bytes over rack 0's uplink"
+    );
 
     // The circuit is one way: marked traffic 1 -> 0 has no circuit and goes
     // EPS; nothing is delivered to rack 0 by the OCS.
-    assert_eq!(send_bytes(&f, h(1, 0), h(0, 0), MARKED, payload).unwrap(), payload);
+    assert_eq!(
+        send_bytes(&f, h(1, 0), h(0, 0), MARKED, payload).unwrap(),
+        payload
+    );
     let c3 = f.counters().unwrap();
     assert_eq!(c3.ocs_ports[0].to_rack_bytes, 0);
     assert!(c3.uplinks[1].up_bytes - c2.uplinks[1].up_bytes >= payload);
@@ -122,7 +154,10 @@ fn a_torn_down_circuit_carries_nothing_and_traffic_falls_back_to_eps() {
         port: 0,
     };
     ocs.set_matching(&[c]).unwrap();
-    assert_eq!(send_bytes(&f, h(0, 0), h(1, 0), MARKED, 200_000).unwrap(), 200_000);
+    assert_eq!(
+        send_bytes(&f, h(0, 0), h(1, 0), MARKED, 200_000).unwrap(),
+        200_000
+    );
     let rec = ocs.set_matching(&[]).unwrap();
     assert_eq!(rec.events.len(), 1);
     assert!(!rec.events[0].up);
@@ -133,7 +168,10 @@ fn a_torn_down_circuit_carries_nothing_and_traffic_falls_back_to_eps() {
 
     let c0 = f.counters().unwrap();
     let payload = 1_000_000;
-    assert_eq!(send_bytes(&f, h(0, 0), h(1, 0), MARKED, payload).unwrap(), payload);
+    assert_eq!(
+        send_bytes(&f, h(0, 0), h(1, 0), MARKED, payload).unwrap(),
+        payload
+    );
     let c1 = f.counters().unwrap();
     assert_eq!(c1.ocs_ports, c0.ocs_ports, "a dark port moved bytes");
     assert!(c1.uplinks[0].up_bytes - c0.uplinks[0].up_bytes >= payload);
@@ -158,12 +196,22 @@ fn not_all_stop_only_changed_ports_go_dark() {
         port: 0,
     };
     ocs.set_matching(&[a]).unwrap();
-    let rec = ocs.set_matching_with_delay(&[a, b], Nanos::from_millis(5)).unwrap();
+    let rec = ocs
+        .set_matching_with_delay(&[a, b], Nanos::from_millis(5))
+        .unwrap();
     assert_eq!(rec.kept, 1);
     assert_eq!(rec.events.len(), 1, "only 1->0 changes: {:?}", rec.events);
     assert_eq!((rec.events[0].src_rack, rec.events[0].up), (1, true));
     assert!(rec.events[0].at.0 - rec.started.0 >= 5_000_000);
-    let bad = ocs.set_matching(&[a, Circuit { port: 0, ..b }, Circuit { src_rack: 0, dst_rack: 1, port: 0 }]);
+    let bad = ocs.set_matching(&[
+        a,
+        Circuit { port: 0, ..b },
+        Circuit {
+            src_rack: 0,
+            dst_rack: 1,
+            port: 0,
+        },
+    ]);
     assert!(bad.is_err(), "two circuits on one input port must be refused");
     assert_eq!(ocs.circuits().len(), 2, "a refused matching changes nothing");
     f.down().unwrap();
@@ -186,7 +234,10 @@ fn down_removes_every_namespace_process_and_file_of_the_run() {
     assert_eq!(t.processes, 1, "the process inside host r1h1 is ended");
     let status = child.wait().unwrap();
     assert!(!status.success());
-    assert!(netns::list_named().iter().all(|n| !run.owns_netns(n)), "a namespace of {run} remains");
+    assert!(
+        netns::list_named().iter().all(|n| !run.owns_netns(n)),
+        "a namespace of {run} remains"
+    );
     assert!(!fabric::run_dir(run).exists(), "the run directory remains");
 }
 
@@ -231,7 +282,12 @@ fn a_killed_owner_is_cleaned_up_by_cleanup_stale() {
     }
     use std::io::BufRead;
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_helper_build_then_wait_for_sigkill", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "crash_helper_build_then_wait_for_sigkill",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("OCSLAB_CRASH_HELPER", "1")
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -246,7 +302,10 @@ fn a_killed_owner_is_cleaned_up_by_cleanup_stale() {
     child.kill().unwrap(); // SIGKILL: no destructor runs
     child.wait().unwrap();
     let removed = fabric::cleanup_stale().unwrap();
-    let ours = removed.iter().find(|t| t.run_id == Some(run)).expect("the run is found stale");
+    let ours = removed
+        .iter()
+        .find(|t| t.run_id == Some(run))
+        .expect("the run is found stale");
     assert_eq!(ours.namespaces, 2 * 2 + 2 + 2);
     assert!(netns::list_named().iter().all(|n| !run.owns_netns(n)));
     assert!(!ledger::run_dir(run).exists());
@@ -260,7 +319,11 @@ fn two_runs_at_once_do_not_collide() {
     let a = up_tiny();
     let b = up_tiny();
     assert_ne!(a.run_id(), b.run_id());
-    assert_eq!(a.host_addr(h(1, 0)), b.host_addr(h(1, 0)), "same plan, separate namespaces");
+    assert_eq!(
+        a.host_addr(h(1, 0)),
+        b.host_addr(h(1, 0)),
+        "same plan, separate namespaces"
+    );
     assert_eq!(send_bytes(&a, h(0, 0), h(1, 0), None, 50_000).unwrap(), 50_000);
     assert_eq!(send_bytes(&b, h(0, 0), h(1, 0), None, 50_000).unwrap(), 50_000);
     b.down().unwrap();

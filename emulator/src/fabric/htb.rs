@@ -73,7 +73,11 @@ pub fn opt_bytes(rate: Bps) -> Vec<u8> {
     let mut v = Vec::with_capacity(44);
     v.extend_from_slice(&ratespec(rate));
     v.extend_from_slice(&ratespec(rate));
-    for x in [buffer, buffer, 0 /* quantum: kernel derives */, 0 /* level */, 0 /* prio */] {
+    for x in [
+        buffer, buffer, 0, /* quantum: kernel derives */
+        0, /* level */
+        0, /* prio */
+    ] {
         v.extend_from_slice(&x.to_ne_bytes());
     }
     v
@@ -90,10 +94,11 @@ fn header(ifindex: u32, handle: TcHandle, parent: TcHandle) -> TcMessage {
 pub fn qdisc(ifindex: u32, what: &str) -> Request {
     let mut m = header(ifindex, ROOT_HANDLE, TcHandle::ROOT);
     m.attributes.push(TcAttribute::Kind("htb".into()));
-    m.attributes.push(TcAttribute::Options(vec![TcOption::Other(DefaultNla::new(
-        TCA_HTB_INIT,
-        glob_bytes(),
-    ))]));
+    m.attributes
+        .push(TcAttribute::Options(vec![TcOption::Other(DefaultNla::new(
+            TCA_HTB_INIT,
+            glob_bytes(),
+        ))]));
     Request::new(
         RouteNetlinkMessage::NewQueueDiscipline(m),
         NLM_F_CREATE | NLM_F_EXCL,
@@ -108,7 +113,10 @@ pub fn class(ifindex: u32, rate: Bps, what: &str) -> Request {
     let bytes_ps = rate.0 / 8;
     if bytes_ps > u32::MAX as u64 {
         for kind in [TCA_HTB_RATE64, TCA_HTB_CEIL64] {
-            opts.push(TcOption::Other(DefaultNla::new(kind, bytes_ps.to_ne_bytes().to_vec())));
+            opts.push(TcOption::Other(DefaultNla::new(
+                kind,
+                bytes_ps.to_ne_bytes().to_vec(),
+            )));
         }
     }
     m.attributes.push(TcAttribute::Kind("htb".into()));
@@ -141,7 +149,10 @@ mod tests {
         assert_eq!(u32::from_ne_bytes(o[20..24].try_into().unwrap()), 12_500_000);
         // 64 KiB + 1514 B at 12.5 MB/s is 5.364 ms = 83 814 ticks of 64 ns.
         let buffer = u32::from_ne_bytes(o[24..28].try_into().unwrap());
-        assert_eq!(buffer, ((64 * 1024 + 1514) * 8 * 1_000_000_000u64 / 100_000_000 >> 6) as u32);
+        assert_eq!(
+            buffer,
+            (((64 * 1024 + 1514) * 8 * 1_000_000_000u64 / 100_000_000) >> 6) as u32
+        );
     }
 
     #[test]

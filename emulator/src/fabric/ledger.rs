@@ -95,19 +95,20 @@ pub fn run_dir(run: RunId) -> PathBuf {
 
 fn lerr(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> LedgerError {
     let path = path.to_path_buf();
-    move |source| LedgerError {
-        what,
-        path,
-        source,
-    }
+    move |source| LedgerError { what, path, source }
 }
 
-/// Start time of process `pid` (clock ticks since boot), if it exists.
+/// Start time of process `pid` (clock ticks since boot), if it runs (a
+/// zombie, dead but not yet reaped, does not count).
 pub fn process_start(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces; fields resume after ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    rest.nth(18)?.parse().ok()
 }
 
 /// Reserves a fresh run id by creating its directory (atomic: two
@@ -279,7 +280,14 @@ pub fn cleanup_stale() -> Result<Vec<Teardown>, LedgerError> {
     let mut out = Vec::new();
     let runs = list_runs();
     for &run in &runs {
-        let alive = Ledger::load(run).map(|l| l.owner_alive()).unwrap_or(false);
+        let alive = match Ledger::load(run) {
+            Ok(l) => l.owner_alive(),
+            // A run being reserved has a directory but no ledger for a moment.
+            Err(_) => std::fs::metadata(run_dir(run))
+                .and_then(|m| m.modified())
+                .map(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(60))
+                .unwrap_or(false),
+        };
         if !alive {
             out.push(remove_run(run)?);
         }

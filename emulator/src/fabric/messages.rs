@@ -8,16 +8,20 @@ use super::netlink::Request;
 use super::plan::{AddrPlan, NeighPlan, RoutePlan, RulePlan, VethPlan, MAIN_TABLE};
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
-use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage};
-use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState};
+use netlink_packet_route::link::{
+    InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
+};
+use netlink_packet_route::neighbour::{
+    NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
+};
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
 };
 use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::tc::{
     TcAction, TcActionAttribute, TcActionGeneric, TcActionMirrorOption, TcActionOption, TcActionType,
-    TcAttribute, TcFilterU32Option, TcHandle, TcMessage, TcMirror, TcMirrorActionType, TcOption,
-    TcU32Key, TcU32Selector, TcU32SelectorFlags,
+    TcAttribute, TcFilterU32Option, TcHandle, TcMessage, TcMirror, TcMirrorActionType, TcOption, TcU32Key,
+    TcU32Selector, TcU32SelectorFlags,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
@@ -61,7 +65,10 @@ pub fn veth(v: &VethPlan, peer_ns_fd: RawFd, peer_ns: &str) -> Request {
     Request::new(
         RouteNetlinkMessage::NewLink(m),
         CREATE,
-        format!("creating veth {} <-> {} (in {peer_ns})", v.local.name, v.peer.name),
+        format!(
+            "creating veth {} <-> {} (in {peer_ns})",
+            v.local.name, v.peer.name
+        ),
     )
 }
 
@@ -90,7 +97,10 @@ pub fn address(a: &AddrPlan) -> Request {
     Request::new(
         RouteNetlinkMessage::NewAddress(m),
         CREATE,
-        format!("adding address {}/{} on interface {}", a.addr, a.prefix, a.ifindex),
+        format!(
+            "adding address {}/{} on interface {}",
+            a.addr, a.prefix, a.ifindex
+        ),
     )
 }
 
@@ -110,7 +120,8 @@ fn route_msg(r: &RoutePlan) -> RouteMessage {
     } else {
         RouteHeader::RT_TABLE_UNSPEC
     };
-    m.attributes.push(RouteAttribute::Destination(RouteAddress::Inet(r.dst.addr)));
+    m.attributes
+        .push(RouteAttribute::Destination(RouteAddress::Inet(r.dst.addr)));
     if let Some(gw) = r.via {
         m.attributes.push(RouteAttribute::Gateway(RouteAddress::Inet(gw)));
     }
@@ -158,7 +169,10 @@ pub fn rule(r: &RulePlan) -> Request {
     Request::new(
         RouteNetlinkMessage::NewRule(m),
         CREATE,
-        format!("adding rule tos {:#04x} lookup {} priority {}", r.tos, r.table, r.priority),
+        format!(
+            "adding rule tos {:#04x} lookup {} priority {}",
+            r.tos, r.table, r.priority
+        ),
     )
 }
 
@@ -169,8 +183,10 @@ pub fn neighbour(n: &NeighPlan) -> Request {
     m.header.ifindex = n.ifindex;
     m.header.state = NeighbourState::Permanent;
     m.header.kind = RouteType::Unicast;
-    m.attributes.push(NeighbourAttribute::Destination(NeighbourAddress::Inet(n.addr)));
-    m.attributes.push(NeighbourAttribute::LinkLayerAddress(n.mac.to_vec()));
+    m.attributes
+        .push(NeighbourAttribute::Destination(NeighbourAddress::Inet(n.addr)));
+    m.attributes
+        .push(NeighbourAttribute::LinkLayerAddress(n.mac.to_vec()));
     Request::new(
         RouteNetlinkMessage::NewNeighbour(m),
         CREATE,
@@ -297,7 +313,10 @@ mod tests {
         m.finalize();
         let mut buf = vec![0; m.buffer_len()];
         m.serialize(&mut buf);
-        match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf).unwrap().payload {
+        match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf)
+            .unwrap()
+            .payload
+        {
             NetlinkPayload::InnerMessage(i) => i,
             other => panic!("{other:?}"),
         }

@@ -32,6 +32,7 @@ pub mod netlink;
 pub mod netns;
 pub mod ocs;
 pub mod plan;
+pub mod probe;
 pub mod rootless;
 
 pub use ledger::{cleanup_stale, Mode, Teardown};
@@ -93,6 +94,15 @@ pub enum FabricError {
         /// The program.
         program: String,
         /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A measurement probe's socket failed.
+    #[error("probe: {what}: {source}")]
+    Probe {
+        /// What the probe was doing.
+        what: String,
+        /// Why it failed.
         #[source]
         source: std::io::Error,
     },
@@ -200,7 +210,10 @@ impl std::fmt::Debug for Fabric {
 }
 
 fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(4)
 }
 
 fn unix_ms() -> u64 {
@@ -448,11 +461,10 @@ impl Fabric {
             wanted.push(self.plan.ocs_ns());
         }
         for i in wanted {
-            if !socks.contains_key(&i) {
-                let s = self.socket_in(i)?;
-                socks.insert(i, s);
-            }
-            let Some(sock) = socks.get_mut(&i) else { continue };
+            let sock = match socks.entry(i) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => e.insert(self.socket_in(i)?),
+            };
             let links = sock.dump(messages::dump_links(), "reading link counters")?;
             for m in links {
                 let netlink_packet_route::RouteNetlinkMessage::NewLink(l) = m else {

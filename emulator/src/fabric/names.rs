@@ -79,12 +79,15 @@ impl fmt::Display for RunId {
 impl std::str::FromStr for RunId {
     type Err = String;
     fn from_str(s: &str) -> Result<RunId, String> {
-        if s.len() == 4 && s.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()) {
-            u16::from_str_radix(s, 16)
-                .map(RunId)
-                .map_err(|e| e.to_string())
+        if s.len() == 4
+            && s.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        {
+            u16::from_str_radix(s, 16).map(RunId).map_err(|e| e.to_string())
         } else {
-            Err(format!("{s:?} is not a run id: expected four lowercase hex digits, e.g. 3f9a"))
+            Err(format!(
+                "{s:?} is not a run id: expected four lowercase hex digits, e.g. 3f9a"
+            ))
         }
     }
 }

@@ -153,7 +153,10 @@ impl Rtnl {
             m.finalize();
             let len = m.buffer_len();
             let padded = (len + 3) & !3;
-            if chunks.last().is_some_and(|c| !c.is_empty() && c.len() + padded > CHUNK) {
+            if chunks
+                .last()
+                .is_some_and(|c| !c.is_empty() && c.len() + padded > CHUNK)
+            {
                 chunks.push(Vec::new());
             }
             if let Some(c) = chunks.last_mut() {
@@ -233,7 +236,11 @@ impl Rtnl {
 
     /// Sends a dump request (`NLM_F_DUMP` is added) and returns every
     /// message of the answer that netlink-packet-route can parse.
-    pub fn dump(&mut self, msg: RouteNetlinkMessage, what: &str) -> Result<Vec<RouteNetlinkMessage>, NetlinkError> {
+    pub fn dump(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        what: &str,
+    ) -> Result<Vec<RouteNetlinkMessage>, NetlinkError> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         let mut header = NetlinkHeader::default();

@@ -42,11 +42,7 @@ fn err(what: &'static str, name: &str) -> impl FnOnce(nix::Error) -> NetnsError 
 
 fn ioerr(what: &'static str, name: &str) -> impl FnOnce(io::Error) -> NetnsError {
     let name = name.to_string();
-    move |source| NetnsError {
-        what,
-        name,
-        source,
-    }
+    move |source| NetnsError { what, name, source }
 }
 
 /// An open, named network namespace. Holding it keeps the namespace's file

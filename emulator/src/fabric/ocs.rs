@@ -137,7 +137,12 @@ pub fn validate(racks: u32, ports: u32, circuits: &[Circuit]) -> Result<Matching
             return Err(MatchingError::InputTaken(o.to_string(), name, c.src_rack, c.port));
         }
         if let Some(o) = outputs.insert((c.dst_rack, c.port), c) {
-            return Err(MatchingError::OutputTaken(o.to_string(), name, c.dst_rack, c.port));
+            return Err(MatchingError::OutputTaken(
+                o.to_string(),
+                name,
+                c.dst_rack,
+                c.port,
+            ));
         }
         if let Some(o) = pairs.insert((c.src_rack, c.dst_rack), c) {
             return Err(MatchingError::SamePair(o.to_string(), name));
@@ -223,7 +228,9 @@ impl OcsCore {
         for r in 0..self.plan.racks() {
             for w in 0..self.plan.wavelengths() {
                 let idx = self.plan.ocs_port_index(r, w);
-                let msgs = self.ocs_sock.dump(messages::dump_filters(idx), "listing circuit filters")?;
+                let msgs = self
+                    .ocs_sock
+                    .dump(messages::dump_filters(idx), "listing circuit filters")?;
                 for msg in msgs {
                     if let netlink_packet_route::RouteNetlinkMessage::NewTrafficFilter(tc) = msg {
                         if let Some((dst, _)) =
@@ -243,7 +250,10 @@ impl OcsCore {
         let mut filters = Vec::new();
         for c in down {
             let r = self.plan.circuit_route(c.dst_rack, c.port);
-            routes.entry(c.src_rack).or_default().push(messages::del_route(&r));
+            routes
+                .entry(c.src_rack)
+                .or_default()
+                .push(messages::del_route(&r));
             filters.push(messages::del_circuit(
                 self.plan.ocs_port_index(c.src_rack, c.port),
                 &self.port_what(c),
@@ -262,7 +272,10 @@ impl OcsCore {
                 &self.port_what(c),
             ));
             let r = self.plan.circuit_route(c.dst_rack, c.port);
-            routes.entry(c.src_rack).or_default().push(messages::add_route(&r));
+            routes
+                .entry(c.src_rack)
+                .or_default()
+                .push(messages::add_route(&r));
         }
         (filters, routes.into_iter().collect())
     }
@@ -270,6 +283,7 @@ impl OcsCore {
     fn reconfigure(&mut self, circuits: &[Circuit], delay: Nanos) -> Result<Reconfiguration, OcsError> {
         let new = validate(self.plan.racks(), self.plan.wavelengths(), circuits)?;
         let (down, up, kept) = diff(&self.current, &new);
+        let _rt = clock::Realtime::enter(clock::RECONFIG_PRIORITY);
         let start = Instant::now();
         let started = clock::now();
         let mut events = Vec::with_capacity(down.len() + up.len());
@@ -463,9 +477,18 @@ mod tests {
             validate(3, 1, &[c(0, 1, 0), c(2, 1, 0)]),
             Err(MatchingError::OutputTaken(..))
         ));
-        assert!(matches!(validate(3, 1, &[c(1, 1, 0)]), Err(MatchingError::Loop(_))));
-        assert!(matches!(validate(3, 1, &[c(0, 3, 0)]), Err(MatchingError::NoSuchRack(..))));
-        assert!(matches!(validate(3, 1, &[c(0, 1, 1)]), Err(MatchingError::NoSuchPort(..))));
+        assert!(matches!(
+            validate(3, 1, &[c(1, 1, 0)]),
+            Err(MatchingError::Loop(_))
+        ));
+        assert!(matches!(
+            validate(3, 1, &[c(0, 3, 0)]),
+            Err(MatchingError::NoSuchRack(..))
+        ));
+        assert!(matches!(
+            validate(3, 1, &[c(0, 1, 1)]),
+            Err(MatchingError::NoSuchPort(..))
+        ));
         assert!(matches!(
             validate(3, 2, &[c(0, 1, 0), c(0, 1, 1)]),
             Err(MatchingError::SamePair(..))

@@ -487,7 +487,10 @@ mod tests {
         let p = plan(16, 8, 1);
         assert_eq!(p.namespaces.len(), 128 + 16 + 2);
         assert_eq!(p.veth_count(), 128 + 16 + 16);
-        assert_eq!(p.namespaces[p.host_ns(HostId::new(3, 5))].role, NsRole::Host(HostId::new(3, 5)));
+        assert_eq!(
+            p.namespaces[p.host_ns(HostId::new(3, 5))].role,
+            NsRole::Host(HostId::new(3, 5))
+        );
         assert_eq!(p.namespaces[p.tor_ns(15)].role, NsRole::Tor(15));
         assert_eq!(p.namespaces[p.core_ns()].role, NsRole::Core);
         assert_eq!(p.namespaces[p.ocs_ns()].role, NsRole::Ocs);
@@ -573,7 +576,14 @@ mod tests {
         }
         // ToRs: the policy rule, and static neighbours for the other ToRs' optical addresses.
         let tor = &p.namespaces[p.tor_ns(2)];
-        assert_eq!(tor.rules, vec![RulePlan { tos: 0x08, table: 100, priority: 100 }]);
+        assert_eq!(
+            tor.rules,
+            vec![RulePlan {
+                tos: 0x08,
+                table: 100,
+                priority: 100
+            }]
+        );
         assert_eq!(tor.neighbours.len(), 2);
         assert!(tor
             .neighbours

@@ -52,9 +52,11 @@ pub fn enter_if_needed() -> Result<Mode, RootlessError> {
         return Ok(current_mode());
     }
     let (uid, gid) = (geteuid(), getegid());
-    let step = |step: &'static str| move |e: nix::Error| RootlessError {
-        step,
-        source: io::Error::from(e),
+    let step = |step: &'static str| {
+        move |e: nix::Error| RootlessError {
+            step,
+            source: io::Error::from(e),
+        }
     };
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWNET)
         .map_err(step("unshare user, mount and network namespaces"))?;
