@@ -65,12 +65,18 @@ type Senders = Arc<Mutex<BTreeMap<FlowId, watch::Sender<FlowControl>>>>;
 pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
     let (outbox, mut outbox_rx) = mpsc::unbounded_channel::<AgentMsg>();
     let creds = config.quic_data.then_some(&config.credentials);
-    let plane = DataPlane::start(config.host, config.data_addr, creds, config.faults, outbox.clone())
-        .await
-        .map_err(|source| AgentError::Data {
-            addr: config.data_addr,
-            source,
-        })?;
+    let plane = DataPlane::start(
+        config.host,
+        config.data_addr,
+        creds,
+        config.faults,
+        outbox.clone(),
+    )
+    .await
+    .map_err(|source| AgentError::Data {
+        addr: config.data_addr,
+        source,
+    })?;
     let hello = Hello {
         version: PROTOCOL_VERSION,
         host: config.host,
@@ -78,7 +84,13 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
         data_addr: plane.local_addr(),
         slots: config.slots,
     };
-    let link = client::connect(config.control_socket, config.scheduler, &config.credentials, &hello).await?;
+    let link = client::connect(
+        config.control_socket,
+        config.scheduler,
+        &config.credentials,
+        &hello,
+    )
+    .await?;
     tracing::info!(host = %config.host, data = %plane.local_addr(), "joined the scheduler");
     let tasks = Tasks::new(config.slots, plane.receipts.clone(), outbox.clone());
     let senders: Senders = Arc::default();
@@ -144,9 +156,11 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
                     rate: spec.rate,
                 });
                 map.insert(flow, tx);
+                // Listed before the next heartbeat or pong, not when the task first runs.
+                let reg = plane.register_sender(&spec);
                 let (plane, senders) = (plane.clone(), senders.clone());
                 tokio::spawn(async move {
-                    plane.run_sender(spec, rx).await;
+                    plane.run_sender(spec, rx, reg).await;
                     lock(&senders).remove(&flow);
                 });
             }
@@ -170,7 +184,12 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
     result
 }
 
-fn steer(senders: &Senders, outbox: &mpsc::UnboundedSender<AgentMsg>, flow: FlowId, f: impl FnOnce(&mut FlowControl)) {
+fn steer(
+    senders: &Senders,
+    outbox: &mpsc::UnboundedSender<AgentMsg>,
+    flow: FlowId,
+    f: impl FnOnce(&mut FlowControl),
+) {
     match lock(senders).get(&flow) {
         Some(tx) => tx.send_modify(f),
         None => {

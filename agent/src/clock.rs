@@ -8,7 +8,10 @@ use ocslab_emulator::Nanos;
 
 /// Now, on the shared monotonic clock.
 pub fn now() -> Nanos {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     debug_assert_eq!(rc, 0);

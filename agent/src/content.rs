@@ -265,9 +265,23 @@ mod tests {
 
     #[test]
     fn expected_checksum_matches_a_pass_over_the_bytes() {
-        for len in [0, 1, 5, 8, 9, BLOCK as u64, BLOCK as u64 + 3, 5 * BLOCK as u64, 1_000_003] {
+        for len in [
+            0,
+            1,
+            5,
+            8,
+            9,
+            BLOCK as u64,
+            BLOCK as u64 + 3,
+            5 * BLOCK as u64,
+            1_000_003,
+        ] {
             let bytes = generate(&pid(2), len, 4096);
-            assert_eq!(expected_checksum(&pid(2), Bytes(len)), crc32fast::hash(&bytes), "len {len}");
+            assert_eq!(
+                expected_checksum(&pid(2), Bytes(len)),
+                crc32fast::hash(&bytes),
+                "len {len}"
+            );
         }
     }
 

@@ -54,7 +54,11 @@ where
     while got < 4 {
         let n = r.read(&mut len[got..]).await?;
         if n == 0 {
-            return if got == 0 { Ok(false) } else { Err(FrameError::Truncated) };
+            return if got == 0 {
+                Ok(false)
+            } else {
+                Err(FrameError::Truncated)
+            };
         }
         got += n;
     }

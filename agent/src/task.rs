@@ -116,9 +116,7 @@ impl Tasks {
         let id = t.task;
         let p = progress.clone();
         let receipts = self.receipts.clone();
-        self.start(id, progress, async move {
-            run_reduce(t, &receipts, &p).await
-        });
+        self.start(id, progress, async move { run_reduce(t, &receipts, &p).await });
     }
 
     fn start<F>(self: &Arc<Self>, id: TaskId, progress: Arc<Progress>, body: F)
@@ -235,7 +233,11 @@ async fn run_map(t: MapTask, progress: &Progress) -> Result<TaskOutput, TaskFail
     })
 }
 
-async fn run_reduce(t: ReduceTask, receipts: &Receipts, progress: &Progress) -> Result<TaskOutput, TaskFailure> {
+async fn run_reduce(
+    t: ReduceTask,
+    receipts: &Receipts,
+    progress: &Progress,
+) -> Result<TaskOutput, TaskFailure> {
     let mut total = 0u64;
     for input in &t.inputs {
         let r = receipts.take(input.flow).await;

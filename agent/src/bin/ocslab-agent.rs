@@ -34,7 +34,11 @@ struct Args {
     #[arg(long, value_parser = parse_data_addr)]
     data_addr: SocketAddr,
     /// An inherited, bound UDP socket for the control connection.
-    #[arg(long, conflicts_with = "control_bind", required_unless_present = "control_bind")]
+    #[arg(
+        long,
+        conflicts_with = "control_bind",
+        required_unless_present = "control_bind"
+    )]
     control_fd: Option<RawFd>,
     /// Bind the control socket here instead (manual or loopback use).
     #[arg(long)]
@@ -65,7 +69,9 @@ fn parse_data_addr(s: &str) -> Result<SocketAddr, String> {
     }
     s.parse::<IpAddr>()
         .map(|ip| SocketAddr::new(ip, DEFAULT_DATA_PORT))
-        .map_err(|_| format!("{s:?} is not an address: expected IP or IP:PORT, e.g. 198.18.0.11 or 127.0.0.2:0"))
+        .map_err(|_| {
+            format!("{s:?} is not an address: expected IP or IP:PORT, e.g. 198.18.0.11 or 127.0.0.2:0")
+        })
 }
 
 /// Takes ownership of an inherited fd after checking it is a UDP socket.

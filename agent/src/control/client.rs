@@ -83,6 +83,8 @@ pub async fn connect(
     };
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
         Ok(r) => r,
-        Err(_) => Err(ControlError::Timeout("waiting for the scheduler's reply to hello")),
+        Err(_) => Err(ControlError::Timeout(
+            "waiting for the scheduler's reply to hello",
+        )),
     }
 }

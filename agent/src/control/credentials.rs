@@ -71,7 +71,8 @@ fn server_config(
     key: &[u8],
     alpn: &[u8],
 ) -> Result<rustls::ServerConfig, CredentialError> {
-    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(roots(ca)?, provider()).build()?;
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(roots(ca)?, provider()).build()?;
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_client_cert_verifier(verifier)
@@ -182,7 +183,11 @@ impl RunAuthority {
         let ca_key = KeyPair::generate()?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        ca_params.distinguished_name.push(DnType::CommonName, "ocslab run CA");
+        // A name per run, so a certificate of another run fails as "unknown issuer".
+        let run_tag: u64 = rand::random();
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, format!("ocslab run CA {run_tag:016x}"));
         ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
         let ca_cert = ca_params.self_signed(&ca_key)?;
         let issuer = Issuer::new(ca_params, ca_key);
@@ -197,7 +202,10 @@ impl RunAuthority {
         let (server_cert, server_key) = leaf(SCHEDULER_NAME, vec![ExtendedKeyUsagePurpose::ServerAuth])?;
         let (agent_cert, agent_key) = leaf(
             AGENT_NAME,
-            vec![ExtendedKeyUsagePurpose::ClientAuth, ExtendedKeyUsagePurpose::ServerAuth],
+            vec![
+                ExtendedKeyUsagePurpose::ClientAuth,
+                ExtendedKeyUsagePurpose::ServerAuth,
+            ],
         )?;
         let ca = ca_cert.der().clone();
         Ok(RunAuthority {
@@ -236,7 +244,10 @@ mod tests {
         assert_eq!(loaded.cert, auth.agent.cert);
         assert_eq!(loaded.key, auth.agent.key);
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.join(AGENT_KEY_FILE)).unwrap().permissions().mode();
+        let mode = std::fs::metadata(dir.join(AGENT_KEY_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o077, 0, "key readable by others: {mode:o}");
         assert!(loaded.client_config(b"x").is_ok());
         assert!(auth.server_config(b"x").is_ok());
@@ -246,6 +257,9 @@ mod tests {
     #[test]
     fn a_missing_file_names_its_path() {
         let e = AgentCredentials::load(Path::new("/nonexistent-ocslab-run")).unwrap_err();
-        assert!(e.to_string().contains("/nonexistent-ocslab-run/run-ca.der"), "{e}");
+        assert!(
+            e.to_string().contains("/nonexistent-ocslab-run/run-ca.der"),
+            "{e}"
+        );
     }
 }

@@ -64,7 +64,9 @@ impl HostHandle {
 
     /// Queues a command; commands to one host arrive in order.
     pub fn send(&self, cmd: Command) -> Result<(), ControlError> {
-        self.commands.send(cmd).map_err(|_| ControlError::NotConnected(self.host))
+        self.commands
+            .send(cmd)
+            .map_err(|_| ControlError::NotConnected(self.host))
     }
 
     /// One control-plane round trip (a `Ping` answered by a `Pong`).
@@ -215,14 +217,11 @@ async fn accept_loop(endpoint: quinn::Endpoint, shared: Arc<Shared>) {
     }
 }
 
-async fn refuse(
-    shared: &Shared,
-    conn: &quinn::Connection,
-    send: &mut quinn::SendStream,
-    reason: String,
-) {
+async fn refuse(shared: &Shared, conn: &quinn::Connection, send: &mut quinn::SendStream, reason: String) {
     let mut scratch = Vec::new();
-    let reply = HelloReply::Refused { reason: reason.clone() };
+    let reply = HelloReply::Refused {
+        reason: reason.clone(),
+    };
     if write_frame(send, &reply, &mut scratch).await.is_ok() {
         let _ = send.finish();
         // Give the agent the chance to read the reason and close first.
@@ -293,7 +292,8 @@ async fn serve(incoming: quinn::Incoming, shared: Arc<Shared>) {
         }
     };
     let mut scratch = Vec::new();
-    let hello = match tokio::time::timeout(HANDSHAKE_TIMEOUT, read_frame_bytes(&mut recv, &mut scratch)).await {
+    let hello = match tokio::time::timeout(HANDSHAKE_TIMEOUT, read_frame_bytes(&mut recv, &mut scratch)).await
+    {
         Ok(Ok(true)) => check_hello(&scratch),
         Ok(Ok(false)) => Err("stream closed before hello".to_string()),
         Ok(Err(e)) => Err(format!("reading hello: {e}")),

@@ -32,8 +32,8 @@ use ocslab_emulator::{Bps, HostId};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::sync::{mpsc, watch};
 pub use table::{FlowCounters, FlowTable, Receipts};
+use tokio::sync::{mpsc, watch};
 
 /// How a sending flow is steered while it exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,11 +142,25 @@ impl DataPlane {
         self.tcp_addr
     }
 
+    /// Lists a new sending flow in the flow table (so heartbeats show it
+    /// from now on); pass the registration to [`DataPlane::run_sender`].
+    pub fn register_sender(&self, spec: &FlowSpec) -> table::Registration {
+        let initial = if spec.held {
+            FlowState::Held
+        } else {
+            FlowState::Connecting
+        };
+        self.flows.register(spec.flow, FlowRole::Sender, initial)
+    }
+
     /// Sends one flow to its end, reporting `FlowStarted`, then `FlowSent`
     /// or `FlowFailed`. Steered by `control` (hold, release, rate).
-    pub async fn run_sender(self: Arc<Self>, spec: FlowSpec, mut control: watch::Receiver<FlowControl>) {
-        let initial = if spec.held { FlowState::Held } else { FlowState::Connecting };
-        let reg = self.flows.register(spec.flow, FlowRole::Sender, initial);
+    pub async fn run_sender(
+        self: Arc<Self>,
+        spec: FlowSpec,
+        mut control: watch::Receiver<FlowControl>,
+        reg: table::Registration,
+    ) {
         let msg = match self.send(&spec, &mut control, reg.counters()).await {
             Ok(sent) => AgentMsg::FlowSent(sent),
             Err(e) => AgentMsg::FlowFailed {

@@ -51,16 +51,17 @@ impl Pacer {
     pub fn write_size(&self, max: usize) -> usize {
         match self.rate {
             None => max,
-            Some(r) => ((r.bytes_per_sec() * WRITE_TIME.as_secs_f64()) as usize).clamp(MIN_WRITE.min(max), max),
+            Some(r) => {
+                ((r.bytes_per_sec() * WRITE_TIME.as_secs_f64()) as usize).clamp(MIN_WRITE.min(max), max)
+            }
         }
     }
 
     /// Admits a write of `bytes` at `now` (`None`), or says how long to wait
     /// before asking again.
     pub fn admit(&mut self, now: Nanos, bytes: usize) -> Option<Duration> {
-        let Some(rate) = self.rate else {
-            return None;
-        };
+        // Unpaced: always admitted.
+        let rate = self.rate?;
         if rate.0 == 0 {
             return Some(BURST);
         }

@@ -73,8 +73,12 @@ impl QuicData {
         let mut ep = match path {
             Path::Eps => Endpoint::new(Default::default(), None, sock, runtime)?,
             Path::Ocs => {
-                nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::Ipv4Tos, &i32::from(path.tos()))
-                    .map_err(io::Error::from)?;
+                nix::sys::socket::setsockopt(
+                    &sock,
+                    nix::sys::socket::sockopt::Ipv4Tos,
+                    &i32::from(path.tos()),
+                )
+                .map_err(io::Error::from)?;
                 sock.set_nonblocking(true)?;
                 let io = tokio::net::UdpSocket::from_std(sock)?;
                 Endpoint::new_with_abstract_socket(

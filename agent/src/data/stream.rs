@@ -137,7 +137,10 @@ where
     let checksum = crc.finalize();
     let expected_checksum = content::expected_checksum(&header.partition, header.bytes);
     let ok = got == header.bytes.0 && !overlong && checksum == expected_checksum;
-    let ack = DataAck { bytes: Bytes(got), ok };
+    let ack = DataAck {
+        bytes: Bytes(got),
+        ok,
+    };
     // The receipt stands even if the sender is gone before the acknowledgement.
     if write_frame(w, &ack, &mut scratch).await.is_ok() {
         let _ = w.shutdown().await;

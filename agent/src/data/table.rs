@@ -49,39 +49,41 @@ impl FlowCounters {
     }
 }
 
+type FlowMap = BTreeMap<(FlowId, FlowRole), Arc<FlowCounters>>;
+
 /// The flows in progress at an agent.
 #[derive(Debug, Default)]
 pub struct FlowTable {
-    flows: Mutex<BTreeMap<(FlowId, FlowRole), Arc<FlowCounters>>>,
+    flows: Arc<Mutex<FlowMap>>,
 }
 
 /// A flow's entry in a [`FlowTable`], removed when dropped.
-pub struct Registration<'a> {
-    table: &'a FlowTable,
+pub struct Registration {
+    table: Arc<Mutex<FlowMap>>,
     key: (FlowId, FlowRole),
     counters: Arc<FlowCounters>,
 }
 
-impl Registration<'_> {
+impl Registration {
     /// The flow's counters.
     pub fn counters(&self) -> &FlowCounters {
         &self.counters
     }
 }
 
-impl Drop for Registration<'_> {
+impl Drop for Registration {
     fn drop(&mut self) {
-        lock(&self.table.flows).remove(&self.key);
+        lock(&self.table).remove(&self.key);
     }
 }
 
 impl FlowTable {
     /// Adds a flow until the returned registration is dropped.
-    pub fn register(&self, flow: FlowId, role: FlowRole, state: FlowState) -> Registration<'_> {
+    pub fn register(&self, flow: FlowId, role: FlowRole, state: FlowState) -> Registration {
         let counters = Arc::new(FlowCounters::new(state));
         lock(&self.flows).insert((flow, role), counters.clone());
         Registration {
-            table: self,
+            table: self.flows.clone(),
             key: (flow, role),
             counters,
         }
@@ -108,6 +110,10 @@ impl FlowTable {
     }
 }
 
+/// Receipts kept at most; beyond, the oldest flow ids are forgotten (flows
+/// no reduce task asks for, e.g. in trace replay, must not grow memory).
+pub const MAX_RECEIPTS: usize = 65_536;
+
 /// Flows received and not yet consumed by a reduce task.
 #[derive(Debug, Default)]
 pub struct Receipts {
@@ -118,7 +124,13 @@ pub struct Receipts {
 impl Receipts {
     /// Records a received flow and wakes waiters.
     pub fn insert(&self, done: FlowDone) {
-        lock(&self.done).insert(done.flow, done);
+        {
+            let mut map = lock(&self.done);
+            map.insert(done.flow, done);
+            while map.len() > MAX_RECEIPTS {
+                map.pop_first();
+            }
+        }
         self.arrived.notify_waiters();
     }
 
