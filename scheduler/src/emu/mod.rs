@@ -26,6 +26,7 @@
 
 pub mod compare;
 mod driver;
+pub mod experiment;
 pub mod lab;
 pub mod metrics;
 pub mod network;
