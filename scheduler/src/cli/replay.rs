@@ -17,7 +17,9 @@ use std::time::Instant;
 
 /// Arguments of `ocslab replay`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  ocslab replay traces/FB2010-1Hr-150-0.txt --topology topologies/fb2010.toml --coflow-scheduler varys")]
+#[command(
+    after_help = "Example:\n  ocslab replay traces/FB2010-1Hr-150-0.txt --topology topologies/fb2010.toml --coflow-scheduler varys"
+)]
 pub struct ReplayArgs {
     /// The trace, in Coflow-Benchmark format (e.g. traces/FB2010-1Hr-150-0.txt).
     pub trace: PathBuf,
@@ -36,6 +38,12 @@ pub struct ReplayArgs {
     /// Results folder (default results/replay-<trace>-<scheduler>-<UTC time>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replay with real bytes on the kernel fabric (agents, OCS) instead of the fluid model.
+    #[arg(long)]
+    pub emulate: bool,
+    /// With --emulate: divide every flow's bytes by this too, so a trace fits the box.
+    #[arg(long, default_value_t = 1.0, requires = "emulate")]
+    pub scale: f64,
 }
 
 /// A replay with what it was run on and how long it took.
@@ -96,12 +104,30 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         b.set_message(format!("replay under {}", a.coflow_scheduler));
         b
     });
-    let run = run_replay(&a.trace, &a.topology, &a.coflow_scheduler, a.limit, |done, total| {
-        if let Some(b) = &bar {
-            b.set_length(total as u64);
-            b.set_position(done as u64);
-        }
-    })?;
+    let (run, wire) = if a.emulate {
+        let (run, wire) = super::replay_emu::run_replay_emulated(
+            &a.trace,
+            &a.topology,
+            &a.coflow_scheduler,
+            a.limit,
+            a.scale,
+        )?;
+        (run, Some(wire))
+    } else {
+        let run = run_replay(
+            &a.trace,
+            &a.topology,
+            &a.coflow_scheduler,
+            a.limit,
+            |done, total| {
+                if let Some(b) = &bar {
+                    b.set_length(total as u64);
+                    b.set_position(done as u64);
+                }
+            },
+        )?;
+        (run, None)
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -115,6 +141,10 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         None => results_dir(&stem, &a.coflow_scheduler)?,
     };
     write_results(&dir, &run, &summary)?;
+    if let Some(w) = &wire {
+        w.write(&dir)
+            .with_context(|| format!("writing wire results to {}", dir.display()))?;
+    }
     let report = Report {
         trace: a.trace.display().to_string(),
         topology: &run.topology.name,
@@ -166,7 +196,11 @@ fn print_table(out: &mut impl Write, r: &Report<'_>, run: &ReplayRun) -> Result<
         s.reconfigurations
     )?;
     writeln!(out)?;
-    writeln!(out, "{:<14} {:>6} {:>10} {:>10} {:>10} {:>10}", "CCT (s)", "n", "avg", "p50", "p95", "p99")?;
+    writeln!(
+        out,
+        "{:<14} {:>6} {:>10} {:>10} {:>10} {:>10}",
+        "CCT (s)", "n", "avg", "p50", "p95", "p99"
+    )?;
     let row = |out: &mut dyn Write, name: &str, d: &Distribution| {
         writeln!(
             out,
@@ -186,7 +220,10 @@ fn print_table(out: &mut impl Write, r: &Report<'_>, run: &ReplayRun) -> Result<
         row(out, "CCT / T(C)", d)?;
     }
     writeln!(out, "lower bound T(C): {}", s.lower_bound)?;
-    writeln!(out, "bins: S/L = longest flow under/over 5 MB, N/W = at most/over 50 flows")?;
+    writeln!(
+        out,
+        "bins: S/L = longest flow under/over 5 MB, N/W = at most/over 50 flows"
+    )?;
     writeln!(out, "results: {}", r.results)?;
     Ok(())
 }
@@ -262,7 +299,8 @@ fn write_results(dir: &Path, run: &ReplayRun, summary: &ReplaySummary) -> Result
     w.flush()?;
     if !run.outcome.circuits.is_empty() {
         let path = dir.join("circuits.csv");
-        let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
+        let mut w =
+            csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
         w.write_record(["src_rack", "dst_rack", "port", "requested_s", "up_s", "down_s"])?;
         for c in &run.outcome.circuits {
             w.write_record([
@@ -271,7 +309,8 @@ fn write_results(dir: &Path, run: &ReplayRun, summary: &ReplaySummary) -> Result
                 c.port.to_string(),
                 format!("{:.9}", c.requested_at.as_secs_f64()),
                 format!("{:.9}", c.up_at.as_secs_f64()),
-                c.down_at.map_or(String::new(), |t| format!("{:.9}", t.as_secs_f64())),
+                c.down_at
+                    .map_or(String::new(), |t| format!("{:.9}", t.as_secs_f64())),
             ])?;
         }
         w.flush()?;
