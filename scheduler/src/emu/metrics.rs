@@ -409,7 +409,7 @@ mod tests {
 
     #[test]
     fn percentiles_are_close_to_exact() {
-        let p = Percentiles::of((1..=1000).map(|i| Nanos::from_millis(i)));
+        let p = Percentiles::of((1..=1000).map(Nanos::from_millis));
         assert_eq!(p.count, 1000);
         assert!((p.p50_s - 0.5).abs() < 0.001, "{p:?}");
         assert!((p.p99_s - 0.99).abs() < 0.001, "{p:?}");

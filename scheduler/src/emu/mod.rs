@@ -97,8 +97,8 @@ pub enum EmuError {
         /// Flows that failed at an end, and why.
         failed: String,
     },
-    /// Ctrl-C.
-    #[error("interrupted (Ctrl-C); the lab was torn down")]
+    /// Ctrl-C or SIGTERM.
+    #[error("interrupted (Ctrl-C or SIGTERM); the lab was torn down")]
     Interrupted,
     /// A bug.
     #[error("internal: {0}")]

@@ -109,6 +109,10 @@ pub struct EmuNetwork {
     dormant: BTreeMap<CoflowId, CoflowView>,
     wake_at: Option<Nanos>,
     stats: EmuNetStats,
+    /// Defer scheduling instants to [`EmuNetwork::flush`].
+    batching: bool,
+    /// A scheduling instant is pending.
+    dirty: bool,
 }
 
 impl EmuNetwork {
@@ -131,6 +135,35 @@ impl EmuNetwork {
             dormant: BTreeMap::new(),
             wake_at: None,
             stats: EmuNetStats::default(),
+            batching: false,
+            dirty: false,
+        }
+    }
+
+    /// With batching on, the methods that are scheduling instants only note
+    /// that the policy must be asked, and [`EmuNetwork::flush`] asks it once
+    /// for all of them (the driver flushes after draining every report that
+    /// is waiting, so a burst of hundreds of flow events costs one decision).
+    pub fn set_batching(&mut self, on: bool) {
+        self.batching = on;
+    }
+
+    /// Asks the policy if a scheduling instant is pending.
+    pub fn flush(&mut self, now: Nanos) -> Vec<Action> {
+        if std::mem::take(&mut self.dirty) {
+            self.reschedule(now)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// A scheduling instant: ask the policy now, or note it for `flush`.
+    fn instant(&mut self, now: Nanos) -> Vec<Action> {
+        if self.batching {
+            self.dirty = true;
+            Vec::new()
+        } else {
+            self.reschedule(now)
         }
     }
 
@@ -185,7 +218,7 @@ impl EmuNetwork {
             );
             self.view.insert_flow(spec, now);
         }
-        self.reschedule(now)
+        self.instant(now)
     }
 
     /// The receiver reported `flow` complete at `now`: it leaves the
@@ -200,7 +233,7 @@ impl EmuNetwork {
             marked: entry.agent.map(|a| a.marked),
             spec: fv.spec,
         };
-        Some((fin, self.reschedule(now)))
+        Some((fin, self.instant(now)))
     }
 
     /// Sender-side progress of flows of `host` (from a heartbeat at `now`):
@@ -243,7 +276,7 @@ impl EmuNetwork {
                     c.up_at = c.up_at.min(now);
                 }
             }
-            self.reschedule(now)
+            self.instant(now)
         } else {
             self.up.remove(&circuit);
             Vec::new()
@@ -252,7 +285,7 @@ impl EmuNetwork {
 
     /// The policy's wake-up time has come.
     pub fn wake(&mut self, now: Nanos) -> Vec<Action> {
-        self.reschedule(now)
+        self.instant(now)
     }
 
     /// `host` is dead: its flows (either end) leave the network without
@@ -277,7 +310,7 @@ impl EmuNetwork {
         let actions = if lost.is_empty() {
             Vec::new()
         } else {
-            self.reschedule(now)
+            self.instant(now)
         };
         (lost, actions)
     }
@@ -322,9 +355,10 @@ impl EmuNetwork {
             }
             // Free the sending side, the receiving side and the rack pair.
             new.retain(|&(i, w), j| {
-                !((i == s.src_rack && w == s.port)
-                    || (*j == s.dst_rack && w == s.port)
-                    || (i == s.src_rack && *j == s.dst_rack))
+                let same_tx = i == s.src_rack && w == s.port;
+                let same_rx = *j == s.dst_rack && w == s.port;
+                let same_pair = i == s.src_rack && *j == s.dst_rack;
+                !(same_tx || same_rx || same_pair)
             });
             new.insert((s.src_rack, s.port), s.dst_rack);
             self.stats.circuits_requested += 1;

@@ -201,3 +201,16 @@ fn progress_reports_become_remaining_bytes_and_rates() {
     );
     assert_eq!(n.view().coflows[&CoflowId(1)].sent_bytes, 300_000.0);
 }
+
+#[test]
+fn batched_instants_cost_one_decision() {
+    let mut n = net("fair");
+    n.set_batching(true);
+    assert!(n.add_flows(Nanos(0), vec![flow(1, 1, A, B, 10)]).is_empty());
+    assert!(n.add_flows(Nanos(0), vec![flow(2, 1, B, A, 10)]).is_empty());
+    let calls = n.stats().policy_calls;
+    let acts = n.flush(Nanos(1));
+    assert_eq!(starts(&acts).len(), 2);
+    assert_eq!(n.stats().policy_calls, calls + 1);
+    assert!(n.flush(Nanos(2)).is_empty(), "nothing pending");
+}
