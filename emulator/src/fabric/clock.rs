@@ -21,6 +21,8 @@ pub fn now() -> Nanos {
 
 /// SCHED_FIFO priority of the thread applying an OCS reconfiguration.
 pub const RECONFIG_PRIORITY: i32 = 10;
+/// SCHED_FIFO priority of a measurement probe's paced sender.
+pub const PROBE_PRIORITY: i32 = 5;
 
 /// Runs the calling thread under SCHED_FIFO while alive (when permitted),
 /// so the end of δ is not lost behind other runnable work on a busy box;

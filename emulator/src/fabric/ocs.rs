@@ -74,7 +74,8 @@ pub struct Reconfiguration {
     pub kept: usize,
     /// How long the teardown batch took.
     pub teardown: Nanos,
-    /// How late the setup batch was applied after `started + delay`.
+    /// How long after `started + delay` the new circuit filters were applied
+    /// (their routes follow in the next batch).
     pub setup_late: Nanos,
 }
 

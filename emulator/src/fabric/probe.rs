@@ -172,7 +172,7 @@ pub struct DarkProbe {
 
 impl DarkProbe {
     /// Starts sending from `from` to every host of `to`, in turn, one
-    /// packet per `interval` (spin-paced), marked with TOS `tos`.
+    /// packet per `interval` at least (sleep-paced under SCHED_FIFO), marked with TOS `tos`.
     pub fn start(
         fabric: &Fabric,
         from: HostId,
@@ -208,15 +208,20 @@ impl DarkProbe {
         let sender = {
             let stop = stop.clone();
             std::thread::spawn(move || -> io::Result<u64> {
+                // Under SCHED_FIFO the sender is not starved by other work on
+                // a busy box (its stalls would look like dark time); it
+                // sleeps between packets so it never monopolises a core.
+                let _rt = super::clock::Realtime::enter(super::clock::PROBE_PRIORITY);
                 let mut sent = 0u64;
                 let mut next = Instant::now();
                 let payload = [0u8; 64];
                 while !stop.load(Ordering::Relaxed) {
                     for d in &dsts {
-                        while Instant::now() < next {
-                            std::hint::spin_loop();
+                        let now = Instant::now();
+                        if next > now {
+                            std::thread::sleep(next - now);
                         }
-                        next += interval;
+                        next = Instant::now().max(next) + interval;
                         // Drops (ENOBUFS) under load are part of what is measured.
                         if sock.send_to(&payload, d).is_ok() {
                             sent += 1;
