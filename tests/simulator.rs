@@ -1,1 +1,404 @@
-//! Integration tests: simulator.
+//! Integration tests: the fluid network, the coflow schedulers and trace
+//! replay (issue 3, "Correctness to show in tests"). Every expected value is
+//! worked out by hand in the comment above its assertion.
+
+use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
+use ocslab_scheduler::coflow::lower_bound::{coflow_lower_bound, ocs_lower_bound};
+use ocslab_scheduler::coflow::{self, FabricParams, NetView};
+use ocslab_scheduler::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
+use ocslab_scheduler::net::replay::{replay, ReplayOutcome};
+use ocslab_scheduler::net::{FluidNetwork, NetEvent};
+use ocslab_scheduler::trace::coflow_benchmark;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const MB: u64 = 1_000_000;
+
+/// A topology from its parts (simulation only, so any rate is allowed).
+/// `eps` = [host NIC rate, ToR uplink rate]; `ocs` = (ports per rack, [port rate, δ, elephant threshold]).
+fn topo(racks: u32, hosts: u32, eps: [&str; 2], ocs: (u32, [&str; 3])) -> Topology {
+    let ([host, uplink], (ports, [port, delta, te])) = (eps, ocs);
+    let text = format!(
+        "name = \"t\"\nracks = {racks}\nhosts_per_rack = {hosts}\nsimulation_only = true\n\
+         [eps]\nhost_rate = \"{host}\"\nuplink_rate = \"{uplink}\"\n\
+         [ocs]\nports_per_rack = {ports}\nport_rate = \"{port}\"\nreconfig_delay = \"{delta}\"\nelephant_threshold = \"{te}\"\n"
+    );
+    Topology::parse(&text, Path::new("test.toml"), &[]).expect("test topology is valid")
+}
+
+fn flow(id: u64, coflow: u64, src: (u32, u32), dst: (u32, u32), bytes: u64) -> FlowSpec {
+    FlowSpec {
+        id: FlowId(id),
+        coflow: CoflowId(coflow),
+        src: HostId::new(src.0, src.1),
+        dst: HostId::new(dst.0, dst.1),
+        bytes: Bytes(bytes),
+    }
+}
+
+/// Runs the network until idle; returns each flow's finish time.
+fn run_to_end(net: &mut FluidNetwork) -> BTreeMap<FlowId, Nanos> {
+    let mut done = BTreeMap::new();
+    while let Some(t) = net.next_event_at() {
+        for e in net.advance_to(t) {
+            if let NetEvent::FlowDone { flow, at, .. } = e {
+                done.insert(flow, at);
+            }
+        }
+    }
+    done
+}
+
+fn secs(t: Nanos) -> f64 {
+    t.as_secs_f64()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+#[test]
+fn max_min_fair_sharing_matches_hand_computed_rates() {
+    // 2 racks x 2 hosts, NICs 1 Gbit/s (125 MB/s), ToR uplinks 500 Mbit/s (62.5 MB/s).
+    // a: r0h0 -> r1h0 and b: r0h1 -> r1h1 share r0's uplink: 31.25 MB/s each.
+    // c: r0h0 -> r0h1 (intra-rack) shares r0h0's NIC with a: 125 - 31.25 = 93.75 MB/s.
+    let t = topo(2, 2, ["1Gbit/s", "500Mbit/s"], (0, ["0bit/s", "0ms", "0B"]));
+    let mut net = FluidNetwork::new(&t, "fair").unwrap();
+    net.add_flows(
+        Nanos::ZERO,
+        &[
+            flow(0, 0, (0, 0), (1, 0), 10 * MB),
+            flow(1, 0, (0, 1), (1, 1), 10 * MB),
+            flow(2, 1, (0, 0), (0, 1), 30 * MB),
+        ],
+    );
+    net.sync_progress();
+    let rate = |id: u64| net.view().flows[&FlowId(id)].rate_bytes_per_s;
+    assert!(
+        close(rate(0), 31.25e6) && close(rate(1), 31.25e6),
+        "{} {}",
+        rate(0),
+        rate(1)
+    );
+    assert!(close(rate(2), 93.75e6), "{}", rate(2));
+    // c finishes first: 30 MB / 93.75 MB/s = 0.32 s. a and b then have
+    // 10 - 0.32 * 31.25 = 0 MB left: all three finish at 0.32 s.
+    let done = run_to_end(&mut net);
+    for id in 0..3 {
+        assert!(
+            close(secs(done[&FlowId(id)]), 0.32),
+            "flow {id}: {:?}",
+            done[&FlowId(id)]
+        );
+    }
+}
+
+#[test]
+fn max_min_rates_change_when_a_flow_leaves() {
+    // One 1 Gbit/s NIC (125 MB/s) sending two flows, 12.5 MB and 25 MB:
+    // 62.5 MB/s each; the first is done at 0.2 s, the second has 12.5 MB
+    // left and then gets all 125 MB/s: done at 0.3 s.
+    let t = topo(2, 1, ["1Gbit/s", "1Gbit/s"], (0, ["0bit/s", "0ms", "0B"]));
+    let mut net = FluidNetwork::new(&t, "fair").unwrap();
+    net.add_flows(
+        Nanos::ZERO,
+        &[
+            flow(0, 0, (0, 0), (1, 0), 12_500_000),
+            flow(1, 0, (0, 0), (1, 0), 25_000_000),
+        ],
+    );
+    let done = run_to_end(&mut net);
+    assert_eq!(done[&FlowId(0)], Nanos::from_millis(200));
+    assert_eq!(done[&FlowId(1)], Nanos::from_millis(300));
+    assert_eq!(net.stats().eps_bytes, Bytes(37_500_000));
+    assert_eq!(net.stats().cross_rack_bytes, Bytes(37_500_000));
+}
+
+#[test]
+fn varys_madd_gives_each_flow_the_rate_that_finishes_them_together() {
+    // Three racks, 1 Gbit/s (125 MB/s) ports. One coflow: r0 -> r1 2 MB and
+    // r0 -> r2 1 MB, both through r0's port. Its bottleneck: 3 MB over
+    // 125 MB/s = 24 ms, so MADD gives 2/0.024 = 83.33 MB/s and
+    // 1/0.024 = 41.67 MB/s, and both finish at 24 ms.
+    let t = topo(3, 1, ["1Gbit/s", "1Gbit/s"], (0, ["0bit/s", "0ms", "0B"]));
+    let flows = [flow(0, 7, (0, 0), (1, 0), 2 * MB), flow(1, 7, (0, 0), (2, 0), MB)];
+
+    let mut view = NetView::new(FabricParams::from(&t));
+    for f in &flows {
+        view.insert_flow(f.clone(), Nanos::ZERO);
+    }
+    let decision = coflow::by_name("varys").unwrap().schedule(Nanos::ZERO, &view);
+    let caps: BTreeMap<FlowId, f64> = decision
+        .plans
+        .iter()
+        .map(|(f, p)| (*f, p.cap.map_or(0.0, |c| c.bytes_per_sec())))
+        .collect();
+    assert!((caps[&FlowId(0)] - 2e6 / 0.024).abs() < 1.0, "{caps:?}");
+    assert!((caps[&FlowId(1)] - 1e6 / 0.024).abs() < 1.0, "{caps:?}");
+
+    let mut net = FluidNetwork::new(&t, "varys").unwrap();
+    net.add_flows(Nanos::ZERO, &flows);
+    let done = run_to_end(&mut net);
+    for id in 0..2 {
+        assert!((secs(done[&FlowId(id)]) - 0.024).abs() < 1e-6, "{done:?}");
+    }
+    // Fair sharing, for contrast: 62.5 MB/s each; the 1 MB flow is done at
+    // 16 ms, the 2 MB one at 24 ms.
+    let mut net = FluidNetwork::new(&t, "fair").unwrap();
+    net.add_flows(Nanos::ZERO, &flows);
+    let done = run_to_end(&mut net);
+    assert_eq!(done[&FlowId(1)], Nanos::from_millis(16));
+    assert_eq!(done[&FlowId(0)], Nanos::from_millis(24));
+}
+
+#[test]
+fn varys_serves_the_smallest_effective_bottleneck_first() {
+    // Two coflows through r0's 125 MB/s port: A (id 1) 5 MB, B (id 2) 1 MB.
+    // SEBF serves B first (8 ms), then A (5 MB more: 48 ms). Fair sharing
+    // would finish B at 16 ms.
+    let t = topo(2, 1, ["1Gbit/s", "1Gbit/s"], (0, ["0bit/s", "0ms", "0B"]));
+    let mut net = FluidNetwork::new(&t, "varys").unwrap();
+    net.add_flows(
+        Nanos::ZERO,
+        &[flow(0, 1, (0, 0), (1, 0), 5 * MB), flow(1, 2, (0, 0), (1, 0), MB)],
+    );
+    let done = run_to_end(&mut net);
+    assert!((secs(done[&FlowId(1)]) - 0.008).abs() < 1e-6, "{done:?}");
+    assert!((secs(done[&FlowId(0)]) - 0.048).abs() < 1e-6, "{done:?}");
+}
+
+#[test]
+fn fifo_and_aalo_order_coflows_as_their_papers_say() {
+    // One 80 Mbit/s (10 MB/s) path. A: 20 MiB at t = 0; B: 1 MiB at 0.5 s.
+    let t = topo(2, 1, ["80Mbit/s", "80Mbit/s"], (0, ["0bit/s", "0ms", "0B"]));
+    let mib = 1_048_576u64;
+    let a = [flow(0, 1, (0, 0), (1, 0), 20 * mib)];
+    let b = [flow(1, 2, (0, 0), (1, 0), mib)];
+    let run = |policy: &str| {
+        let mut net = FluidNetwork::new(&t, policy).unwrap();
+        net.add_flows(Nanos::ZERO, &a);
+        let mut done = BTreeMap::new();
+        for e in net.advance_to(Nanos::from_millis(500)) {
+            if let NetEvent::FlowDone { flow, at, .. } = e {
+                done.insert(flow, at);
+            }
+        }
+        net.add_flows(Nanos::from_millis(500), &b);
+        done.extend(run_to_end(&mut net));
+        done
+    };
+    // FIFO: A alone until 20 MiB / 10 MB/s = 2.097152 s, then B: +0.1048576 s.
+    let fifo = run("fifo");
+    assert!(close(secs(fifo[&FlowId(0)]), 2.097152), "{fifo:?}");
+    assert!(close(secs(fifo[&FlowId(1)]), 2.2020096), "{fifo:?}");
+    // Aalo: A and B both in queue 0 (FIFO inside: A first) until A has sent
+    // 10 MiB at 1.048576 s and drops to queue 1; then B (queue 0) goes
+    // first: done at 1.1534336 s; A finishes at 2.2020096 s.
+    let aalo = run("aalo");
+    assert!((secs(aalo[&FlowId(1)]) - 1.1534336).abs() < 1e-5, "{aalo:?}");
+    assert!((secs(aalo[&FlowId(0)]) - 2.2020096).abs() < 1e-5, "{aalo:?}");
+}
+
+#[test]
+fn lower_bound_t_of_c_matches_eqs_2_and_15() {
+    // C = {0->1: 2 MB, 0->2: 1 MB, 1->2: 3 MB} over 8 Mbit/s (1 MB/s) circuits, δ = 0.25 s.
+    // t_01 = 2.25, t_02 = 1.25, t_12 = 3.25 (eq. 1).
+    // Rows: r0 = 3.5, r1 = 3.25; columns: c1 = 2.25, c2 = 4.5. T(C) = 4.5 s (eq. 2).
+    // With W = 2 (eq. 15): 4.5 / 2 = 2.25 s.
+    let c: BTreeMap<(u32, u32), Bytes> = [
+        ((0, 1), Bytes(2 * MB)),
+        ((0, 2), Bytes(MB)),
+        ((1, 2), Bytes(3 * MB)),
+    ]
+    .into();
+    let rate = "8Mbit/s".parse().unwrap();
+    let delta = Nanos::from_millis(250);
+    assert_eq!(
+        ocs_lower_bound(&c, rate, delta, 1),
+        Some(Nanos::from_millis(4500))
+    );
+    assert_eq!(
+        ocs_lower_bound(&c, rate, delta, 2),
+        Some(Nanos::from_millis(2250))
+    );
+    // No OCS and some demand: no bound.
+    assert_eq!(ocs_lower_bound(&c, rate, delta, 0), None);
+
+    // Hybrid bound: elephants (>= 1.5 MB) over the OCS, the rest over EPS
+    // (125 MB/s ports): 0->1 (2 MB) and 1->2 (3 MB) give rows r0 = 2.25,
+    // r1 = 3.25 and columns c1 = 2.25, c2 = 3.25, so T = 3.25 s; the 1 MB
+    // mouse needs 8 ms on EPS. Bound: 3.25 s.
+    let t = topo(3, 1, ["1Gbit/s", "1Gbit/s"], (1, ["8Mbit/s", "250ms", "1.5MB"]));
+    let fabric = FabricParams::from(&t);
+    let view = NetView::new(fabric);
+    let flows = [
+        flow(0, 1, (0, 0), (1, 0), 2 * MB),
+        flow(1, 1, (0, 0), (2, 0), MB),
+        flow(2, 1, (1, 0), (2, 0), 3 * MB),
+    ];
+    let lb = coflow_lower_bound(&fabric, &view.links, &flows, true).unwrap();
+    assert_eq!(lb.ocs, Nanos::from_millis(3250));
+    assert_eq!(lb.eps, Nanos::from_millis(8));
+    assert_eq!(lb.value(), Nanos::from_millis(3250));
+}
+
+/// Three racks, one OCS port each at 8 Mbit/s (1 MB/s: one unit of data per
+/// second), δ = 0.25 s, every inter-rack flow an elephant; NICs fast enough
+/// never to limit.
+fn unit_ocs() -> Topology {
+    topo(3, 1, ["10Gbit/s", "10Gbit/s"], (1, ["8Mbit/s", "250ms", "1B"]))
+}
+
+#[test]
+fn sunflow_single_coflow_finishes_at_its_lower_bound() {
+    // C = {0->1: 2 units, 0->2: 1 unit}. Rack 0 sends on one circuit at a
+    // time: 0->1 set up at 0, up at 0.25, done at 2.25; then 0->2 set up at
+    // 2.25, up at 2.5, done at 3.5 = T(C) = (2 + δ) + (1 + δ).
+    let t = unit_ocs();
+    let mut net = FluidNetwork::new(&t, "sunflow").unwrap();
+    net.add_flows(
+        Nanos::ZERO,
+        &[flow(0, 1, (0, 0), (1, 0), 2 * MB), flow(1, 1, (0, 0), (2, 0), MB)],
+    );
+    let done = run_to_end(&mut net);
+    assert_eq!(done[&FlowId(0)], Nanos::from_millis(2250));
+    assert_eq!(done[&FlowId(1)], Nanos::from_millis(3500));
+    assert_eq!(net.stats().reconfigurations, 2);
+    assert_eq!(net.stats().ocs_bytes, Bytes(3 * MB));
+    assert_eq!(net.stats().eps_bytes, Bytes(0));
+}
+
+#[test]
+fn sunflow_two_coflows_on_three_racks_like_coscheduler_fig2() {
+    // In the spirit of Co-scheduler's Fig. 2: three racks, one circuit per
+    // rack, unit data (1 unit = 1 s on a circuit), δ = 0.25 s per set-up.
+    //   A (id 1): 0->1: 2, 0->2: 1.          T(A) = 3 + 2δ = 3.5
+    //   B (id 2): 1->2: 3, 2->0: 2, 0->2: 2. T(B) = col 2: (3+δ) + (2+δ) = 5.5
+    // Shorter coflow first: A, then B; pairs largest first.
+    //   t=0     A 0->1 reserved (tx0, rx1); A 0->2 waits (tx0 busy).
+    //           B 1->2 reserved (tx1, rx2); B 0->2 waits (tx0); B 2->0 reserved (tx2, rx0).
+    //           Three circuits set up, all up at 0.25.
+    //   t=2.25  A 0->1 and B 2->0 done. A 0->2 needs rx2, held by B 1->2
+    //           (non-preemptive): waits. B 0->2 also waits for rx2.
+    //   t=3.25  B 1->2 done. A (first) takes 0->2: set up, up at 3.5, done at 4.5.
+    //   t=4.5   A done (CCT 4.5). B 0->2 reuses the circuit 0->2 (no δ): done at 6.5.
+    // CCT(A) = 4.5 s, CCT(B) = 6.5 s; four circuits set up.
+    let t = unit_ocs();
+    let mut net = FluidNetwork::new(&t, "sunflow").unwrap();
+    net.add_flows(
+        Nanos::ZERO,
+        &[
+            flow(0, 1, (0, 0), (1, 0), 2 * MB),
+            flow(1, 1, (0, 0), (2, 0), MB),
+            flow(2, 2, (1, 0), (2, 0), 3 * MB),
+            flow(3, 2, (2, 0), (0, 0), 2 * MB),
+            flow(4, 2, (0, 0), (2, 0), 2 * MB),
+        ],
+    );
+    let mut done = BTreeMap::new();
+    let mut circuits_up = Vec::new();
+    while let Some(at) = net.next_event_at() {
+        for e in net.advance_to(at) {
+            match e {
+                NetEvent::FlowDone { flow, at, .. } => {
+                    done.insert(flow.0, at.0 / 1_000_000);
+                }
+                NetEvent::Circuit {
+                    at,
+                    src_rack,
+                    dst_rack,
+                    up: true,
+                    ..
+                } => circuits_up.push((at.0 / 1_000_000, src_rack, dst_rack)),
+                NetEvent::Circuit { .. } => {}
+            }
+        }
+    }
+    let ms: BTreeMap<u64, u64> = [(0, 2250), (1, 4500), (2, 3250), (3, 2250), (4, 6500)].into();
+    assert_eq!(done, ms);
+    assert_eq!(
+        circuits_up,
+        vec![(250, 0, 1), (250, 1, 2), (250, 2, 0), (3500, 0, 2)]
+    );
+    assert_eq!(net.stats().reconfigurations, 4);
+}
+
+#[test]
+fn sunflow_sends_mice_over_eps_and_elephants_over_circuits() {
+    // Threshold 1.5 MB: the 1 MB flow goes over EPS (125 MB/s: 8 ms) while
+    // the 2 MB elephant takes the circuit (0.25 + 2 = 2.25 s).
+    let t = topo(3, 1, ["1Gbit/s", "1Gbit/s"], (1, ["8Mbit/s", "250ms", "1.5MB"]));
+    let mut net = FluidNetwork::new(&t, "sunflow").unwrap();
+    net.add_flows(
+        Nanos::ZERO,
+        &[flow(0, 1, (0, 0), (1, 0), 2 * MB), flow(1, 1, (0, 0), (2, 0), MB)],
+    );
+    let done = run_to_end(&mut net);
+    assert_eq!(done[&FlowId(1)], Nanos::from_millis(8));
+    assert_eq!(done[&FlowId(0)], Nanos::from_millis(2250));
+    assert_eq!(net.stats().ocs_bytes, Bytes(2 * MB));
+    assert_eq!(net.stats().eps_bytes, Bytes(MB));
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn fb2010(limit: usize, topology: &str) -> (Topology, Vec<Coflow>) {
+    let t = Topology::load(&repo().join("topologies").join(topology)).unwrap();
+    let trace = coflow_benchmark::load(&repo().join("traces/FB2010-1Hr-150-0.txt")).unwrap();
+    let coflows = trace.to_coflows(&t, Some(limit));
+    (t, coflows)
+}
+
+#[test]
+fn replaying_a_trace_twice_gives_identical_output() {
+    for (policy, topology) in [
+        ("fair", "fb2010.toml"),
+        ("fifo", "fb2010.toml"),
+        ("varys", "fb2010.toml"),
+        ("aalo", "fb2010.toml"),
+        ("sunflow", "fb2010-ocs.toml"),
+    ] {
+        let (t, coflows) = fb2010(12, topology);
+        let first: ReplayOutcome = replay(&t, policy, &coflows, |_, _| {}).unwrap();
+        let second = replay(&t, policy, &coflows, |_, _| {}).unwrap();
+        assert_eq!(first, second, "{policy}");
+        assert_eq!(first.records.len(), 12);
+        // Every byte is delivered, and no coflow beats its lower bound.
+        let bytes: u64 = coflows.iter().map(|c| c.bytes().0).sum();
+        assert_eq!(
+            first.stats.eps_bytes.0 + first.stats.ocs_bytes.0,
+            bytes,
+            "{policy}"
+        );
+        for r in &first.records {
+            let lb = r.lower_bound.unwrap().value();
+            assert!(
+                r.cct.0 + 1_000 >= lb.0,
+                "{policy}: coflow {:?} CCT {} < bound {}",
+                r.id,
+                r.cct,
+                lb
+            );
+        }
+    }
+}
+
+#[test]
+fn a_malformed_trace_line_names_the_line_and_field() {
+    let text = "150 2\n1 0 1 22 1 65:1.0\n2 10833 2 104 132 1 140:forty\n";
+    let e = coflow_benchmark::parse(text, Path::new("bad.txt")).unwrap_err();
+    assert_eq!(e.line, 3);
+    assert_eq!(e.field, "reducer[0].megabytes");
+    assert!(
+        e.to_string()
+            .starts_with("bad.txt:3: field `reducer[0].megabytes`"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("forty"), "{e}");
+
+    let e = coflow_benchmark::parse("150 1\n1 0 2 22 151 1 65:1.0\n", Path::new("bad.txt")).unwrap_err();
+    assert_eq!((e.line, e.field.as_str()), (2, "mapper[1]"));
+    assert!(e.message.contains("0 to 149"), "{e}");
+}

@@ -18,9 +18,9 @@ pub struct PriorityFill {
 }
 
 impl PriorityFill {
-    /// Adds to `rates` (one entry per flow of the coflows in `order`, pushed
-    /// as `(flow, rate)`) each flow's max-min share of `residual` (bytes per
-    /// second per link, reduced as it is used), coflow after coflow in `order`.
+    /// Pushes onto `out` one `(flow, rate)` per flow of the coflows in
+    /// `order`: each flow's max-min share of `residual` (bytes per second per
+    /// link, reduced as it is used), coflow after coflow in `order`.
     pub fn fill_in_order(
         &mut self,
         view: &NetView,
@@ -37,7 +37,8 @@ impl PriorityFill {
             self.ids.clear();
             for f in view.flows_of(c) {
                 self.ids.push(f.spec.id);
-                self.demands.push(Demand::new(view.links.eps_path(f.spec.src, f.spec.dst)));
+                self.demands
+                    .push(Demand::new(view.links.eps_path(f.spec.src, f.spec.dst)));
             }
             self.water.fill(residual, &self.demands, &mut self.rates);
             out.extend(self.ids.iter().copied().zip(self.rates.iter().copied()));

@@ -172,7 +172,10 @@ impl FluidNetwork {
         for spec in flows {
             for h in [spec.src, spec.dst] {
                 if h.rack >= f.racks || h.host >= f.hosts_per_rack {
-                    return Err(NetError::UnknownHost { flow: spec.id, host: h });
+                    return Err(NetError::UnknownHost {
+                        flow: spec.id,
+                        host: h,
+                    });
                 }
             }
             if self.view.flows.contains_key(&spec.id) || !ids.insert(spec.id) {
@@ -222,7 +225,10 @@ impl FluidNetwork {
             .map(|c| c.up_at)
             .filter(|&t| t > self.now)
             .min();
-        [self.next_completion, circuit, self.wake_at].into_iter().flatten().min()
+        [self.next_completion, circuit, self.wake_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Moves the network to `now`, returning what happened on the way, in time order.
@@ -464,7 +470,9 @@ impl FluidNetwork {
         let fabric = self.view.fabric;
         let mut planned = BTreeSet::new();
         for &(id, plan) in &decision.plans {
-            let Some(f) = self.view.flows.get(&id) else { continue };
+            let Some(f) = self.view.flows.get(&id) else {
+                continue;
+            };
             let path = match plan.path {
                 Path::Ocs { port } if port < fabric.ocs_ports && fabric.may_use_ocs(&f.spec) => plan.path,
                 Path::Ocs { .. } => Path::Eps,
@@ -495,7 +503,8 @@ impl FluidNetwork {
 
     fn set_up(&mut self, s: CircuitSetup) {
         let f = &self.view.fabric;
-        if s.src_rack >= f.racks || s.dst_rack >= f.racks || s.src_rack == s.dst_rack || s.port >= f.ocs_ports {
+        if s.src_rack >= f.racks || s.dst_rack >= f.racks || s.src_rack == s.dst_rack || s.port >= f.ocs_ports
+        {
             tracing::warn!(?s, "policy asked for an impossible circuit; ignored");
             return;
         }
@@ -525,7 +534,8 @@ impl FluidNetwork {
             },
         );
         self.stats.reconfigurations += 1;
-        self.open_circuits.insert((s.src_rack, s.port), self.circuit_log.len());
+        self.open_circuits
+            .insert((s.src_rack, s.port), self.circuit_log.len());
         self.circuit_log.push(CircuitRecord {
             src_rack: s.src_rack,
             dst_rack: s.dst_rack,
@@ -579,7 +589,8 @@ impl FluidNetwork {
         }
         self.residual.clear();
         self.residual.extend_from_slice(self.view.links.capacities());
-        self.water.fill(&mut self.residual, &self.demands, &mut self.rates);
+        self.water
+            .fill(&mut self.residual, &self.demands, &mut self.rates);
         for (&i, &r) in self.demand_bundle.iter().zip(&self.rates) {
             self.bundles[i].rate = r;
         }
@@ -622,7 +633,12 @@ fn eta(now: Nanos, remaining: f64, rate: f64) -> Option<Nanos> {
 
 /// The links the flows of bundle `key` cross at `now`, or `None` if they do
 /// not move (waiting, or their circuit is not up).
-fn route(links: &LinkMap, circuits: &BTreeMap<(u32, u32), CircuitView>, key: BundleKey, now: Nanos) -> Option<Links> {
+fn route(
+    links: &LinkMap,
+    circuits: &BTreeMap<(u32, u32), CircuitView>,
+    key: BundleKey,
+    now: Nanos,
+) -> Option<Links> {
     match key.path {
         Path::Eps => Some(links.eps_path(key.src, key.dst)),
         Path::Wait => None,
