@@ -38,6 +38,12 @@ pub struct ReplayArgs {
     /// Results folder (default results/replay-<trace>-<scheduler>-<UTC time>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replay with real bytes on the kernel fabric (agents, OCS) instead of the fluid model.
+    #[arg(long)]
+    pub emulate: bool,
+    /// With --emulate: divide every flow's bytes by this too, so a trace fits the box.
+    #[arg(long, default_value_t = 1.0, requires = "emulate")]
+    pub scale: f64,
 }
 
 /// A replay with what it was run on and how long it took.
@@ -98,18 +104,30 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         b.set_message(format!("replay under {}", a.coflow_scheduler));
         b
     });
-    let run = run_replay(
-        &a.trace,
-        &a.topology,
-        &a.coflow_scheduler,
-        a.limit,
-        |done, total| {
-            if let Some(b) = &bar {
-                b.set_length(total as u64);
-                b.set_position(done as u64);
-            }
-        },
-    )?;
+    let (run, wire) = if a.emulate {
+        let (run, wire) = super::replay_emu::run_replay_emulated(
+            &a.trace,
+            &a.topology,
+            &a.coflow_scheduler,
+            a.limit,
+            a.scale,
+        )?;
+        (run, Some(wire))
+    } else {
+        let run = run_replay(
+            &a.trace,
+            &a.topology,
+            &a.coflow_scheduler,
+            a.limit,
+            |done, total| {
+                if let Some(b) = &bar {
+                    b.set_length(total as u64);
+                    b.set_position(done as u64);
+                }
+            },
+        )?;
+        (run, None)
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -123,6 +141,10 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         None => results_dir(&stem, &a.coflow_scheduler)?,
     };
     write_results(&dir, &run, &summary)?;
+    if let Some(w) = &wire {
+        w.write(&dir)
+            .with_context(|| format!("writing wire results to {}", dir.display()))?;
+    }
     let report = Report {
         trace: a.trace.display().to_string(),
         topology: &run.topology.name,
