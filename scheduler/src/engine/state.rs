@@ -100,6 +100,8 @@ pub struct AttemptState {
     pub(crate) host: HostId,
     pub(crate) started: Nanos,
     pub(crate) phase: Phase,
+    /// When its compute really began (`phase` may be re-based by a speed change).
+    pub(crate) compute_started: Option<Nanos>,
     pub(crate) speculative: bool,
     pub(crate) locality: Option<Locality>,
     pub(crate) input_flow: Option<FlowId>,

@@ -14,7 +14,7 @@ pub mod delay;
 pub mod fair;
 pub mod fifo;
 
-use crate::engine::{AttemptId, Circuit, ClusterView};
+use crate::engine::{AttemptId, Circuit, ClusterView, TaskRecord};
 use crate::model::job::{Job, JobId, TaskId};
 use ocslab_emulator::{HostId, Nanos, Topology};
 
@@ -56,6 +56,12 @@ pub trait TaskPolicy {
 
     /// A task finished (its winning attempt ran on `host`).
     fn on_task_finished(&mut self, _now: Nanos, _view: &ClusterView<'_>, _task: TaskId, _host: HostId) {}
+
+    /// An attempt ended (finished, killed or lost) and freed its slot;
+    /// `record` says where it ran, when it took its slot and began
+    /// computing, and how it ended (policies that learn task times or slot
+    /// release rates read it).
+    fn on_attempt_ended(&mut self, _now: Nanos, _view: &ClusterView<'_>, _record: &TaskRecord) {}
 
     /// A job finished.
     fn on_job_finished(&mut self, _now: Nanos, _view: &ClusterView<'_>, _job: JobId) {}
