@@ -125,6 +125,11 @@ impl AttemptState {
     pub fn phase(&self) -> Phase {
         self.phase
     }
+    /// When its compute began (`None` while fetching). Unlike `phase`'s
+    /// `since`, a host speed change does not move it.
+    pub fn compute_started(&self) -> Option<Nanos> {
+        self.compute_started
+    }
     /// Whether it is a speculative copy.
     pub fn speculative(&self) -> bool {
         self.speculative

@@ -11,8 +11,14 @@
 //! locality wait expiring), it says so through [`TaskPolicy::next_wakeup`].
 
 pub mod delay;
+pub mod esplash;
 pub mod fair;
 pub mod fifo;
+pub mod fresh;
+pub mod omo;
+pub mod pick;
+#[cfg(test)]
+mod test_support;
 
 use crate::engine::{AttemptId, Circuit, ClusterView, TaskRecord};
 use crate::model::job::{Job, JobId, TaskId};
@@ -116,6 +122,13 @@ pub const POLICIES: &[(&str, &str, Constructor)] = &[
     ("fifo", "jobs in submission order, first pending task", fifo::Fifo::from_params),
     ("fair", "Hadoop Fair scheduler: per-user max-min shares, fair among a user's jobs", fair::Fair::from_params),
     ("delay", "Delay scheduling (Zaharia et al., EuroSys'10) on Fair order: node/rack locality waits", delay::Delay::from_params),
+    ("fresh", "FRESH dynamic slot configuration (Wang, thesis 2017, Ch. 3): typed slots per release, overall fairness, admission k", fresh::Fresh::dynamic_from_params),
+    ("fresh-static", "FRESH static slot configuration (Wang, thesis 2017, Alg. 3.3.1): best fixed map:reduce split, Fair per phase", fresh::Fresh::static_from_params),
+    ("omo", "OMO (Wang, thesis 2017, Ch. 4): lazy start of reduces (remaining map time <= predicted shuffle time) + batch finish of maps", omo::Omo::from_params),
+    ("omo-lazy", "OMO's lazy start of reduces alone (Wang, thesis 2017, Alg. 4.3.1, stated intent), Fair otherwise", omo::Omo::lazy_from_params),
+    ("omo-batch", "OMO's batch finish of tailing maps alone (Wang, thesis 2017, Alg. 4.3.2), reduces at the engine's slow-start", omo::Omo::batch_from_params),
+    ("esplash", "ESPLASH (Wang, thesis 2017, Ch. 5): node levels, per-level straggler detection, speculation with a minimum node level", esplash::Esplash::from_params),
+    ("speculate-default", "Fair + Hadoop's default speculator (Wang, thesis 2017, eqs. 5.1-5.2)", esplash::DefaultSpeculator::from_params),
 ];
 
 /// Builds the policy called `name` with its parameters (`None`: defaults).
