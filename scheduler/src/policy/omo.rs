@@ -200,6 +200,17 @@ pub fn batch_times(pending: f64, t_m: f64, f_o: f64, a_o: f64, k: f64, reduces: 
     (t_fair, t_batch)
 }
 
+/// The reading of Alg. 4.3.2's candidate test: pending maps exist and fit
+/// in the slots released within one map time (`0 < m' ≤ F_o·T_m`), and
+/// batching them beats Fair (`t_batch < t_fair`).
+pub fn batch_candidate(pending: f64, t_m: f64, f_o: f64, a_o: f64, k: f64, reduces: f64) -> bool {
+    if pending <= 0.0 || f_o <= 0.0 || pending > f_o * t_m {
+        return false;
+    }
+    let (t_fair, t_batch) = batch_times(pending, t_m, f_o, a_o, k, reduces);
+    t_batch < t_fair
+}
+
 /// OMO's parameters (`[scheduler_params.omo]`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -371,12 +382,13 @@ impl Omo {
                 continue;
             }
             let t_m = self.t_m(j);
-            if pending > f_o * t_m {
-                continue; // not the tail: more than one batch left
+            let reduces = j.spec().reduce_count() as f64;
+            if !batch_candidate(pending, t_m, f_o, a_o, k, reduces) {
+                continue;
             }
-            let (t_fair, t_batch) = batch_times(pending, t_m, f_o, a_o, k, j.spec().reduce_count() as f64);
+            let (t_fair, t_batch) = batch_times(pending, t_m, f_o, a_o, k, reduces);
             let gain = t_fair - t_batch;
-            if t_batch < t_fair && best.is_none_or(|(g, _)| gain > g) {
+            if best.is_none_or(|(g, _)| gain > g) {
                 best = Some((gain, j.id()));
             }
         }
