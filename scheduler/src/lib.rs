@@ -10,6 +10,7 @@ pub mod engine;
 pub mod experiment;
 pub mod model;
 pub mod net;
+pub mod perturb;
 pub mod policy;
 pub mod sim;
 pub mod trace;

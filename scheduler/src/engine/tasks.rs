@@ -104,6 +104,7 @@ impl Engine {
                 started: now,
                 phase: Phase::Fetching,
                 compute_started: None,
+                rebase: None,
                 speculative,
                 locality,
                 input_flow: None,
@@ -200,9 +201,9 @@ impl Engine {
 
     /// Host `h` now computes at `speed` (a CPU straggler began or ended):
     /// every attempt computing there keeps the progress it made and does
-    /// the rest at the new speed. Its phase is re-based so that progress
-    /// stays continuous (`since`/`duration` describe the line through the
-    /// current progress and the new end), and the driver learns the new
+    /// the rest at the new speed: its phase keeps its start and gets the new
+    /// expected total, its progress continues from where it was
+    /// ([`super::AttemptState::compute_progress`]), and the driver learns the new
     /// end as [`Command::Retime`].
     pub(super) fn host_speed(&mut self, now: Nanos, h: HostId, speed: f64) {
         if !self.c.topo.contains(h) || !(speed.is_finite() && speed > 0.0) {
@@ -218,17 +219,17 @@ impl Engine {
         for id in ids {
             let Some(att) = self.c.attempts.get_mut(&id) else { continue };
             let Phase::Computing { since, duration } = att.phase else { continue };
-            let elapsed = now.saturating_sub(since);
-            if elapsed >= duration {
+            let done = att.compute_progress(now);
+            let end = since + duration;
+            if done >= 1.0 || end <= now {
                 continue; // its end is due now anyway
             }
-            let done = elapsed.0 as f64 / duration.0 as f64;
-            let remaining = Nanos(((duration.0 - elapsed.0) as f64 * old / speed).round() as u64);
-            let total = remaining.0 as f64 / (1.0 - done);
+            let remaining = Nanos(((end - now).0 as f64 * old / speed).round() as u64);
             att.phase = Phase::Computing {
-                since: Nanos(now.0.saturating_sub((done * total).round() as u64)),
-                duration: Nanos(total.round() as u64),
+                since,
+                duration: (now - since) + remaining,
             };
+            att.rebase = Some((now, done));
             self.out.push(Command::Retime {
                 attempt: id,
                 host: h,

@@ -581,14 +581,10 @@ impl Esplash {
             let mut sv = 0.0;
             for a in h.attempts() {
                 let Some(att) = view.attempt(*a) else { continue };
-                let (Phase::Computing { since, duration }, Some(c0)) = (att.phase(), att.compute_started()) else {
+                let (Phase::Computing { .. }, Some(c0)) = (att.phase(), att.compute_started()) else {
                     continue;
                 };
-                let p = if duration.0 == 0 {
-                    1.0
-                } else {
-                    (now.saturating_sub(since).0 as f64 / duration.0 as f64).min(1.0)
-                };
+                let p = att.compute_progress(now);
                 let elapsed = now.saturating_sub(c0).as_secs_f64();
                 seen.insert(*a, (now, p));
                 if p <= 0.0 || elapsed <= 0.0 {

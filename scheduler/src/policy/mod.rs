@@ -18,7 +18,7 @@ pub mod fresh;
 pub mod omo;
 pub mod pick;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 use crate::engine::{AttemptId, Circuit, ClusterView, TaskRecord};
 use crate::model::job::{Job, JobId, TaskId};
