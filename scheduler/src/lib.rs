@@ -8,6 +8,7 @@ pub mod cli;
 pub mod coflow;
 pub mod engine;
 pub mod experiment;
+pub mod metrics;
 pub mod model;
 pub mod net;
 pub mod perturb;
