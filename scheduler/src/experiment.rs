@@ -254,7 +254,9 @@ impl Src<'_> {
             file: self.file.to_path_buf(),
             line: locate(self.text, field).or_else(|| {
                 // `workload.classes[1].maps` → look for `workload.classes`.
-                field.split_once('[').and_then(|(head, _)| locate(self.text, head))
+                field
+                    .split_once('[')
+                    .and_then(|(head, _)| locate(self.text, head))
             }),
             field: field.to_string(),
             message: message.into(),
@@ -281,13 +283,23 @@ impl Experiment {
         let raw: RawExperiment = toml::from_str(text).map_err(|e| toml_error(&src, &e))?;
         let dir = file.parent().unwrap_or(Path::new("."));
         if raw.name.trim().is_empty()
-            || !raw.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            || !raw
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            return Err(src.err("name", format!("{:?} must be non-empty letters, digits, '-' or '_'", raw.name)));
+            return Err(src.err(
+                "name",
+                format!("{:?} must be non-empty letters, digits, '-' or '_'", raw.name),
+            ));
         }
         let topology_file = dir.join(&raw.topology);
-        let topology_text = std::fs::read_to_string(&topology_file)
-            .map_err(|e| src.err("topology", format!("cannot read {}: {e}", topology_file.display())))?;
+        let topology_text = std::fs::read_to_string(&topology_file).map_err(|e| {
+            src.err(
+                "topology",
+                format!("cannot read {}: {e}", topology_file.display()),
+            )
+        })?;
         let topology = Topology::parse(&topology_text, &topology_file, &[]).map_err(|e| ExperimentError {
             file: e.file,
             line: e.line,
@@ -297,7 +309,10 @@ impl Experiment {
         if raw.task_schedulers.is_empty() {
             return Err(src.err(
                 "task_schedulers",
-                format!("needs at least one, e.g. [\"fair\"]; known: {}", policy::names().join(", ")),
+                format!(
+                    "needs at least one, e.g. [\"fair\"]; known: {}",
+                    policy::names().join(", ")
+                ),
             ));
         }
         for (i, name) in raw.task_schedulers.iter().enumerate() {
@@ -306,21 +321,30 @@ impl Experiment {
             }
             policy::by_name(name, raw.scheduler_params.get(name)).map_err(|e| match e {
                 policy::PolicyError::Unknown { .. } => src.err("task_schedulers", e.to_string()),
-                policy::PolicyError::Params { .. } => src.err(&format!("scheduler_params.{name}"), e.to_string()),
+                policy::PolicyError::Params { .. } => {
+                    src.err(&format!("scheduler_params.{name}"), e.to_string())
+                }
             })?;
         }
-        if let Some(name) = raw.scheduler_params.keys().find(|k| !raw.task_schedulers.contains(k)) {
+        if let Some(name) = raw
+            .scheduler_params
+            .keys()
+            .find(|k| !raw.task_schedulers.contains(k))
+        {
             return Err(src.err(
                 &format!("scheduler_params.{name}"),
                 format!("{name:?} is not among task_schedulers"),
             ));
         }
         if raw.network == NetworkKind::Fluid {
-            crate::coflow::by_name(&raw.coflow_scheduler).map_err(|e| src.err("coflow_scheduler", e.to_string()))?;
+            crate::coflow::by_name(&raw.coflow_scheduler)
+                .map_err(|e| src.err("coflow_scheduler", e.to_string()))?;
         }
         let mut host_speed = BTreeMap::new();
         for (name, speed) in &raw.engine.host_speed {
-            let h: HostId = name.parse().map_err(|e: String| src.err("engine.host_speed", e))?;
+            let h: HostId = name
+                .parse()
+                .map_err(|e: String| src.err("engine.host_speed", e))?;
             if !topology.contains(h) {
                 return Err(src.err("engine.host_speed", format!("{h} is not a host of the topology")));
             }
@@ -342,23 +366,37 @@ impl Experiment {
             heartbeat: raw.engine.heartbeat,
             record_flows: raw.engine.record_flows,
         };
-        crate::engine::Engine::new(&topology, Vec::new(), policy::by_name("fifo", None).map_err(|e| src.err("", e.to_string()))?, engine.clone())
-            .map_err(|e| match e {
-                crate::engine::EngineError::Config { field, message } => {
-                    let f = if field == "slow_start" { field } else { format!("engine.{field}") };
-                    src.err(&f, message)
-                }
-                other => src.err("engine", other.to_string()),
-            })?;
+        crate::engine::Engine::new(
+            &topology,
+            Vec::new(),
+            policy::by_name("fifo", None).map_err(|e| src.err("", e.to_string()))?,
+            engine.clone(),
+        )
+        .map_err(|e| match e {
+            crate::engine::EngineError::Config { field, message } => {
+                let f = if field == "slow_start" {
+                    field
+                } else {
+                    format!("engine.{field}")
+                };
+                src.err(&f, message)
+            }
+            other => src.err("engine", other.to_string()),
+        })?;
         let workload = match raw.workload {
             RawWorkload::Generated(g) => {
-                g.validate().map_err(|e| src.err(&format!("workload.{}", e.field), e.message))?;
+                g.validate()
+                    .map_err(|e| src.err(&format!("workload.{}", e.field), e.message))?;
                 Workload::Generated(g)
             }
             RawWorkload::Swim(mut m) => {
-                m.validate().map_err(|e| src.err(&format!("workload.{}", e.field), e.message))?;
+                m.validate()
+                    .map_err(|e| src.err(&format!("workload.{}", e.field), e.message))?;
                 if m.trace.as_os_str().is_empty() {
-                    return Err(src.err("workload.trace", "needs the SWIM trace file, e.g. \"../traces/FB-2010_samples_24_times_1hr_0.tsv\""));
+                    return Err(src.err(
+                        "workload.trace",
+                        "needs the SWIM trace file, e.g. \"../traces/FB-2010_samples_24_times_1hr_0.tsv\"",
+                    ));
                 }
                 m.trace = dir.join(&m.trace);
                 let trace = swim::load(&m.trace).map_err(|e| ExperimentError {
@@ -443,7 +481,10 @@ fn toml_error(src: &Src<'_>, e: &toml::de::Error) -> ExperimentError {
     let field = line
         .and_then(|l| {
             let lines: Vec<&str> = src.text.lines().collect();
-            let key = lines.get(l - 1)?.split_once('=').map(|(k, _)| k.trim().to_string())?;
+            let key = lines
+                .get(l - 1)?
+                .split_once('=')
+                .map(|(k, _)| k.trim().to_string())?;
             let table = lines[..l - 1].iter().rev().find_map(|x| {
                 x.trim()
                     .strip_prefix('[')
@@ -521,7 +562,11 @@ arrivals = { process = "poisson", mean_gap = "10s" }
     fn errors_name_file_line_and_field() {
         let dir = fixture("bad");
         let f = dir.join("e.toml");
-        let e = Experiment::parse(&GOOD.replace("[\"fair\", \"delay\"]", "[\"fair\", \"dealy\"]"), &f).unwrap_err();
+        let e = Experiment::parse(
+            &GOOD.replace("[\"fair\", \"delay\"]", "[\"fair\", \"dealy\"]"),
+            &f,
+        )
+        .unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (Some(4), "task_schedulers"));
         assert!(e.message.contains("delay"), "{e}");
         let e = Experiment::parse(&GOOD.replace("jobs = 5", "jobs = 5\njbos = 2"), &f).unwrap_err();
@@ -535,7 +580,11 @@ arrivals = { process = "poisson", mean_gap = "10s" }
         assert_eq!((e.line, e.field.as_str()), (Some(4), "slow_start"));
         let e = Experiment::parse(&GOOD.replace("varys", "varis"), &f).unwrap_err();
         assert_eq!(e.field, "coflow_scheduler");
-        assert!(e.to_string().starts_with(&format!("{}:5: field `coflow_scheduler`", f.display())), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{}:5: field `coflow_scheduler`", f.display())),
+            "{e}"
+        );
         std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -179,7 +179,7 @@ pub fn mean_fairness(records: &Records, end: Nanos, step: Nanos) -> Option<f64> 
             sum += f;
             n += 1;
         }
-        t = t + step;
+        t += step;
     }
     (n > 0).then(|| sum / n as f64)
 }
@@ -232,7 +232,13 @@ pub fn speculation(records: &Records) -> SpeculationStats {
 
 /// A run's makespan: its last job's finish (`None` if a job is unfinished).
 pub fn makespan(records: &Records) -> Option<Nanos> {
-    records.jobs.values().map(|j| j.finished).collect::<Option<Vec<_>>>()?.into_iter().max()
+    records
+        .jobs
+        .values()
+        .map(|j| j.finished)
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .max()
 }
 
 /// Extra makespan perturbations caused: `perturbed − baseline`, seconds
@@ -276,13 +282,24 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
-    fn rec(kind: TaskKind, n: u32, start: u64, compute: Option<u64>, end: u64, spec: bool, outcome: Outcome) -> TaskRecord {
+    fn rec(
+        kind: TaskKind,
+        n: u32,
+        start: u64,
+        compute: Option<u64>,
+        end: u64,
+        spec: bool,
+        outcome: Outcome,
+    ) -> TaskRecord {
         let task = match kind {
             TaskKind::Map => TaskId::map(JobId(0), n),
             TaskKind::Reduce => TaskId::reduce(JobId(0), n),
         };
         TaskRecord {
-            attempt: AttemptId { task, n: u32::from(spec) },
+            attempt: AttemptId {
+                task,
+                n: u32::from(spec),
+            },
             kind,
             host: HostId::new(0, 0),
             started: Nanos(start * S),

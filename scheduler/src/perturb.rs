@@ -166,7 +166,12 @@ fn host(index: usize, topo: &Topology, name: &str) -> Result<HostId, PerturbErro
         return Err(err(
             index,
             "host",
-            format!("{h} is not a host of topology {:?} (r0h0..r{}h{})", topo.name, topo.racks - 1, topo.hosts_per_rack - 1),
+            format!(
+                "{h} is not a host of topology {:?} (r0h0..r{}h{})",
+                topo.name,
+                topo.racks - 1,
+                topo.hosts_per_rack - 1
+            ),
         ));
     }
     Ok(h)
@@ -176,7 +181,11 @@ fn speed(index: usize, s: f64) -> Result<f64, PerturbError> {
     if s.is_finite() && s > 0.0 {
         Ok(s)
     } else {
-        Err(err(index, "speed", format!("must be a number > 0 (got {s}); 0.5 = half speed")))
+        Err(err(
+            index,
+            "speed",
+            format!("must be a number > 0 (got {s}); 0.5 = half speed"),
+        ))
     }
 }
 
@@ -218,7 +227,10 @@ pub fn parse_link(topo: &Topology, name: &str) -> Result<Vec<Link>, String> {
             let r = rack_of(head)?;
             let port: u32 = t[3..].parse().map_err(|_| format!("{name:?}: {valid}"))?;
             if port >= topo.ocs_ports_per_rack {
-                return Err(format!("{name:?}: rack {r} has {} OCS ports", topo.ocs_ports_per_rack));
+                return Err(format!(
+                    "{name:?}: rack {r} has {} OCS ports",
+                    topo.ocs_ports_per_rack
+                ));
             }
             Ok(vec![Link::OcsPort { rack: r, port }])
         }
@@ -228,7 +240,11 @@ pub fn parse_link(topo: &Topology, name: &str) -> Result<Vec<Link>, String> {
 
 impl Perturbation {
     /// Validates `raw` (perturbation number `index`) against `topo`.
-    pub fn validate(index: usize, raw: &RawPerturbation, topo: &Topology) -> Result<Perturbation, PerturbError> {
+    pub fn validate(
+        index: usize,
+        raw: &RawPerturbation,
+        topo: &Topology,
+    ) -> Result<Perturbation, PerturbError> {
         Ok(match raw {
             RawPerturbation::HostSpeed { host: h, speed: s } => Perturbation::HostSpeed {
                 host: host(index, topo, h)?,
@@ -245,7 +261,11 @@ impl Perturbation {
                 at: *at,
                 length: positive(index, "for", *length)?,
             },
-            RawPerturbation::AgentKill { host: h, at, restart_after } => Perturbation::AgentKill {
+            RawPerturbation::AgentKill {
+                host: h,
+                at,
+                restart_after,
+            } => Perturbation::AgentKill {
                 host: host(index, topo, h)?,
                 at: *at,
                 restart_after: positive(index, "restart_after", *restart_after)?,
@@ -262,14 +282,17 @@ impl Perturbation {
     /// Parses the command-line form `KIND:ARGS[@AT[+FOR]]`: `speed:HOST:S`,
     /// `straggler:HOST:S@AT+FOR`, `kill:HOST@AT+DOWN`, `link-down:LINK@AT+FOR`.
     pub fn parse_cli(s: &str, topo: &Topology) -> Result<Perturbation, String> {
-        let usage = "expected speed:HOST:S, straggler:HOST:S@AT+FOR, kill:HOST@AT+DOWN or link-down:LINK@AT+FOR";
+        let usage =
+            "expected speed:HOST:S, straggler:HOST:S@AT+FOR, kill:HOST@AT+DOWN or link-down:LINK@AT+FOR";
         let (what, when) = match s.split_once('@') {
             Some((w, t)) => (w, Some(t)),
             None => (s, None),
         };
         let window = |field: &str| -> Result<(Nanos, Nanos), String> {
             let t = when.ok_or_else(|| format!("{s:?}: needs @AT+{field}; {usage}"))?;
-            let (at, len) = t.split_once('+').ok_or_else(|| format!("{s:?}: needs @AT+{field}; {usage}"))?;
+            let (at, len) = t
+                .split_once('+')
+                .ok_or_else(|| format!("{s:?}: needs @AT+{field}; {usage}"))?;
             let at: Nanos = at.parse().map_err(|e| format!("{s:?}: time {at:?}: {e}"))?;
             let len: Nanos = len.parse().map_err(|e| format!("{s:?}: duration {len:?}: {e}"))?;
             Ok((at, len))
@@ -278,13 +301,17 @@ impl Perturbation {
         let raw = match parts.as_slice() {
             ["speed", h, sp] if when.is_none() => RawPerturbation::HostSpeed {
                 host: h.to_string(),
-                speed: sp.parse().map_err(|_| format!("{s:?}: speed {sp:?} is not a number"))?,
+                speed: sp
+                    .parse()
+                    .map_err(|_| format!("{s:?}: speed {sp:?} is not a number"))?,
             },
             ["straggler", h, sp] => {
                 let (at, length) = window("FOR")?;
                 RawPerturbation::Straggler {
                     host: h.to_string(),
-                    speed: sp.parse().map_err(|_| format!("{s:?}: speed {sp:?} is not a number"))?,
+                    speed: sp
+                        .parse()
+                        .map_err(|_| format!("{s:?}: speed {sp:?} is not a number"))?,
                     at,
                     length,
                 }
@@ -397,7 +424,13 @@ impl Timeline {
                             speed: *speed,
                         },
                     ));
-                    t.actions.push((*at + *length, Action::SetSpeed { host: *host, speed: base }));
+                    t.actions.push((
+                        *at + *length,
+                        Action::SetSpeed {
+                            host: *host,
+                            speed: base,
+                        },
+                    ));
                 }
                 Perturbation::AgentKill {
                     host,
@@ -405,12 +438,16 @@ impl Timeline {
                     restart_after,
                 } => {
                     t.actions.push((*at, Action::KillAgent(*host)));
-                    t.actions.push((*at + *restart_after, Action::RestartAgent(*host)));
+                    t.actions
+                        .push((*at + *restart_after, Action::RestartAgent(*host)));
                 }
-                Perturbation::LinkDown { links, at, length, .. } => {
+                Perturbation::LinkDown {
+                    links, at, length, ..
+                } => {
                     for l in links {
                         t.actions.push((*at, Action::SetLink { link: *l, up: false }));
-                        t.actions.push((*at + *length, Action::SetLink { link: *l, up: true }));
+                        t.actions
+                            .push((*at + *length, Action::SetLink { link: *l, up: true }));
                     }
                 }
             }
@@ -478,7 +515,8 @@ mod tests {
         let e = Perturbation::parse_cli("link-down:r0-ocs0@1s+1s", &t).expect_err("no OCS ports");
         assert!(e.contains("0 OCS ports"), "{e}");
         assert!(Perturbation::parse_cli("kill:r0h0", &t).is_err());
-        let bad: Result<RawPerturbation, _> = toml::from_str("kind = \"straggler\"\nhost = \"r0h0\"\nsped = 1.0\n");
+        let bad: Result<RawPerturbation, _> =
+            toml::from_str("kind = \"straggler\"\nhost = \"r0h0\"\nsped = 1.0\n");
         assert!(bad.is_err());
     }
 
@@ -522,7 +560,13 @@ mod tests {
             let tl = Timeline::of(&[Perturbation::parse_cli(window, &t).expect("valid")]);
             let j = job(0, 1, 10_000, 0, 0, h, 0.0);
             let policy = crate::policy::by_name("fifo", None).expect("fifo");
-            simulate(&t, vec![j], policy, EngineConfig::default(), tl.engine_only().expect("sim"))
+            simulate(
+                &t,
+                vec![j],
+                policy,
+                EngineConfig::default(),
+                tl.engine_only().expect("sim"),
+            )
         };
         assert_eq!(run("straggler:r0h0:0.5@4s+100s").end, Nanos(16 * S));
         let out = run("straggler:r0h0:0.5@4s+6s");
@@ -545,7 +589,12 @@ mod tests {
         };
         let out = simulate(&t, vec![j], policy, config, tl.engine_only().expect("sim"));
         assert!(out.records.jobs[&crate::model::job::JobId(0)].finished.is_some());
-        let lost = out.records.tasks.iter().filter(|r| r.outcome == crate::engine::Outcome::Lost).count();
+        let lost = out
+            .records
+            .tasks
+            .iter()
+            .filter(|r| r.outcome == crate::engine::Outcome::Lost)
+            .count();
         assert_eq!(lost, 1);
     }
 }

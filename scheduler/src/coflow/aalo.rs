@@ -82,7 +82,10 @@ impl CoflowPolicy for Aalo {
             })
             .min();
         Decision {
-            plans: rates.into_iter().map(|(f, r)| (f, FlowPlan::eps_paced(r))).collect(),
+            plans: rates
+                .into_iter()
+                .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
+                .collect(),
             circuits: Vec::new(),
             wake_at,
         }

@@ -26,7 +26,10 @@ impl CoflowPolicy for Fifo {
         let mut rates = Vec::with_capacity(view.flows.len());
         self.fill.fill_in_order(view, &order, &mut residual, &mut rates);
         Decision {
-            plans: rates.into_iter().map(|(f, r)| (f, FlowPlan::eps_paced(r))).collect(),
+            plans: rates
+                .into_iter()
+                .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
+                .collect(),
             ..Decision::default()
         }
     }

@@ -92,13 +92,23 @@ impl LowerBound {
 /// The lower bound of a coflow of `flows` on `fabric`: with `hybrid`,
 /// elephants ([`FabricParams::may_use_ocs`]) over circuits and the rest over
 /// EPS; otherwise everything over EPS. `None` if some part cannot be carried.
-pub fn coflow_lower_bound(fabric: &FabricParams, links: &LinkMap, flows: &[FlowSpec], hybrid: bool) -> Option<LowerBound> {
+pub fn coflow_lower_bound(
+    fabric: &FabricParams,
+    links: &LinkMap,
+    flows: &[FlowSpec],
+    hybrid: bool,
+) -> Option<LowerBound> {
     let on_ocs = |f: &FlowSpec| hybrid && fabric.may_use_ocs(f);
     let eps = eps_lower_bound(links, flows.iter().filter(|f| !on_ocs(f)))?;
     let mut demand: BTreeMap<(u32, u32), Bytes> = BTreeMap::new();
     for f in flows.iter().filter(|f| on_ocs(f)) {
         *demand.entry((f.src.rack, f.dst.rack)).or_default() += f.bytes;
     }
-    let ocs = ocs_lower_bound(&demand, fabric.ocs_port_rate, fabric.reconfig_delay, fabric.ocs_ports)?;
+    let ocs = ocs_lower_bound(
+        &demand,
+        fabric.ocs_port_rate,
+        fabric.reconfig_delay,
+        fabric.ocs_ports,
+    )?;
     Some(LowerBound { eps, ocs })
 }

@@ -83,8 +83,13 @@ impl CoflowPolicy for Sunflow {
                     .iter()
                     .map(|(&k, &b)| (k, Bytes(b.ceil() as u64)))
                     .collect::<BTreeMap<_, _>>();
-                let t = ocs_lower_bound(&bytes, fabric.ocs_port_rate, fabric.reconfig_delay, fabric.ocs_ports)
-                    .unwrap_or(Nanos(u64::MAX));
+                let t = ocs_lower_bound(
+                    &bytes,
+                    fabric.ocs_port_rate,
+                    fabric.reconfig_delay,
+                    fabric.ocs_ports,
+                )
+                .unwrap_or(Nanos(u64::MAX));
                 let arrival = view.coflows.get(&c).map_or(Nanos::ZERO, |v| v.arrival);
                 (t, arrival, c)
             })
@@ -94,8 +99,11 @@ impl CoflowPolicy for Sunflow {
         let mut tx_busy: BTreeSet<(u32, u32)> = self.reservations.keys().copied().collect();
         let mut rx_busy: BTreeSet<(u32, u32)> =
             self.reservations.iter().map(|(&(_, w), r)| (r.dst, w)).collect();
-        let mut served: BTreeSet<(CoflowId, u32, u32)> =
-            self.reservations.iter().map(|(&(i, _), r)| (r.coflow, i, r.dst)).collect();
+        let mut served: BTreeSet<(CoflowId, u32, u32)> = self
+            .reservations
+            .iter()
+            .map(|(&(i, _), r)| (r.coflow, i, r.dst))
+            .collect();
         let mut circuits = Vec::new();
         for &(_, _, c) in &order {
             let mut pairs: Vec<((u32, u32), f64)> = demand[&c].iter().map(|(&k, &b)| (k, b)).collect();
@@ -117,7 +125,8 @@ impl CoflowPolicy for Sunflow {
                 tx_busy.insert((i, w));
                 rx_busy.insert((j, w));
                 served.insert((c, i, j));
-                self.reservations.insert((i, w), Reservation { coflow: c, dst: j });
+                self.reservations
+                    .insert((i, w), Reservation { coflow: c, dst: j });
             }
         }
         // Circuits for every reservation that has none (new ones, or lost ones).

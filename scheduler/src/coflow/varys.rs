@@ -106,7 +106,10 @@ impl CoflowPolicy for Varys {
             *rates.entry(f).or_default() += r;
         }
         Decision {
-            plans: rates.into_iter().map(|(f, r)| (f, FlowPlan::eps_paced(r))).collect(),
+            plans: rates
+                .into_iter()
+                .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
+                .collect(),
             ..Decision::default()
         }
     }

@@ -50,7 +50,9 @@ impl Engine {
     }
 
     fn parents_done(&self, id: JobId) -> bool {
-        let Some(job) = self.c.jobs.get(&id) else { return false };
+        let Some(job) = self.c.jobs.get(&id) else {
+            return false;
+        };
         job.spec
             .parents
             .iter()
@@ -60,7 +62,9 @@ impl Engine {
     /// Makes a submitted job runnable: its maps (and, past slow-start, its
     /// reduces) become pending.
     fn activate(&mut self, now: Nanos, id: JobId, ready: Nanos) {
-        let Some(job) = self.c.jobs.get_mut(&id) else { return };
+        let Some(job) = self.c.jobs.get_mut(&id) else {
+            return;
+        };
         job.status = JobStatus::Active;
         job.ready_at = Some(ready);
         self.c.active.insert((ready, id));
@@ -83,7 +87,9 @@ impl Engine {
     /// Unlocks a job's reduces once `ceil(slow_start × maps)` maps are done.
     pub(super) fn check_slow_start(&mut self, id: JobId) {
         let slow_start = self.c.config.slow_start;
-        let Some(job) = self.c.jobs.get_mut(&id) else { return };
+        let Some(job) = self.c.jobs.get_mut(&id) else {
+            return;
+        };
         if job.reduces_unlocked || job.status != JobStatus::Active {
             return;
         }
@@ -99,7 +105,9 @@ impl Engine {
 
     /// Marks a job done, then runs the children it was the last parent of.
     pub(super) fn job_finished(&mut self, now: Nanos, id: JobId) {
-        let Some(job) = self.c.jobs.get_mut(&id) else { return };
+        let Some(job) = self.c.jobs.get_mut(&id) else {
+            return;
+        };
         job.status = JobStatus::Done;
         job.finished_at = Some(now);
         if let Some(ready) = job.ready_at {
@@ -117,7 +125,11 @@ impl Engine {
         self.policy.on_job_finished(now, &view, id);
         let children = self.c.children.get(&id).cloned().unwrap_or_default();
         for child in children {
-            let blocked = self.c.jobs.get(&child).is_some_and(|j| j.status == JobStatus::Blocked);
+            let blocked = self
+                .c
+                .jobs
+                .get(&child)
+                .is_some_and(|j| j.status == JobStatus::Blocked);
             if blocked && self.parents_done(child) {
                 self.activate(now, child, now);
             }
@@ -200,9 +212,13 @@ impl Engine {
                 }
             }
         }
-        let Some(job) = self.c.jobs.get_mut(&id) else { return };
+        let Some(job) = self.c.jobs.get_mut(&id) else {
+            return;
+        };
         for m in rerun {
-            let Some(done) = job.maps[m as usize].done.take() else { continue };
+            let Some(done) = job.maps[m as usize].done.take() else {
+                continue;
+            };
             job.maps[m as usize].status = TaskStatus::Pending;
             job.maps_done -= 1;
             let input = job.spec.maps[m as usize].input;

@@ -45,8 +45,8 @@ pub use config::{EngineConfig, SlotConfig};
 pub use event::{AttemptId, Circuit, Command, Event, Link, LinkLoad};
 pub use records::{CoflowRecord, FlowKind, FlowRecord, JobRecord, Outcome, Records, TaskRecord};
 pub use state::{
-    AttemptState, FreeSlots, HostState, JobState, JobStatus, Locality, Phase, RackTraffic, TaskDone, TaskState,
-    TaskStatus, UserState,
+    AttemptState, FreeSlots, HostState, JobState, JobStatus, Locality, Phase, RackTraffic, TaskDone,
+    TaskState, TaskStatus, UserState,
 };
 pub use view::{water_fill, ClusterView};
 
@@ -223,7 +223,11 @@ impl Engine {
         let mut full_round = false;
         match event {
             Event::Wakeup => full_round = true,
-            Event::TaskFinished { attempt, host, output } => self.task_finished(now, attempt, host, output),
+            Event::TaskFinished {
+                attempt,
+                host,
+                output,
+            } => self.task_finished(now, attempt, host, output),
             Event::FlowFinished {
                 flow,
                 eps_bytes,
@@ -258,7 +262,8 @@ impl Engine {
         }
         self.offer_round(now, full_round);
         if !self.new_flows.is_empty() {
-            self.out.push(Command::StartFlows(std::mem::take(&mut self.new_flows)));
+            self.out
+                .push(Command::StartFlows(std::mem::take(&mut self.new_flows)));
         }
         std::mem::take(&mut self.out)
     }
@@ -333,13 +338,19 @@ fn check_config(topo: &Topology, c: &EngineConfig) -> Result<(), EngineError> {
     if !(c.slow_start.is_finite() && (0.0..=1.0).contains(&c.slow_start)) {
         return bad(
             "slow_start",
-            format!("must be in 0..=1 (got {}); Hadoop's default is 0.05", c.slow_start),
+            format!(
+                "must be in 0..=1 (got {}); Hadoop's default is 0.05",
+                c.slow_start
+            ),
         );
     }
     if !(c.reduce_rampup_limit.is_finite() && c.reduce_rampup_limit > 0.0 && c.reduce_rampup_limit <= 1.0) {
         return bad(
             "reduce_rampup_limit",
-            format!("must be in (0, 1] (got {}); Hadoop's default is 0.5", c.reduce_rampup_limit),
+            format!(
+                "must be in (0, 1] (got {}); Hadoop's default is 0.5",
+                c.reduce_rampup_limit
+            ),
         );
     }
     if let SlotConfig::Split { map, reduce } = c.slots {
@@ -352,10 +363,16 @@ fn check_config(topo: &Topology, c: &EngineConfig) -> Result<(), EngineError> {
     }
     for (h, s) in &c.host_speed {
         if !topo.contains(*h) {
-            return bad("host_speed", format!("{h} is not a host of topology {:?}", topo.name));
+            return bad(
+                "host_speed",
+                format!("{h} is not a host of topology {:?}", topo.name),
+            );
         }
         if !(s.is_finite() && *s > 0.0) {
-            return bad("host_speed", format!("speed of {h} must be a number > 0 (got {s})"));
+            return bad(
+                "host_speed",
+                format!("speed of {h} must be a number > 0 (got {s})"),
+            );
         }
     }
     if c.heartbeat == Some(Nanos::ZERO) {

@@ -24,7 +24,10 @@ impl Engine {
                 self.free_hosts.iter().partition(|&&h| h >= self.cursor);
             after.into_iter().chain(before).collect()
         } else {
-            freed.into_iter().filter(|h| self.free_hosts.contains(h)).collect()
+            freed
+                .into_iter()
+                .filter(|h| self.free_hosts.contains(h))
+                .collect()
         };
         let idle_offers = self.policy.wants_idle_offers();
         while !hosts.is_empty() {

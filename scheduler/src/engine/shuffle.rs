@@ -14,7 +14,9 @@ impl Engine {
     /// and if it is the job's last reduce to be placed under
     /// `hold_shuffle_until_reduces_placed`, the held shuffle starts.
     pub(super) fn start_reduce(&mut self, now: Nanos, id: AttemptId, first_attempt: bool) {
-        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
         let done: Vec<u32> = (0..job.spec.map_count())
             .filter(|&m| job.maps[m as usize].done.is_some())
             .collect();
@@ -38,10 +40,16 @@ impl Engine {
     /// Map `m` is done: reduce attempt `id` takes note of its partition
     /// (at once if empty or on its own host; else it waits to be fetched).
     pub(super) fn deliver(&mut self, id: AttemptId, m: u32) {
-        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
-        let Some(done) = job.maps[m as usize].done else { return };
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
+        let Some(done) = job.maps[m as usize].done else {
+            return;
+        };
         let bytes = job.spec.partition_of_output(m, id.task.index, done.output);
-        let Some(att) = self.c.attempts.get_mut(&id) else { return };
+        let Some(att) = self.c.attempts.get_mut(&id) else {
+            return;
+        };
         let host = att.host;
         let Some(fetch) = att.fetch.as_mut() else { return };
         if fetch.has(m) {
@@ -64,11 +72,15 @@ impl Engine {
     /// attempt `id` and no flow to it in flight (unless the job's shuffle
     /// is held until all its reduces are placed).
     pub(super) fn pump(&mut self, now: Nanos, id: AttemptId) {
-        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
         if self.c.config.hold_shuffle_until_reduces_placed && job.reduces_placed < job.spec.reduce_count() {
             return;
         }
-        let Some(att) = self.c.attempts.get_mut(&id) else { return };
+        let Some(att) = self.c.attempts.get_mut(&id) else {
+            return;
+        };
         let dst = att.host;
         let Some(fetch) = att.fetch.as_mut() else { return };
         let ready: Vec<HostId> = fetch
@@ -91,7 +103,15 @@ impl Engine {
             }
         }
         for (src, maps, bytes) in batches {
-            let fid = self.new_flow(now, id, FlowKind::Shuffle, shuffle_coflow(id.task.job), src, dst, bytes);
+            let fid = self.new_flow(
+                now,
+                id,
+                FlowKind::Shuffle,
+                shuffle_coflow(id.task.job),
+                src,
+                dst,
+                bytes,
+            );
             if let Some(fetch) = self.c.attempts.get_mut(&id).and_then(|a| a.fetch.as_mut()) {
                 fetch.inflight.insert(src, (fid, maps));
             }
@@ -103,9 +123,13 @@ impl Engine {
         if id.task.kind != TaskKind::Reduce {
             return;
         }
-        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
         let maps = job.spec.map_count();
-        let Some(att) = self.c.attempts.get(&id) else { return };
+        let Some(att) = self.c.attempts.get(&id) else {
+            return;
+        };
         let ready = matches!(att.phase, super::Phase::Fetching)
             && att.fetch.as_ref().is_some_and(|f| f.fetched_count == maps);
         if ready {
@@ -141,19 +165,23 @@ impl Engine {
             t[dst.rack as usize].in_flows += 1;
             t[dst.rack as usize].in_bytes += bytes;
         }
-        let rec = self.records.coflows.entry(coflow).or_insert_with(|| CoflowRecord {
-            coflow,
-            job: attempt.task.job,
-            kind,
-            flows: 0,
-            bytes: Bytes(0),
-            first_start: now,
-            last_end: None,
-            eps_bytes: Bytes(0),
-            ocs_bytes: Bytes(0),
-            cross_rack_bytes: Bytes(0),
-            open_flows: 0,
-        });
+        let rec = self
+            .records
+            .coflows
+            .entry(coflow)
+            .or_insert_with(|| CoflowRecord {
+                coflow,
+                job: attempt.task.job,
+                kind,
+                flows: 0,
+                bytes: Bytes(0),
+                first_start: now,
+                last_end: None,
+                eps_bytes: Bytes(0),
+                ocs_bytes: Bytes(0),
+                cross_rack_bytes: Bytes(0),
+                open_flows: 0,
+            });
         rec.flows += 1;
         rec.bytes += bytes;
         rec.open_flows += 1;

@@ -136,7 +136,9 @@ impl AttemptState {
     /// time, except that a host speed change bends it: from then on it runs
     /// linearly from the progress made to the new end (`since + duration`).
     pub fn compute_progress(&self, now: Nanos) -> f64 {
-        let Phase::Computing { since, duration } = self.phase else { return 0.0 };
+        let Phase::Computing { since, duration } = self.phase else {
+            return 0.0;
+        };
         let end = since + duration;
         let (t0, p0) = self.rebase.unwrap_or((since, 0.0));
         if end <= t0 {
@@ -388,7 +390,10 @@ impl JobState {
     }
     /// Bytes of done maps' output destined to reduce `r`.
     pub fn map_output_for_reduce(&self, r: u32) -> Bytes {
-        self.output_for_reduce.get(r as usize).copied().unwrap_or_default()
+        self.output_for_reduce
+            .get(r as usize)
+            .copied()
+            .unwrap_or_default()
     }
     /// Output bytes of done maps.
     pub fn map_output_done(&self) -> Bytes {
@@ -469,7 +474,9 @@ impl HostState {
             return FreeSlots::default();
         }
         if self.shared {
-            let f = self.map_slots.saturating_sub(self.running_maps + self.running_reduces);
+            let f = self
+                .map_slots
+                .saturating_sub(self.running_maps + self.running_reduces);
             FreeSlots { map: f, reduce: f }
         } else {
             FreeSlots {
@@ -524,4 +531,3 @@ pub struct RackTraffic {
     /// Bytes of those entering flows.
     pub in_bytes: Bytes,
 }
-

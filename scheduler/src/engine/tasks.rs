@@ -25,7 +25,9 @@ impl Engine {
             tracing::warn!(policy = self.policy.name(), %task, %host, speculative, "choice refused");
             return false;
         }
-        let Some(job) = self.c.jobs.get_mut(&task.job) else { return false };
+        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+            return false;
+        };
         let ts = match task.kind {
             TaskKind::Map => &mut job.maps[task.index as usize],
             TaskKind::Reduce => &mut job.reduces[task.index as usize],
@@ -124,8 +126,12 @@ impl Engine {
     /// Whether the engine accepts `task` on host index `hi`.
     fn acceptable(&self, hi: usize, task: TaskId, speculative: bool) -> bool {
         let host = &self.c.hosts[hi];
-        let Some(job) = self.c.jobs.get(&task.job) else { return false };
-        let Some(ts) = job.task(task.kind, task.index) else { return false };
+        let Some(job) = self.c.jobs.get(&task.job) else {
+            return false;
+        };
+        let Some(ts) = job.task(task.kind, task.index) else {
+            return false;
+        };
         if !runnable(job, task.kind) || !host.free().fits(task.kind) {
             return false;
         }
@@ -146,9 +152,13 @@ impl Engine {
     /// input reads are free); else read the block from the nearest alive
     /// replica as a flow. Also used to restart a read whose source died.
     pub(super) fn start_input_read(&mut self, now: Nanos, id: AttemptId) {
-        let Some(att) = self.c.attempts.get(&id) else { return };
+        let Some(att) = self.c.attempts.get(&id) else {
+            return;
+        };
         let host = att.host;
-        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
         let map = &job.spec.maps[id.task.index as usize];
         if !self.c.config.input_reads || map.input.0 == 0 || map.replicas.contains(&host) {
             self.start_compute(now, id);
@@ -167,7 +177,15 @@ impl Engine {
             return;
         };
         let bytes = map.input;
-        let fid = self.new_flow(now, id, FlowKind::Input, input_coflow(id.task.job), src, host, bytes);
+        let fid = self.new_flow(
+            now,
+            id,
+            FlowKind::Input,
+            input_coflow(id.task.job),
+            src,
+            host,
+            bytes,
+        );
         if let Some(att) = self.c.attempts.get_mut(&id) {
             att.input_flow = Some(fid);
         }
@@ -175,12 +193,16 @@ impl Engine {
 
     /// Starts an attempt's compute: its task's duration ÷ its host's speed.
     pub(super) fn start_compute(&mut self, now: Nanos, id: AttemptId) {
-        let Some(job) = self.c.jobs.get(&id.task.job) else { return };
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
         let base = match id.task.kind {
             TaskKind::Map => job.spec.maps[id.task.index as usize].duration,
             TaskKind::Reduce => job.spec.reduces[id.task.index as usize].duration,
         };
-        let Some(att) = self.c.attempts.get_mut(&id) else { return };
+        let Some(att) = self.c.attempts.get_mut(&id) else {
+            return;
+        };
         let speed = self.c.hosts[self.c.topo.host_index(att.host)].speed;
         let duration = if speed == 1.0 {
             base
@@ -206,7 +228,7 @@ impl Engine {
     /// ([`super::AttemptState::compute_progress`]), and the driver learns the new
     /// end as [`Command::Retime`].
     pub(super) fn host_speed(&mut self, now: Nanos, h: HostId, speed: f64) {
-        if !self.c.topo.contains(h) || !(speed.is_finite() && speed > 0.0) {
+        if !(self.c.topo.contains(h) && speed.is_finite() && speed > 0.0) {
             return;
         }
         let hi = self.c.topo.host_index(h);
@@ -217,8 +239,12 @@ impl Engine {
         }
         let ids: Vec<AttemptId> = self.c.hosts[hi].attempts.iter().copied().collect();
         for id in ids {
-            let Some(att) = self.c.attempts.get_mut(&id) else { continue };
-            let Phase::Computing { since, duration } = att.phase else { continue };
+            let Some(att) = self.c.attempts.get_mut(&id) else {
+                continue;
+            };
+            let Phase::Computing { since, duration } = att.phase else {
+                continue;
+            };
             let done = att.compute_progress(now);
             let end = since + duration;
             if done >= 1.0 || end <= now {
@@ -246,7 +272,9 @@ impl Engine {
         let host = att.host;
         let locality = att.locality;
         let task = id.task;
-        let Some(job) = self.c.jobs.get_mut(&task.job) else { return };
+        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+            return;
+        };
         let model_output = match task.kind {
             TaskKind::Map => job.spec.map_output(task.index),
             TaskKind::Reduce => Bytes(0),
@@ -257,7 +285,11 @@ impl Engine {
             TaskKind::Reduce => &mut job.reduces[task.index as usize],
         };
         ts.status = TaskStatus::Done;
-        ts.done = Some(TaskDone { host, at: now, output });
+        ts.done = Some(TaskDone {
+            host,
+            at: now,
+            output,
+        });
         let siblings: Vec<AttemptId> = ts.live.iter().copied().filter(|a| *a != id).collect();
         self.end_attempt(now, id, Outcome::Finished);
         for s in siblings {
@@ -269,7 +301,9 @@ impl Engine {
         match task.kind {
             TaskKind::Map => self.map_done(now, task, host, output, locality),
             TaskKind::Reduce => {
-                let Some(job) = self.c.jobs.get_mut(&task.job) else { return };
+                let Some(job) = self.c.jobs.get_mut(&task.job) else {
+                    return;
+                };
                 job.reduces_done += 1;
                 let all = job.reduces_done == job.spec.reduce_count();
                 let view = ClusterView { c: &self.c };
@@ -281,8 +315,17 @@ impl Engine {
         }
     }
 
-    fn map_done(&mut self, now: Nanos, task: TaskId, host: HostId, output: Bytes, locality: Option<Locality>) {
-        let Some(job) = self.c.jobs.get_mut(&task.job) else { return };
+    fn map_done(
+        &mut self,
+        now: Nanos,
+        task: TaskId,
+        host: HostId,
+        output: Bytes,
+        locality: Option<Locality>,
+    ) {
+        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+            return;
+        };
         let m = task.index;
         job.maps_done += 1;
         job.input_done += job.spec.maps[m as usize].input;
@@ -320,7 +363,9 @@ impl Engine {
     /// Ends a live attempt: frees its slot, abandons its flows, records it.
     /// A lost attempt's task becomes pending again if no other attempt lives.
     pub(super) fn end_attempt(&mut self, now: Nanos, id: AttemptId, outcome: Outcome) {
-        let Some(att) = self.c.attempts.remove(&id) else { return };
+        let Some(att) = self.c.attempts.remove(&id) else {
+            return;
+        };
         let hi = self.c.topo.host_index(att.host);
         let h = &mut self.c.hosts[hi];
         h.attempts.remove(&id);
@@ -349,7 +394,9 @@ impl Engine {
             }
             None => Bytes(0),
         };
-        let Some(job) = self.c.jobs.get_mut(&task.job) else { return };
+        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+            return;
+        };
         let u = self.c.users.entry(job.spec.user).or_default();
         match task.kind {
             TaskKind::Map => {

@@ -4,7 +4,7 @@
 use super::*;
 use crate::model::job::{MapTask, ReduceTask, Shuffle, TaskId, TaskKind, UserId};
 use crate::policy::{by_name, TaskChoice};
-use crate::sim::{FixedRateNetwork, SimConfig, Simulation, SimOutcome};
+use crate::sim::{FixedRateNetwork, SimConfig, SimOutcome, Simulation};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos};
 use std::path::Path;
 
@@ -21,7 +21,15 @@ fn topo(racks: u32, hosts: u32, slots: u32) -> Topology {
 
 /// A job of `maps` maps (100 MB each, replica on `replicas[m]`, `map_s`
 /// seconds), `reduces` reduces of `reduce_s` seconds, shuffle = input.
-fn job(id: u64, user: u32, arrival_s: u64, replicas: &[HostId], map_s: u64, reduces: u32, reduce_s: u64) -> Job {
+fn job(
+    id: u64,
+    user: u32,
+    arrival_s: u64,
+    replicas: &[HostId],
+    map_s: u64,
+    reduces: u32,
+    reduce_s: u64,
+) -> Job {
     Job {
         id: JobId(id),
         name: format!("job{id}"),
@@ -161,7 +169,10 @@ fn fair_gives_a_freed_slot_to_the_user_below_its_share() {
     // running) where FIFO keeps feeding user 0.
     let t = topo(1, 1, 2);
     let h = HostId::new(0, 0);
-    for (policy, want) in [("fair", TaskId::map(JobId(1), 0)), ("fifo", TaskId::map(JobId(0), 2))] {
+    for (policy, want) in [
+        ("fair", TaskId::map(JobId(1), 0)),
+        ("fifo", TaskId::map(JobId(0), 2)),
+    ] {
         let mut e = engine(
             &t,
             vec![job(0, 0, 0, &[h; 4], 10, 0, 0), job(1, 1, 1, &[h; 2], 10, 0, 0)],
@@ -175,7 +186,10 @@ fn fair_gives_a_freed_slot_to_the_user_below_its_share() {
         let c = e.handle(Nanos(10 * S), finished(a, h));
         assert_eq!(starts(&c), vec![(want, h)], "{policy}");
         let users = e.view().users();
-        assert_eq!(users[&UserId(0)].running_tasks() + users[&UserId(1)].running_tasks(), 2);
+        assert_eq!(
+            users[&UserId(0)].running_tasks() + users[&UserId(1)].running_tasks(),
+            2
+        );
     }
 }
 
@@ -187,7 +201,11 @@ fn fair_shares_are_max_min_over_demands() {
     // 10 slots, user 1 gets its 2 and the others split 8 evenly.
     let mut e = engine(
         &t,
-        vec![job(0, 0, 0, &[h; 8], 10, 0, 0), job(1, 1, 0, &[h; 2], 10, 0, 0), job(2, 2, 0, &[h; 6], 10, 0, 0)],
+        vec![
+            job(0, 0, 0, &[h; 8], 10, 0, 0),
+            job(1, 1, 0, &[h; 2], 10, 0, 0),
+            job(2, 2, 0, &[h; 6], 10, 0, 0),
+        ],
         "fair",
         EngineConfig::default(),
     );
@@ -264,7 +282,10 @@ fn delay_scheduling_takes_a_node_local_slot_at_once() {
         .iter()
         .find(|r| r.attempt.task.job == JobId(1))
         .unwrap();
-    assert_eq!((r.host, r.started, r.locality), (h0, Nanos(10 * S), Some(Locality::NodeLocal)));
+    assert_eq!(
+        (r.host, r.started, r.locality),
+        (h0, Nanos(10 * S), Some(Locality::NodeLocal))
+    );
     assert!(out.records.tasks.iter().all(|r| r.host != h1));
 }
 
@@ -292,7 +313,10 @@ fn slow_start_gates_reduces() {
     pending.sort();
     for (i, (at, a)) in pending.into_iter().enumerate() {
         let c = e.handle(at, finished(a, h));
-        let reduces = starts(&c).iter().filter(|(t, _)| t.kind == TaskKind::Reduce).count();
+        let reduces = starts(&c)
+            .iter()
+            .filter(|(t, _)| t.kind == TaskKind::Reduce)
+            .count();
         let job = e.view().job(JobId(0)).unwrap();
         if i + 1 < 5 {
             assert_eq!(reduces, 0, "after {} maps", i + 1);
@@ -333,7 +357,9 @@ fn reduces_never_start_before_the_slow_start_fraction() {
                 .filter(|r| r.attempt.task.job == j.id && r.kind == TaskKind::Reduce)
                 .map(|r| r.started)
                 .min();
-            let Some(first_reduce) = first_reduce else { continue };
+            let Some(first_reduce) = first_reduce else {
+                continue;
+            };
             let maps_done = out
                 .records
                 .tasks
@@ -346,7 +372,11 @@ fn reduces_never_start_before_the_slow_start_fraction() {
                 })
                 .count();
             let needed = (f * j.maps.len() as f64).ceil() as usize;
-            assert!(maps_done >= needed, "slow-start {f}: job {} had {maps_done} of {needed} maps", j.id);
+            assert!(
+                maps_done >= needed,
+                "slow-start {f}: job {} had {maps_done} of {needed} maps",
+                j.id
+            );
         }
     }
 }
@@ -366,13 +396,19 @@ fn same_seed_gives_identical_records() {
         recurring_share: 0.0,
         classes: default_classes(),
     };
-    let run = |seed: u64, policy: &str| simulate(&t, w.generate(&t, seed).unwrap(), policy, EngineConfig::default());
+    let run = |seed: u64, policy: &str| {
+        simulate(&t, w.generate(&t, seed).unwrap(), policy, EngineConfig::default())
+    };
     for policy in ["fifo", "fair", "delay"] {
         let a = run(11, policy);
         let b = run(11, policy);
         assert_eq!(a.records, b.records, "{policy}");
         assert_eq!(a.end, b.end);
-        assert_ne!(a.records, run(12, policy).records, "{policy}: another seed changes the run");
+        assert_ne!(
+            a.records,
+            run(12, policy).records,
+            "{policy}: another seed changes the run"
+        );
         assert_eq!(a.records.refused_choices, 0);
     }
 }
@@ -472,14 +508,22 @@ fn the_first_attempt_to_finish_wins_and_the_other_is_killed() {
         input_reads: false,
         ..EngineConfig::default()
     };
-    let mut e = Engine::new(&t, vec![job(0, 0, 0, &[h0], 10, 0, 0)], Box::new(Speculator), config).unwrap();
+    let mut e = Engine::new(
+        &t,
+        vec![job(0, 0, 0, &[h0], 10, 0, 0)],
+        Box::new(Speculator),
+        config,
+    )
+    .unwrap();
     let c = e.handle(Nanos::ZERO, Event::Wakeup);
     let cs = computes(&c);
     assert_eq!(cs.len(), 2);
     let fast = cs.iter().find(|(_, h, _)| *h == h1).unwrap();
     assert_eq!(fast.2, Nanos(5 * S));
     let c = e.handle(Nanos(5 * S), finished(fast.0, h1));
-    assert!(c.iter().any(|c| matches!(c, Command::KillTask { host, .. } if *host == h0)));
+    assert!(c
+        .iter()
+        .any(|c| matches!(c, Command::KillTask { host, .. } if *host == h0)));
     assert!(e.is_done());
     let outcomes: Vec<_> = e.records().tasks.iter().map(|r| (r.host, r.outcome)).collect();
     assert!(outcomes.contains(&(h1, Outcome::Finished)) && outcomes.contains(&(h0, Outcome::Killed)));

@@ -69,7 +69,11 @@ impl<'a> ClusterView<'a> {
     /// those that have arrived.
     pub fn children(&self, id: JobId) -> impl Iterator<Item = &'a JobState> + 'a {
         let c = self.c;
-        c.children.get(&id).into_iter().flatten().filter_map(move |k| c.jobs.get(k))
+        c.children
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter_map(move |k| c.jobs.get(k))
     }
     /// A live attempt.
     pub fn attempt(&self, id: AttemptId) -> Option<&'a AttemptState> {
@@ -101,8 +105,12 @@ impl<'a> ClusterView<'a> {
     pub fn fair_shares(&self) -> BTreeMap<UserId, f64> {
         let mut demand: BTreeMap<UserId, f64> = BTreeMap::new();
         for job in self.active_jobs() {
-            let runnable =
-                job.pending_maps.len() + if job.reduces_unlocked { job.pending_reduces.len() } else { 0 };
+            let runnable = job.pending_maps.len()
+                + if job.reduces_unlocked {
+                    job.pending_reduces.len()
+                } else {
+                    0
+                };
             *demand.entry(job.user()).or_default() += (job.running_tasks() as usize + runnable) as f64;
         }
         let total: f64 = self
@@ -131,7 +139,11 @@ impl<'a> ClusterView<'a> {
     }
     /// The engine's own count of cross-rack flows in flight at `rack`.
     pub fn rack_traffic(&self, rack: u32) -> RackTraffic {
-        self.c.rack_traffic.get(rack as usize).copied().unwrap_or_default()
+        self.c
+            .rack_traffic
+            .get(rack as usize)
+            .copied()
+            .unwrap_or_default()
     }
     /// Maps the engine would accept now, over all active jobs.
     pub fn runnable_maps(&self) -> usize {

@@ -162,7 +162,10 @@ impl Job {
     /// Bytes map `m` emits in total (its output), as the model says.
     pub fn map_output(&self, m: u32) -> Bytes {
         match &self.shuffle {
-            Shuffle::Matrix(b) => b.get(m as usize).map(|row| row.iter().copied().sum()).unwrap_or_default(),
+            Shuffle::Matrix(b) => b
+                .get(m as usize)
+                .map(|row| row.iter().copied().sum())
+                .unwrap_or_default(),
             Shuffle::Ratio(ratio) => match self.maps.get(m as usize) {
                 Some(map) if !self.reduces.is_empty() => Bytes((map.input.0 as f64 * ratio).round() as u64),
                 _ => Bytes(0),
@@ -263,7 +266,11 @@ pub fn validate_jobs(jobs: &[Job], topo: &Topology) -> Result<(), JobError> {
         validate_job(job, topo)?;
         for p in &job.parents {
             if !index.contains_key(p) {
-                return Err(err(job.id, "parents", format!("names {p}, which is not in the workload")));
+                return Err(err(
+                    job.id,
+                    "parents",
+                    format!("names {p}, which is not in the workload"),
+                ));
             }
             if *p == job.id {
                 return Err(err(job.id, "parents", "a job cannot depend on itself"));
@@ -280,7 +287,11 @@ fn validate_job(job: &Job, topo: &Topology) -> Result<(), JobError> {
     for (m, map) in job.maps.iter().enumerate() {
         let field = format!("maps[{m}].replicas");
         if map.replicas.is_empty() {
-            return Err(err(job.id, &field, "needs at least one host holding the input block"));
+            return Err(err(
+                job.id,
+                &field,
+                "needs at least one host holding the input block",
+            ));
         }
         for (i, h) in map.replicas.iter().enumerate() {
             if !topo.contains(*h) {
@@ -296,14 +307,20 @@ fn validate_job(job: &Job, topo: &Topology) -> Result<(), JobError> {
                 ));
             }
             if map.replicas[..i].contains(h) {
-                return Err(err(job.id, &field, format!("{h} holds two replicas; replicas must be distinct")));
+                return Err(err(
+                    job.id,
+                    &field,
+                    format!("{h} holds two replicas; replicas must be distinct"),
+                ));
             }
         }
     }
     match &job.shuffle {
-        Shuffle::Ratio(r) if !(r.is_finite() && *r >= 0.0) => {
-            Err(err(job.id, "shuffle.ratio", format!("must be a finite number >= 0 (got {r})")))
-        }
+        Shuffle::Ratio(r) if !(r.is_finite() && *r >= 0.0) => Err(err(
+            job.id,
+            "shuffle.ratio",
+            format!("must be a finite number >= 0 (got {r})"),
+        )),
         Shuffle::Ratio(_) => Ok(()),
         Shuffle::Matrix(rows) => {
             if rows.len() != job.maps.len() {
@@ -318,7 +335,11 @@ fn validate_job(job: &Job, topo: &Topology) -> Result<(), JobError> {
                     return Err(err(
                         job.id,
                         &format!("shuffle.matrix[{m}]"),
-                        format!("has {} entries; needs one per reduce ({})", row.len(), job.reduces.len()),
+                        format!(
+                            "has {} entries; needs one per reduce ({})",
+                            row.len(),
+                            job.reduces.len()
+                        ),
                     ));
                 }
             }

@@ -87,7 +87,10 @@ impl LinkMap {
         let mut capacity = Vec::with_capacity(2 * hosts + 2 * racks + racks * ports);
         capacity.extend(std::iter::repeat_n(fabric.host_rate.bytes_per_sec(), 2 * hosts));
         capacity.extend(std::iter::repeat_n(fabric.uplink_rate.bytes_per_sec(), 2 * racks));
-        capacity.extend(std::iter::repeat_n(fabric.ocs_port_rate.bytes_per_sec(), racks * ports));
+        capacity.extend(std::iter::repeat_n(
+            fabric.ocs_port_rate.bytes_per_sec(),
+            racks * ports,
+        ));
         let rack_nics = fabric.host_rate.0 as u128 * fabric.hosts_per_rack as u128;
         LinkMap {
             racks: fabric.racks,

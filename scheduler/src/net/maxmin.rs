@@ -134,7 +134,8 @@ impl WaterFill {
                 .filter(|(_, f)| f.cap.is_finite())
                 .map(|(i, f)| (f.cap.max(0.0), i as u32)),
         );
-        self.capped.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        self.capped
+            .sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let mut next_cap = 0usize;
 
         loop {

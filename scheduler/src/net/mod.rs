@@ -117,4 +117,3 @@ pub enum NetError {
     #[error("flow {0:?} is already in the network")]
     DuplicateFlow(FlowId),
 }
-

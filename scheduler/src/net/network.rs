@@ -88,7 +88,10 @@ impl FluidNetwork {
         for spec in flows {
             for h in [spec.src, spec.dst] {
                 if h.rack >= f.racks || h.host >= f.hosts_per_rack {
-                    return Err(NetError::UnknownHost { flow: spec.id, host: h });
+                    return Err(NetError::UnknownHost {
+                        flow: spec.id,
+                        host: h,
+                    });
                 }
             }
             if self.view.flows.contains_key(&spec.id) {
@@ -123,7 +126,10 @@ impl FluidNetwork {
             .map(|c| c.up_at)
             .filter(|&t| t > self.now)
             .min();
-        [self.next_completion, circuit, self.wake_at].into_iter().flatten().min()
+        [self.next_completion, circuit, self.wake_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Moves the network to `now`, returning what happened on the way, in time order.
@@ -285,7 +291,8 @@ impl FluidNetwork {
 
     fn set_up(&mut self, s: CircuitSetup) {
         let f = &self.view.fabric;
-        if s.src_rack >= f.racks || s.dst_rack >= f.racks || s.src_rack == s.dst_rack || s.port >= f.ocs_ports {
+        if s.src_rack >= f.racks || s.dst_rack >= f.racks || s.src_rack == s.dst_rack || s.port >= f.ocs_ports
+        {
             tracing::warn!(?s, "policy asked for an impossible circuit; ignored");
             return;
         }
@@ -315,7 +322,8 @@ impl FluidNetwork {
             },
         );
         self.stats.reconfigurations += 1;
-        self.open_circuits.insert((s.src_rack, s.port), self.circuit_log.len());
+        self.open_circuits
+            .insert((s.src_rack, s.port), self.circuit_log.len());
         self.circuit_log.push(CircuitRecord {
             src_rack: s.src_rack,
             dst_rack: s.dst_rack,
@@ -365,7 +373,8 @@ impl FluidNetwork {
         }
         self.residual.clear();
         self.residual.extend_from_slice(view.links.capacities());
-        self.water.fill(&mut self.residual, &self.demands, &mut self.rates);
+        self.water
+            .fill(&mut self.residual, &self.demands, &mut self.rates);
         let mut next = None::<Nanos>;
         let mut k = 0;
         let circuits = &view.circuits;

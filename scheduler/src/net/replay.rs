@@ -127,36 +127,37 @@ pub fn replay(
     let total = records.len();
     let mut open: BTreeMap<CoflowId, Open> = BTreeMap::new();
     let mut done = 0usize;
-    let mut handle = |events: Vec<NetEvent>, open: &mut BTreeMap<CoflowId, Open>, records: &mut [CoflowRecord]| {
-        for e in events {
-            let NetEvent::FlowDone {
-                coflow,
-                at,
-                eps_bytes,
-                ocs_bytes,
-                ..
-            } = e
-            else {
-                continue;
-            };
-            let Some(o) = open.get_mut(&coflow) else {
-                continue;
-            };
-            o.flows_left -= 1;
-            o.eps += eps_bytes;
-            o.ocs += ocs_bytes;
-            if o.flows_left == 0 {
-                let r = &mut records[o.index];
-                r.finished = at;
-                r.cct = at - r.arrival;
-                r.eps_bytes = o.eps;
-                r.ocs_bytes = o.ocs;
-                open.remove(&coflow);
-                done += 1;
-                progress(done, total);
+    let mut handle =
+        |events: Vec<NetEvent>, open: &mut BTreeMap<CoflowId, Open>, records: &mut [CoflowRecord]| {
+            for e in events {
+                let NetEvent::FlowDone {
+                    coflow,
+                    at,
+                    eps_bytes,
+                    ocs_bytes,
+                    ..
+                } = e
+                else {
+                    continue;
+                };
+                let Some(o) = open.get_mut(&coflow) else {
+                    continue;
+                };
+                o.flows_left -= 1;
+                o.eps += eps_bytes;
+                o.ocs += ocs_bytes;
+                if o.flows_left == 0 {
+                    let r = &mut records[o.index];
+                    r.finished = at;
+                    r.cct = at - r.arrival;
+                    r.eps_bytes = o.eps;
+                    r.ocs_bytes = o.ocs;
+                    open.remove(&coflow);
+                    done += 1;
+                    progress(done, total);
+                }
             }
-        }
-    };
+        };
     for (index, c) in order.iter().enumerate() {
         let events = net.advance_to(c.arrival);
         handle(events, &mut open, &mut records);

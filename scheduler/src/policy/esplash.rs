@@ -17,7 +17,7 @@
 //!   deviation σ, progress rate `PR = 1/μ`). A host's *straggler value* sums,
 //!   over its computing tasks, `(EstT − μ)/σ` for tasks estimated slower
 //!   than μ and the progress-rate deficit `PR_level/PR_task − 1`; above `τ`
-//!   the host is a straggler. Only tasks on stragglers are copied; each
+//!   (per task) the host is a straggler. Only tasks on stragglers are copied; each
 //!   copy carries a minimum level `minL` (Alg. 5.2.3: the level bound with
 //!   the least expected copy time) and the candidate with the largest
 //!   *speculative value* (expected time saved, Sec. 5.2.3) is chosen.
@@ -27,8 +27,10 @@
 //! Readings of the text (each tested below):
 //! - `SV ← SV + …` accumulates without end (a normal task adds about 1 per
 //!   epoch through its progress ratio), so SV is recomputed at every check
-//!   from the tasks running then, and the progress-rate term counts only
-//!   the deficit (`ratio − 1` when above 1).
+//!   from the tasks running then, the progress-rate term counts only the
+//!   deficit (`ratio − 1` when above 1), and SV is averaged over the
+//!   host's judged tasks so that `τ` does not depend on its slot count (a
+//!   host of 4 tasks each one σ late is not a straggler).
 //! - σ is the standard deviation (the text says variance, which has the
 //!   wrong unit), floored at 10% of μ so identical task times do not divide
 //!   by zero.
@@ -160,7 +162,12 @@ impl Checks {
     }
 
     /// The best pending copy `host` may run, if the copy cap allows one.
-    fn copy_for(&mut self, view: &ClusterView<'_>, host: HostId, eligible: impl Fn(&CopyRequest) -> bool) -> Option<TaskId> {
+    fn copy_for(
+        &mut self,
+        view: &ClusterView<'_>,
+        host: HostId,
+        eligible: impl Fn(&CopyRequest) -> bool,
+    ) -> Option<TaskId> {
         let free = view.host(host)?.free();
         let running: usize = view.attempts().count();
         let copies = view.attempts().filter(|a| a.speculative()).count();
@@ -238,7 +245,9 @@ impl DefaultSpeculator {
             if task.kind == TaskKind::Reduce && job.maps_done() < job.spec().map_count() {
                 continue;
             }
-            let Some(mean) = self.stats.get(&(task.job, task.kind)).and_then(|s| s.mean()) else { continue };
+            let Some(mean) = self.stats.get(&(task.job, task.kind)).and_then(|s| s.mean()) else {
+                continue;
+            };
             let progress = a.progress(now, job.spec().map_count());
             if progress <= 0.0 {
                 continue;
@@ -274,7 +283,9 @@ impl TaskPolicy for DefaultSpeculator {
             self.checks.prune(view);
             let copy = self.candidate(now, view);
             if let Some((t, value)) = copy {
-                self.checks.requests.insert(t, CopyRequest { min_level: 1, value });
+                self.checks
+                    .requests
+                    .insert(t, CopyRequest { min_level: 1, value });
             }
             self.checks.done(now, copy.is_some());
         }
@@ -287,7 +298,10 @@ impl TaskPolicy for DefaultSpeculator {
     fn on_attempt_ended(&mut self, _now: Nanos, _view: &ClusterView<'_>, rec: &TaskRecord) {
         if rec.outcome == Outcome::Finished {
             let secs = rec.ended.saturating_sub(rec.started).as_secs_f64();
-            self.stats.entry((rec.attempt.task.job, rec.kind)).or_default().add(secs);
+            self.stats
+                .entry((rec.attempt.task.job, rec.kind))
+                .or_default()
+                .add(secs);
         }
     }
 
@@ -429,7 +443,9 @@ impl Esplash {
             LevelSource::Named(n) if n == "speed" => Source::Speed,
             LevelSource::Named(n) if n == "measured" => Source::Measured,
             LevelSource::Named(n) => {
-                return bad(format!("`levels` = {n:?}: valid are \"speed\", \"measured\" or a table {{ r0h0 = 1, ... }}"))
+                return bad(format!(
+                    "`levels` = {n:?}: valid are \"speed\", \"measured\" or a table {{ r0h0 = 1, ... }}"
+                ))
             }
             LevelSource::Table(t) => {
                 for (h, l) in t {
@@ -509,7 +525,11 @@ impl Esplash {
             type_stats.entry(*ty).or_default().merge(s);
             *hosts_with.entry(*ty).or_default() += 1;
         }
-        let dims: Vec<TaskType> = hosts_with.iter().filter(|(_, n)| **n >= 2).map(|(t, _)| *t).collect();
+        let dims: Vec<TaskType> = hosts_with
+            .iter()
+            .filter(|(_, n)| **n >= 2)
+            .map(|(t, _)| *t)
+            .collect();
         if dims.is_empty() {
             return;
         }
@@ -518,7 +538,12 @@ impl Esplash {
         for h in view.hosts() {
             let own: Vec<(TaskType, f64)> = dims
                 .iter()
-                .filter_map(|t| self.host_stats.get(&(h.id(), *t)).and_then(|s| s.mean()).map(|m| (*t, m)))
+                .filter_map(|t| {
+                    self.host_stats
+                        .get(&(h.id(), *t))
+                        .and_then(|s| s.mean())
+                        .map(|m| (*t, m))
+                })
                 .collect();
             if own.is_empty() {
                 continue;
@@ -527,7 +552,11 @@ impl Esplash {
             let ratio = own.iter().map(|(t, m)| m / type_mean(t)).sum::<f64>() / own.len() as f64;
             let pv: Vec<f64> = dims
                 .iter()
-                .map(|t| own.iter().find(|(o, _)| o == t).map_or(ratio * type_mean(t), |(_, m)| *m))
+                .map(|t| {
+                    own.iter()
+                        .find(|(o, _)| o == t)
+                        .map_or(ratio * type_mean(t), |(_, m)| *m)
+                })
                 .collect();
             ids.push(h.id());
             points.push(pv);
@@ -538,7 +567,10 @@ impl Esplash {
             self.level.insert(*h, *l);
             *count.entry(*l).or_default() += 1;
         }
-        let common = count.iter().max_by_key(|(l, n)| (**n, std::cmp::Reverse(**l))).map_or(1, |(l, _)| *l);
+        let common = count
+            .iter()
+            .max_by_key(|(l, n)| (**n, std::cmp::Reverse(**l)))
+            .map_or(1, |(l, _)| *l);
         for h in view.hosts() {
             self.level.entry(h.id()).or_insert(common);
         }
@@ -559,7 +591,11 @@ impl Esplash {
     /// Slots of alive, non-straggler hosts per level (index level−1) for `kind`.
     fn containers(&self, view: &ClusterView<'_>, kind: TaskKind) -> Vec<f64> {
         let mut c = vec![0.0; self.highest_level() as usize];
-        for h in view.hosts().iter().filter(|h| h.alive() && !self.stragglers.contains(&h.id())) {
+        for h in view
+            .hosts()
+            .iter()
+            .filter(|h| h.alive() && !self.stragglers.contains(&h.id()))
+        {
             let s = h.slots();
             let n = match (view.config().slots, kind) {
                 (SlotConfig::Shared, _) | (_, TaskKind::Map) => s.map,
@@ -579,6 +615,7 @@ impl Esplash {
         for h in view.hosts().iter().filter(|h| h.alive()) {
             let level = self.level_of(h.id());
             let mut sv = 0.0;
+            let mut judged = 0u32;
             for a in h.attempts() {
                 let Some(att) = view.attempt(*a) else { continue };
                 let (Phase::Computing { .. }, Some(c0)) = (att.phase(), att.compute_started()) else {
@@ -593,7 +630,10 @@ impl Esplash {
                 let est_t = elapsed / p;
                 out.push((h.id(), a.task, est_t, c0.as_secs_f64()));
                 let st = self.level_stats(level, (a.task.job, a.task.kind));
-                let (Some(mu), Some(sigma)) = (st.mean(), st.sigma()) else { continue };
+                let (Some(mu), Some(sigma)) = (st.mean(), st.sigma()) else {
+                    continue;
+                };
+                judged += 1;
                 if est_t > mu {
                     sv += (est_t - mu) / sigma;
                 }
@@ -608,7 +648,7 @@ impl Esplash {
                     (level_rate / rate - 1.0).max(0.0)
                 };
             }
-            if sv > self.params.tau {
+            if judged > 0 && sv / judged as f64 > self.params.tau {
                 stragglers.insert(h.id());
             }
         }
@@ -618,19 +658,30 @@ impl Esplash {
     }
 
     /// Sec. 5.2.3: the copy request with the largest speculative value.
-    fn best_request(&self, now: Nanos, view: &ClusterView<'_>, running: &[(HostId, TaskId, f64, f64)]) -> Option<(TaskId, CopyRequest)> {
+    fn best_request(
+        &self,
+        now: Nanos,
+        view: &ClusterView<'_>,
+        running: &[(HostId, TaskId, f64, f64)],
+    ) -> Option<(TaskId, CopyRequest)> {
         let t = now.as_secs_f64();
         let hl = self.highest_level();
         let mut best: Option<(TaskId, CopyRequest)> = None;
         for (host, task, est_t, c0) in running {
-            if !self.stragglers.contains(host) || self.checks.requests.contains_key(task) || !single_attempt(view, *task) {
+            if !self.stragglers.contains(host)
+                || self.checks.requests.contains_key(task)
+                || !single_attempt(view, *task)
+            {
                 continue;
             }
             let ty = (task.job, task.kind);
             let c = self.containers(view, task.kind);
-            let table: Vec<(f64, Option<f64>)> =
-                (1..=hl).map(|l| (c[(l - 1) as usize], self.level_stats(l, ty).mean())).collect();
-            let Some((min_l, _)) = min_level(self.level_of(*host), &table) else { continue };
+            let table: Vec<(f64, Option<f64>)> = (1..=hl)
+                .map(|l| (c[(l - 1) as usize], self.level_stats(l, ty).mean()))
+                .collect();
+            let Some((min_l, _)) = min_level(self.level_of(*host), &table) else {
+                continue;
+            };
             let from_now = c0 + est_t - t;
             let value = speculative_value(min_l, from_now, &table);
             if value > 0.0 && best.is_none_or(|(_, b)| value > b.value) {
@@ -666,7 +717,10 @@ impl TaskPolicy for Esplash {
         }
         let level = self.level_of(host);
         let straggler = self.stragglers.contains(&host);
-        if let Some(t) = self.checks.copy_for(view, host, |r| !straggler && level >= r.min_level) {
+        if let Some(t) = self
+            .checks
+            .copy_for(view, host, |r| !straggler && level >= r.min_level)
+        {
             return Some(TaskChoice::Speculate(t));
         }
         fair_choice(view, host)

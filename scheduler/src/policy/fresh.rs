@@ -105,10 +105,18 @@ pub fn model_makespan(jobs: &[JobProfile], s_m: f64, s_r: f64, k: usize) -> f64 
         let c_m = s_m / m.len().max(1) as f64;
         let c_r = s_r / r.len().max(1) as f64;
         let argmin = |set: &[usize], w: &[f64]| {
-            set.iter().copied().min_by(|a, b| w[*a].total_cmp(&w[*b]).then(a.cmp(b)))
+            set.iter()
+                .copied()
+                .min_by(|a, b| w[*a].total_cmp(&w[*b]).then(a.cmp(b)))
         };
-        let tu = argmin(&m, &w).map_or(f64::INFINITY, |u| if c_m > 0.0 { w[u] / c_m } else { f64::INFINITY });
-        let tv = argmin(&r, &w).map_or(f64::INFINITY, |v| if c_r > 0.0 { w[v] / c_r } else { f64::INFINITY });
+        let tu = argmin(&m, &w).map_or(
+            f64::INFINITY,
+            |u| if c_m > 0.0 { w[u] / c_m } else { f64::INFINITY },
+        );
+        let tv = argmin(&r, &w).map_or(
+            f64::INFINITY,
+            |v| if c_r > 0.0 { w[v] / c_r } else { f64::INFINITY },
+        );
         if !tu.is_finite() && !tv.is_finite() {
             return f64::INFINITY; // a phase without slots never ends
         }
@@ -164,7 +172,12 @@ pub struct StaticSplit {
 /// Alg. 3.3.1: the per-host split (1..slots−1 map slots) with the least
 /// modelled makespan; ties go to fewer map slots. `None` if a host has
 /// fewer than 2 slots (no split exists).
-pub fn best_static_split(jobs: &[JobProfile], hosts: u32, slots_per_host: u32, k: usize) -> Option<StaticSplit> {
+pub fn best_static_split(
+    jobs: &[JobProfile],
+    hosts: u32,
+    slots_per_host: u32,
+    k: usize,
+) -> Option<StaticSplit> {
     (1..slots_per_host)
         .map(|m| StaticSplit {
             map_slots_per_host: m,
@@ -335,6 +348,9 @@ pub struct Fresh {
     used: SlotTime,
     last_reduce_end: Option<Nanos>,
     reduce_interval: Option<f64>,
+    /// Asks the engine to offer every free slot again: FRESH's own gates
+    /// (admission, map phase done) opened, which the engine cannot see.
+    wake: Option<Nanos>,
 }
 
 impl Fresh {
@@ -361,6 +377,7 @@ impl Fresh {
             used: SlotTime::default(),
             last_reduce_end: None,
             reduce_interval: None,
+            wake: None,
         }
     }
 
@@ -371,7 +388,8 @@ impl Fresh {
         if p.map_slots_per_host.is_some() {
             return Err(PolicyError::Params {
                 policy: "fresh".into(),
-                message: "`map_slots_per_host` is for fresh-static; dynamic FRESH configures every slot".into(),
+                message: "`map_slots_per_host` is for fresh-static; dynamic FRESH configures every slot"
+                    .into(),
             });
         }
         Ok(Box::new(Fresh::new(Mode::Dynamic, p)))
@@ -400,11 +418,14 @@ impl Fresh {
             self.in_map.insert((now, j));
             self.admitted.insert(j, now);
             self.stage.insert(j, Stage::Map);
+            self.wake = Some(now + Nanos(1));
         }
     }
 
     fn leave_map(&mut self, job: JobId) {
-        let Some(at) = self.admitted.get(&job).copied() else { return };
+        let Some(at) = self.admitted.get(&job).copied() else {
+            return;
+        };
         if !self.in_map.remove(&(at, job)) {
             return;
         }
@@ -439,7 +460,10 @@ impl Fresh {
     /// Alg. 3.3.3's inputs from the view.
     fn outlook(&self, view: &ClusterView<'_>) -> SlotOutlook {
         let map_jobs: Vec<&JobState> = self.in_map.iter().filter_map(|(_, j)| view.job(*j)).collect();
-        let rw_m: f64 = map_jobs.iter().map(|j| self.remaining_work(j, TaskKind::Map)).sum();
+        let rw_m: f64 = map_jobs
+            .iter()
+            .map(|j| self.remaining_work(j, TaskKind::Map))
+            .sum();
         let rw_r: f64 = self
             .in_reduce
             .iter()
@@ -568,7 +592,10 @@ impl TaskPolicy for Fresh {
         let order = match self.mode {
             Mode::Static => {
                 self.ensure_split();
-                let m = self.split.unwrap_or(h.slots().map / 2).min(self.slots_per_host.max(1));
+                let m = self
+                    .split
+                    .unwrap_or(h.slots().map / 2)
+                    .min(self.slots_per_host.max(1));
                 let reduce_slots = self.slots_per_host.saturating_sub(m);
                 let mut kinds = Vec::new();
                 if free.map > 0 && h.running_maps() < m {
@@ -632,9 +659,12 @@ impl TaskPolicy for Fresh {
     fn on_task_finished(&mut self, now: Nanos, view: &ClusterView<'_>, task: TaskId, _host: HostId) {
         if task.kind == TaskKind::Map
             && self.stage.get(&task.job) == Some(&Stage::Map)
-            && view.job(task.job).is_some_and(|j| j.maps_done() == j.spec().map_count())
+            && view
+                .job(task.job)
+                .is_some_and(|j| j.maps_done() == j.spec().map_count())
         {
             self.leave_map(task.job);
+            self.wake = Some(now + Nanos(1));
             self.admit(now);
         }
     }
@@ -649,11 +679,18 @@ impl TaskPolicy for Fresh {
         self.stage.remove(&job);
         self.used.forget(job);
         while self.in_reduce.len() < self.k() {
-            let Some(j) = self.reduce_wait.pop_front() else { break };
+            let Some(j) = self.reduce_wait.pop_front() else {
+                break;
+            };
             self.in_reduce.insert(j);
             self.stage.insert(j, Stage::Reduce);
+            self.wake = Some(now + Nanos(1));
         }
         self.admit(now);
+    }
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        self.wake
     }
 }
 

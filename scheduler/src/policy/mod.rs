@@ -151,7 +151,10 @@ pub fn names() -> Vec<&'static str> {
 
 /// Deserializes a policy's parameter table into `P`
 /// (`deny_unknown_fields` on `P` makes a typo an error naming the key).
-pub fn parse_params<P: serde::de::DeserializeOwned>(policy: &str, params: &toml::Table) -> Result<P, PolicyError> {
+pub fn parse_params<P: serde::de::DeserializeOwned>(
+    policy: &str,
+    params: &toml::Table,
+) -> Result<P, PolicyError> {
     P::deserialize(toml::Value::Table(params.clone())).map_err(|e| PolicyError::Params {
         policy: policy.to_string(),
         message: e.to_string().trim().to_string(),

@@ -241,6 +241,9 @@ pub struct Omo {
     started: BTreeSet<JobId>,
     /// Per job: finished maps and their summed slot seconds.
     map_stats: BTreeMap<JobId, (u32, f64)>,
+    /// Asks the engine to offer every free slot again once a job's reduce
+    /// phase started (Principle 4.3.1 fills them), which it cannot see.
+    wake: Option<Nanos>,
 }
 
 impl Omo {
@@ -253,10 +256,16 @@ impl Omo {
             predictor: ReleasePredictor::new(params.window, params.alpha),
             started: BTreeSet::new(),
             map_stats: BTreeMap::new(),
+            wake: None,
         }
     }
 
-    fn build(name: &'static str, lazy: bool, batch: bool, params: &toml::Table) -> Result<Box<dyn TaskPolicy>, PolicyError> {
+    fn build(
+        name: &'static str,
+        lazy: bool,
+        batch: bool,
+        params: &toml::Table,
+    ) -> Result<Box<dyn TaskPolicy>, PolicyError> {
         let p: OmoParams = parse_params(name, params)?;
         if !(p.alpha.is_finite() && p.alpha > 0.0 && p.alpha <= 1.0) {
             return Err(PolicyError::Params {
@@ -350,7 +359,9 @@ impl Omo {
                 if j.maps_done() == j.spec().map_count() {
                     return true;
                 }
-                let (Some(f_o), Some(a_o)) = (f_o, a_o) else { return false };
+                let (Some(f_o), Some(a_o)) = (f_o, a_o) else {
+                    return false;
+                };
                 let t_m = self.t_m(j);
                 let gap = lazy_start_gap(
                     Omo::t_s(view, j),
@@ -418,12 +429,16 @@ impl TaskPolicy for Omo {
                 if let Some(j) = self.lazy_start(view) {
                     let t = view.job(j).and_then(|j| reduce_for(view, j))?;
                     self.started.insert(j);
+                    self.wake = Some(now + Nanos(1));
                     return Some(TaskChoice::Run(t));
                 }
             }
         }
         if free.map > 0 && self.batch {
-            if let Some(t) = self.batch_finish(view).and_then(|j| map_for_host(view.job(j)?, host)) {
+            if let Some(t) = self
+                .batch_finish(view)
+                .and_then(|j| map_for_host(view.job(j)?, host))
+            {
                 return Some(TaskChoice::Run(t));
             }
         }
@@ -447,6 +462,7 @@ impl TaskPolicy for Omo {
                 .min_by_key(|j| (j.running_tasks(), j.ready_at(), j.id()))?;
             let t = reduce_for(view, j)?;
             self.started.insert(j.id());
+            self.wake = Some(now + Nanos(1));
             return Some(TaskChoice::Run(t));
         }
         None
@@ -466,9 +482,30 @@ impl TaskPolicy for Omo {
         }
     }
 
+    fn on_task_finished(
+        &mut self,
+        now: Nanos,
+        view: &ClusterView<'_>,
+        task: crate::model::job::TaskId,
+        _host: HostId,
+    ) {
+        // A job whose maps are all done starts its reduces at once: offer every free slot.
+        if task.kind == TaskKind::Map
+            && view
+                .job(task.job)
+                .is_some_and(|j| j.maps_done() == j.spec().map_count())
+        {
+            self.wake = Some(now + Nanos(1));
+        }
+    }
+
     fn on_job_finished(&mut self, _now: Nanos, _view: &ClusterView<'_>, job: JobId) {
         self.started.remove(&job);
         self.map_stats.remove(&job);
+    }
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        self.wake
     }
 }
 

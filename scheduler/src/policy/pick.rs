@@ -27,7 +27,9 @@ pub fn reduce_for(view: &ClusterView<'_>, job: &JobState) -> Option<TaskId> {
     if !view.can_start_reduce(job) {
         return None;
     }
-    job.pending_reduces().first().map(|&r| TaskId::reduce(job.id(), r))
+    job.pending_reduces()
+        .first()
+        .map(|&r| TaskId::reduce(job.id(), r))
 }
 
 /// A task of `kind` of `job` for `host`.
@@ -84,9 +86,9 @@ impl SlotTime {
     }
     /// Slot-seconds `job` has used by `now`, running attempts included.
     pub fn used(&self, job: JobId, now: Nanos) -> f64 {
-        self.per_job
-            .get(&job)
-            .map_or(0.0, |(done, n, starts)| done + (*n as f64 * now.as_secs_f64() - starts).max(0.0))
+        self.per_job.get(&job).map_or(0.0, |(done, n, starts)| {
+            done + (*n as f64 * now.as_secs_f64() - starts).max(0.0)
+        })
     }
     /// Forgets a finished job.
     pub fn forget(&mut self, job: JobId) {

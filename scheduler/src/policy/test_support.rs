@@ -57,8 +57,12 @@ pub fn simulate(
     events: Vec<(Nanos, crate::engine::Event)>,
 ) -> SimOutcome {
     let engine = Engine::new(t, jobs, policy, config).expect("engine");
-    Simulation::new(engine, FixedRateNetwork::new(Bps(1_000_000_000)), SimConfig::default())
-        .with_events(events)
-        .run(|_, _| {})
-        .expect("simulation finishes")
+    Simulation::new(
+        engine,
+        FixedRateNetwork::new(Bps(1_000_000_000)),
+        SimConfig::default(),
+    )
+    .with_events(events)
+    .run(|_, _| {})
+    .expect("simulation finishes")
 }

@@ -279,7 +279,8 @@ impl<N: NetworkModel> Simulation<N> {
                 } => {
                     self.seq += 1;
                     self.live_timer.insert(attempt, self.seq);
-                    self.timers.push(Reverse((at + duration, self.seq, attempt, host)));
+                    self.timers
+                        .push(Reverse((at + duration, self.seq, attempt, host)));
                 }
                 Command::Retime {
                     attempt,
@@ -288,7 +289,8 @@ impl<N: NetworkModel> Simulation<N> {
                 } => {
                     self.seq += 1;
                     self.live_timer.insert(attempt, self.seq);
-                    self.timers.push(Reverse((at + remaining, self.seq, attempt, host)));
+                    self.timers
+                        .push(Reverse((at + remaining, self.seq, attempt, host)));
                 }
             }
         }

@@ -150,7 +150,10 @@ pub fn parse(text: &str, file: &Path) -> Result<CoflowTrace, TraceError> {
         };
         let id: u64 = f.next("id", "the coflow id, a whole number")?;
         if let Some(first) = seen.insert(id, i + 1) {
-            return Err(f.error("id", format!("coflow {id} is already on line {first}: ids must be unique")));
+            return Err(f.error(
+                "id",
+                format!("coflow {id} is already on line {first}: ids must be unique"),
+            ));
         }
         let ms: u64 = f.next("arrival_ms", "the arrival time in whole milliseconds")?;
         let nm: u32 = f.next("mappers", "the number of mappers, at least 1")?;
@@ -169,7 +172,10 @@ pub fn parse(text: &str, file: &Path) -> Result<CoflowTrace, TraceError> {
             let field = format!("reducer[{k}]");
             let tok: String = f.next(&field, "`<rack>:<MB>`, e.g. 65:1.0")?;
             let Some((r, mb)) = tok.split_once(':') else {
-                return Err(f.error(&field, format!("{tok:?} is not valid: expected `<rack>:<MB>`, e.g. 65:1.0")));
+                return Err(f.error(
+                    &field,
+                    format!("{tok:?} is not valid: expected `<rack>:<MB>`, e.g. 65:1.0"),
+                ));
             };
             let mut sub = Fields {
                 file,
@@ -177,12 +183,16 @@ pub fn parse(text: &str, file: &Path) -> Result<CoflowTrace, TraceError> {
                 tokens: r.split_whitespace(),
             };
             let rack = sub.rack(&format!("{field}.rack"), ports)?;
-            let megabytes: f64 = mb.parse().ok().filter(|x: &f64| x.is_finite() && *x >= 0.0).ok_or_else(|| {
-                f.error(
-                    &format!("{field}.megabytes"),
-                    format!("{mb:?} is not valid: expected a size in MB >= 0, e.g. 1.0"),
-                )
-            })?;
+            let megabytes: f64 = mb
+                .parse()
+                .ok()
+                .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| {
+                    f.error(
+                        &format!("{field}.megabytes"),
+                        format!("{mb:?} is not valid: expected a size in MB >= 0, e.g. 1.0"),
+                    )
+                })?;
             reducers.push((rack, megabytes));
         }
         if let Some(extra) = f.tokens.next() {
@@ -204,7 +214,10 @@ pub fn parse(text: &str, file: &Path) -> Result<CoflowTrace, TraceError> {
             file: file.to_path_buf(),
             line: 1,
             field: "coflows".into(),
-            message: format!("the header announces {count} coflows but the file has {}", coflows.len()),
+            message: format!(
+                "the header announces {count} coflows but the file has {}",
+                coflows.len()
+            ),
         });
     }
     Ok(CoflowTrace { ports, coflows })
@@ -222,9 +235,8 @@ impl CoflowTrace {
         order.sort_by_key(|c| (c.arrival, c.id));
         order.truncate(limit.unwrap_or(usize::MAX));
         let hosts = topo.hosts_per_rack as u64;
-        let place = |rack: u32, id: u64, k: usize| {
-            HostId::new(rack % topo.racks, ((id + k as u64) % hosts) as u32)
-        };
+        let place =
+            |rack: u32, id: u64, k: usize| HostId::new(rack % topo.racks, ((id + k as u64) % hosts) as u32);
         let mut next_flow = 0u64;
         order
             .into_iter()
@@ -280,7 +292,10 @@ mod tests {
         let bad = TWO.replace("2 10 1 3", "2 1x0 1 3");
         let e = parse(&bad, Path::new("t.txt")).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (3, "arrival_ms"));
-        assert!(e.to_string().starts_with("t.txt:3: field `arrival_ms`: \"1x0\""), "{e}");
+        assert!(
+            e.to_string().starts_with("t.txt:3: field `arrival_ms`: \"1x0\""),
+            "{e}"
+        );
 
         let e = parse(&TWO.replace("2:3.0", "9:3.0"), Path::new("t.txt")).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (2, "reducer[0].rack"));

@@ -92,7 +92,14 @@ impl fmt::Display for SwimError {
 }
 
 /// The six fields of a line, in order.
-pub const FIELDS: [&str; 6] = ["job_id", "submit_s", "gap_s", "input_bytes", "shuffle_bytes", "output_bytes"];
+pub const FIELDS: [&str; 6] = [
+    "job_id",
+    "submit_s",
+    "gap_s",
+    "input_bytes",
+    "shuffle_bytes",
+    "output_bytes",
+];
 
 /// Reads a SWIM file.
 pub fn load(path: &Path) -> Result<Vec<SwimJob>, SwimError> {
@@ -291,7 +298,10 @@ impl SwimModel {
             return bad("reduce_input", "must be more than 0, e.g. \"1GB\"");
         }
         if self.map_rate.0 == 0 || self.reduce_rate.0 == 0 {
-            return bad("map_rate", "map_rate and reduce_rate must be more than 0, e.g. \"400Mbit/s\"");
+            return bad(
+                "map_rate",
+                "map_rate and reduce_rate must be more than 0, e.g. \"400Mbit/s\"",
+            );
         }
         if self.jobs == Some(0) {
             return bad("jobs", "must be at least 1 (or leave it out for the whole trace)");
@@ -406,7 +416,10 @@ mod tests {
         let bad = TEXT.replace("job1\t18\t9\t300000000", "job1\t18\t9\t3e8");
         let e = parse(&bad, Path::new("fb.tsv")).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (2, "input_bytes"));
-        assert_eq!(e.to_string(), "fb.tsv:2: field `input_bytes`: \"3e8\" is not a whole non-negative number");
+        assert_eq!(
+            e.to_string(),
+            "fb.tsv:2: field `input_bytes`: \"3e8\" is not a whole non-negative number"
+        );
         let short = TEXT.replace("\t2\t53088744165", "\t53088744165");
         let e = parse(&short, Path::new("fb.tsv")).unwrap_err();
         assert_eq!(e.line, 4);

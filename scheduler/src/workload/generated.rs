@@ -258,7 +258,10 @@ pub fn place_replicas(topo: &Topology, n: u32, rng: &mut impl Rng) -> Vec<HostId
     if n == 0 {
         return out;
     }
-    let first = HostId::new(rng.random_range(0..topo.racks), rng.random_range(0..topo.hosts_per_rack));
+    let first = HostId::new(
+        rng.random_range(0..topo.racks),
+        rng.random_range(0..topo.hosts_per_rack),
+    );
     out.push(first);
     if n >= 2 && topo.racks > 1 {
         let mut rack = rng.random_range(0..topo.racks - 1);
@@ -276,7 +279,10 @@ pub fn place_replicas(topo: &Topology, n: u32, rng: &mut impl Rng) -> Vec<HostId
         }
     }
     while out.len() < n {
-        let h = HostId::new(rng.random_range(0..topo.racks), rng.random_range(0..topo.hosts_per_rack));
+        let h = HostId::new(
+            rng.random_range(0..topo.racks),
+            rng.random_range(0..topo.hosts_per_rack),
+        );
         if !out.contains(&h) {
             out.push(h);
         }

@@ -75,7 +75,11 @@ pub fn levels(points: &[Vec<f64>], k: usize) -> Vec<u32> {
         .collect();
     let pts: Vec<Vec<f64>> = points
         .iter()
-        .map(|p| (0..dims).map(|d| if means[d] > 0.0 { p[d] / means[d] } else { 0.0 }).collect())
+        .map(|p| {
+            (0..dims)
+                .map(|d| if means[d] > 0.0 { p[d] / means[d] } else { 0.0 })
+                .collect()
+        })
         .collect();
     let groups = group(&pts);
     let k = k.clamp(1, groups.len());
@@ -87,7 +91,11 @@ pub fn levels(points: &[Vec<f64>], k: usize) -> Vec<u32> {
     // Initial centres: groups spread evenly from slowest to fastest.
     let mut centres: Vec<Vec<f64>> = (0..k)
         .map(|c| {
-            let g = if k == 1 { 0 } else { c * (groups.len() - 1) / (k - 1) };
+            let g = if k == 1 {
+                0
+            } else {
+                c * (groups.len() - 1) / (k - 1)
+            };
             centroid(&groups[g])
         })
         .collect();
@@ -102,7 +110,9 @@ pub fn levels(points: &[Vec<f64>], k: usize) -> Vec<u32> {
                     .unwrap_or(0);
                 votes[best] += 1;
             }
-            let choice = (0..k).max_by_key(|&c| (votes[c], std::cmp::Reverse(c))).unwrap_or(0);
+            let choice = (0..k)
+                .max_by_key(|&c| (votes[c], std::cmp::Reverse(c)))
+                .unwrap_or(0);
             if assign[g] != choice {
                 assign[g] = choice;
                 changed = true;
@@ -125,7 +135,12 @@ pub fn levels(points: &[Vec<f64>], k: usize) -> Vec<u32> {
     }
     // Used clusters, slowest (largest normalised time) first → level 1.
     let mut used: Vec<usize> = (0..k).filter(|c| assign.contains(c)).collect();
-    used.sort_by(|a, b| centres[*b].iter().sum::<f64>().total_cmp(&centres[*a].iter().sum::<f64>()));
+    used.sort_by(|a, b| {
+        centres[*b]
+            .iter()
+            .sum::<f64>()
+            .total_cmp(&centres[*a].iter().sum::<f64>())
+    });
     let mut out = vec![1; points.len()];
     for (g, members) in groups.iter().enumerate() {
         let level = used.iter().position(|c| *c == assign[g]).unwrap_or(0) as u32 + 1;

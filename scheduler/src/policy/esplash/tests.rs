@@ -28,7 +28,9 @@ fn group_based_k_means_finds_the_four_configured_levels() {
     // each, two task types: levels 1 (slowest) to 4.
     let base = [8.0, 8.0, 4.0, 4.0, 2.0, 2.0, 1.0, 1.0];
     let jitter = [1.0, 1.04, 0.97, 1.03, 1.02, 0.98, 1.0, 1.05];
-    let points: Vec<Vec<f64>> = (0..8).map(|i| vec![base[i] * jitter[i], 3.0 * base[i] * jitter[7 - i]]).collect();
+    let points: Vec<Vec<f64>> = (0..8)
+        .map(|i| vec![base[i] * jitter[i], 3.0 * base[i] * jitter[7 - i]])
+        .collect();
     assert_eq!(levels(&points, 4), vec![1, 1, 2, 2, 3, 3, 4, 4]);
     // Asking for fewer clusters merges neighbours, never reorders.
     let two = levels(&points, 2);
@@ -40,12 +42,22 @@ fn group_based_k_means_finds_the_four_configured_levels() {
 fn min_level_and_speculative_value_as_worked_by_hand() {
     // (C(m), EstT(m)) for levels 1..4; a task on a level-1 straggler:
     // ExpT_1 = 75/4 = 18.75, ExpT_2 = 35/3, ExpT_3 = 7.5, ExpT_4 = 5 → minL 4.
-    let table = [(8.0, Some(40.0)), (8.0, Some(20.0)), (8.0, Some(10.0)), (8.0, Some(5.0))];
+    let table = [
+        (8.0, Some(40.0)),
+        (8.0, Some(20.0)),
+        (8.0, Some(10.0)),
+        (8.0, Some(5.0)),
+    ];
     assert_eq!(min_level(1, &table), Some((4, 5.0)));
     // Its original ends 30 s from now: value = 8·(30 − 5) / 32.
     assert_eq!(speculative_value(4, 30.0, &table), 6.25);
     // Level 4's hosts are all stragglers (no containers): minL 3.
-    let table = [(8.0, Some(40.0)), (8.0, Some(20.0)), (8.0, Some(10.0)), (0.0, Some(5.0))];
+    let table = [
+        (8.0, Some(40.0)),
+        (8.0, Some(20.0)),
+        (8.0, Some(10.0)),
+        (0.0, Some(5.0)),
+    ];
     assert_eq!(min_level(1, &table), Some((3, 10.0)));
     // A task on level 3 never looks below its own level.
     assert_eq!(min_level(3, &table), Some((3, 10.0)));
@@ -62,7 +74,10 @@ fn default_estimates_follow_eqs_5_1_and_5_2() {
 fn heterogeneous(policy: &str, events: Vec<(Nanos, Event)>) -> SimOutcome {
     let t = topo(1, 4, 2);
     let home = HostId::new(0, 0);
-    let jobs = vec![job(0, 16, 4000, 2, 2000, home, 0.01), job(1, 16, 4000, 2, 2000, home, 0.01)];
+    let jobs = vec![
+        job(0, 16, 4000, 2, 2000, home, 0.01),
+        job(1, 16, 4000, 2, 2000, home, 0.01),
+    ];
     let mut config = EngineConfig {
         input_reads: false,
         ..EngineConfig::default()
@@ -113,8 +128,17 @@ fn esplash_copies_a_straggling_fast_hosts_tasks_to_its_level_only() {
     let out = heterogeneous("esplash", slow.clone());
     let c = copies(&out);
     assert!(!c.is_empty());
-    assert!(c.iter().all(|r| r.host == HostId::new(0, 3)), "copies on {:?}", c.iter().map(|r| r.host).collect::<Vec<_>>());
+    assert!(
+        c.iter().all(|r| r.host == HostId::new(0, 3)),
+        "copies on {:?}",
+        c.iter().map(|r| r.host).collect::<Vec<_>>()
+    );
     assert!(c.iter().any(|r| r.outcome == Outcome::Finished));
     let none = heterogeneous("fair", slow);
-    assert!(out.end < none.end, "esplash {} vs no speculation {}", out.end, none.end);
+    assert!(
+        out.end < none.end,
+        "esplash {} vs no speculation {}",
+        out.end,
+        none.end
+    );
 }

@@ -38,7 +38,13 @@ fn the_chapter_3_example_takes_5_units_under_fair_4_4_and_4_under_dynamic_fresh(
         slots: SlotConfig::Split { map: 4, reduce: 4 },
         ..EngineConfig::default()
     };
-    let out = simulate(&t, example_jobs(), by_name("fair", None).expect("fair"), fair, vec![]);
+    let out = simulate(
+        &t,
+        example_jobs(),
+        by_name("fair", None).expect("fair"),
+        fair,
+        vec![],
+    );
     assert_eq!(out.end, Nanos(5 * S));
     let used: Vec<f64> = [1, 2, 3].iter().map(|&j| slot_seconds(&out, j)).collect();
     assert_eq!(used, vec![11.0, 7.0, 10.0]);
@@ -74,7 +80,9 @@ fn the_chapter_3_example_takes_5_units_under_fair_4_4_and_4_under_dynamic_fresh(
     assert!((expected_map_slots(&at_1, 0.8, 0.6) - 32.0 / 17.0).abs() < 1e-12);
     // Reduce phases never overlap their own maps under FRESH.
     for r in out.records.tasks.iter().filter(|r| r.kind == TaskKind::Reduce) {
-        let maps_done = out.records.jobs[&r.attempt.task.job].maps_done.expect("maps done");
+        let maps_done = out.records.jobs[&r.attempt.task.job]
+            .maps_done
+            .expect("maps done");
         assert!(r.started >= maps_done);
     }
 }
@@ -190,7 +198,13 @@ fn admission_limit_k_keeps_the_second_job_waiting_for_the_first_map_phase() {
     let jobs = vec![job(0, 2, 1000, 1, 1000, h, 0.0), job(1, 2, 1000, 1, 1000, h, 0.0)];
     let mut p = toml::Table::new();
     p.insert("k".into(), toml::Value::Integer(1));
-    let out = simulate(&t, jobs, by_name("fresh", Some(&p)).expect("policy"), EngineConfig::default(), vec![]);
+    let out = simulate(
+        &t,
+        jobs,
+        by_name("fresh", Some(&p)).expect("policy"),
+        EngineConfig::default(),
+        vec![],
+    );
     let first_map_of_1 = out
         .records
         .tasks

@@ -4,10 +4,10 @@
 
 use super::*;
 use crate::engine::EngineConfig;
-use ocslab_emulator::Bps;
 use crate::model::job::JobId;
 use crate::policy::by_name;
 use crate::policy::test_support::{job, simulate, topo, S};
+use ocslab_emulator::Bps;
 use ocslab_emulator::HostId;
 
 #[test]
@@ -69,7 +69,10 @@ fn batch_finish_test_is_always_true_as_written_and_read_for_the_tail() {
 fn shuffle_path_is_predicted_from_the_fabric() {
     let t = topo(2, 2, 2);
     // No OCS ports: EPS, limited by the host's share of the uplink (2 Gbit/s / 2).
-    assert_eq!(ShufflePath::predict(&t, 1e12), ShufflePath::Eps(Bps(1_000_000_000)));
+    assert_eq!(
+        ShufflePath::predict(&t, 1e12),
+        ShufflePath::Eps(Bps(1_000_000_000))
+    );
 }
 
 /// Map progress when OMO started the job's first reduce.
@@ -82,7 +85,9 @@ fn progress_at_first_reduce(ratio: f64) -> f64 {
         ..EngineConfig::default()
     };
     let out = simulate(&t, vec![j], by_name("omo", None).expect("omo"), config, vec![]);
-    out.records.jobs[&JobId(0)].map_progress_at_first_reduce.expect("reduce ran")
+    out.records.jobs[&JobId(0)]
+        .map_progress_at_first_reduce
+        .expect("reduce ran")
 }
 
 #[test]
@@ -94,6 +99,12 @@ fn lazy_start_starts_a_heavy_shuffle_early_and_a_light_one_at_the_end() {
     // (at most 4 maps running) leaves idle, so at least 36 of 40 are done.
     let heavy = progress_at_first_reduce(1.0);
     let light = progress_at_first_reduce(0.001);
-    assert!(heavy > 0.0 && heavy <= 0.2, "heavy shuffle started at map progress {heavy}");
-    assert!((0.9..1.0).contains(&light), "light shuffle started at map progress {light}");
+    assert!(
+        heavy > 0.0 && heavy <= 0.2,
+        "heavy shuffle started at map progress {heavy}"
+    );
+    assert!(
+        (0.9..1.0).contains(&light),
+        "light shuffle started at map progress {light}"
+    );
 }
