@@ -160,3 +160,34 @@ fn scale(a: &mut SchedulerMetrics, f: f64) {
     a.unperturbed_makespan_s = a.unperturbed_makespan_s.map(|x| x * f);
     a.extra_makespan_s = a.extra_makespan_s.map(|x| x * f);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn the_thesis_experiment_files_load_and_run() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).expect("experiments folder") {
+            let path = entry.expect("entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+            if !["fresh", "omo", "esplash"].iter().any(|p| name.starts_with(p)) {
+                continue;
+            }
+            let exp = Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            seen += 1;
+            if name == "esplash-straggler-level4.toml" {
+                // Its straggler window is timed, so every scheduler also runs
+                // without it and reports the extra makespan.
+                let rows = run(&exp).expect("runs");
+                assert_eq!(rows.len(), 3);
+                assert!(rows.iter().all(|r| r.extra_makespan_s.is_some()));
+                let copies = |n: &str| rows.iter().find(|r| r.scheduler == n).map(|r| r.metrics.speculation.launched);
+                assert_eq!(copies("fair"), Some(0));
+            }
+        }
+        assert_eq!(seen, 16);
+    }
+}
