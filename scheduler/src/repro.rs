@@ -172,7 +172,11 @@ mod tests {
         let mut seen = 0;
         for entry in std::fs::read_dir(&dir).expect("experiments folder") {
             let path = entry.expect("entry").path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string();
             if !["fresh", "omo", "esplash"].iter().any(|p| name.starts_with(p)) {
                 continue;
             }
@@ -184,7 +188,11 @@ mod tests {
                 let rows = run(&exp).expect("runs");
                 assert_eq!(rows.len(), 3);
                 assert!(rows.iter().all(|r| r.extra_makespan_s.is_some()));
-                let copies = |n: &str| rows.iter().find(|r| r.scheduler == n).map(|r| r.metrics.speculation.launched);
+                let copies = |n: &str| {
+                    rows.iter()
+                        .find(|r| r.scheduler == n)
+                        .map(|r| r.metrics.speculation.launched)
+                };
                 assert_eq!(copies("fair"), Some(0));
             }
         }
