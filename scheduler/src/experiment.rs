@@ -250,16 +250,23 @@ struct Src<'a> {
 
 impl Src<'_> {
     fn err(&self, field: &str, message: impl Into<String>) -> ExperimentError {
-        ExperimentError {
-            file: self.file.to_path_buf(),
-            line: locate(self.text, field).or_else(|| {
-                // `workload.classes[1].maps` → look for `workload.classes`.
+        let message = message.into();
+        // The unknown key itself, the field, the field as a table header,
+        // or (for `workload.classes[1].maps`) the array it sits in.
+        let line = unknown_key(&message)
+            .and_then(|k| locate(self.text, &format!("{field}.{k}")))
+            .or_else(|| locate(self.text, field))
+            .or_else(|| locate(self.text, &format!("{field}.")))
+            .or_else(|| {
                 field
                     .split_once('[')
                     .and_then(|(head, _)| locate(self.text, head))
-            }),
+            });
+        ExperimentError {
+            file: self.file.to_path_buf(),
+            line,
             field: field.to_string(),
-            message: message.into(),
+            message,
         }
     }
 }

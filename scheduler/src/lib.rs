@@ -13,6 +13,7 @@ pub mod model;
 pub mod net;
 pub mod perturb;
 pub mod policy;
+pub mod report;
 pub mod repro;
 pub mod sim;
 pub mod trace;

@@ -1,13 +1,121 @@
-//! `ocslab sim`: Run an experiment in the flow-level simulator (virtual time). (stub until its work lands.)
+//! `ocslab sim EXPERIMENT [--json] [--out DIR]`: runs every task scheduler
+//! of an experiment in the flow-level simulator (virtual time), prints one
+//! row per scheduler (figures and, in brackets, their ratio to the first
+//! scheduler), writes the results folder and prints its path.
 
-use anyhow::{bail, Result};
+use crate::experiment::Experiment;
+use crate::report::{normalize, results, summarize, SchedulerSummary};
+use crate::sim::run_experiment;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `ocslab sim`.
 #[derive(clap::Args, Debug)]
-pub struct SimArgs {}
+#[command(after_help = "Example:\n  ocslab sim experiments/lab-baselines.toml --json")]
+pub struct SimArgs {
+    /// The experiment file (TOML).
+    pub experiment: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Results folder (default: results/<experiment>-sim-<unix time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Add a perturbation (repeatable): speed:HOST:S, straggler:HOST:S@AT+FOR,
+    /// kill:HOST@AT+DOWN, link-down:LINK@AT+FOR (see `ocslab_scheduler::perturb`).
+    #[arg(long = "perturb", value_name = "SPEC")]
+    pub perturb: Vec<String>,
+}
 
 /// Runs `ocslab sim`.
-pub fn run(_a: SimArgs) -> Result<ExitCode> {
-    bail!("not yet implemented")
+pub fn run(a: SimArgs) -> Result<ExitCode> {
+    let mut exp = Experiment::load(&a.experiment)?;
+    for spec in &a.perturb {
+        let p = crate::perturb::Perturbation::parse_cli(spec, &exp.topology)
+            .map_err(|e| anyhow::anyhow!("--perturb {e}"))?;
+        exp.perturbations.push(p);
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} jobs")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let outcomes = run_experiment(&exp, |name, done, total| {
+        bar.set_prefix(name.to_string());
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    let mut summaries: Vec<SchedulerSummary> = outcomes.iter().map(summarize).collect();
+    normalize(&mut summaries);
+    let dir = a.out.unwrap_or_else(|| {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from("results").join(format!("{}-sim-{secs}", exp.name))
+    });
+    results::write(&dir, &exp, &outcomes, &summaries)
+        .with_context(|| format!("writing results to {}", dir.display()))?;
+    if a.json {
+        let v = serde_json::json!({
+            "experiment": exp.name,
+            "seed": exp.seed,
+            "topology": exp.topology.name,
+            "coflow_scheduler": exp.coflow_scheduler,
+            "schedulers": summaries,
+            "results_dir": dir,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print_table(&exp, &summaries);
+        println!("results: {}", dir.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(exp: &Experiment, s: &[SchedulerSummary]) {
+    println!(
+        "{} on {} (seed {}, coflows: {}, {} jobs)",
+        exp.name,
+        exp.topology.name,
+        exp.seed,
+        exp.coflow_scheduler,
+        s.first().map_or(0, |x| x.jobs)
+    );
+    println!(
+        "{:<12} {:>18} {:>18} {:>18} {:>18} {:>18} {:>14} {:>16} {:>6} {:>8}",
+        "scheduler",
+        "makespan s",
+        "avg JCT s",
+        "p95 JCT s",
+        "avg CCT s",
+        "p95 CCT s",
+        "jobs/hour",
+        "cross-rack GB",
+        "OCS %",
+        "reconf"
+    );
+    for x in s {
+        let n = &x.normalized;
+        let cell = |v: f64, r: f64| format!("{v:.1} ({r:.2})");
+        println!(
+            "{:<12} {:>18} {:>18} {:>18} {:>18} {:>18} {:>14.1} {:>16} {:>6.1} {:>8}",
+            x.name,
+            cell(x.makespan_s, n.makespan),
+            cell(x.avg_jct_s, n.avg_jct),
+            cell(x.p95_jct_s, n.p95_jct),
+            cell(x.avg_cct_s, n.avg_cct),
+            cell(x.p95_cct_s, n.p95_cct),
+            x.throughput_jobs_per_hour,
+            format!(
+                "{:.2} ({:.2})",
+                x.cross_rack_bytes as f64 / 1e9,
+                n.cross_rack_bytes
+            ),
+            100.0 * x.ocs_share,
+            x.reconfigurations
+        );
+    }
 }

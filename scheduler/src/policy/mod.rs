@@ -119,9 +119,21 @@ pub type Constructor = fn(&toml::Table) -> Result<Box<dyn TaskPolicy>, PolicyErr
 
 /// The one table of task schedulers: name, one-line description, constructor.
 pub const POLICIES: &[(&str, &str, Constructor)] = &[
-    ("fifo", "jobs in submission order, first pending task", fifo::Fifo::from_params),
-    ("fair", "Hadoop Fair scheduler: per-user max-min shares, fair among a user's jobs", fair::Fair::from_params),
-    ("delay", "Delay scheduling (Zaharia et al., EuroSys'10) on Fair order: node/rack locality waits", delay::Delay::from_params),
+    (
+        "fifo",
+        "jobs in submission order, first pending task",
+        fifo::Fifo::from_params,
+    ),
+    (
+        "fair",
+        "Hadoop Fair scheduler: per-user max-min shares, fair among a user's jobs",
+        fair::Fair::from_params,
+    ),
+    (
+        "delay",
+        "Delay scheduling (Zaharia et al., EuroSys'10) on Fair order: node/rack locality waits",
+        delay::Delay::from_params,
+    ),
     ("fresh", "FRESH dynamic slot configuration (Wang, thesis 2017, Ch. 3): typed slots per release, overall fairness, admission k", fresh::Fresh::dynamic_from_params),
     ("fresh-static", "FRESH static slot configuration (Wang, thesis 2017, Alg. 3.3.1): best fixed map:reduce split, Fair per phase", fresh::Fresh::static_from_params),
     ("omo", "OMO (Wang, thesis 2017, Ch. 4): lazy start of reduces (remaining map time <= predicted shuffle time) + batch finish of maps", omo::Omo::from_params),

@@ -12,12 +12,23 @@ use ocslab_emulator::{Bps, Nanos, Topology};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+/// A flow in flight, ordered by finish time then issue order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct InFlight {
+    finish: Nanos,
+    seq: u64,
+    flow: FlowId,
+    coflow: CoflowId,
+    started: Nanos,
+    bytes: u64,
+    cross_rack: bool,
+}
+
 /// Every flow at `rate`, no sharing, no circuits.
 #[derive(Debug)]
 pub struct FixedRateNetwork {
     rate: Bps,
-    /// (finish, sequence, flow, coflow, start, bytes, cross-rack)
-    heap: BinaryHeap<Reverse<(Nanos, u64, FlowId, CoflowId, Nanos, u64, bool)>>,
+    heap: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
     now: Nanos,
     stats: NetStats,
@@ -52,40 +63,40 @@ impl NetworkModel for FixedRateNetwork {
         for f in flows {
             let d = self.rate.time_to_send(f.bytes).unwrap_or(Nanos::ZERO);
             self.seq += 1;
-            self.heap.push(Reverse((
-                now + d,
-                self.seq,
-                f.id,
-                f.coflow,
-                now,
-                f.bytes.0,
-                f.src.rack != f.dst.rack,
-            )));
+            self.heap.push(Reverse(InFlight {
+                finish: now + d,
+                seq: self.seq,
+                flow: f.id,
+                coflow: f.coflow,
+                started: now,
+                bytes: f.bytes.0,
+                cross_rack: f.src.rack != f.dst.rack,
+            }));
         }
     }
 
     fn next_event_at(&self) -> Option<Nanos> {
-        self.heap.peek().map(|Reverse((t, ..))| *t)
+        self.heap.peek().map(|Reverse(f)| f.finish)
     }
 
     fn advance_to(&mut self, now: Nanos) -> Vec<NetEvent> {
         self.now = self.now.max(now);
         let mut out = Vec::new();
-        while let Some(Reverse((t, _, flow, coflow, started, bytes, cross))) = self.heap.peek().copied() {
-            if t > now {
+        while let Some(Reverse(f)) = self.heap.peek().copied() {
+            if f.finish > now {
                 break;
             }
             self.heap.pop();
-            let b = ocslab_emulator::Bytes(bytes);
+            let b = ocslab_emulator::Bytes(f.bytes);
             self.stats.eps_bytes += b;
-            if cross {
+            if f.cross_rack {
                 self.stats.cross_rack_bytes += b;
             }
             out.push(NetEvent::FlowDone {
-                flow,
-                coflow,
-                started,
-                at: t,
+                flow: f.flow,
+                coflow: f.coflow,
+                started: f.started,
+                at: f.finish,
                 eps_bytes: b,
                 ocs_bytes: ocslab_emulator::Bytes(0),
             });

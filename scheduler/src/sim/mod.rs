@@ -13,11 +13,13 @@
 
 mod fixed_rate;
 mod network;
+mod run;
 
 pub mod bench;
 
 pub use fixed_rate::FixedRateNetwork;
 pub use network::NetworkModel;
+pub use run::{run_experiment, run_scheduler, RunError};
 
 use crate::engine::{AttemptId, Command, Engine, Event, Records};
 use crate::net::{NetEvent, NetStats};

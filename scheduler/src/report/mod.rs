@@ -1,0 +1,8 @@
+//! Run reports: per-scheduler summaries normalized to the first scheduler
+//! ([`summary`]) and the results folder with the experiment as run and one
+//! CSV per job, task attempt, coflow and flow ([`results`]).
+
+pub mod results;
+pub mod summary;
+
+pub use summary::{normalize, summarize, Normalized, SchedulerSummary};

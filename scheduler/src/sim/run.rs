@@ -1,0 +1,77 @@
+//! Running an [`Experiment`] in the simulator: one run per task scheduler,
+//! each on the same jobs (same seed), each with a fresh engine, policy and
+//! network.
+
+use super::{FixedRateNetwork, SimError, SimOutcome, Simulation};
+use crate::engine::{Engine, EngineError};
+use crate::experiment::{Experiment, ExperimentError, NetworkKind};
+use crate::model::job::Job;
+use crate::net::FluidNetwork;
+use crate::policy::PolicyError;
+
+/// Why an experiment run failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// The experiment (or a file it names) is invalid.
+    #[error(transparent)]
+    Experiment(#[from] ExperimentError),
+    /// A policy could not be built.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The engine refused the workload or settings.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The simulation could not finish.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    /// A perturbation the simulator cannot carry out (a link window).
+    #[error("perturbations: {0}")]
+    Perturbation(String),
+}
+
+/// Simulates `jobs` under task scheduler `scheduler` with the experiment's
+/// topology, network model, coflow scheduler and engine settings, and its
+/// perturbations ([`crate::perturb::Timeline`]: whole-run host speeds set
+/// into the engine, timed speed changes and agent deaths fed as events).
+/// `progress(done, total)` is called as jobs finish.
+pub fn run_scheduler(
+    exp: &Experiment,
+    scheduler: &str,
+    jobs: Vec<Job>,
+    progress: impl FnMut(usize, usize),
+) -> Result<SimOutcome, RunError> {
+    let policy = exp.policy(scheduler)?;
+    let timeline = crate::perturb::Timeline::of(&exp.perturbations);
+    let events = timeline.engine_only().map_err(RunError::Perturbation)?;
+    let mut config = exp.engine.clone();
+    timeline.apply_base(&mut config);
+    let engine = Engine::new(&exp.topology, jobs, policy, config)?;
+    let out = match exp.network {
+        NetworkKind::Fluid => {
+            let net = FluidNetwork::new(&exp.topology, &exp.coflow_scheduler)
+                .map_err(|e| SimError::Network(format!("{e:#}")))?;
+            Simulation::new(engine, net, exp.sim.clone())
+                .with_events(events)
+                .run(progress)?
+        }
+        NetworkKind::Uncontended => {
+            let net = FixedRateNetwork::for_topology(&exp.topology);
+            Simulation::new(engine, net, exp.sim.clone())
+                .with_events(events)
+                .run(progress)?
+        }
+    };
+    Ok(out)
+}
+
+/// Runs every task scheduler of the experiment, baseline first.
+pub fn run_experiment(
+    exp: &Experiment,
+    mut progress: impl FnMut(&str, usize, usize),
+) -> Result<Vec<SimOutcome>, RunError> {
+    let jobs = exp.jobs()?;
+    exp.task_schedulers
+        .iter()
+        .map(|name| run_scheduler(exp, name, jobs.clone(), |d, t| progress(name, d, t)))
+        .collect()
+}
