@@ -52,6 +52,7 @@ fn sim_writes_a_results_folder_consistent_with_its_summary() {
         experiment: exp,
         json: true,
         out: Some(out.clone()),
+        perturb: Vec::new(),
     })
     .expect("sim runs");
     for f in ["experiment.toml", "topology.toml", "run.json", "summary.json"] {
@@ -101,6 +102,7 @@ fn sim_twice_with_the_same_seed_gives_identical_results() {
             experiment: exp.clone(),
             json: true,
             out: Some(dir.join(out)),
+            perturb: Vec::new(),
         })
         .expect("sim runs");
     }
@@ -125,6 +127,7 @@ fn a_bad_experiment_names_file_line_and_field() {
         experiment: exp.clone(),
         json: false,
         out: Some(dir.join("out")),
+        perturb: Vec::new(),
     })
     .expect_err("an unknown scheduler is refused");
     let msg = format!("{err:#}");
@@ -137,5 +140,21 @@ fn a_bad_experiment_names_file_line_and_field() {
         !dir.join("out").exists(),
         "no results folder for a refused experiment"
     );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
+    let dir = scratch("perturb");
+    let exp = experiment(&dir, "[\"fair\"]");
+    let err = run(SimArgs {
+        experiment: exp,
+        json: false,
+        out: Some(dir.join("out")),
+        perturb: vec!["straggler:r99h0:0.5@1s+1s".into()],
+    })
+    .expect_err("no such host");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("--perturb") && msg.contains("r99h0"), "{msg}");
     std::fs::remove_dir_all(dir).ok();
 }

@@ -69,6 +69,9 @@ pub struct RawExperiment {
     pub scheduler_params: BTreeMap<String, toml::Table>,
     /// The workload.
     pub workload: RawWorkload,
+    /// Perturbations ([`crate::perturb`]): slow hosts, stragglers, killed agents, links down.
+    #[serde(default)]
+    pub perturbations: Vec<crate::perturb::RawPerturbation>,
 }
 
 fn default_coflow() -> String {
@@ -208,6 +211,8 @@ pub struct Experiment {
     pub sim: SimConfig,
     /// The workload.
     pub workload: Workload,
+    /// Perturbations, validated against the topology.
+    pub perturbations: Vec<crate::perturb::Perturbation>,
 }
 
 /// An error in an experiment (or in a file it names): file, line, field,
@@ -410,8 +415,16 @@ impl Experiment {
                 Workload::Swim { model: m, trace }
             }
         };
+        let perturbations = raw
+            .perturbations
+            .iter()
+            .enumerate()
+            .map(|(i, p)| crate::perturb::Perturbation::validate(i, p, &topology))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| src.err(&format!("perturbations[{}].{}", e.index, e.field), e.message))?;
         Ok(Experiment {
             name: raw.name,
+            perturbations,
             file: file.to_path_buf(),
             text: text.to_string(),
             topology_file,

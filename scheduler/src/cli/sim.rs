@@ -22,11 +22,20 @@ pub struct SimArgs {
     /// Results folder (default: results/<experiment>-sim-<unix time>).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Add a perturbation (repeatable): speed:HOST:S, straggler:HOST:S@AT+FOR,
+    /// kill:HOST@AT+DOWN, link-down:LINK@AT+FOR (see `ocslab_scheduler::perturb`).
+    #[arg(long = "perturb", value_name = "SPEC")]
+    pub perturb: Vec<String>,
 }
 
 /// Runs `ocslab sim`.
 pub fn run(a: SimArgs) -> Result<ExitCode> {
-    let exp = Experiment::load(&a.experiment)?;
+    let mut exp = Experiment::load(&a.experiment)?;
+    for spec in &a.perturb {
+        let p = crate::perturb::Perturbation::parse_cli(spec, &exp.topology)
+            .map_err(|e| anyhow::anyhow!("--perturb {e}"))?;
+        exp.perturbations.push(p);
+    }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} jobs")

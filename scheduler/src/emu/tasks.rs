@@ -137,6 +137,9 @@ impl TaskBridge {
                 Some((host, Command::KillTask { task }))
             }
             EngineCommand::StartTask { .. } | EngineCommand::StartFlows(_) => None,
+            // The agent protocol has no way yet to stretch a running compute, so a
+            // simulated CPU straggler (`Event::HostSpeed`) does not slow agents down.
+            EngineCommand::Retime { .. } => None,
         }
     }
 

@@ -104,6 +104,15 @@ pub enum Event {
     HostDead(HostId),
     /// A host is back (empty).
     HostAlive(HostId),
+    /// A host's compute speed changed (a CPU straggler began or ended; see
+    /// [`crate::perturb`]): attempts computing there finish later or sooner,
+    /// announced as [`Command::Retime`].
+    HostSpeed {
+        /// The host.
+        host: HostId,
+        /// Its new relative speed (> 0; 1.0 = nominal).
+        speed: f64,
+    },
 }
 
 /// Something the driver must do, returned by [`super::Engine::handle`].
@@ -129,6 +138,18 @@ pub enum Command {
         host: HostId,
         /// Expected compute time on this host.
         duration: Nanos,
+    },
+    /// The compute of `attempt` (already announced by [`Command::Compute`])
+    /// now ends `remaining` from the event's time, because its host's speed
+    /// changed ([`Event::HostSpeed`]). A simulating driver moves its timer;
+    /// an emulating driver whose host really slowed down may ignore it.
+    Retime {
+        /// The attempt.
+        attempt: AttemptId,
+        /// Where it runs.
+        host: HostId,
+        /// Compute time left at the new speed.
+        remaining: Nanos,
     },
     /// Stop this attempt (another attempt of its task won); its slot is
     /// already free in the engine, and its flows are abandoned.

@@ -258,6 +258,7 @@ impl Engine {
             }
             Event::HostDead(h) => self.host_dead(now, h),
             Event::HostAlive(h) => self.host_alive(h),
+            Event::HostSpeed { host, speed } => self.host_speed(now, host, speed),
         }
         self.offer_round(now, full_round);
         if !self.new_flows.is_empty() {

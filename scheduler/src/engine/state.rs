@@ -100,6 +100,11 @@ pub struct AttemptState {
     pub(crate) host: HostId,
     pub(crate) started: Nanos,
     pub(crate) phase: Phase,
+    /// When its compute began.
+    pub(crate) compute_started: Option<Nanos>,
+    /// After a host speed change: (when, compute progress then); progress
+    /// runs linearly from there to the phase's end.
+    pub(crate) rebase: Option<(Nanos, f64)>,
     pub(crate) speculative: bool,
     pub(crate) locality: Option<Locality>,
     pub(crate) input_flow: Option<FlowId>,
@@ -123,6 +128,25 @@ impl AttemptState {
     pub fn phase(&self) -> Phase {
         self.phase
     }
+    /// When its compute began (`None` while fetching).
+    pub fn compute_started(&self) -> Option<Nanos> {
+        self.compute_started
+    }
+    /// Fraction of its compute done at `now` (0 while fetching). Linear in
+    /// time, except that a host speed change bends it: from then on it runs
+    /// linearly from the progress made to the new end (`since + duration`).
+    pub fn compute_progress(&self, now: Nanos) -> f64 {
+        let Phase::Computing { since, duration } = self.phase else {
+            return 0.0;
+        };
+        let end = since + duration;
+        let (t0, p0) = self.rebase.unwrap_or((since, 0.0));
+        if end <= t0 {
+            return if now >= end { 1.0 } else { p0 };
+        }
+        let f = (now.saturating_sub(t0).0 as f64 / (end - t0).0 as f64).min(1.0);
+        p0 + (1.0 - p0) * f
+    }
     /// Whether it is a speculative copy.
     pub fn speculative(&self) -> bool {
         self.speculative
@@ -144,19 +168,7 @@ impl AttemptState {
     /// maps fetched, out of `maps`), half for the compute — Hadoop weighs a
     /// reduce's copy, sort and reduce phases alike; ocslab has no sort.
     pub fn progress(&self, now: Nanos, maps: u32) -> f64 {
-        let compute = match self.phase {
-            Phase::Fetching => 0.0,
-            Phase::Computing { since, duration } if duration.0 == 0 => {
-                if now >= since {
-                    1.0
-                } else {
-                    0.0
-                }
-            }
-            Phase::Computing { since, duration } => {
-                ((now.saturating_sub(since)).0 as f64 / duration.0 as f64).min(1.0)
-            }
-        };
+        let compute = self.compute_progress(now);
         match self.id.task.kind {
             TaskKind::Map => compute,
             TaskKind::Reduce => {

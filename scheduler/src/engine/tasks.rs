@@ -105,6 +105,8 @@ impl Engine {
                 host,
                 started: now,
                 phase: Phase::Fetching,
+                compute_started: None,
+                rebase: None,
                 speculative,
                 locality,
                 input_flow: None,
@@ -208,6 +210,7 @@ impl Engine {
             Nanos((base.0 as f64 / speed).round() as u64)
         };
         att.phase = Phase::Computing { since: now, duration };
+        att.compute_started = Some(now);
         if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
             r.first_task.get_or_insert(now);
         }
@@ -216,6 +219,49 @@ impl Engine {
             host: att.host,
             duration,
         });
+    }
+
+    /// Host `h` now computes at `speed` (a CPU straggler began or ended):
+    /// every attempt computing there keeps the progress it made and does
+    /// the rest at the new speed: its phase keeps its start and gets the new
+    /// expected total, its progress continues from where it was
+    /// ([`super::AttemptState::compute_progress`]), and the driver learns the new
+    /// end as [`Command::Retime`].
+    pub(super) fn host_speed(&mut self, now: Nanos, h: HostId, speed: f64) {
+        if !(self.c.topo.contains(h) && speed.is_finite() && speed > 0.0) {
+            return;
+        }
+        let hi = self.c.topo.host_index(h);
+        let old = self.c.hosts[hi].speed;
+        self.c.hosts[hi].speed = speed;
+        if old == speed {
+            return;
+        }
+        let ids: Vec<AttemptId> = self.c.hosts[hi].attempts.iter().copied().collect();
+        for id in ids {
+            let Some(att) = self.c.attempts.get_mut(&id) else {
+                continue;
+            };
+            let Phase::Computing { since, duration } = att.phase else {
+                continue;
+            };
+            let done = att.compute_progress(now);
+            let end = since + duration;
+            if done >= 1.0 || end <= now {
+                continue; // its end is due now anyway
+            }
+            let remaining = Nanos(((end - now).0 as f64 * old / speed).round() as u64);
+            att.phase = Phase::Computing {
+                since,
+                duration: (now - since) + remaining,
+            };
+            att.rebase = Some((now, done));
+            self.out.push(Command::Retime {
+                attempt: id,
+                host: h,
+                remaining,
+            });
+        }
     }
 
     /// An attempt reported its compute done.
@@ -389,10 +435,7 @@ impl Engine {
             }
             self.new_work = true;
         }
-        let compute_started = match att.phase {
-            Phase::Computing { since, .. } => Some(since),
-            Phase::Fetching => None,
-        };
+        let compute_started = att.compute_started;
         self.records.tasks.push(TaskRecord {
             attempt: id,
             kind: task.kind,
@@ -405,5 +448,9 @@ impl Engine {
             speculative: att.speculative,
             bytes,
         });
+        if let Some(rec) = self.records.tasks.last() {
+            let view = ClusterView { c: &self.c };
+            self.policy.on_attempt_ended(now, &view, rec);
+        }
     }
 }

@@ -14,13 +14,19 @@ pub mod corral;
 pub mod coscheduler;
 pub mod dawn;
 pub mod delay;
+pub mod esplash;
 pub mod fair;
 pub mod fifo;
+pub mod fresh;
 pub mod nas;
 pub mod netaware;
+pub mod omo;
+pub mod pick;
 pub mod shufflewatcher;
+#[cfg(test)]
+pub(crate) mod test_support;
 
-use crate::engine::{AttemptId, Circuit, ClusterView};
+use crate::engine::{AttemptId, Circuit, ClusterView, TaskRecord};
 use crate::model::job::{Job, JobId, TaskId};
 use ocslab_emulator::{HostId, Nanos, Topology};
 
@@ -62,6 +68,12 @@ pub trait TaskPolicy {
 
     /// A task finished (its winning attempt ran on `host`).
     fn on_task_finished(&mut self, _now: Nanos, _view: &ClusterView<'_>, _task: TaskId, _host: HostId) {}
+
+    /// An attempt ended (finished, killed or lost) and freed its slot;
+    /// `record` says where it ran, when it took its slot and began
+    /// computing, and how it ended (policies that learn task times or slot
+    /// release rates read it).
+    fn on_attempt_ended(&mut self, _now: Nanos, _view: &ClusterView<'_>, _record: &TaskRecord) {}
 
     /// A job finished.
     fn on_job_finished(&mut self, _now: Nanos, _view: &ClusterView<'_>, _job: JobId) {}
@@ -189,6 +201,13 @@ pub const POLICIES: &[(&str, &str, Constructor)] = &[
         "Co-scheduler, OCAS only (Fig. 7)",
         coscheduler::policy::CoScheduler::ocas_from_params,
     ),
+    ("fresh", "FRESH dynamic slot configuration (Wang, thesis 2017, Ch. 3): typed slots per release, overall fairness, admission k", fresh::Fresh::dynamic_from_params),
+    ("fresh-static", "FRESH static slot configuration (Wang, thesis 2017, Alg. 3.3.1): best fixed map:reduce split, Fair per phase", fresh::Fresh::static_from_params),
+    ("omo", "OMO (Wang, thesis 2017, Ch. 4): lazy start of reduces (remaining map time <= predicted shuffle time) + batch finish of maps", omo::Omo::from_params),
+    ("omo-lazy", "OMO's lazy start of reduces alone (Wang, thesis 2017, Alg. 4.3.1, stated intent), Fair otherwise", omo::Omo::lazy_from_params),
+    ("omo-batch", "OMO's batch finish of tailing maps alone (Wang, thesis 2017, Alg. 4.3.2), reduces at the engine's slow-start", omo::Omo::batch_from_params),
+    ("esplash", "ESPLASH (Wang, thesis 2017, Ch. 5): node levels, per-level straggler detection, speculation with a minimum node level", esplash::Esplash::from_params),
+    ("speculate-default", "Fair + Hadoop's default speculator (Wang, thesis 2017, eqs. 5.1-5.2)", esplash::DefaultSpeculator::from_params),
 ];
 
 /// Builds the policy called `name` with its parameters (`None`: defaults).

@@ -80,6 +80,7 @@ pub fn bench_jobs(
         },
         sim: SimConfig::default(),
         workload: Workload::Generated(workload),
+        perturbations: Vec::new(),
     };
     let list = exp.jobs()?;
     let tasks = list.iter().map(|j| j.maps.len() + j.reduces.len()).sum();

@@ -25,7 +25,7 @@ use crate::engine::{AttemptId, Command, Engine, Event, Records};
 use crate::net::{NetEvent, NetStats};
 use ocslab_emulator::{HostId, Nanos};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 /// Driver settings.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -94,6 +94,11 @@ pub struct Simulation<N: NetworkModel> {
     net: N,
     config: SimConfig,
     timers: BinaryHeap<Reverse<(Nanos, u64, AttemptId, HostId)>>,
+    /// The live timer (sequence number) of each computing attempt; a timer
+    /// superseded by [`Command::Retime`] is dropped when it comes up.
+    live_timer: BTreeMap<AttemptId, u64>,
+    /// Events from outside the cluster (perturbations), by time.
+    external: VecDeque<(Nanos, Event)>,
     seq: u64,
     events: u64,
     flows: u64,
@@ -109,10 +114,22 @@ impl<N: NetworkModel> Simulation<N> {
             next_sample: config.load_sample_interval,
             config,
             timers: BinaryHeap::new(),
+            live_timer: BTreeMap::new(),
+            external: VecDeque::new(),
             seq: 0,
             events: 0,
             flows: 0,
         }
+    }
+
+    /// Adds events that come from outside the cluster at given times (host
+    /// speed changes, hosts dying and coming back: see
+    /// [`crate::perturb::Timeline`]); each is fed to the engine at its time.
+    pub fn with_events(mut self, events: impl IntoIterator<Item = (Nanos, Event)>) -> Simulation<N> {
+        let mut all: Vec<(Nanos, Event)> = self.external.drain(..).chain(events).collect();
+        all.sort_by_key(|(t, _)| *t);
+        self.external = all.into();
+        self
     }
 
     /// Runs to the end. `progress(done, total)` is called as jobs finish.
@@ -162,6 +179,7 @@ impl<N: NetworkModel> Simulation<N> {
             self.timers.peek().map(|Reverse((t, ..))| *t),
             self.net.next_event_at(),
             sample,
+            self.external.front().map(|(t, _)| *t),
         ]
         .into_iter()
         .flatten()
@@ -207,11 +225,15 @@ impl<N: NetworkModel> Simulation<N> {
                 ),
             }
         }
-        while let Some(Reverse((at, _, attempt, host))) = self.timers.peek().copied() {
+        while let Some(Reverse((at, seq, attempt, host))) = self.timers.peek().copied() {
             if at > t {
                 break;
             }
             self.timers.pop();
+            if self.live_timer.get(&attempt) != Some(&seq) {
+                continue; // superseded by a Retime
+            }
+            self.live_timer.remove(&attempt);
             self.feed(
                 at,
                 Event::TaskFinished {
@@ -221,6 +243,11 @@ impl<N: NetworkModel> Simulation<N> {
                 },
                 t,
             );
+        }
+        while self.external.front().is_some_and(|(at, _)| *at <= t) {
+            if let Some((at, event)) = self.external.pop_front() {
+                self.feed(at, event, t);
+            }
         }
         if self.engine.next_wakeup().is_some_and(|w| w <= t) {
             self.feed(t, Event::Wakeup, t);
@@ -253,8 +280,19 @@ impl<N: NetworkModel> Simulation<N> {
                     duration,
                 } => {
                     self.seq += 1;
+                    self.live_timer.insert(attempt, self.seq);
                     self.timers
                         .push(Reverse((at + duration, self.seq, attempt, host)));
+                }
+                Command::Retime {
+                    attempt,
+                    host,
+                    remaining,
+                } => {
+                    self.seq += 1;
+                    self.live_timer.insert(attempt, self.seq);
+                    self.timers
+                        .push(Reverse((at + remaining, self.seq, attempt, host)));
                 }
             }
         }

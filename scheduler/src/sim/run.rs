@@ -24,10 +24,15 @@ pub enum RunError {
     /// The simulation could not finish.
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// A perturbation the simulator cannot carry out (a link window).
+    #[error("perturbations: {0}")]
+    Perturbation(String),
 }
 
 /// Simulates `jobs` under task scheduler `scheduler` with the experiment's
-/// topology, network model, coflow scheduler and engine settings.
+/// topology, network model, coflow scheduler and engine settings, and its
+/// perturbations ([`crate::perturb::Timeline`]: whole-run host speeds set
+/// into the engine, timed speed changes and agent deaths fed as events).
 /// `progress(done, total)` is called as jobs finish.
 pub fn run_scheduler(
     exp: &Experiment,
@@ -36,16 +41,24 @@ pub fn run_scheduler(
     progress: impl FnMut(usize, usize),
 ) -> Result<SimOutcome, RunError> {
     let policy = exp.policy(scheduler)?;
-    let engine = Engine::new(&exp.topology, jobs, policy, exp.engine.clone())?;
+    let timeline = crate::perturb::Timeline::of(&exp.perturbations);
+    let events = timeline.engine_only().map_err(RunError::Perturbation)?;
+    let mut config = exp.engine.clone();
+    timeline.apply_base(&mut config);
+    let engine = Engine::new(&exp.topology, jobs, policy, config)?;
     let out = match exp.network {
         NetworkKind::Fluid => {
             let net = FluidNetwork::new(&exp.topology, &exp.coflow_scheduler)
                 .map_err(|e| SimError::Network(format!("{e:#}")))?;
-            Simulation::new(engine, net, exp.sim.clone()).run(progress)?
+            Simulation::new(engine, net, exp.sim.clone())
+                .with_events(events)
+                .run(progress)?
         }
         NetworkKind::Uncontended => {
             let net = FixedRateNetwork::for_topology(&exp.topology);
-            Simulation::new(engine, net, exp.sim.clone()).run(progress)?
+            Simulation::new(engine, net, exp.sim.clone())
+                .with_events(events)
+                .run(progress)?
         }
     };
     Ok(out)

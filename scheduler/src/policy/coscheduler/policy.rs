@@ -565,6 +565,7 @@ elephant_threshold = "1GB"
                             None
                         }
                         Command::KillTask { .. } => None,
+                        Command::Retime { .. } => unreachable!("no host changes speed in this test"),
                     };
                     if let Some((t, ev)) = at_ev {
                         events.push(ev);
