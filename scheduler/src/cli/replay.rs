@@ -1,13 +1,298 @@
-//! `ocslab replay`: Replay a coflow trace (Coflow-Benchmark format) under a coflow scheduler. (stub until its work lands.)
+//! `ocslab replay`: replay a coflow trace (Coflow-Benchmark format) through
+//! the fluid network under one coflow scheduler, print CCT statistics
+//! (overall, per bin, and against the lower bound), and write per-coflow
+//! results to a folder.
 
-use anyhow::{bail, Result};
+use crate::coflow::POLICY_NAMES;
+use crate::net::replay::{replay, ReplayOutcome};
+use crate::net::summary::{Bin, Distribution, ReplaySummary};
+use crate::trace::coflow_benchmark;
+use anyhow::{Context, Result};
+use ocslab_emulator::{Bytes, Topology};
+use serde::Serialize;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 /// Arguments of `ocslab replay`.
 #[derive(clap::Args, Debug)]
-pub struct ReplayArgs {}
+#[command(after_help = "Example:\n  ocslab replay traces/FB2010-1Hr-150-0.txt --topology topologies/fb2010.toml --coflow-scheduler varys")]
+pub struct ReplayArgs {
+    /// The trace, in Coflow-Benchmark format (e.g. traces/FB2010-1Hr-150-0.txt).
+    pub trace: PathBuf,
+    /// The topology to replay on (e.g. topologies/fb2010.toml; fb2010-ocs.toml for sunflow).
+    #[arg(long)]
+    pub topology: PathBuf,
+    /// The coflow scheduler.
+    #[arg(long, default_value = "fair", value_parser = POLICY_NAMES)]
+    pub coflow_scheduler: String,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Replay only the first N coflows (by arrival).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Results folder (default results/replay-<trace>-<scheduler>-<UTC time>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// A replay with what it was run on and how long it took.
+#[derive(Debug)]
+pub struct ReplayRun {
+    /// The topology.
+    pub topology: Topology,
+    /// Flows replayed.
+    pub flows: usize,
+    /// The outcome.
+    pub outcome: ReplayOutcome,
+    /// Wall time of the simulation alone (not reading the trace), seconds.
+    pub wall_s: f64,
+}
+
+/// Reads `trace` and `topology` and replays the first `limit` coflows under `scheduler`.
+pub fn run_replay(
+    trace: &Path,
+    topology: &Path,
+    scheduler: &str,
+    limit: Option<usize>,
+    progress: impl FnMut(usize, usize),
+) -> Result<ReplayRun> {
+    let topo = Topology::load(topology)?;
+    let parsed = coflow_benchmark::load(trace)?;
+    let coflows = parsed.to_coflows(&topo, limit);
+    let flows = coflows.iter().map(|c| c.flows.len()).sum();
+    let start = Instant::now();
+    let outcome = replay(&topo, scheduler, &coflows, progress)?;
+    Ok(ReplayRun {
+        topology: topo,
+        flows,
+        outcome,
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    trace: String,
+    topology: &'a str,
+    scale: f64,
+    flows: usize,
+    wall_s: f64,
+    results: String,
+    #[serde(flatten)]
+    summary: &'a ReplaySummary,
+}
 
 /// Runs `ocslab replay`.
-pub fn run(_a: ReplayArgs) -> Result<ExitCode> {
-    bail!("not yet implemented")
+pub fn run(a: ReplayArgs) -> Result<ExitCode> {
+    let bar = (!a.json && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} coflows")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b.set_message(format!("replay under {}", a.coflow_scheduler));
+        b
+    });
+    let run = run_replay(&a.trace, &a.topology, &a.coflow_scheduler, a.limit, |done, total| {
+        if let Some(b) = &bar {
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let summary = ReplaySummary::of(&run.outcome);
+    let stem = a
+        .trace
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
+    let dir = match a.out {
+        Some(d) => d,
+        None => results_dir(&stem, &a.coflow_scheduler)?,
+    };
+    write_results(&dir, &run, &summary)?;
+    let report = Report {
+        trace: a.trace.display().to_string(),
+        topology: &run.topology.name,
+        scale: run.topology.scale,
+        flows: run.flows,
+        wall_s: run.wall_s,
+        results: dir.display().to_string(),
+        summary: &summary,
+    };
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        print_table(&mut out, &report, &run)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(out: &mut impl Write, r: &Report<'_>, run: &ReplayRun) -> Result<()> {
+    let s = r.summary;
+    let t = &run.topology;
+    writeln!(
+        out,
+        "replay {} on {} ({} racks x {} hosts, scale {}) under {}",
+        r.trace, t.name, t.racks, t.hosts_per_rack, t.scale, s.scheduler
+    )?;
+    writeln!(
+        out,
+        "{} coflows, {} flows; simulated makespan {:.1} s; wall time {:.3} s",
+        s.coflows, r.flows, s.makespan_s, r.wall_s
+    )?;
+    let fabric = if t.ocs_ports_per_rack == 0 {
+        "this topology has no OCS".to_string()
+    } else if run.outcome.uses_ocs {
+        format!(
+            "elephants (>= {}) over {} OCS port(s) per rack, the rest over EPS",
+            t.elephant_threshold, t.ocs_ports_per_rack
+        )
+    } else {
+        format!("{} uses EPS only", s.scheduler)
+    };
+    writeln!(
+        out,
+        "fabric: EPS carried {}, OCS {} ({fabric}); cross-rack {}; {} circuits set up",
+        Bytes(s.eps_bytes),
+        Bytes(s.ocs_bytes),
+        Bytes(s.cross_rack_bytes),
+        s.reconfigurations
+    )?;
+    writeln!(out)?;
+    writeln!(out, "{:<14} {:>6} {:>10} {:>10} {:>10} {:>10}", "CCT (s)", "n", "avg", "p50", "p95", "p99")?;
+    let row = |out: &mut dyn Write, name: &str, d: &Distribution| {
+        writeln!(
+            out,
+            "{:<14} {:>6} {:>10.3} {:>10.3} {:>10.3} {:>10.3}",
+            name, d.count, d.avg, d.p50, d.p95, d.p99
+        )
+    };
+    if let Some(d) = &s.cct_s {
+        row(out, "all", d)?;
+    }
+    for b in Bin::ALL {
+        if let Some(d) = s.cct_by_bin_s.get(&b) {
+            row(out, &b.to_string(), d)?;
+        }
+    }
+    if let Some(d) = &s.ratio {
+        row(out, "CCT / T(C)", d)?;
+    }
+    writeln!(out, "lower bound T(C): {}", s.lower_bound)?;
+    writeln!(out, "bins: S/L = longest flow under/over 5 MB, N/W = at most/over 50 flows")?;
+    writeln!(out, "results: {}", r.results)?;
+    Ok(())
+}
+
+/// `results/replay-<trace>-<scheduler>-<UTC time>/`, made unique with a suffix.
+fn results_dir(trace: &str, scheduler: &str) -> Result<PathBuf> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let base = format!("results/replay-{trace}-{scheduler}-{}", utc_stamp(secs));
+    let mut dir = PathBuf::from(&base);
+    let mut n = 2;
+    while dir.exists() {
+        dir = PathBuf::from(format!("{base}-{n}"));
+        n += 1;
+    }
+    Ok(dir)
+}
+
+/// `YYYYmmddTHHMMSSZ` for seconds since the epoch (civil-from-days, H. Hinnant).
+fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// coflows.csv, circuits.csv (when any) and summary.json in `dir`.
+fn write_results(dir: &Path, run: &ReplayRun, summary: &ReplaySummary) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("coflows.csv");
+    let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    w.write_record([
+        "id",
+        "arrival_s",
+        "bytes",
+        "width",
+        "bin",
+        "cct_s",
+        "lower_bound_s",
+        "ratio",
+        "eps_bytes",
+        "ocs_bytes",
+    ])?;
+    for r in &run.outcome.records {
+        w.write_record([
+            r.id.0.to_string(),
+            format!("{:.9}", r.arrival.as_secs_f64()),
+            r.bytes.0.to_string(),
+            r.width.to_string(),
+            r.bin.to_string(),
+            format!("{:.9}", r.cct.as_secs_f64()),
+            r.lower_bound
+                .map_or(String::new(), |b| format!("{:.9}", b.value().as_secs_f64())),
+            r.ratio().map_or(String::new(), |x| format!("{x:.6}")),
+            r.eps_bytes.0.to_string(),
+            r.ocs_bytes.0.to_string(),
+        ])?;
+    }
+    w.flush()?;
+    if !run.outcome.circuits.is_empty() {
+        let path = dir.join("circuits.csv");
+        let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
+        w.write_record(["src_rack", "dst_rack", "port", "requested_s", "up_s", "down_s"])?;
+        for c in &run.outcome.circuits {
+            w.write_record([
+                c.src_rack.to_string(),
+                c.dst_rack.to_string(),
+                c.port.to_string(),
+                format!("{:.9}", c.requested_at.as_secs_f64()),
+                format!("{:.9}", c.up_at.as_secs_f64()),
+                c.down_at.map_or(String::new(), |t| format!("{:.9}", t.as_secs_f64())),
+            ])?;
+        }
+        w.flush()?;
+    }
+    let path = dir.join("summary.json");
+    let text = serde_json::to_string_pretty(&serde_json::json!({
+        "topology": run.topology.nominal,
+        "flows": run.flows,
+        "summary": summary,
+        "version": env!("CARGO_PKG_VERSION"),
+    }))?;
+    std::fs::write(&path, text + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_stamp_matches_known_dates() {
+        assert_eq!(super::utc_stamp(0), "19700101T000000Z");
+        assert_eq!(super::utc_stamp(951_782_400), "20000229T000000Z");
+        assert_eq!(super::utc_stamp(1_700_000_000), "20231114T221320Z");
+    }
 }

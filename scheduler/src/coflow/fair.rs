@@ -13,6 +13,9 @@ impl CoflowPolicy for Fair {
     fn name(&self) -> &'static str {
         "fair"
     }
+    fn reads_progress(&self) -> bool {
+        false
+    }
     fn schedule(&mut self, _now: Nanos, _view: &NetView) -> Decision {
         Decision::default()
     }

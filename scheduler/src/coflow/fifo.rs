@@ -18,6 +18,9 @@ impl CoflowPolicy for Fifo {
     fn name(&self) -> &'static str {
         "fifo"
     }
+    fn reads_progress(&self) -> bool {
+        false // arrival order only
+    }
     fn schedule(&mut self, _now: Nanos, view: &NetView) -> Decision {
         let mut order: Vec<(Nanos, CoflowId)> = view.coflows.iter().map(|(&id, c)| (c.arrival, id)).collect();
         order.sort();

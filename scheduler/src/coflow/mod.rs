@@ -67,6 +67,12 @@ pub trait CoflowPolicy: Send {
     fn uses_ocs(&self) -> bool {
         false
     }
+    /// Whether `schedule` reads per-flow progress (remaining and sent
+    /// bytes, rates) or coflows' bytes sent; if not, the network skips
+    /// bringing them up to date before each call.
+    fn reads_progress(&self) -> bool {
+        true
+    }
     /// The plan from `now` on, given the network as it is at `now`.
     fn schedule(&mut self, now: Nanos, view: &NetView) -> Decision;
 }

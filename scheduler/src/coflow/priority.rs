@@ -37,10 +37,7 @@ impl PriorityFill {
             self.ids.clear();
             for f in view.flows_of(c) {
                 self.ids.push(f.spec.id);
-                self.demands.push(Demand {
-                    links: view.links.eps_path(f.spec.src, f.spec.dst),
-                    cap: f64::INFINITY,
-                });
+                self.demands.push(Demand::new(view.links.eps_path(f.spec.src, f.spec.dst)));
             }
             self.water.fill(residual, &self.demands, &mut self.rates);
             out.extend(self.ids.iter().copied().zip(self.rates.iter().copied()));

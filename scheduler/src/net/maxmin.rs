@@ -1,69 +1,54 @@
 //! Max-min fair rates by water-filling (Bertsekas & Gallager, *Data
-//! Networks*, Sec. 6.5.2), with optional per-flow caps.
+//! Networks*, Sec. 6.5.2), with optional per-flow caps and weights.
 //!
 //! The bottleneck form: repeatedly take the link whose remaining capacity
 //! divided by its unfrozen flows is smallest (or the smallest unmet cap, if
 //! lower), freeze those flows at that share, and charge their rate to every
-//! link they cross. A link's share only grows as others freeze (a flow frozen
-//! elsewhere took at most this link's share), so a heap with lazily
-//! discarded stale entries finds the next bottleneck: O((F·h + L) log L) for
-//! F flows of at most h links each, instead of O(L²) for a scan per round.
+//! link they cross. Each round freezes at least one link, so a solve costs
+//! O(F·h) to set up plus O(L²) for the rounds in the worst case, where F
+//! flows cross at most h links of the L links in use. A linear scan per
+//! round beats a heap here: a round changes the share of many links at once,
+//! and L (a few hundred for a 150-rack fabric) is far below F.
 //!
-//! Ties are broken by link id, so the result does not depend on hash order.
+//! Ties are broken by link id, so the result never depends on iteration order.
 
 use crate::net::links::{LinkId, Links};
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
 
-/// One flow's claim: the links it crosses and its cap (bytes per second;
-/// `f64::INFINITY` for none).
+/// One flow's claim (or `weight` identical flows' claims): the links it
+/// crosses and its cap (bytes per second; `f64::INFINITY` for none).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Demand {
     /// Links crossed.
     pub links: Links,
-    /// Rate cap in bytes per second.
+    /// Rate cap per flow in bytes per second.
     pub cap: f64,
+    /// How many identical flows this stands for (same links, same cap:
+    /// max-min gives them the same rate).
+    pub weight: u32,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    share: f64,
-    link: LinkId,
-    version: u32,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.share
-            .total_cmp(&o.share)
-            .then(self.link.cmp(&o.link))
-            .then(self.version.cmp(&o.version))
+impl Demand {
+    /// One flow over `links`, uncapped.
+    pub fn new(links: Links) -> Demand {
+        Demand {
+            links,
+            cap: f64::INFINITY,
+            weight: 1,
+        }
     }
 }
 
 /// Reusable scratch space for water-filling over one link set.
 #[derive(Clone, Debug, Default)]
 pub struct WaterFill {
-    count: Vec<u32>,
+    count: Vec<u64>,
+    share: Vec<f64>,
     degree: Vec<u32>,
     start: Vec<u32>,
-    version: Vec<u32>,
-    touched: Vec<LinkId>,
+    active: Vec<LinkId>,
     adjacency: Vec<u32>,
     frozen: Vec<bool>,
     capped: Vec<(f64, u32)>,
-    heap: BinaryHeap<Reverse<Entry>>,
 }
 
 impl WaterFill {
@@ -71,60 +56,54 @@ impl WaterFill {
     pub fn new(links: usize) -> WaterFill {
         WaterFill {
             count: vec![0; links],
+            share: vec![0.0; links],
             degree: vec![0; links],
             start: vec![0; links],
-            version: vec![0; links],
             ..WaterFill::default()
         }
     }
 
-    /// Max-min fair rates for `flows` on the capacities in `residual`
-    /// (bytes per second), which are reduced by what the flows take. The
-    /// rates are written to `rates` (one per flow, same order). Calling it
-    /// class after class on the same `residual` gives strict priority.
+    /// Max-min fair rates (per flow) for `flows` on the capacities in
+    /// `residual` (bytes per second), which are reduced by what the flows
+    /// take. The rates are written to `rates` (one per demand, same order).
+    /// Calling it class after class on the same `residual` gives strict
+    /// priority between the classes.
     pub fn fill(&mut self, residual: &mut [f64], flows: &[Demand], rates: &mut Vec<f64>) {
         rates.clear();
         rates.resize(flows.len(), 0.0);
         self.frozen.clear();
         self.frozen.resize(flows.len(), false);
-        self.touched.clear();
+        self.active.clear();
         for f in flows {
             for &l in f.links.as_slice() {
-                let l = l as usize;
-                if self.count[l] == 0 {
-                    self.touched.push(l as LinkId);
+                let li = l as usize;
+                if self.degree[li] == 0 {
+                    self.active.push(l);
                 }
-                self.count[l] += 1;
+                self.degree[li] += 1;
+                self.count[li] += u64::from(f.weight);
             }
         }
+        // Adjacency (link -> flows) in one array, `start` per link.
         let mut next = 0u32;
-        for &l in &self.touched {
-            let l = l as usize;
-            self.start[l] = next;
-            self.degree[l] = self.count[l];
-            next += self.count[l];
+        for &l in &self.active {
+            let li = l as usize;
+            self.start[li] = next;
+            next += self.degree[li];
+            self.degree[li] = 0;
         }
         self.adjacency.clear();
         self.adjacency.resize(next as usize, 0);
-        // `degree` doubles as the fill pointer, then is restored.
         for (i, f) in flows.iter().enumerate() {
             for &l in f.links.as_slice() {
-                let l = l as usize;
-                let at = self.start[l] + self.count[l] - self.degree[l];
-                self.adjacency[at as usize] = i as u32;
-                self.degree[l] -= 1;
+                let li = l as usize;
+                self.adjacency[(self.start[li] + self.degree[li]) as usize] = i as u32;
+                self.degree[li] += 1;
             }
         }
-        self.heap.clear();
-        for &l in &self.touched {
+        for &l in &self.active {
             let li = l as usize;
-            self.degree[li] = self.count[li];
-            self.version[li] = self.version[li].wrapping_add(1);
-            self.heap.push(Reverse(Entry {
-                share: residual[li].max(0.0) / self.count[li] as f64,
-                link: l,
-                version: self.version[li],
-            }));
+            self.share[li] = residual[li].max(0.0) / self.count[li] as f64;
         }
         self.capped.clear();
         self.capped.extend(
@@ -139,31 +118,32 @@ impl WaterFill {
         let mut next_cap = 0usize;
 
         loop {
-            let top = loop {
-                match self.heap.peek() {
-                    None => break None,
-                    Some(Reverse(e))
-                        if e.version != self.version[e.link as usize] || self.count[e.link as usize] == 0 =>
-                    {
-                        self.heap.pop();
-                    }
-                    Some(Reverse(e)) => break Some((e.share, e.link)),
+            // The bottleneck link: smallest share, then smallest id.
+            let mut best: Option<(f64, LinkId)> = None;
+            let mut i = 0;
+            while i < self.active.len() {
+                let l = self.active[i];
+                let li = l as usize;
+                if self.count[li] == 0 {
+                    self.degree[li] = 0;
+                    self.active.swap_remove(i);
+                    continue;
                 }
-            };
+                let share = self.share[li];
+                if best.is_none_or(|(s, bl)| share < s || (share == s && l < bl)) {
+                    best = Some((share, l));
+                }
+                i += 1;
+            }
             while next_cap < self.capped.len() && self.frozen[self.capped[next_cap].1 as usize] {
                 next_cap += 1;
             }
             let cap = self.capped.get(next_cap).copied();
-            let link_first = match (top, cap) {
+            match (best, cap) {
                 (None, None) => break,
-                (Some((share, _)), Some((cv, _))) => share <= cv,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-            };
-            match (top, cap) {
-                (Some((share, link)), _) if link_first => {
-                    let l = link as usize;
-                    let (s, d) = (self.start[l] as usize, self.degree[l] as usize);
+                (Some((share, link)), c) if c.is_none_or(|(cv, _)| share <= cv) => {
+                    let li = link as usize;
+                    let (s, d) = (self.start[li] as usize, self.degree[li] as usize);
                     for k in s..s + d {
                         let f = self.adjacency[k] as usize;
                         if !self.frozen[f] {
@@ -172,10 +152,11 @@ impl WaterFill {
                     }
                 }
                 (_, Some((cv, f))) => self.freeze(residual, flows, rates, f as usize, cv),
-                _ => break,
+                (Some(_), None) => unreachable!("the guard above takes every link when there is no cap"),
             }
         }
-        for &l in &self.touched {
+        for &l in &self.active {
+            self.degree[l as usize] = 0;
             self.count[l as usize] = 0;
         }
     }
@@ -183,17 +164,13 @@ impl WaterFill {
     fn freeze(&mut self, residual: &mut [f64], flows: &[Demand], rates: &mut [f64], f: usize, rate: f64) {
         self.frozen[f] = true;
         rates[f] = rate;
+        let w = flows[f].weight;
         for &l in flows[f].links.as_slice() {
             let li = l as usize;
-            residual[li] = (residual[li] - rate).max(0.0);
-            self.count[li] -= 1;
-            self.version[li] = self.version[li].wrapping_add(1);
+            residual[li] = (residual[li] - rate * f64::from(w)).max(0.0);
+            self.count[li] -= u64::from(w);
             if self.count[li] > 0 {
-                self.heap.push(Reverse(Entry {
-                    share: residual[li] / self.count[li] as f64,
-                    link: l,
-                    version: self.version[li],
-                }));
+                self.share[li] = residual[li] / self.count[li] as f64;
             }
         }
     }
@@ -205,4 +182,33 @@ pub fn max_min(capacity: &[f64], flows: &[Demand]) -> Vec<f64> {
     let mut rates = Vec::new();
     WaterFill::new(capacity.len()).fill(&mut residual, flows, &mut rates);
     rates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(links: &[LinkId]) -> Demand {
+        Demand::new(Links::new(links).unwrap())
+    }
+
+    #[test]
+    fn classic_three_link_example() {
+        // Links 0 and 1 of capacity 1, link 2 of capacity 2. Flow a crosses
+        // 0 and 1, b crosses 0, c crosses 1 and 2, e crosses 2.
+        // Link 0: a, b share 1 -> 0.5 each; link 1: a (0.5) leaves 0.5 for c;
+        // link 2: c (0.5) leaves 1.5 for e.
+        let r = max_min(&[1.0, 1.0, 2.0], &[d(&[0, 1]), d(&[0]), d(&[1, 2]), d(&[2])]);
+        assert_eq!(r, vec![0.5, 0.5, 0.5, 1.5]);
+    }
+
+    #[test]
+    fn caps_and_weights() {
+        // Link 0 of capacity 10: a capped at 2, b a bundle of 2 flows: (10-2)/2 = 4 each.
+        let mut a = d(&[0]);
+        a.cap = 2.0;
+        let mut b = d(&[0]);
+        b.weight = 2;
+        assert_eq!(max_min(&[10.0], &[a, b]), vec![2.0, 4.0]);
+    }
 }

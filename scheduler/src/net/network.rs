@@ -5,14 +5,82 @@
 //! ([`super::maxmin`]) over the links of [`super::links`]. The next event is
 //! the earliest of: a flow's finish at its rate, a circuit's end of dark
 //! time, the policy's wake-up. Nothing ticks; nothing reads a clock.
+//!
+//! Flows that share a route and a cap (same path, source, destination and
+//! cap) get the same max-min rate, so they are kept together in a *bundle*
+//! with one counter of service (bytes each member has received while in it),
+//! as processor-sharing simulators do with virtual time. A member finishes
+//! when the counter reaches the value recorded at its join plus its size.
+//! An event then costs O(bundles) rather than O(flows): with 150 racks a
+//! bundle holds all flows of one rack pair, however many coflows they serve.
+//! A policy that changes a flow's plan moves it to another bundle (O(log)).
+//! Per-flow progress in the [`NetView`] is brought up to date before each
+//! call of a policy that [reads it](CoflowPolicy::reads_progress).
 
 use super::links::{LinkMap, Links};
 use super::maxmin::{Demand, WaterFill};
-use super::{CircuitRecord, Fabric, NetError, NetEvent, NetStats};
-use crate::coflow::{self, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, FabricParams, NetView, Path};
+use super::{CircuitRecord, NetError, NetEvent, NetStats};
+use crate::coflow::{
+    self, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, FabricParams, FlowPlan, NetView, Path,
+};
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What makes flows share a rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct BundleKey {
+    path: Path,
+    src: HostId,
+    dst: HostId,
+    cap: Option<Bps>,
+}
+
+/// Flows with one key; `service` counts the bytes each member has received
+/// while in the bundle.
+#[derive(Clone, Debug, Default)]
+struct Bundle {
+    key: Option<BundleKey>,
+    /// Members by (service at which they finish, as f64 bits: order-preserving for >= 0; id).
+    members: BTreeSet<(u64, FlowId)>,
+    service: f64,
+    rate: f64,
+    /// The smallest finish among members (infinite when empty).
+    min_finish: f64,
+    eta: Option<Nanos>,
+}
+
+impl Bundle {
+    fn insert(&mut self, finish: f64, id: FlowId) {
+        self.members.insert((finish.to_bits(), id));
+        self.min_finish = self.min_finish.min(finish);
+    }
+    fn remove(&mut self, finish: f64, id: FlowId) {
+        self.members.remove(&(finish.to_bits(), id));
+        self.min_finish = self
+            .members
+            .first()
+            .map_or(f64::INFINITY, |&(bits, _)| f64::from_bits(bits));
+    }
+}
+
+/// Where a flow is.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    bundle: usize,
+    /// The bundle's service when the flow joined it.
+    joined: f64,
+    /// The bundle's service at which the flow is done.
+    finish: f64,
+    /// Bytes sent in earlier bundles, over EPS and over circuits.
+    sent_eps: f64,
+    sent_ocs: f64,
+}
+
+/// Service within this of a member's finish counts as done (fluid rounding).
+fn done_within(finish: f64) -> f64 {
+    1e-6 + finish * 1e-12
+}
 
 /// The fluid network: flows, links, circuits and the coflow policy.
 pub struct FluidNetwork {
@@ -21,8 +89,15 @@ pub struct FluidNetwork {
     now: Nanos,
     wake_at: Option<Nanos>,
     next_completion: Option<Nanos>,
-    /// Coflows with no active flow, kept so that a later flow resumes them
-    /// (arrival and bytes sent carry over).
+    bundles: Vec<Bundle>,
+    bundle_of: BTreeMap<BundleKey, usize>,
+    free_bundles: Vec<usize>,
+    slots: BTreeMap<FlowId, Slot>,
+    /// Flows whose current plan is not the default (EPS, no cap).
+    planned: BTreeSet<FlowId>,
+    /// Bytes of each coflow's finished flows.
+    coflow_done_bytes: BTreeMap<CoflowId, f64>,
+    /// Coflows with no active flow, kept so that a later flow resumes them.
     dormant: BTreeMap<CoflowId, CoflowView>,
     pending: Vec<NetEvent>,
     stats: NetStats,
@@ -30,6 +105,7 @@ pub struct FluidNetwork {
     open_circuits: BTreeMap<(u32, u32), usize>,
     water: WaterFill,
     demands: Vec<Demand>,
+    demand_bundle: Vec<usize>,
     rates: Vec<f64>,
     residual: Vec<f64>,
 }
@@ -56,6 +132,12 @@ impl FluidNetwork {
             now: Nanos::ZERO,
             wake_at: None,
             next_completion: None,
+            bundles: Vec::new(),
+            bundle_of: BTreeMap::new(),
+            free_bundles: Vec::new(),
+            slots: BTreeMap::new(),
+            planned: BTreeSet::new(),
+            coflow_done_bytes: BTreeMap::new(),
             dormant: BTreeMap::new(),
             pending: Vec::new(),
             stats: NetStats::default(),
@@ -63,6 +145,7 @@ impl FluidNetwork {
             open_circuits: BTreeMap::new(),
             water: WaterFill::new(links),
             demands: Vec::new(),
+            demand_bundle: Vec::new(),
             rates: Vec::new(),
             residual: Vec::new(),
         }
@@ -85,6 +168,7 @@ impl FluidNetwork {
     /// none of the flows) if one is invalid.
     pub fn try_add_flows(&mut self, now: Nanos, flows: &[FlowSpec]) -> Result<(), NetError> {
         let f = &self.view.fabric;
+        let mut ids = BTreeSet::new();
         for spec in flows {
             for h in [spec.src, spec.dst] {
                 if h.rack >= f.racks || h.host >= f.hosts_per_rack {
@@ -94,7 +178,7 @@ impl FluidNetwork {
                     });
                 }
             }
-            if self.view.flows.contains_key(&spec.id) {
+            if self.view.flows.contains_key(&spec.id) || !ids.insert(spec.id) {
                 return Err(NetError::DuplicateFlow(spec.id));
             }
         }
@@ -109,6 +193,21 @@ impl FluidNetwork {
                 }
             }
             self.view.insert_flow(spec.clone(), self.now);
+            let key = default_key(spec);
+            let b = self.bundle_for(key);
+            let joined = self.bundles[b].service;
+            let finish = joined + spec.bytes.0 as f64;
+            self.bundles[b].insert(finish, spec.id);
+            self.slots.insert(
+                spec.id,
+                Slot {
+                    bundle: b,
+                    joined,
+                    finish,
+                    sent_eps: 0.0,
+                    sent_ocs: 0.0,
+                },
+            );
         }
         if !flows.is_empty() {
             self.reschedule();
@@ -150,9 +249,38 @@ impl FluidNetwork {
         &self.stats
     }
 
-    /// The network as the policy sees it.
+    /// The network as the policy sees it. Per-flow progress (remaining and
+    /// sent bytes, rate, finish time) and coflows' bytes sent are as of the
+    /// last policy call; call [`FluidNetwork::sync_progress`] first for now.
     pub fn view(&self) -> &NetView {
         &self.view
+    }
+
+    /// Brings per-flow progress and coflows' bytes sent in the view up to date.
+    pub fn sync_progress(&mut self) {
+        let now = self.now;
+        for c in self.view.coflows.iter_mut() {
+            c.1.sent_bytes = self.coflow_done_bytes.get(c.0).copied().unwrap_or(0.0);
+        }
+        let NetView { flows, coflows, .. } = &mut self.view;
+        for (id, f) in flows.iter_mut() {
+            let Some(s) = self.slots.get(id) else { continue };
+            let b = &self.bundles[s.bundle];
+            let here = b.service - s.joined;
+            let (eps, ocs) = match f.path {
+                Path::Ocs { .. } => (s.sent_eps, s.sent_ocs + here),
+                Path::Eps => (s.sent_eps + here, s.sent_ocs),
+                Path::Wait => (s.sent_eps, s.sent_ocs),
+            };
+            f.sent_eps_bytes = eps;
+            f.sent_ocs_bytes = ocs;
+            f.remaining_bytes = (s.finish - b.service).max(0.0);
+            f.rate_bytes_per_s = b.rate;
+            f.eta = eta(now, f.remaining_bytes, b.rate);
+            if let Some(c) = coflows.get_mut(&f.spec.coflow) {
+                c.sent_bytes += eps + ocs;
+            }
+        }
     }
 
     /// The time the network has been moved to.
@@ -175,21 +303,78 @@ impl FluidNetwork {
         &self.circuit_log
     }
 
+    /// The bundle for `key`, created if need be.
+    fn bundle_for(&mut self, key: BundleKey) -> usize {
+        if let Some(&b) = self.bundle_of.get(&key) {
+            return b;
+        }
+        let fresh = Bundle {
+            key: Some(key),
+            min_finish: f64::INFINITY,
+            ..Bundle::default()
+        };
+        let b = match self.free_bundles.pop() {
+            Some(b) => {
+                self.bundles[b] = fresh;
+                b
+            }
+            None => {
+                self.bundles.push(fresh);
+                self.bundles.len() - 1
+            }
+        };
+        self.bundle_of.insert(key, b);
+        b
+    }
+
+    /// Takes flow `id` out of its bundle (recording what it sent there);
+    /// frees the bundle if it is empty. Returns the slot as it left.
+    fn leave(&mut self, id: FlowId) -> Option<Slot> {
+        let mut s = self.slots.remove(&id)?;
+        let b = &mut self.bundles[s.bundle];
+        b.remove(s.finish, id);
+        let here = (b.service - s.joined).max(0.0);
+        match b.key.map(|k| k.path) {
+            Some(Path::Ocs { .. }) => s.sent_ocs += here,
+            Some(Path::Eps) => s.sent_eps += here,
+            _ => {}
+        }
+        s.finish = (s.finish - b.service).max(0.0); // now: bytes remaining
+        if b.members.is_empty() {
+            if let Some(k) = b.key.take() {
+                self.bundle_of.remove(&k);
+            }
+            self.free_bundles.push(s.bundle);
+        }
+        Some(s)
+    }
+
+    /// Moves flow `id` to the bundle of `key` (no-op if it is there).
+    fn move_flow(&mut self, id: FlowId, key: BundleKey) {
+        let Some(s) = self.slots.get(&id) else { return };
+        if self.bundles[s.bundle].key == Some(key) {
+            return;
+        }
+        let Some(mut s) = self.leave(id) else { return };
+        let remaining = s.finish;
+        let b = self.bundle_for(key);
+        s.bundle = b;
+        s.joined = self.bundles[b].service;
+        s.finish = s.joined + remaining;
+        self.bundles[b].insert(s.finish, id);
+        self.slots.insert(id, s);
+        if let Some(f) = self.view.flows.get_mut(&id) {
+            f.path = key.path;
+            f.cap = key.cap;
+        }
+    }
+
     /// Flows move at their rates from `self.now` to `t` (no event in between).
     fn move_to(&mut self, t: Nanos) {
         let dt = (t - self.now).as_secs_f64();
         if dt > 0.0 {
-            let NetView { flows, coflows, .. } = &mut self.view;
-            for f in flows.values_mut().filter(|f| f.rate_bytes_per_s > 0.0) {
-                let x = (f.rate_bytes_per_s * dt).min(f.remaining_bytes);
-                f.remaining_bytes -= x;
-                match f.path {
-                    Path::Ocs { .. } => f.sent_ocs_bytes += x,
-                    _ => f.sent_eps_bytes += x,
-                }
-                if let Some(c) = coflows.get_mut(&f.spec.coflow) {
-                    c.sent_bytes += x;
-                }
+            for b in self.bundles.iter_mut().filter(|b| b.rate > 0.0) {
+                b.service += b.rate * dt;
             }
         }
         self.now = t;
@@ -198,13 +383,19 @@ impl FluidNetwork {
     /// Handles what happens at `self.now`, then asks the policy again.
     fn process(&mut self, events: &mut Vec<NetEvent>) {
         let now = self.now;
-        let done: Vec<FlowId> = self
-            .view
-            .flows
-            .values()
-            .filter(|f| f.eta.is_some_and(|t| t <= now))
-            .map(|f| f.spec.id)
-            .collect();
+        let mut done = Vec::new();
+        for b in self.bundles.iter().filter(|b| b.eta.is_some_and(|t| t <= now)) {
+            if b.min_finish - b.service > done_within(b.min_finish) {
+                continue;
+            }
+            for &(bits, id) in &b.members {
+                let finish = f64::from_bits(bits);
+                if finish - b.service > done_within(finish) {
+                    break;
+                }
+                done.push(id);
+            }
+        }
         for id in done {
             self.finish(id, events);
         }
@@ -225,11 +416,14 @@ impl FluidNetwork {
     }
 
     fn finish(&mut self, id: FlowId, events: &mut Vec<NetEvent>) {
+        let Some(s) = self.leave(id) else { return };
+        self.planned.remove(&id);
         let Some(f) = self.view.flows.remove(&id) else {
             return;
         };
+        let size = f.spec.bytes;
+        *self.coflow_done_bytes.entry(f.spec.coflow).or_default() += size.0 as f64;
         if let Some(c) = self.view.coflows.get_mut(&f.spec.coflow) {
-            c.sent_bytes += f.remaining_bytes.max(0.0);
             c.flows.remove(&id);
             if c.flows.is_empty() {
                 if let Some(c) = self.view.coflows.remove(&f.spec.coflow) {
@@ -237,13 +431,12 @@ impl FluidNetwork {
                 }
             }
         }
-        let size = f.spec.bytes;
-        let (eps, ocs) = if f.sent_ocs_bytes < 0.5 {
+        let (eps, ocs) = if s.sent_ocs < 0.5 {
             (size, Bytes(0))
-        } else if f.sent_eps_bytes < 0.5 {
+        } else if s.sent_eps < 0.5 {
             (Bytes(0), size)
         } else {
-            let eps = (f.sent_eps_bytes.round() as u64).min(size.0);
+            let eps = (s.sent_eps.round() as u64).min(size.0);
             (Bytes(eps), Bytes(size.0 - eps))
         };
         self.stats.eps_bytes += eps;
@@ -265,6 +458,9 @@ impl FluidNetwork {
     /// Asks the policy, applies its decision, recomputes rates and finish times.
     fn reschedule(&mut self) {
         let now = self.now;
+        if self.policy.reads_progress() {
+            self.sync_progress();
+        }
         let decision = self.policy.schedule(now, &self.view);
         self.stats.policy_calls += 1;
         self.wake_at = decision.wake_at.filter(|&t| t > now);
@@ -272,20 +468,34 @@ impl FluidNetwork {
             self.set_up(*setup);
         }
         let fabric = self.view.fabric;
-        for f in self.view.flows.values_mut() {
-            f.path = Path::Eps;
-            f.cap = None;
+        let mut planned = BTreeSet::new();
+        for &(id, plan) in &decision.plans {
+            let Some(f) = self.view.flows.get(&id) else { continue };
+            let path = match plan.path {
+                Path::Ocs { port } if port < fabric.ocs_ports && fabric.may_use_ocs(&f.spec) => plan.path,
+                Path::Ocs { .. } => Path::Eps,
+                p => p,
+            };
+            let plan = FlowPlan { path, cap: plan.cap };
+            if plan != FlowPlan::EPS {
+                planned.insert(id);
+            }
+            let key = BundleKey {
+                path,
+                src: f.spec.src,
+                dst: f.spec.dst,
+                cap: plan.cap,
+            };
+            self.move_flow(id, key);
         }
-        for (id, plan) in &decision.plans {
-            if let Some(f) = self.view.flows.get_mut(id) {
-                f.path = match plan.path {
-                    Path::Ocs { port } if port < fabric.ocs_ports && fabric.may_use_ocs(&f.spec) => plan.path,
-                    Path::Ocs { .. } => Path::Eps,
-                    p => p,
-                };
-                f.cap = plan.cap;
+        let back: Vec<FlowId> = self.planned.difference(&planned).copied().collect();
+        for id in back {
+            if let Some(f) = self.view.flows.get(&id) {
+                let key = default_key(&f.spec);
+                self.move_flow(id, key);
             }
         }
+        self.planned = planned;
         self.compute_rates();
     }
 
@@ -358,44 +568,37 @@ impl FluidNetwork {
         }
     }
 
-    /// Max-min rates under the current paths and caps, then finish times.
+    /// Max-min rates per bundle under the current paths and caps, then finish times.
     fn compute_rates(&mut self) {
         let now = self.now;
-        let view = &mut self.view;
         self.demands.clear();
-        for f in view.flows.values() {
-            if let Some(links) = route(&view.links, &view.circuits, f.spec.src, f.spec.dst, f.path, now) {
+        self.demand_bundle.clear();
+        for (i, b) in self.bundles.iter_mut().enumerate() {
+            b.rate = 0.0;
+            let Some(k) = b.key else { continue };
+            if let Some(links) = route(&self.view.links, &self.view.circuits, k, now) {
                 self.demands.push(Demand {
                     links,
-                    cap: f.cap.map_or(f64::INFINITY, Bps::bytes_per_sec),
+                    cap: k.cap.map_or(f64::INFINITY, Bps::bytes_per_sec),
+                    weight: b.members.len() as u32,
                 });
+                self.demand_bundle.push(i);
             }
         }
         self.residual.clear();
-        self.residual.extend_from_slice(view.links.capacities());
-        self.water
-            .fill(&mut self.residual, &self.demands, &mut self.rates);
+        self.residual.extend_from_slice(self.view.links.capacities());
+        self.water.fill(&mut self.residual, &self.demands, &mut self.rates);
+        for (&i, &r) in self.demand_bundle.iter().zip(&self.rates) {
+            self.bundles[i].rate = r;
+        }
         let mut next = None::<Nanos>;
-        let mut k = 0;
-        let circuits = &view.circuits;
-        let links = &view.links;
-        for f in view.flows.values_mut() {
-            let moving = route(links, circuits, f.spec.src, f.spec.dst, f.path, now).is_some();
-            f.rate_bytes_per_s = if moving {
-                k += 1;
-                self.rates[k - 1]
-            } else {
-                0.0
-            };
-            f.eta = if f.remaining_bytes <= 0.0 {
-                Some(now)
-            } else if f.rate_bytes_per_s > 0.0 {
-                let ns = (f.remaining_bytes / f.rate_bytes_per_s * 1e9).ceil();
-                Some(now + Nanos(ns.min(u64::MAX as f64) as u64))
+        for b in &mut self.bundles {
+            b.eta = if b.min_finish.is_finite() {
+                eta(now, b.min_finish - b.service, b.rate)
             } else {
                 None
             };
-            if let Some(t) = f.eta {
+            if let Some(t) = b.eta {
                 next = Some(next.map_or(t, |n: Nanos| n.min(t)));
             }
         }
@@ -403,33 +606,37 @@ impl FluidNetwork {
     }
 }
 
-/// The links a flow from `src` to `dst` on `path` crosses at `now`, or
-/// `None` if it does not move (waiting, or its circuit is not up).
-fn route(
-    links: &LinkMap,
-    circuits: &BTreeMap<(u32, u32), CircuitView>,
-    src: HostId,
-    dst: HostId,
-    path: Path,
-    now: Nanos,
-) -> Option<Links> {
-    match path {
-        Path::Eps => Some(links.eps_path(src, dst)),
-        Path::Wait => None,
-        Path::Ocs { port } => circuits
-            .get(&(src.rack, port))
-            .filter(|c| c.dst_rack == dst.rack && c.is_up(now))
-            .map(|_| links.ocs_path(src, dst, port)),
+/// The plan of a flow no policy has planned: EPS, no cap.
+fn default_key(spec: &FlowSpec) -> BundleKey {
+    BundleKey {
+        path: Path::Eps,
+        src: spec.src,
+        dst: spec.dst,
+        cap: None,
     }
 }
 
-impl Fabric {
-    /// The fabric of a path.
-    pub fn of(path: Path) -> Option<Fabric> {
-        match path {
-            Path::Eps => Some(Fabric::Eps),
-            Path::Ocs { .. } => Some(Fabric::Ocs),
-            Path::Wait => None,
-        }
+/// When `remaining` bytes at `rate` are done, counted from `now` (rounded up).
+fn eta(now: Nanos, remaining: f64, rate: f64) -> Option<Nanos> {
+    if remaining <= done_within(remaining.max(0.0)) {
+        Some(now)
+    } else if rate > 0.0 {
+        let ns = (remaining / rate * 1e9).ceil();
+        Some(now + Nanos(ns.min(u64::MAX as f64) as u64))
+    } else {
+        None
+    }
+}
+
+/// The links the flows of bundle `key` cross at `now`, or `None` if they do
+/// not move (waiting, or their circuit is not up).
+fn route(links: &LinkMap, circuits: &BTreeMap<(u32, u32), CircuitView>, key: BundleKey, now: Nanos) -> Option<Links> {
+    match key.path {
+        Path::Eps => Some(links.eps_path(key.src, key.dst)),
+        Path::Wait => None,
+        Path::Ocs { port } => circuits
+            .get(&(key.src.rack, port))
+            .filter(|c| c.dst_rack == key.dst.rack && c.is_up(now))
+            .map(|_| links.ocs_path(key.src, key.dst, port)),
     }
 }
