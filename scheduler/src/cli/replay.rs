@@ -17,7 +17,9 @@ use std::time::Instant;
 
 /// Arguments of `ocslab replay`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  ocslab replay traces/FB2010-1Hr-150-0.txt --topology topologies/fb2010.toml --coflow-scheduler varys")]
+#[command(
+    after_help = "Example:\n  ocslab replay traces/FB2010-1Hr-150-0.txt --topology topologies/fb2010.toml --coflow-scheduler varys"
+)]
 pub struct ReplayArgs {
     /// The trace, in Coflow-Benchmark format (e.g. traces/FB2010-1Hr-150-0.txt).
     pub trace: PathBuf,
@@ -96,12 +98,18 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         b.set_message(format!("replay under {}", a.coflow_scheduler));
         b
     });
-    let run = run_replay(&a.trace, &a.topology, &a.coflow_scheduler, a.limit, |done, total| {
-        if let Some(b) = &bar {
-            b.set_length(total as u64);
-            b.set_position(done as u64);
-        }
-    })?;
+    let run = run_replay(
+        &a.trace,
+        &a.topology,
+        &a.coflow_scheduler,
+        a.limit,
+        |done, total| {
+            if let Some(b) = &bar {
+                b.set_length(total as u64);
+                b.set_position(done as u64);
+            }
+        },
+    )?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -166,7 +174,11 @@ fn print_table(out: &mut impl Write, r: &Report<'_>, run: &ReplayRun) -> Result<
         s.reconfigurations
     )?;
     writeln!(out)?;
-    writeln!(out, "{:<14} {:>6} {:>10} {:>10} {:>10} {:>10}", "CCT (s)", "n", "avg", "p50", "p95", "p99")?;
+    writeln!(
+        out,
+        "{:<14} {:>6} {:>10} {:>10} {:>10} {:>10}",
+        "CCT (s)", "n", "avg", "p50", "p95", "p99"
+    )?;
     let row = |out: &mut dyn Write, name: &str, d: &Distribution| {
         writeln!(
             out,
@@ -186,7 +198,10 @@ fn print_table(out: &mut impl Write, r: &Report<'_>, run: &ReplayRun) -> Result<
         row(out, "CCT / T(C)", d)?;
     }
     writeln!(out, "lower bound T(C): {}", s.lower_bound)?;
-    writeln!(out, "bins: S/L = longest flow under/over 5 MB, N/W = at most/over 50 flows")?;
+    writeln!(
+        out,
+        "bins: S/L = longest flow under/over 5 MB, N/W = at most/over 50 flows"
+    )?;
     writeln!(out, "results: {}", r.results)?;
     Ok(())
 }
@@ -262,7 +277,8 @@ fn write_results(dir: &Path, run: &ReplayRun, summary: &ReplaySummary) -> Result
     w.flush()?;
     if !run.outcome.circuits.is_empty() {
         let path = dir.join("circuits.csv");
-        let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
+        let mut w =
+            csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
         w.write_record(["src_rack", "dst_rack", "port", "requested_s", "up_s", "down_s"])?;
         for c in &run.outcome.circuits {
             w.write_record([
@@ -271,7 +287,8 @@ fn write_results(dir: &Path, run: &ReplayRun, summary: &ReplaySummary) -> Result
                 c.port.to_string(),
                 format!("{:.9}", c.requested_at.as_secs_f64()),
                 format!("{:.9}", c.up_at.as_secs_f64()),
-                c.down_at.map_or(String::new(), |t| format!("{:.9}", t.as_secs_f64())),
+                c.down_at
+                    .map_or(String::new(), |t| format!("{:.9}", t.as_secs_f64())),
             ])?;
         }
         w.flush()?;

@@ -37,7 +37,8 @@ impl PriorityFill {
             self.ids.clear();
             for f in view.flows_of(c) {
                 self.ids.push(f.spec.id);
-                self.demands.push(Demand::new(view.links.eps_path(f.spec.src, f.spec.dst)));
+                self.demands
+                    .push(Demand::new(view.links.eps_path(f.spec.src, f.spec.dst)));
             }
             self.water.fill(residual, &self.demands, &mut self.rates);
             out.extend(self.ids.iter().copied().zip(self.rates.iter().copied()));

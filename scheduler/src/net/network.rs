@@ -470,7 +470,9 @@ impl FluidNetwork {
         let fabric = self.view.fabric;
         let mut planned = BTreeSet::new();
         for &(id, plan) in &decision.plans {
-            let Some(f) = self.view.flows.get(&id) else { continue };
+            let Some(f) = self.view.flows.get(&id) else {
+                continue;
+            };
             let path = match plan.path {
                 Path::Ocs { port } if port < fabric.ocs_ports && fabric.may_use_ocs(&f.spec) => plan.path,
                 Path::Ocs { .. } => Path::Eps,
@@ -587,7 +589,8 @@ impl FluidNetwork {
         }
         self.residual.clear();
         self.residual.extend_from_slice(self.view.links.capacities());
-        self.water.fill(&mut self.residual, &self.demands, &mut self.rates);
+        self.water
+            .fill(&mut self.residual, &self.demands, &mut self.rates);
         for (&i, &r) in self.demand_bundle.iter().zip(&self.rates) {
             self.bundles[i].rate = r;
         }
@@ -630,7 +633,12 @@ fn eta(now: Nanos, remaining: f64, rate: f64) -> Option<Nanos> {
 
 /// The links the flows of bundle `key` cross at `now`, or `None` if they do
 /// not move (waiting, or their circuit is not up).
-fn route(links: &LinkMap, circuits: &BTreeMap<(u32, u32), CircuitView>, key: BundleKey, now: Nanos) -> Option<Links> {
+fn route(
+    links: &LinkMap,
+    circuits: &BTreeMap<(u32, u32), CircuitView>,
+    key: BundleKey,
+    now: Nanos,
+) -> Option<Links> {
     match key.path {
         Path::Eps => Some(links.eps_path(key.src, key.dst)),
         Path::Wait => None,
