@@ -6,6 +6,8 @@
 //! DIR/run.json           name, seed, version, topology (name, scale), network, coflow scheduler
 //! DIR/summary.json       one SchedulerSummary per task scheduler
 //! DIR/<scheduler>/jobs.csv, tasks.csv, coflows.csv, flows.csv
+//! DIR/<scheduler>/circuits.csv, utilization.csv   the network's timeline
+//! DIR/*.svg              the plots of docs/results.md (CDFs, bars, circuits, utilization)
 //! ```
 //!
 //! Times in the CSVs are seconds (floats) since the start of the run,
@@ -39,6 +41,9 @@ pub enum ResultsError {
         /// Why.
         source: csv::Error,
     },
+    /// A plot could not be drawn or written.
+    #[error(transparent)]
+    Plot(#[from] crate::plot::PlotError),
 }
 
 /// Writes the results folder `dir` for `exp` and its runs.
@@ -79,7 +84,9 @@ pub fn write(
         let sub = dir.join(&out.policy);
         std::fs::create_dir_all(&sub).map_err(io(&sub))?;
         write_records(&sub, &out.records)?;
+        super::plots::write_timeline_csvs(&sub, &out.timeline).map_err(io(&sub))?;
     }
+    super::plots::write_run_plots(dir, exp.topology.racks, outcomes, summaries)?;
     Ok(())
 }
 

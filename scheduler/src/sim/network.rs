@@ -5,7 +5,7 @@
 
 use crate::engine::LinkLoad;
 use crate::model::coflow::FlowSpec;
-use crate::net::{FluidNetwork, NetEvent, NetStats};
+use crate::net::{FluidNetwork, NetEvent, NetStats, NetTimeline};
 use ocslab_emulator::Nanos;
 
 /// A flow-level network the simulation driver can run against.
@@ -23,6 +23,11 @@ pub trait NetworkModel {
     fn link_loads(&self) -> Vec<LinkLoad> {
         Vec::new()
     }
+    /// The circuits and link utilization from 0 to `end`, for plots (empty:
+    /// the model records neither).
+    fn timeline(&self, _end: Nanos) -> NetTimeline {
+        NetTimeline::default()
+    }
 }
 
 impl NetworkModel for FluidNetwork {
@@ -37,5 +42,8 @@ impl NetworkModel for FluidNetwork {
     }
     fn stats(&self) -> &NetStats {
         FluidNetwork::stats(self)
+    }
+    fn timeline(&self, end: Nanos) -> NetTimeline {
+        FluidNetwork::timeline(self, end)
     }
 }
