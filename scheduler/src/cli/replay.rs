@@ -217,7 +217,7 @@ fn results_dir(trace: &str, scheduler: &str) -> Result<PathBuf> {
 }
 
 /// `YYYYmmddTHHMMSSZ` for seconds since the epoch (civil-from-days, H. Hinnant).
-fn utc_stamp(secs: u64) -> String {
+pub(crate) fn utc_stamp(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let z = days + 719_468;

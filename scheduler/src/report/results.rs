@@ -46,9 +46,21 @@ pub enum ResultsError {
     Plot(#[from] crate::plot::PlotError),
 }
 
-/// Writes the results folder `dir` for `exp` and its runs.
+/// Writes the results folder `dir` for `exp` and its simulated runs.
 pub fn write(
     dir: &Path,
+    exp: &Experiment,
+    outcomes: &[SimOutcome],
+    summaries: &[SchedulerSummary],
+) -> Result<(), ResultsError> {
+    write_as(dir, "sim", exp, outcomes, summaries)
+}
+
+/// Writes the results folder `dir` for `exp` and its runs by `driver`
+/// (`"sim"` or `"emu"`, as `run.json` records it).
+pub fn write_as(
+    dir: &Path,
+    driver: &str,
     exp: &Experiment,
     outcomes: &[SimOutcome],
     summaries: &[SchedulerSummary],
@@ -68,7 +80,7 @@ pub fn write(
         "experiment": exp.name,
         "seed": exp.seed,
         "version": env!("CARGO_PKG_VERSION"),
-        "driver": "sim",
+        "driver": driver,
         "topology": { "name": exp.topology.name, "scale": exp.topology.scale },
         "network": exp.network,
         "coflow_scheduler": exp.coflow_scheduler,
