@@ -1,1 +1,361 @@
-//! Integration tests: fabric.
+//! Integration tests of the kernel fabric, built for real from
+//! `topologies/tiny.toml` (2 racks x 2 hosts, 100 Mbit/s hosts, 50 Mbit/s
+//! uplinks, one 200 Mbit/s OCS port per rack, δ = 1 ms). Each test builds
+//! its own run (its own run id), so they run in parallel without colliding.
+//! They need root (CI is root) and skip, saying why, without it.
+
+use ocslab_emulator::fabric::{self, ledger, netns, Circuit, Fabric, FabricError, FabricOptions};
+use ocslab_emulator::{HostId, Nanos};
+use ocslab_tests::*;
+use std::process::Command;
+use std::time::Duration;
+
+const MARKED: Option<u8> = Some(fabric::plan::OCS_TOS);
+
+fn up_tiny() -> Fabric {
+    Fabric::up(
+        &topology("tiny"),
+        FabricOptions {
+            topology_file: Some(topology_path("tiny")),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("fabric up: {e}"))
+}
+
+fn h(rack: u32, host: u32) -> HostId {
+    HostId::new(rack, host)
+}
+
+#[test]
+fn hosts_reach_each_other_across_racks_and_within_a_rack_over_eps() {
+    if skip("hosts_reach_each_other") {
+        return;
+    }
+    let f = up_tiny();
+    let before = f.counters().unwrap();
+    assert_eq!(send_bytes(&f, h(0, 0), h(1, 1), None, 100_000).unwrap(), 100_000);
+    assert_eq!(send_bytes(&f, h(1, 0), h(0, 1), None, 100_000).unwrap(), 100_000);
+    assert_eq!(send_bytes(&f, h(0, 0), h(0, 1), None, 100_000).unwrap(), 100_000);
+    let after = f.counters().unwrap();
+    for rack in 0..2 {
+        let up = after.uplinks[rack].up_bytes - before.uplinks[rack].up_bytes;
+        assert!(up >= 100_000, "rack {rack} sent {up} bytes up its EPS uplink");
+    }
+    assert_eq!(
+        after.ocs_bytes(),
+        before.ocs_bytes(),
+        "no circuit, nothing over the OCS"
+    );
+    f.down().unwrap();
+}
+
+#[test]
+fn goodput_through_a_shaped_uplink_matches_its_rate() {
+    if skip("goodput_through_a_shaped_uplink") {
+        return;
+    }
+    let f = up_tiny();
+    // Host NICs are 100 Mbit/s, the uplink 50 Mbit/s: the uplink is the bottleneck.
+    let rate = f.topology().uplink_rate.0 as f64;
+    let g = goodput(
+        &f,
+        h(0, 0),
+        h(1, 0),
+        None,
+        Duration::from_millis(500),
+        Duration::from_millis(1500),
+    )
+    .unwrap();
+    let allowed = rate * TCP_PAYLOAD_EFFICIENCY;
+    let err = (g - allowed).abs() / allowed;
+    eprintln!(
+        "uplink {rate} bit/s: goodput {g:.0} bit/s, {:.1}% from {allowed:.0}",
+        err * 100.0
+    );
+    assert!(
+        err < 0.05,
+        "goodput {g:.0} bit/s is {:.1}% from {allowed:.0}",
+        err * 100.0
+    );
+    f.down().unwrap();
+}
+
+#[test]
+fn a_circuit_carries_marked_traffic_while_unmarked_traffic_stays_on_eps() {
+    if skip("a_circuit_carries_marked_traffic") {
+        return;
+    }
+    let f = up_tiny();
+    let ocs = f.ocs().unwrap();
+    let rec = ocs
+        .set_matching(&[Circuit {
+            src_rack: 0,
+            dst_rack: 1,
+            port: 0,
+        }])
+        .unwrap();
+    assert_eq!(rec.events.len(), 1);
+    assert!(rec.events[0].up);
+    assert!(
+        rec.events[0].at.0 - rec.started.0 >= f.topology().reconfig_delay.0,
+        "the circuit came up before δ"
+    );
+    assert_eq!(ocs.kernel_circuits().unwrap(), ocs.circuits());
+
+    // Unmarked traffic first (no marked connection is still closing then).
+    let payload = 2_000_000;
+    let c0 = f.counters().unwrap();
+    assert_eq!(send_bytes(&f, h(0, 1), h(1, 1), None, payload).unwrap(), payload);
+    let c1 = f.counters().unwrap();
+    assert_eq!(
+        c1.ocs_bytes(),
+        c0.ocs_bytes(),
+        "unmarked traffic took the circuit"
+    );
+    assert!(c1.uplinks[0].up_bytes - c0.uplinks[0].up_bytes >= payload);
+
+    assert_eq!(
+        send_bytes(&f, h(0, 0), h(1, 0), MARKED, payload).unwrap(),
+        payload
+    );
+    let c2 = f.counters().unwrap();
+    let over_ocs = c2.ocs_ports[1].to_rack_bytes - c1.ocs_ports[1].to_rack_bytes;
+    let over_eps = c2.uplinks[0].up_bytes - c1.uplinks[0].up_bytes;
+    assert!(over_ocs >= payload, "marked: {over_ocs} bytes over the circuit");
+    assert!(
+        over_eps < payload / 50,
+        "marked: {over_eps} bytes over rack 0's uplink"
+    );
+
+    // The circuit is one way: marked traffic 1 -> 0 has no circuit and goes
+    // EPS; nothing is delivered to rack 0 by the OCS.
+    assert_eq!(
+        send_bytes(&f, h(1, 0), h(0, 0), MARKED, payload).unwrap(),
+        payload
+    );
+    let c3 = f.counters().unwrap();
+    assert_eq!(c3.ocs_ports[0].to_rack_bytes, 0);
+    assert!(c3.uplinks[1].up_bytes - c2.uplinks[1].up_bytes >= payload);
+    f.down().unwrap();
+}
+
+#[test]
+fn a_torn_down_circuit_carries_nothing_and_traffic_falls_back_to_eps() {
+    if skip("a_torn_down_circuit_carries_nothing") {
+        return;
+    }
+    let f = up_tiny();
+    let ocs = f.ocs().unwrap();
+    let events = ocs.subscribe();
+    let c = Circuit {
+        src_rack: 0,
+        dst_rack: 1,
+        port: 0,
+    };
+    ocs.set_matching(&[c]).unwrap();
+    assert_eq!(
+        send_bytes(&f, h(0, 0), h(1, 0), MARKED, 200_000).unwrap(),
+        200_000
+    );
+    let rec = ocs.set_matching(&[]).unwrap();
+    assert_eq!(rec.events.len(), 1);
+    assert!(!rec.events[0].up);
+    assert!(ocs.kernel_circuits().unwrap().is_empty());
+    let got: Vec<_> = events.try_iter().collect();
+    assert_eq!(got.len(), 2, "one up and one down event: {got:?}");
+    assert!(got[0].up && !got[1].up && got[1].at > got[0].at);
+
+    let c0 = f.counters().unwrap();
+    let payload = 1_000_000;
+    assert_eq!(
+        send_bytes(&f, h(0, 0), h(1, 0), MARKED, payload).unwrap(),
+        payload
+    );
+    let c1 = f.counters().unwrap();
+    assert_eq!(c1.ocs_ports, c0.ocs_ports, "a dark port moved bytes");
+    assert!(c1.uplinks[0].up_bytes - c0.uplinks[0].up_bytes >= payload);
+    f.down().unwrap();
+}
+
+#[test]
+fn not_all_stop_only_changed_ports_go_dark() {
+    if skip("not_all_stop") {
+        return;
+    }
+    let f = up_tiny();
+    let ocs = f.ocs().unwrap();
+    let a = Circuit {
+        src_rack: 0,
+        dst_rack: 1,
+        port: 0,
+    };
+    let b = Circuit {
+        src_rack: 1,
+        dst_rack: 0,
+        port: 0,
+    };
+    ocs.set_matching(&[a]).unwrap();
+    let rec = ocs
+        .set_matching_with_delay(&[a, b], Nanos::from_millis(5))
+        .unwrap();
+    assert_eq!(rec.kept, 1);
+    assert_eq!(rec.events.len(), 1, "only 1->0 changes: {:?}", rec.events);
+    assert_eq!((rec.events[0].src_rack, rec.events[0].up), (1, true));
+    assert!(rec.events[0].at.0 - rec.started.0 >= 5_000_000);
+    let bad = ocs.set_matching(&[
+        a,
+        Circuit { port: 0, ..b },
+        Circuit {
+            src_rack: 0,
+            dst_rack: 1,
+            port: 0,
+        },
+    ]);
+    assert!(bad.is_err(), "two circuits on one input port must be refused");
+    assert_eq!(ocs.circuits().len(), 2, "a refused matching changes nothing");
+    f.down().unwrap();
+}
+
+#[test]
+fn down_removes_every_namespace_process_and_file_of_the_run() {
+    if skip("down_removes_everything") {
+        return;
+    }
+    let f = up_tiny();
+    let run = f.run_id();
+    let names: Vec<String> = f.plan().namespaces.iter().map(|n| n.name.clone()).collect();
+    assert!(names.iter().all(|n| netns::list_named().contains(n)));
+    let mut sleeper = Command::new("sleep");
+    sleeper.arg("600");
+    let mut child = f.spawn_in(h(1, 1), sleeper).unwrap();
+    let t = f.down().unwrap();
+    assert_eq!(t.namespaces, names.len());
+    assert_eq!(t.processes, 1, "the process inside host r1h1 is ended");
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert!(
+        netns::list_named().iter().all(|n| !run.owns_netns(n)),
+        "a namespace of {run} remains"
+    );
+    assert!(!fabric::run_dir(run).exists(), "the run directory remains");
+}
+
+#[test]
+fn dropping_the_owner_tears_down_even_on_panic() {
+    if skip("dropping_the_owner") {
+        return;
+    }
+    let run = std::panic::catch_unwind(|| {
+        let f = up_tiny();
+        let run = f.run_id();
+        std::panic::panic_any(run);
+    })
+    .err()
+    .and_then(|p| p.downcast::<fabric::RunId>().ok())
+    .map(|r| *r)
+    .expect("the closure panics with its run id");
+    assert!(netns::list_named().iter().all(|n| !run.owns_netns(n)));
+    assert!(!fabric::run_dir(run).exists());
+}
+
+/// Helper run by `a_killed_owner_is_cleaned_up_by_cleanup_stale` in a child
+/// process: builds a fabric, prints its run id, and waits to be killed.
+#[test]
+#[ignore = "helper: run by a_killed_owner_is_cleaned_up_by_cleanup_stale"]
+fn crash_helper_build_then_wait_for_sigkill() {
+    if std::env::var_os("OCSLAB_CRASH_HELPER").is_none() {
+        return;
+    }
+    let f = up_tiny();
+    println!("RUN {}", f.run_id());
+    std::mem::forget(f);
+    loop {
+        std::thread::park();
+    }
+}
+
+#[test]
+fn a_killed_owner_is_cleaned_up_by_cleanup_stale() {
+    if skip("a_killed_owner_is_cleaned_up") {
+        return;
+    }
+    use std::io::BufRead;
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "crash_helper_build_then_wait_for_sigkill",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("OCSLAB_CRASH_HELPER", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let run: fabric::RunId = std::io::BufReader::new(out)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("RUN ").map(|r| r.trim().parse().unwrap()))
+        .expect("the helper prints its run id");
+    assert!(netns::list_named().iter().any(|n| run.owns_netns(n)));
+    child.kill().unwrap(); // SIGKILL: no destructor runs
+    child.wait().unwrap();
+    let removed = fabric::cleanup_stale().unwrap();
+    let ours = removed
+        .iter()
+        .find(|t| t.run_id == Some(run))
+        .expect("the run is found stale");
+    assert_eq!(ours.namespaces, 2 * 2 + 2 + 2);
+    assert!(netns::list_named().iter().all(|n| !run.owns_netns(n)));
+    assert!(!ledger::run_dir(run).exists());
+}
+
+#[test]
+fn two_runs_at_once_do_not_collide() {
+    if skip("two_runs_at_once") {
+        return;
+    }
+    let a = up_tiny();
+    let b = up_tiny();
+    assert_ne!(a.run_id(), b.run_id());
+    assert_eq!(
+        a.host_addr(h(1, 0)),
+        b.host_addr(h(1, 0)),
+        "same plan, separate namespaces"
+    );
+    assert_eq!(send_bytes(&a, h(0, 0), h(1, 0), None, 50_000).unwrap(), 50_000);
+    assert_eq!(send_bytes(&b, h(0, 0), h(1, 0), None, 50_000).unwrap(), 50_000);
+    b.down().unwrap();
+    assert_eq!(send_bytes(&a, h(1, 1), h(0, 1), None, 50_000).unwrap(), 50_000);
+    a.down().unwrap();
+}
+
+#[test]
+fn topologies_that_cannot_be_emulated_give_the_documented_errors() {
+    // Refused before anything is made, so this needs no privilege.
+    let big = topology("coscheduler-paper");
+    let e = Fabric::up(&big, FabricOptions::default()).unwrap_err();
+    let FabricError::Topology(e) = e else {
+        panic!("expected a topology error, got {e}")
+    };
+    assert!(e.message.contains("simulation"), "{e}");
+    let text = std::fs::read_to_string(topology_path("tiny"))
+        .unwrap()
+        .replace("racks = 2", "racks = 40")
+        .replace("hosts_per_rack = 2", "hosts_per_rack = 8");
+    let e = Fabric::up(&topology_from(&text), FabricOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("too large to emulate"), "{e}");
+    assert!(e.to_string().contains("field `racks`"), "{e}");
+}
+
+#[test]
+fn unknown_hosts_are_refused_by_name() {
+    if skip("unknown_hosts_are_refused") {
+        return;
+    }
+    let f = up_tiny();
+    let e = f.spawn_in(h(2, 0), Command::new("true")).unwrap_err();
+    assert!(e.to_string().contains("r2h0 is not in topology tiny"), "{e}");
+    f.down().unwrap();
+}

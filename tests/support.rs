@@ -1,1 +1,82 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: whether this box lets a test
+//! build fabrics (and why not), the shipped topology files, and TCP
+//! transfers between emulated hosts that report bytes and goodput.
+
+use ocslab_emulator::fabric::{probe, Fabric};
+use ocslab_emulator::{HostId, Topology};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Why this process cannot build a kernel fabric, or `None` if it can.
+/// Tests run on many threads, so rootless mode (which must unshare a user
+/// namespace while single-threaded) is not available to them: they need root.
+pub fn cannot_build_fabric() -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("not root (fabric tests need root; CI runs as root)".into());
+    }
+    if !Path::new("/proc/self/ns/net").exists() {
+        return Some("this kernel has no network namespaces".into());
+    }
+    None
+}
+
+/// Prints why `test` is skipped and returns true when it must be.
+pub fn skip(test: &str) -> bool {
+    match cannot_build_fabric() {
+        Some(why) => {
+            eprintln!("skipping {test}: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Path of a shipped topology file, e.g. `topology_path("tiny")`.
+pub fn topology_path(name: &str) -> PathBuf {
+    workspace_root().join("topologies").join(format!("{name}.toml"))
+}
+
+/// Loads a shipped topology file.
+pub fn topology(name: &str) -> Topology {
+    let path = topology_path(name);
+    Topology::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Parses a topology from text (no check against the box's addresses).
+pub fn topology_from(text: &str) -> Topology {
+    Topology::parse(text, Path::new("<test>"), &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Sends `bytes` bytes from `from` to `to` over TCP, with IP_TOS `tos` on
+/// the sending socket; returns the bytes the receiver read.
+pub fn send_bytes(
+    fabric: &Fabric,
+    from: HostId,
+    to: HostId,
+    tos: Option<u8>,
+    bytes: u64,
+) -> anyhow::Result<u64> {
+    Ok(probe::tcp_send(fabric, from, to, tos, bytes)?)
+}
+
+/// Goodput (bit/s) of one TCP stream, measured for `measure` after `warmup`.
+pub fn goodput(
+    fabric: &Fabric,
+    from: HostId,
+    to: HostId,
+    tos: Option<u8>,
+    warmup: Duration,
+    measure: Duration,
+) -> anyhow::Result<f64> {
+    Ok(probe::tcp_goodput(fabric, from, to, tos, warmup, measure)?)
+}
+
+pub use probe::TCP_PAYLOAD_EFFICIENCY;

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+pub mod fabric;
 pub mod topology;
 pub mod units;
 

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod coflow;
 pub mod demo;
+pub mod emu;
 pub mod engine;
 pub mod experiment;
 pub mod model;

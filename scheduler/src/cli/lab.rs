@@ -1,55 +1,544 @@
-//! The Mininet-style lab: `up`, `down`, `exec`, `ocs set|show`, `status`.
-//! (Owned by the fabric work; stubs until it lands.)
+//! The Mininet-style lab: `ocslab up`, `down`, `exec`, `ocs set|show` and
+//! `status`, on top of [`ocslab_emulator::fabric`].
+//!
+//! `up` builds a fabric and owns it: in the foreground until Ctrl-C (or
+//! SIGTERM from `ocslab down`), or, with `--detach`, in a background holder
+//! process that `ocslab down` stops. Other commands attach to a running
+//! fabric by run id (or to the only one running) through its ledger under
+//! `/run/ocslab/<run-id>/`.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::unistd::Pid;
+use ocslab_emulator::fabric::{
+    self, cleanup_stale, ledger, rootless, Circuit, Fabric, FabricOptions, Mode, RunId, Teardown,
+};
+use ocslab_emulator::{HostId, Nanos, Topology};
+use serde::Serialize;
+use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::ExitCode;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 /// Arguments of `ocslab up`.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  ocslab up topologies/tiny.toml            # Ctrl-C tears it down\n  ocslab up topologies/lab.toml --detach   # then: ocslab exec r0h0 -- ip addr; ocslab down"
+)]
 pub struct UpArgs {
     /// The topology file.
     pub file: PathBuf,
+    /// Keep the fabric up in a background holder process and return.
+    #[arg(long)]
+    pub detach: bool,
+    /// Use this run id (four hex digits) instead of a fresh one.
+    #[arg(long)]
+    pub run: Option<RunId>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Internal: run as the detached holder (prints one line when up).
+    #[arg(long, hide = true)]
+    pub holder: bool,
 }
+
 /// Arguments of `ocslab down`.
 #[derive(clap::Args, Debug)]
-pub struct DownArgs {}
+#[command(
+    after_help = "Examples:\n  ocslab down              # every ocslab fabric, and what crashed runs left\n  ocslab down --run 3f9a"
+)]
+pub struct DownArgs {
+    /// Only this run.
+    #[arg(long)]
+    pub run: Option<RunId>,
+    /// Print what was removed as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Arguments of `ocslab exec`.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  ocslab exec r0h0 -- ip -br addr\n  ocslab exec r1h0 -- iperf3 -s -D && ocslab exec r0h0 -- iperf3 -c 198.18.1.10 --tos 8"
+)]
 pub struct ExecArgs {
-    /// Host name, r<rack>h<host>.
-    pub host: String,
+    /// Host name, r<rack>h<host> (zero-based).
+    pub host: HostId,
+    /// The run (needed when several fabrics are up).
+    #[arg(long)]
+    pub run: Option<RunId>,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     pub cmd: Vec<String>,
 }
+
 /// `ocslab ocs ...`
 #[derive(clap::Subcommand, Debug)]
 pub enum OcsCommand {
-    /// Show circuits.
-    Show {},
+    /// Configure the circuits (the whole matching; circuits not listed are
+    /// torn down). Changed ports go dark for δ (not-all-stop).
+    #[command(
+        after_help = "Examples:\n  ocslab ocs set 0:1 1:0      # racks 0->1 and 1->0 on port 0\n  ocslab ocs set 0:2@1        # rack 0 -> rack 2 on port (wavelength) 1\n  ocslab ocs set              # tear every circuit down"
+    )]
+    Set {
+        /// Circuits SRC:DST or SRC:DST@PORT (racks zero-based).
+        circuits: Vec<String>,
+        /// Reconfiguration delay (default: the topology's), e.g. 10ms.
+        #[arg(long)]
+        delay: Option<Nanos>,
+        /// The run (needed when several fabrics are up).
+        #[arg(long)]
+        run: Option<RunId>,
+        /// Print the reconfiguration as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the circuits the kernel holds.
+    #[command(after_help = "Example:\n  ocslab ocs show --json")]
+    Show {
+        /// The run (needed when several fabrics are up).
+        #[arg(long)]
+        run: Option<RunId>,
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
+
 /// Arguments of `ocslab status`.
 #[derive(clap::Args, Debug)]
-pub struct StatusArgs {}
+#[command(after_help = "Example:\n  ocslab status --json")]
+pub struct StatusArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_circuit(s: &str) -> Result<Circuit> {
+    let bad = || {
+        anyhow::anyhow!(
+            "{s:?} is not a circuit: expected SRC:DST or SRC:DST@PORT with rack numbers, e.g. 0:1 or 0:2@1"
+        )
+    };
+    let (pair, port) = match s.split_once('@') {
+        Some((p, w)) => (p, w.parse().map_err(|_| bad())?),
+        None => (s, 0),
+    };
+    let (a, b) = pair.split_once(':').ok_or_else(bad)?;
+    Ok(Circuit {
+        src_rack: a.trim().parse().map_err(|_| bad())?,
+        dst_rack: b.trim().parse().map_err(|_| bad())?,
+        port,
+    })
+}
+
+/// Runs that are up with a live owner.
+fn live_runs() -> Vec<(RunId, ledger::Ledger)> {
+    fabric::runs()
+        .into_iter()
+        .filter_map(|(r, l)| l.ok().map(|l| (r, l)))
+        .filter(|(_, l)| l.owner_alive() && l.state == ledger::RunState::Up)
+        .collect()
+}
+
+/// The run to use: `--run`, or the only one up.
+fn pick_run(run: Option<RunId>) -> Result<RunId> {
+    if let Some(r) = run {
+        return Ok(r);
+    }
+    let live = live_runs();
+    match live.as_slice() {
+        [] => bail!("no fabric is up; start one with `ocslab up topologies/tiny.toml --detach`"),
+        [(r, _)] => Ok(*r),
+        many => bail!(
+            "{} fabrics are up ({}); choose one with --run ID",
+            many.len(),
+            many.iter()
+                .map(|(r, _)| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn attach(run: Option<RunId>) -> Result<Fabric> {
+    if !rootless::is_root() {
+        bail!("attaching to a fabric needs root (a rootless fabric lives in its owner's private namespaces; run commands from inside `ocslab up`)");
+    }
+    let run = pick_run(run)?;
+    Fabric::attach(run).with_context(|| format!("attaching to run {run}"))
+}
+
+#[derive(Serialize)]
+struct UpSummary {
+    run_id: RunId,
+    topology: String,
+    mode: Mode,
+    hosts: Vec<(String, String)>,
+    build_s: f64,
+    owner_pid: u32,
+}
 
 /// `ocslab up`.
-pub fn up(_a: UpArgs) -> Result<ExitCode> {
-    bail!("not yet implemented")
+pub fn up(a: UpArgs) -> Result<ExitCode> {
+    if a.detach {
+        return up_detached(a);
+    }
+    // Validate first, against the box's own addresses (inside a rootless
+    // namespace only `lo` would be seen).
+    let topo = Topology::load(&a.file)?;
+    let mode = rootless::enter_if_needed()?;
+    // Block the signals that end a run before any thread starts, so a Ctrl-C
+    // during the build is taken after it and tears down what was built.
+    let mut signals = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        signals.add(s);
+    }
+    signals.thread_block().context("blocking signals")?;
+    let t0 = Instant::now();
+    let f = Fabric::up(
+        &topo,
+        FabricOptions {
+            run_id: a.run,
+            topology_file: Some(a.file.clone()),
+            detached: a.holder,
+            ..Default::default()
+        },
+    )?;
+    let summary = UpSummary {
+        run_id: f.run_id(),
+        topology: topo.name.clone(),
+        mode,
+        hosts: topo
+            .host_ids()
+            .map(|h| (h.to_string(), f.host_addr(h).to_string()))
+            .collect(),
+        build_s: t0.elapsed().as_secs_f64(),
+        owner_pid: std::process::id(),
+    };
+    if a.holder {
+        println!("UP {}", serde_json::to_string(&summary)?);
+        std::io::stdout().flush()?;
+        quiet_stdio();
+    } else if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print_up(&summary, &topo);
+    }
+    let sig = signals.wait().context("waiting for a signal")?;
+    tracing::info!("{sig:?}: tearing down run {}", f.run_id());
+    let t = f.down()?;
+    if !a.holder {
+        print_teardown(&[t], a.json)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
+
+fn print_up(s: &UpSummary, topo: &Topology) {
+    println!(
+        "run {} up: topology {} ({} racks x {} hosts, scale {}), {:?} mode, built in {:.3} s",
+        s.run_id, topo.name, topo.racks, topo.hosts_per_rack, topo.scale, s.mode, s.build_s
+    );
+    println!(
+        "  hosts {} Mbit/s, uplinks {} Mbit/s ({:.1}:1), OCS {} port(s)/rack at {} Mbit/s, δ = {}",
+        topo.host_rate.0 / 1_000_000,
+        topo.uplink_rate.0 / 1_000_000,
+        topo.oversubscription(),
+        topo.ocs_ports_per_rack,
+        topo.ocs_port_rate.0 / 1_000_000,
+        topo.reconfig_delay
+    );
+    for (h, addr) in s.hosts.iter().take(8) {
+        println!("  {h:<8} {addr}");
+    }
+    if s.hosts.len() > 8 {
+        println!("  ... {} hosts in all", s.hosts.len());
+    }
+    println!("try: ocslab exec r0h0 -- ip -br addr; ocslab ocs set 0:1; Ctrl-C tears down");
+}
+
+/// A detached holder must not die of SIGPIPE when its parent has gone.
+fn quiet_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        use std::os::fd::AsRawFd;
+        for fd in [0, 1, 2] {
+            // SAFETY: dup2 onto the standard descriptors of this process.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}
+
+fn up_detached(a: UpArgs) -> Result<ExitCode> {
+    if !rootless::is_root() {
+        bail!("--detach needs root: a rootless fabric lives only as long as its process; run `ocslab up FILE` in the foreground");
+    }
+    let exe = std::env::current_exe().context("finding the ocslab binary")?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("up").arg(&a.file).arg("--holder");
+    if let Some(r) = a.run {
+        cmd.arg("--run").arg(r.to_string());
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setsid(2) is async-signal-safe; the holder leaves our session
+    // so a Ctrl-C in this terminal does not reach it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().context("starting the holder process")?;
+    let stdout = child.stdout.take().context("holder stdout")?;
+    let line = std::io::BufReader::new(stdout).lines().next().transpose()?;
+    match line.as_deref().and_then(|l| l.strip_prefix("UP ")) {
+        Some(json) => {
+            let s: serde_json::Value = serde_json::from_str(json)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                println!(
+                    "run {} up (holder pid {}, built in {:.3} s); `ocslab down --run {}` tears it down",
+                    s["run_id"].as_str().unwrap_or("?"),
+                    child.id(),
+                    s["build_s"].as_f64().unwrap_or(0.0),
+                    s["run_id"].as_str().unwrap_or("?")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            let _ = child.wait();
+            bail!("the holder failed to bring the fabric up:\n{}", err.trim_end())
+        }
+    }
+}
+
 /// `ocslab down`.
-pub fn down(_a: DownArgs) -> Result<ExitCode> {
-    bail!("not yet implemented")
+pub fn down(a: DownArgs) -> Result<ExitCode> {
+    let runs: Vec<RunId> = match a.run {
+        Some(r) => vec![r],
+        None => fabric::runs().into_iter().map(|(r, _)| r).collect(),
+    };
+    let mut done: Vec<Teardown> = Vec::new();
+    for run in runs {
+        let ledger = ledger::Ledger::load(run).ok();
+        let present = ledger::namespaces_of(run, ledger.as_ref())
+            .iter()
+            .filter(|n| fabric::netns::path_of(n).exists())
+            .count();
+        // A live owner tears down its own run when signalled; wait for it.
+        if let Some(l) = ledger {
+            if l.owner_alive() && l.owner_pid != std::process::id() {
+                let _ = kill(Pid::from_raw(l.owner_pid as i32), Signal::SIGTERM);
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while l.owner_alive() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+        let mut t = ledger::remove_run(run)?;
+        t.run_id = Some(run);
+        t.namespaces = t.namespaces.max(present);
+        done.push(t);
+    }
+    if a.run.is_none() {
+        done.extend(cleanup_stale()?);
+    }
+    print_teardown(&done, a.json)?;
+    Ok(ExitCode::SUCCESS)
 }
+
+fn print_teardown(done: &[Teardown], json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(done)?);
+        return Ok(());
+    }
+    if done.is_empty() {
+        println!("nothing of ocslab to remove");
+    }
+    for t in done {
+        println!(
+            "run {}: removed {} namespaces (with their links, qdiscs and routes), ended {} processes",
+            t.run_id.map(|r| r.to_string()).unwrap_or_else(|| "?".into()),
+            t.namespaces,
+            t.processes
+        );
+    }
+    Ok(())
+}
+
 /// `ocslab exec`.
-pub fn exec(_a: ExecArgs) -> Result<ExitCode> {
-    bail!("not yet implemented")
+pub fn exec(a: ExecArgs) -> Result<ExitCode> {
+    let f = attach(a.run)?;
+    let ns = f.host_netns(a.host)?;
+    // Enter the host for good (this process is about to become the command).
+    // SAFETY: setns(2) on a namespace descriptor held open by `f`.
+    if unsafe { libc::setns(ns.raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error()).context(format!("entering host {}", a.host));
+    }
+    let err = Command::new(&a.cmd[0]).args(&a.cmd[1..]).exec();
+    Err(err).with_context(|| format!("running {:?} in host {}", a.cmd[0], a.host))
 }
+
 /// `ocslab ocs`.
-pub fn ocs(_c: OcsCommand) -> Result<ExitCode> {
-    bail!("not yet implemented")
+pub fn ocs(c: OcsCommand) -> Result<ExitCode> {
+    match c {
+        OcsCommand::Set {
+            circuits,
+            delay,
+            run,
+            json,
+        } => {
+            let circuits = circuits
+                .iter()
+                .map(|s| parse_circuit(s))
+                .collect::<Result<Vec<_>>>()?;
+            let f = attach(run)?;
+            let ocs = f.ocs()?;
+            let delay = delay.unwrap_or(ocs.delay());
+            let rec = ocs.set_matching_with_delay(&circuits, delay)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rec)?);
+            } else {
+                for e in &rec.events {
+                    println!(
+                        "{:>+9.3} ms  {} -> {} port {}  {}",
+                        (e.at.0 as f64 - rec.started.0 as f64) / 1e6,
+                        e.src_rack,
+                        e.dst_rack,
+                        e.port,
+                        if e.up { "up" } else { "down" }
+                    );
+                }
+                println!(
+                    "{} kept, {} down, {} up (δ = {}, setup {} µs after δ)",
+                    rec.kept,
+                    rec.events.iter().filter(|e| !e.up).count(),
+                    rec.events.iter().filter(|e| e.up).count(),
+                    delay,
+                    rec.setup_late.0 / 1000
+                );
+            }
+        }
+        OcsCommand::Show { run, json } => {
+            let f = attach(run)?;
+            let circuits = f.ocs()?.kernel_circuits()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&circuits)?);
+            } else if circuits.is_empty() {
+                println!("no circuits (run {})", f.run_id());
+            } else {
+                for c in circuits {
+                    println!("rack {} -> rack {} on port {}", c.src_rack, c.dst_rack, c.port);
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
+
+#[derive(Serialize)]
+struct RunStatus {
+    run_id: RunId,
+    topology: String,
+    mode: Option<Mode>,
+    state: String,
+    owner_pid: Option<u32>,
+    owner_alive: bool,
+    detached: bool,
+    namespaces_present: usize,
+    circuits: Vec<Circuit>,
+}
+
 /// `ocslab status`.
-pub fn status(_a: StatusArgs) -> Result<ExitCode> {
-    bail!("not yet implemented")
+pub fn status(a: StatusArgs) -> Result<ExitCode> {
+    let mut out = Vec::new();
+    for (run, l) in fabric::runs() {
+        let present = ledger::namespaces_of(run, l.as_ref().ok())
+            .iter()
+            .filter(|n| fabric::netns::path_of(n).exists())
+            .count();
+        let (alive, circuits) = match &l {
+            Ok(l) if l.owner_alive() && l.state == ledger::RunState::Up && rootless::is_root() => (
+                true,
+                Fabric::attach(run)
+                    .ok()
+                    .and_then(|f| f.ocs().ok()?.kernel_circuits().ok())
+                    .unwrap_or_default(),
+            ),
+            Ok(l) => (l.owner_alive(), Vec::new()),
+            Err(_) => (false, Vec::new()),
+        };
+        out.push(RunStatus {
+            run_id: run,
+            topology: l.as_ref().map(|l| l.topology.clone()).unwrap_or_default(),
+            mode: l.as_ref().ok().map(|l| l.mode),
+            state: match &l {
+                Ok(l) if !alive => {
+                    format!("{:?} (owner gone: `ocslab down` cleans up)", l.state).to_lowercase()
+                }
+                Ok(l) => format!("{:?}", l.state).to_lowercase(),
+                Err(e) => format!("unreadable ledger: {e}"),
+            },
+            owner_pid: l.as_ref().ok().map(|l| l.owner_pid),
+            owner_alive: alive,
+            detached: l.as_ref().map(|l| l.detached).unwrap_or(false),
+            namespaces_present: present,
+            circuits,
+        });
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else if out.is_empty() {
+        println!("no fabric is up");
+    } else {
+        for s in &out {
+            println!(
+                "run {}  {}  {}  owner {}{}  {} namespaces  circuits: {}",
+                s.run_id,
+                s.topology,
+                s.state,
+                s.owner_pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+                if s.detached { " (detached)" } else { "" },
+                s.namespaces_present,
+                if s.circuits.is_empty() {
+                    "none".to_string()
+                } else {
+                    s.circuits
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn circuits_parse_with_and_without_port() {
+        let c = parse_circuit("0:2@1").unwrap();
+        assert_eq!((c.src_rack, c.dst_rack, c.port), (0, 2, 1));
+        let c = parse_circuit("3:1").unwrap();
+        assert_eq!((c.src_rack, c.dst_rack, c.port), (3, 1, 0));
+        let e = parse_circuit("0-1").unwrap_err().to_string();
+        assert!(e.contains("SRC:DST"), "{e}");
+    }
 }

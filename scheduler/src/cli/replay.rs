@@ -39,6 +39,12 @@ pub struct ReplayArgs {
     /// Results folder (default results/replay-<trace>-<scheduler>-<UTC time>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replay with real bytes on the kernel fabric (agents, OCS) instead of the fluid model.
+    #[arg(long)]
+    pub emulate: bool,
+    /// With --emulate: divide every flow's bytes by this too, so a trace fits the box.
+    #[arg(long, default_value_t = 1.0, requires = "emulate")]
+    pub scale: f64,
 }
 
 /// A replay with what it was run on and how long it took.
@@ -92,16 +98,28 @@ struct Report<'a> {
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
     let bar = Progress::counting(0, a.json, "coflows", false);
     bar.set_message(format!("replay under {}", a.coflow_scheduler));
-    let run = run_replay(
-        &a.trace,
-        &a.topology,
-        &a.coflow_scheduler,
-        a.limit,
-        |done, total| {
-            bar.set_total_jobs(total as u64);
-            bar.set_jobs_done(done as u64);
-        },
-    )?;
+    let (run, wire) = if a.emulate {
+        let (run, wire) = super::replay_emu::run_replay_emulated(
+            &a.trace,
+            &a.topology,
+            &a.coflow_scheduler,
+            a.limit,
+            a.scale,
+        )?;
+        (run, Some(wire))
+    } else {
+        let run = run_replay(
+            &a.trace,
+            &a.topology,
+            &a.coflow_scheduler,
+            a.limit,
+            |done, total| {
+                bar.set_total_jobs(total as u64);
+                bar.set_jobs_done(done as u64);
+            },
+        )?;
+        (run, None)
+    };
     bar.finish();
     let summary = ReplaySummary::of(&run.outcome);
     let stem = a
@@ -118,6 +136,10 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
     let path = dir.join("utilization.csv");
     crate::report::plots::write_utilization_csv(&path, &run.outcome.links)
         .with_context(|| format!("cannot write {}", path.display()))?;
+    if let Some(w) = &wire {
+        w.write(&dir)
+            .with_context(|| format!("writing wire results to {}", dir.display()))?;
+    }
     let report = Report {
         trace: a.trace.display().to_string(),
         topology: &run.topology.name,

@@ -1,13 +1,160 @@
-//! `ocslab run`: Run an experiment with real bytes on the kernel fabric. (stub until its work lands.)
+//! `ocslab run EXPERIMENT [--json] [--out DIR]`: runs every task scheduler
+//! of an experiment with real bytes on the kernel fabric (the same
+//! experiment files and the same report as `ocslab sim`), plus what was
+//! measured on the wire: FCT/CCT percentiles from the agents' timestamps,
+//! bytes over EPS vs OCS from the kernel's counters, verified flows, and
+//! each coflow's measured CCT against the fluid model's prediction.
 
-use anyhow::{bail, Result};
+use crate::emu::experiment::{run as run_emu, write_results, SchedulerRun};
+use crate::emu::{EmuConfig, FabricChoice};
+use crate::experiment::Experiment;
+use anyhow::{Context, Result};
+use ocslab_agent::protocol::Transport;
+use ocslab_emulator::fabric::RunId;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Arguments of `ocslab run`.
 #[derive(clap::Args, Debug)]
-pub struct RunArgs {}
+#[command(
+    after_help = "Examples:\n  sudo ocslab run experiments/lab-baselines.toml\n  \
+                        ocslab up topologies/lab.toml --detach && ocslab run EXP.toml --run 3f9a --json"
+)]
+pub struct RunArgs {
+    /// The experiment file (TOML), as for `ocslab sim`.
+    pub experiment: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Results folder (default: results/<experiment>-emu-<unix time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Use the fabric of this running lab (`ocslab up --detach`) instead of building one.
+    #[arg(long)]
+    pub run: Option<RunId>,
+    /// Give up on a scheduler's run after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    pub time_limit: u64,
+    /// Data-plane transport of the agents.
+    #[arg(long, value_parser = ["tcp", "quic"], default_value = "tcp")]
+    pub transport: String,
+}
 
 /// Runs `ocslab run`.
-pub fn run(_a: RunArgs) -> Result<ExitCode> {
-    bail!("not yet implemented")
+pub fn run(a: RunArgs) -> Result<ExitCode> {
+    let exp = Experiment::load(&a.experiment)?;
+    exp.topology
+        .check_emulable(&exp.topology_file)
+        .context("this experiment's topology cannot run on this box; use `ocslab sim`")?;
+    let cfg = EmuConfig {
+        transport: if a.transport == "quic" {
+            Transport::Quic
+        } else {
+            Transport::Tcp
+        },
+        time_limit: Duration::from_secs(a.time_limit),
+        ..EmuConfig::default()
+    };
+    let fabric = match a.run {
+        Some(run) => FabricChoice::Attach(run),
+        None => FabricChoice::Build {
+            topology_file: Some(exp.topology_file.clone()),
+        },
+    };
+    let quiet = a.json;
+    let runs = run_emu(&exp, &cfg, &fabric, |name| {
+        if !quiet {
+            eprintln!("running {name} on {} with real bytes ...", exp.topology.name);
+        }
+    })?;
+    let dir = a.out.unwrap_or_else(|| {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from("results").join(format!("{}-emu-{secs}", exp.name))
+    });
+    write_results(&dir, &exp, &runs)?;
+    if a.json {
+        let v = serde_json::json!({
+            "experiment": exp.name,
+            "seed": exp.seed,
+            "topology": exp.topology.name,
+            "scale": exp.topology.scale,
+            "coflow_scheduler": exp.coflow_scheduler,
+            "driver": "emu",
+            "schedulers": runs.iter().map(|r| {
+                let mut s = serde_json::to_value(&r.summary).unwrap_or_default();
+                if let Some(m) = s.as_object_mut() {
+                    m.insert("wire".into(), serde_json::json!({
+                        "fct": r.outcome.wire.fct,
+                        "cct": r.outcome.wire.cct,
+                        "verified_flows": r.outcome.wire.verified_flows,
+                        "corrupt_flows": r.outcome.wire.corrupt_flows,
+                        "lost_flows": r.outcome.wire.lost_flows,
+                        "fabric": r.outcome.wire.fabric,
+                        "dead_hosts": r.outcome.wire.dead_hosts,
+                        "wall_s": r.outcome.wire.wall_s,
+                    }));
+                    m.insert("cct_vs_sim".into(), serde_json::to_value(&r.cct_vs_sim).unwrap_or_default());
+                }
+                s
+            }).collect::<Vec<_>>(),
+            "results_dir": dir,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print_table(&exp, &runs);
+        println!("results: {}", dir.display());
+    }
+    let corrupt: u64 = runs.iter().map(|r| r.outcome.wire.corrupt_flows).sum();
+    if corrupt > 0 {
+        eprintln!("error: {corrupt} flows arrived with a wrong checksum (see wire_flows.csv)");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(exp: &Experiment, runs: &[SchedulerRun]) {
+    println!(
+        "{} on {} (scale {}, seed {}, coflows: {}, real bytes)",
+        exp.name, exp.topology.name, exp.topology.scale, exp.seed, exp.coflow_scheduler
+    );
+    println!(
+        "{:<12} {:>16} {:>16} {:>16} {:>16} {:>9} {:>9} {:>11} {:>10} {:>10} {:>12}",
+        "scheduler",
+        "makespan s",
+        "avg JCT s",
+        "avg CCT s",
+        "p95 CCT s",
+        "p50 FCT",
+        "p99 FCT",
+        "verified",
+        "EPS MB",
+        "OCS MB",
+        "CCT/sim"
+    );
+    for r in runs {
+        let (s, w) = (&r.summary, &r.outcome.wire);
+        let n = &s.normalized;
+        let cell = |v: f64, x: f64| format!("{v:.2} ({x:.2})");
+        println!(
+            "{:<12} {:>16} {:>16} {:>16} {:>16} {:>9.3} {:>9.3} {:>11} {:>10.1} {:>10.1} {:>12}",
+            s.name,
+            cell(s.makespan_s, n.makespan),
+            cell(s.avg_jct_s, n.avg_jct),
+            cell(s.avg_cct_s, n.avg_cct),
+            cell(s.p95_cct_s, n.p95_cct),
+            w.fct.p50_s,
+            w.fct.p99_s,
+            format!("{}/{}", w.verified_flows, w.verified_flows + w.corrupt_flows),
+            w.fabric.eps_bytes as f64 / 1e6,
+            w.fabric.ocs_bytes as f64 / 1e6,
+            format!(
+                "{:.3} [{:.2}-{:.2}]",
+                r.cct_vs_sim.mean, r.cct_vs_sim.min, r.cct_vs_sim.max
+            ),
+        );
+    }
 }

@@ -112,8 +112,6 @@ pub struct NetTimeline {
     pub circuits: Vec<CircuitRecord>,
     /// The tracked links' utilization ([`usage::LinkUsage`]).
     pub links: Vec<usage::LinkSeries>,
-    /// The reconfiguration delay δ of the fabric.
-    pub reconfig_delay: Nanos,
 }
 
 /// Flows the network refuses.

@@ -318,7 +318,6 @@ impl FluidNetwork {
         NetTimeline {
             circuits: self.circuit_log.clone(),
             links: self.usage.series(end.max(self.now)),
-            reconfig_delay: self.view.fabric.reconfig_delay,
         }
     }
 

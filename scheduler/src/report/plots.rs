@@ -247,7 +247,6 @@ mod tests {
                 link("r0 EPS uplink", [0.5, 0.0]),
                 link("r0 OCS port 0", [0.0, 1.0]),
             ],
-            reconfig_delay: Nanos::from_millis(10),
         };
         write_timeline_csvs(&dir, &t).expect("write");
         let c = std::fs::read_to_string(dir.join("circuits.csv")).expect("read");

@@ -1,0 +1,339 @@
+//! The on-disk ledger of a run: `/run/ocslab/<run-id>/ledger.json` lists
+//! every namespace the run creates (written *before* any is made), who owns
+//! the run (pid and start time, so a reused pid is not mistaken for it) and
+//! its state. Every interface, address, route, qdisc and filter of a run
+//! lives inside one of its namespaces, so removing the namespaces (after
+//! ending the processes inside them) removes everything; nothing of a run
+//! lives in the box's own namespace.
+//!
+//! Teardown removes exactly what a ledger lists, plus namespaces that follow
+//! the run's own naming scheme (`ocslab-<run>-*`, see [`super::names`]) —
+//! never a global pattern. [`cleanup_stale`] does this for every run whose
+//! owner is gone: what `ocslab down` runs after a crash or a SIGKILL.
+//!
+//! Also in the run directory: `topology.toml` (the topology as written, so
+//! other processes can attach) and `ocs.jsonl` (one line per OCS
+//! reconfiguration).
+
+use super::names::{RunId, NS_PREFIX};
+use super::netns;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where run directories live.
+pub const RUN_ROOT: &str = "/run/ocslab";
+
+/// A ledger or run-directory failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {}: {source}", path.display())]
+pub struct LedgerError {
+    /// What was being done.
+    pub what: &'static str,
+    /// The file or directory.
+    pub path: PathBuf,
+    /// Why it failed.
+    #[source]
+    pub source: io::Error,
+}
+
+/// Privilege mode a run was built in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// As root in the box's own user and mount namespaces.
+    Root,
+    /// As an ordinary user inside a user+mount+net namespace (see
+    /// [`super::rootless`]); other processes reach the run through its owner.
+    Rootless,
+}
+
+/// Life cycle of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// Namespaces are being made.
+    Building,
+    /// The fabric is up.
+    Up,
+    /// Teardown has begun.
+    TearingDown,
+}
+
+/// The ledger of one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// The run.
+    pub run_id: RunId,
+    /// Root or rootless.
+    pub mode: Mode,
+    /// The process that owns the run (tears it down when it exits).
+    pub owner_pid: u32,
+    /// The owner's start time (field 22 of `/proc/<pid>/stat`).
+    pub owner_start: u64,
+    /// Whether the owner is a detached background holder.
+    pub detached: bool,
+    /// The topology's name.
+    pub topology: String,
+    /// The topology file it came from, when known.
+    pub topology_file: Option<PathBuf>,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// State.
+    pub state: RunState,
+    /// Every namespace of the run (planned ones included).
+    pub namespaces: Vec<String>,
+}
+
+/// The directory of run `run`.
+pub fn run_dir(run: RunId) -> PathBuf {
+    Path::new(RUN_ROOT).join(run.to_string())
+}
+
+fn lerr(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> LedgerError {
+    let path = path.to_path_buf();
+    move |source| LedgerError { what, path, source }
+}
+
+/// Start time of process `pid` (clock ticks since boot), if it runs (a
+/// zombie, dead but not yet reaped, does not count).
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; fields resume after ')'.
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    rest.nth(18)?.parse().ok()
+}
+
+/// Reserves a fresh run id by creating its directory (atomic: two
+/// processes never get the same one), avoiding ids with leftover namespaces.
+pub fn reserve_run_id(wanted: Option<RunId>) -> Result<RunId, LedgerError> {
+    std::fs::create_dir_all(RUN_ROOT).map_err(lerr("creating", Path::new(RUN_ROOT)))?;
+    let existing = netns::list_named();
+    for attempt in 0..1000 {
+        let id = match wanted {
+            Some(w) => w,
+            None => RunId::random(),
+        };
+        let taken = existing.iter().any(|n| id.owns_netns(n));
+        let dir = run_dir(id);
+        if !taken {
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(id),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(lerr("creating run directory", &dir)(e)),
+            }
+        }
+        if wanted.is_some() || attempt == 999 {
+            return Err(LedgerError {
+                what: "run id already in use:",
+                path: dir,
+                source: io::Error::from(io::ErrorKind::AlreadyExists),
+            });
+        }
+    }
+    unreachable!("the loop returns on its last attempt")
+}
+
+impl Ledger {
+    /// Path of this run's ledger file.
+    pub fn path(&self) -> PathBuf {
+        run_dir(self.run_id).join("ledger.json")
+    }
+
+    /// Writes the ledger (atomically: a temporary file renamed over it).
+    pub fn save(&self) -> Result<(), LedgerError> {
+        let path = self.path();
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_vec_pretty(self).map_err(|e| LedgerError {
+            what: "encoding",
+            path: path.clone(),
+            source: io::Error::other(e),
+        })?;
+        std::fs::write(&tmp, text).map_err(lerr("writing", &tmp))?;
+        std::fs::rename(&tmp, &path).map_err(lerr("writing", &path))
+    }
+
+    /// Reads the ledger of run `run`.
+    pub fn load(run: RunId) -> Result<Ledger, LedgerError> {
+        let path = run_dir(run).join("ledger.json");
+        let text = std::fs::read(&path).map_err(lerr("reading", &path))?;
+        serde_json::from_slice(&text).map_err(|e| LedgerError {
+            what: "parsing",
+            path,
+            source: io::Error::other(e),
+        })
+    }
+
+    /// Whether the owning process still runs (same pid, same start time).
+    pub fn owner_alive(&self) -> bool {
+        process_start(self.owner_pid) == Some(self.owner_start)
+    }
+}
+
+/// Run ids with a directory under `/run/ocslab`, sorted.
+pub fn list_runs() -> Vec<RunId> {
+    let Ok(dir) = std::fs::read_dir(RUN_ROOT) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<RunId> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// What a teardown removed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Teardown {
+    /// The run.
+    pub run_id: Option<RunId>,
+    /// Namespaces removed.
+    pub namespaces: usize,
+    /// Processes ended (they lived inside the run's namespaces).
+    pub processes: usize,
+    /// Seconds it took.
+    pub seconds: f64,
+}
+
+/// Every namespace that belongs to run `run`: those in its ledger plus
+/// those under `/run/netns` that follow its naming scheme.
+pub fn namespaces_of(run: RunId, ledger: Option<&Ledger>) -> Vec<String> {
+    let mut names: Vec<String> = ledger.map(|l| l.namespaces.clone()).unwrap_or_default();
+    names.extend(netns::list_named().into_iter().filter(|n| run.owns_netns(n)));
+    names.retain(|n| run.owns_netns(n));
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Ends the processes living in `names` (SIGTERM, then SIGKILL after
+/// `grace`); returns how many there were.
+pub fn end_processes_in(names: &[String], grace: Duration) -> usize {
+    let inodes: Vec<u64> = names.iter().filter_map(|n| netns::inode_of(n)).collect();
+    let pids = netns::pids_in(&inodes);
+    for &p in &pids {
+        let _ = kill(Pid::from_raw(p), Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + grace;
+    let mut left = pids.clone();
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+        left = netns::pids_in(&inodes);
+    }
+    for &p in &left {
+        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+    }
+    pids.len()
+}
+
+/// Removes run `run`: ends its processes, removes its namespaces and its
+/// run directory. Safe to call on a run that is partly or wholly gone.
+pub fn remove_run(run: RunId) -> Result<Teardown, LedgerError> {
+    let t0 = Instant::now();
+    let ledger = Ledger::load(run).ok();
+    if let Some(mut l) = ledger.clone() {
+        l.state = RunState::TearingDown;
+        let _ = l.save();
+    }
+    let names = namespaces_of(run, ledger.as_ref());
+    let processes = end_processes_in(&names, Duration::from_millis(500));
+    let mut removed = 0;
+    for n in &names {
+        match netns::remove_named(n) {
+            Ok(true) => removed += 1,
+            Ok(false) => {}
+            Err(e) => {
+                return Err(LedgerError {
+                    what: "removing namespace of",
+                    path: run_dir(run),
+                    source: io::Error::other(e.to_string()),
+                })
+            }
+        }
+    }
+    let dir = run_dir(run);
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(lerr("removing", &dir)(e)),
+    }
+    Ok(Teardown {
+        run_id: Some(run),
+        namespaces: removed,
+        processes,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Removes every run whose owner is gone (crashed, killed) and every
+/// `ocslab-<run>-*` namespace whose run has no directory. Live runs are
+/// left alone. Returns one [`Teardown`] per run removed.
+pub fn cleanup_stale() -> Result<Vec<Teardown>, LedgerError> {
+    let mut out = Vec::new();
+    let runs = list_runs();
+    for &run in &runs {
+        let alive = match Ledger::load(run) {
+            Ok(l) => l.owner_alive(),
+            // A run being reserved has a directory but no ledger for a moment.
+            Err(_) => std::fs::metadata(run_dir(run))
+                .and_then(|m| m.modified())
+                .map(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(60))
+                .unwrap_or(false),
+        };
+        if !alive {
+            out.push(remove_run(run)?);
+        }
+    }
+    let mut orphans: Vec<RunId> = netns::list_named()
+        .iter()
+        .filter(|n| n.starts_with(NS_PREFIX))
+        .filter_map(|n| RunId::of_netns(n))
+        .filter(|r| !runs.contains(r))
+        .collect();
+    orphans.sort();
+    orphans.dedup();
+    for run in orphans {
+        out.push(remove_run(run)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_process_start_is_readable_and_stable() {
+        let me = std::process::id();
+        let a = process_start(me).expect("start time of this process");
+        assert_eq!(process_start(me), Some(a));
+        assert_eq!(process_start(u32::MAX), None);
+    }
+
+    #[test]
+    fn ledger_round_trips_through_json() {
+        let l = Ledger {
+            run_id: "00ff".parse().unwrap(),
+            mode: Mode::Root,
+            owner_pid: 1,
+            owner_start: 2,
+            detached: false,
+            topology: "tiny".into(),
+            topology_file: None,
+            started_unix_ms: 3,
+            state: RunState::Up,
+            namespaces: vec!["ocslab-00ff-core".into()],
+        };
+        let text = serde_json::to_string(&l).unwrap();
+        assert!(text.contains("\"run_id\":\"00ff\""), "{text}");
+        assert_eq!(serde_json::from_str::<Ledger>(&text).unwrap(), l);
+    }
+}

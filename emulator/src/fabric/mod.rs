@@ -1,0 +1,542 @@
+//! The kernel fabric: a datacenter of racks and hosts built from network
+//! namespaces on one Linux box, an htb-shaped electrical (EPS) core, and a
+//! software optical circuit switch (OCS) beside it.
+//!
+//! Layers, top to bottom:
+//! - [`Fabric`]: the handle the CLI and the emulation driver use
+//!   (`up`, `attach`, `spawn_in`, `ocs`, `counters`, `down`);
+//! - [`plan`]: pure — a topology becomes namespaces, links, addresses,
+//!   routes, shapers ([`htb`]) and OCS ports;
+//! - [`apply`]: the plan becomes kernel objects over rtnetlink
+//!   ([`netlink`], [`messages`]) from one process, namespaces made with
+//!   `unshare`/bind mounts ([`netns`]);
+//! - [`ocs`]: the crossbar (circuits, not-all-stop reconfiguration, events);
+//! - [`ledger`]: what a run made, on disk, so teardown (also after a crash)
+//!   removes exactly that; [`names`] is the naming scheme it relies on;
+//! - [`rootless`]: building as an ordinary user inside a user namespace.
+//!
+//! The API is blocking (plain threads, no async runtime): building takes a
+//! fraction of a second and an OCS reconfiguration blocks for δ by design;
+//! call it from a dedicated thread (or `spawn_blocking`) in async code.
+//!
+//! How the fabric is laid out, and the figures measured on it, are in
+//! `docs/fabric.md`.
+
+pub mod apply;
+pub mod clock;
+pub mod htb;
+pub mod ledger;
+pub mod messages;
+pub mod names;
+pub mod netlink;
+pub mod netns;
+pub mod ocs;
+pub mod plan;
+pub mod probe;
+pub mod rootless;
+
+pub use ledger::{cleanup_stale, Mode, Teardown};
+pub use names::RunId;
+pub use ocs::{Circuit, CircuitEvent, Ocs, OcsError, Reconfiguration};
+
+use crate::topology::{HostId, Topology, TopologyError};
+use crate::units::Nanos;
+use ledger::{Ledger, LedgerError, RunState};
+use netlink::{NetlinkError, Rtnl};
+use netns::{NetNs, NetnsError};
+use plan::{FabricPlan, NsRole, PlanError, TOR_UP_INDEX};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::Mutex;
+
+/// Anything that can go wrong with a fabric.
+#[derive(Debug, thiserror::Error)]
+pub enum FabricError {
+    /// The topology cannot be emulated.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// The topology cannot be planned as namespaces and links.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The run's ledger or directory.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// A namespace operation.
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+    /// A netlink request.
+    #[error(transparent)]
+    Netlink(#[from] NetlinkError),
+    /// The optical circuit switch.
+    #[error(transparent)]
+    Ocs(#[from] OcsError),
+    /// A host name outside the topology.
+    #[error("host {host} is not in topology {topology} ({racks} racks x {hosts} hosts, r0h0..r{}h{})", racks - 1, hosts - 1)]
+    UnknownHost {
+        /// The host asked for.
+        host: HostId,
+        /// The topology's name.
+        topology: String,
+        /// Its racks.
+        racks: u32,
+        /// Its hosts per rack.
+        hosts: u32,
+    },
+    /// Starting a process in a host failed.
+    #[error("starting {program:?} in host {host}: {source}")]
+    Spawn {
+        /// The host.
+        host: HostId,
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A measurement probe's socket failed.
+    #[error("probe: {what}: {source}")]
+    Probe {
+        /// What the probe was doing.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No such run, or it is not (fully) up.
+    #[error("run {run}: {why}")]
+    Run {
+        /// The run.
+        run: RunId,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+impl From<apply::ApplyError> for FabricError {
+    fn from(e: apply::ApplyError) -> FabricError {
+        match e {
+            apply::ApplyError::Netns(e) => FabricError::Netns(e),
+            apply::ApplyError::Netlink(e) => FabricError::Netlink(e),
+        }
+    }
+}
+
+/// Options of [`Fabric::up`].
+#[derive(Clone, Debug, Default)]
+pub struct FabricOptions {
+    /// Use this run id instead of a fresh random one.
+    pub run_id: Option<RunId>,
+    /// Threads used to build (0: one per core, at most 4).
+    pub threads: usize,
+    /// The topology file, for the ledger and error messages.
+    pub topology_file: Option<PathBuf>,
+    /// Whether the owner is a detached background holder (recorded in the ledger).
+    pub detached: bool,
+}
+
+/// Bytes of one ToR's EPS uplink, from the kernel's link counters of the
+/// ToR end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct UplinkCounters {
+    /// The rack.
+    pub rack: u32,
+    /// Bytes sent up, ToR → core.
+    pub up_bytes: u64,
+    /// Bytes received, core → ToR.
+    pub down_bytes: u64,
+}
+
+/// Bytes of one OCS port, from the kernel's counters of the crossbar end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OcsPortCounters {
+    /// The rack.
+    pub rack: u32,
+    /// The wavelength.
+    pub port: u32,
+    /// Bytes that entered the OCS from the rack's ToR.
+    pub from_rack_bytes: u64,
+    /// Bytes the OCS delivered to the rack's ToR (carried by circuits).
+    pub to_rack_bytes: u64,
+}
+
+/// Kernel byte counters of every EPS uplink and every OCS port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FabricCounters {
+    /// When they were read ([`clock::now`]).
+    pub at: Nanos,
+    /// One per rack.
+    pub uplinks: Vec<UplinkCounters>,
+    /// One per (rack, wavelength).
+    pub ocs_ports: Vec<OcsPortCounters>,
+}
+
+impl FabricCounters {
+    /// Bytes circuits delivered, over all OCS ports.
+    pub fn ocs_bytes(&self) -> u64 {
+        self.ocs_ports.iter().map(|p| p.to_rack_bytes).sum()
+    }
+    /// Bytes sent up all EPS uplinks.
+    pub fn eps_uplink_bytes(&self) -> u64 {
+        self.uplinks.iter().map(|u| u.up_bytes).sum()
+    }
+}
+
+/// A fabric that is up. The process that called [`Fabric::up`] owns it and
+/// tears it down on [`Fabric::down`], on drop and on panic; a process that
+/// [`Fabric::attach`]es only uses it.
+pub struct Fabric {
+    topo: Topology,
+    plan: FabricPlan,
+    ledger: Ledger,
+    namespaces: Vec<NetNs>,
+    ocs: Mutex<Option<Ocs>>,
+    stats: Mutex<BTreeMap<usize, Rtnl>>,
+    owner: bool,
+    torn_down: bool,
+}
+
+impl std::fmt::Debug for Fabric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fabric")
+            .field("run", &self.ledger.run_id)
+            .field("topology", &self.topo.name)
+            .field("owner", &self.owner)
+            .finish()
+    }
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(4)
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Fabric {
+    /// Builds the fabric of `topo` (blocking) and returns its owner handle.
+    /// Fails cleanly: whatever was made before an error is removed.
+    pub fn up(topo: &Topology, opts: FabricOptions) -> Result<Fabric, FabricError> {
+        let file = opts
+            .topology_file
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("<topology {}>", topo.name)));
+        topo.check_emulable(&file)?;
+        let run = ledger::reserve_run_id(opts.run_id)?;
+        let built = Self::build(topo, run, &opts);
+        if built.is_err() {
+            if let Err(e) = ledger::remove_run(run) {
+                tracing::error!("cleaning up after a failed build of run {run}: {e}");
+            }
+        }
+        built
+    }
+
+    fn build(topo: &Topology, run: RunId, opts: &FabricOptions) -> Result<Fabric, FabricError> {
+        let plan = FabricPlan::new(topo, run)?;
+        let me = std::process::id();
+        let mut ledger = Ledger {
+            run_id: run,
+            mode: rootless::current_mode(),
+            owner_pid: me,
+            owner_start: ledger::process_start(me).unwrap_or(0),
+            detached: opts.detached,
+            topology: topo.name.clone(),
+            topology_file: opts.topology_file.clone(),
+            started_unix_ms: unix_ms(),
+            state: RunState::Building,
+            namespaces: plan.namespaces.iter().map(|n| n.name.clone()).collect(),
+        };
+        ledger.save()?;
+        let topo_path = ledger::run_dir(run).join("topology.toml");
+        let text = toml::to_string(&topo.nominal).map_err(|e| LedgerError {
+            what: "encoding topology for",
+            path: topo_path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        std::fs::write(&topo_path, text).map_err(|source| LedgerError {
+            what: "writing",
+            path: topo_path.clone(),
+            source,
+        })?;
+        netns::prepare_netns_dir()?;
+        let threads = if opts.threads == 0 {
+            default_threads()
+        } else {
+            opts.threads
+        };
+        let applied = apply::apply(&plan, threads)?;
+        ledger.state = RunState::Up;
+        ledger.save()?;
+        tracing::info!(
+            run = %run,
+            namespaces = plan.namespaces.len(),
+            veths = plan.veth_count(),
+            mode = ?ledger.mode,
+            "fabric up"
+        );
+        let stats = applied
+            .sockets
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| apply::keeps_socket(plan.namespaces[*i].role))
+            .collect();
+        Ok(Fabric {
+            topo: topo.clone(),
+            plan,
+            ledger,
+            namespaces: applied.namespaces,
+            ocs: Mutex::new(None),
+            stats: Mutex::new(stats),
+            owner: true,
+            torn_down: false,
+        })
+    }
+
+    /// Attaches to run `run`, which another process owns (e.g. `ocslab up`),
+    /// to run commands in hosts, set circuits or read counters. Dropping an
+    /// attached handle leaves the fabric up.
+    pub fn attach(run: RunId) -> Result<Fabric, FabricError> {
+        let ledger = Ledger::load(run)?;
+        if ledger.state != RunState::Up {
+            return Err(FabricError::Run {
+                run,
+                why: format!("is {:?}, not up", ledger.state).to_lowercase(),
+            });
+        }
+        let path = ledger::run_dir(run).join("topology.toml");
+        let text = std::fs::read_to_string(&path).map_err(|source| LedgerError {
+            what: "reading",
+            path: path.clone(),
+            source,
+        })?;
+        let topo = Topology::parse(&text, &path, &[])?;
+        let plan = FabricPlan::new(&topo, run)?;
+        let namespaces = plan
+            .namespaces
+            .iter()
+            .map(|n| NetNs::open(&n.name))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Fabric {
+            topo,
+            plan,
+            ledger,
+            namespaces,
+            ocs: Mutex::new(None),
+            stats: Mutex::new(BTreeMap::new()),
+            owner: false,
+            torn_down: false,
+        })
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> RunId {
+        self.ledger.run_id
+    }
+
+    /// The topology (effective rates).
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The plan it was built from.
+    pub fn plan(&self) -> &FabricPlan {
+        &self.plan
+    }
+
+    /// The run's ledger.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    fn check_host(&self, h: HostId) -> Result<(), FabricError> {
+        if self.topo.contains(h) {
+            Ok(())
+        } else {
+            Err(FabricError::UnknownHost {
+                host: h,
+                topology: self.topo.name.clone(),
+                racks: self.topo.racks,
+                hosts: self.topo.hosts_per_rack,
+            })
+        }
+    }
+
+    /// Host `h`'s address (on its NIC).
+    pub fn host_addr(&self, h: HostId) -> Ipv4Addr {
+        self.plan.addresses().host_addr(h.rack, h.host)
+    }
+
+    /// Host `h`'s namespace file (`/run/netns/ocslab-<run>-r0h0`), for
+    /// `setns` in a child's `pre_exec` or for `ip netns exec`.
+    pub fn host_netns_path(&self, h: HostId) -> PathBuf {
+        netns::path_of(&self.plan.namespaces[self.plan.host_ns(h)].name)
+    }
+
+    /// The open namespace of host `h`.
+    pub fn host_netns(&self, h: HostId) -> Result<&NetNs, FabricError> {
+        self.check_host(h)?;
+        Ok(&self.namespaces[self.plan.host_ns(h)])
+    }
+
+    /// Starts `cmd` inside host `h`'s network namespace (the child enters it
+    /// with `setns` between fork and exec; nothing else changes).
+    pub fn spawn_in(&self, h: HostId, mut cmd: Command) -> Result<Child, FabricError> {
+        let fd = self.host_netns(h)?.raw_fd();
+        // SAFETY: the closure only calls setns(2), which is async-signal-safe,
+        // on a descriptor that stays open in the parent until spawn returns.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn().map_err(|source| FabricError::Spawn {
+            host: h,
+            program: cmd.get_program().to_string_lossy().into_owned(),
+            source,
+        })
+    }
+
+    /// Runs `f` on the calling thread inside host `h`'s namespace (sockets
+    /// it opens stay there), then returns the thread to its own namespace.
+    pub fn in_host<T>(&self, h: HostId, f: impl FnOnce() -> T) -> Result<T, FabricError> {
+        Ok(self.host_netns(h)?.enter(f)?)
+    }
+
+    fn socket_in(&self, ns_index: usize) -> Result<Rtnl, FabricError> {
+        let ns = &self.namespaces[ns_index];
+        Ok(ns.enter(|| Rtnl::open(ns.name()))??)
+    }
+
+    /// The optical circuit switch (a shared handle; see [`Ocs`]).
+    pub fn ocs(&self) -> Result<Ocs, FabricError> {
+        let mut slot = self.ocs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(o) = slot.as_ref() {
+            return Ok(o.clone());
+        }
+        if !self.plan.has_ocs() {
+            return Err(OcsError::NoOcs.into());
+        }
+        let ocs_sock = self.socket_in(self.plan.ocs_ns())?;
+        let tor_socks = (0..self.plan.racks())
+            .map(|r| self.socket_in(self.plan.tor_ns(r)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut core = ocs::OcsCore {
+            plan: self.plan.clone(),
+            ocs_sock,
+            tor_socks,
+            current: ocs::Matching::new(),
+            delay: self.topo.reconfig_delay,
+            log: Some(ledger::run_dir(self.run_id()).join("ocs.jsonl")),
+            subscribers: Vec::new(),
+        };
+        core.current = core.read_kernel()?;
+        let o = Ocs::new(core);
+        *slot = Some(o.clone());
+        Ok(o)
+    }
+
+    /// Reads the kernel's byte counters of every EPS uplink and OCS port.
+    pub fn counters(&self) -> Result<FabricCounters, FabricError> {
+        let mut socks = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = FabricCounters {
+            at: clock::now(),
+            ..Default::default()
+        };
+        let mut wanted: Vec<usize> = (0..self.plan.racks()).map(|r| self.plan.tor_ns(r)).collect();
+        if self.plan.has_ocs() {
+            wanted.push(self.plan.ocs_ns());
+        }
+        for i in wanted {
+            let sock = match socks.entry(i) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => e.insert(self.socket_in(i)?),
+            };
+            let links = sock.dump(messages::dump_links(), "reading link counters")?;
+            for m in links {
+                let netlink_packet_route::RouteNetlinkMessage::NewLink(l) = m else {
+                    continue;
+                };
+                let (index, _, rx, tx) = messages::link_counters(&l);
+                match self.plan.namespaces[i].role {
+                    NsRole::Tor(rack) if index == TOR_UP_INDEX => out.uplinks.push(UplinkCounters {
+                        rack,
+                        up_bytes: tx,
+                        down_bytes: rx,
+                    }),
+                    NsRole::Ocs => {
+                        if let Some((rack, port)) = self.plan.ocs_port_of_index(index) {
+                            out.ocs_ports.push(OcsPortCounters {
+                                rack,
+                                port,
+                                from_rack_bytes: rx,
+                                to_rack_bytes: tx,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out.uplinks.sort_by_key(|u| u.rack);
+        out.ocs_ports.sort_by_key(|p| (p.rack, p.port));
+        Ok(out)
+    }
+
+    /// Tears the fabric down: ends processes inside its namespaces, removes
+    /// the namespaces (and with them every link, qdisc and route) and the
+    /// run directory. An attached handle only detaches.
+    pub fn down(mut self) -> Result<Teardown, FabricError> {
+        self.teardown()
+    }
+
+    fn teardown(&mut self) -> Result<Teardown, FabricError> {
+        if self.torn_down || !self.owner {
+            self.torn_down = true;
+            return Ok(Teardown::default());
+        }
+        self.torn_down = true;
+        // Close our own references first so the kernel can free the namespaces.
+        *self.ocs.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.namespaces.clear();
+        let t = ledger::remove_run(self.run_id())?;
+        tracing::info!(run = %self.run_id(), namespaces = t.namespaces, processes = t.processes, "fabric down");
+        Ok(t)
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            tracing::error!("tearing down run {}: {e}", self.run_id());
+        }
+    }
+}
+
+/// Runs that have a directory under `/run/ocslab`, with their ledgers (or
+/// why a ledger could not be read).
+pub fn runs() -> Vec<(RunId, Result<Ledger, LedgerError>)> {
+    ledger::list_runs()
+        .into_iter()
+        .map(|r| (r, Ledger::load(r)))
+        .collect()
+}
+
+/// Path of the on-disk state of run `run`.
+pub fn run_dir(run: RunId) -> PathBuf {
+    ledger::run_dir(run)
+}

@@ -1,0 +1,510 @@
+//! The software optical circuit switch: a crossbar namespace with one port
+//! per (rack, wavelength), circuits as tc filters, and not-all-stop
+//! reconfiguration with delay δ.
+//!
+//! Model (Sec. II-B of the Co-scheduler paper, after c-Through): each input
+//! port holds at most one circuit to one output port at a time; changing it
+//! takes δ, during which *only the affected ports* carry nothing
+//! ("not-all-stop"). Here a circuit i→j on wavelength w is
+//! - in the OCS namespace, a u32 match-all filter on port (i, w)'s ingress
+//!   with `mirred egress redirect` to port (j, w) (kernel-speed crossbar);
+//! - in ToR i, the route `<rack j subnet> via <ToR j optical addr> dev
+//!   ocs<w> table 100`, which packets marked TOS 0x08 look up first.
+//!
+//! [`Ocs::set_matching`] compares the new matching with the current one.
+//! Ports whose circuit changes are torn down at once (route, then filter:
+//! marked traffic falls back to EPS), then at *start + δ* the new circuits
+//! come up (filter, then route). Messages are encoded before the wait; the
+//! wait sleeps until 300 µs before the deadline and spins the rest, so δ of
+//! a millisecond or less is honoured to tens of microseconds.
+//!
+//! The pure part ([`validate`], [`diff`]) has no clock and no I/O.
+
+use super::clock;
+use super::messages;
+use super::netlink::{NetlinkError, Prepared, Request, Rtnl};
+use super::plan::FabricPlan;
+use crate::units::Nanos;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A unidirectional circuit from rack `src_rack` to rack `dst_rack` on OCS
+/// port (wavelength) `port` of both racks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Circuit {
+    /// Sending rack.
+    pub src_rack: u32,
+    /// Receiving rack.
+    pub dst_rack: u32,
+    /// Wavelength (OCS port index of the rack).
+    pub port: u32,
+}
+
+/// A circuit went down (its port is dark) or came up, at `at`
+/// ([`clock::now`], CLOCK_MONOTONIC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CircuitEvent {
+    /// When the kernel had applied the change.
+    pub at: Nanos,
+    /// Sending rack.
+    pub src_rack: u32,
+    /// Receiving rack.
+    pub dst_rack: u32,
+    /// Wavelength.
+    pub port: u32,
+    /// Up (true) or down (false).
+    pub up: bool,
+}
+
+/// What one call of [`Ocs::set_matching`] did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Reconfiguration {
+    /// When the call began ([`clock::now`]).
+    pub started: Nanos,
+    /// The delay δ applied.
+    pub delay: Nanos,
+    /// Down events (at teardown) then up events (after δ).
+    pub events: Vec<CircuitEvent>,
+    /// Circuits kept as they were (their ports never went dark).
+    pub kept: usize,
+    /// How long the teardown batch took.
+    pub teardown: Nanos,
+    /// How late the setup batch was applied after `started + delay`.
+    pub setup_late: Nanos,
+}
+
+/// Why a matching cannot be configured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MatchingError {
+    /// A rack index beyond the topology.
+    #[error("circuit {0}: rack {1} does not exist (racks are 0..{2})")]
+    NoSuchRack(String, u32, u32),
+    /// A port index beyond the topology.
+    #[error("circuit {0}: port {1} does not exist (each rack has OCS ports 0..{2})")]
+    NoSuchPort(String, u32, u32),
+    /// src == dst.
+    #[error("circuit {0}: a rack cannot have a circuit to itself")]
+    Loop(String),
+    /// Two circuits leave the same port.
+    #[error("circuits {0} and {1} both leave rack {2} on port {3}; an OCS input port holds one circuit")]
+    InputTaken(String, String, u32, u32),
+    /// Two circuits enter the same port.
+    #[error("circuits {0} and {1} both enter rack {2} on port {3}; an OCS output port holds one circuit")]
+    OutputTaken(String, String, u32, u32),
+    /// Two circuits join the same pair of racks.
+    #[error("circuits {0} and {1} join the same racks; at most one circuit per rack pair is routed (no multipath)")]
+    SamePair(String, String),
+}
+
+impl std::fmt::Display for Circuit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}->{}", self.src_rack, self.dst_rack)?;
+        if self.port != 0 {
+            write!(f, "@{}", self.port)?;
+        }
+        Ok(())
+    }
+}
+
+/// A matching: input port (src rack, port) → destination rack.
+pub type Matching = BTreeMap<(u32, u32), u32>;
+
+/// Checks that `circuits` form a matching of a fabric with `racks` racks
+/// and `ports` ports per rack.
+pub fn validate(racks: u32, ports: u32, circuits: &[Circuit]) -> Result<Matching, MatchingError> {
+    let mut inputs: BTreeMap<(u32, u32), Circuit> = BTreeMap::new();
+    let mut outputs: BTreeMap<(u32, u32), Circuit> = BTreeMap::new();
+    let mut pairs: BTreeMap<(u32, u32), Circuit> = BTreeMap::new();
+    for &c in circuits {
+        let name = c.to_string();
+        for r in [c.src_rack, c.dst_rack] {
+            if r >= racks {
+                return Err(MatchingError::NoSuchRack(name, r, racks));
+            }
+        }
+        if c.port >= ports {
+            return Err(MatchingError::NoSuchPort(name, c.port, ports));
+        }
+        if c.src_rack == c.dst_rack {
+            return Err(MatchingError::Loop(name));
+        }
+        if let Some(o) = inputs.insert((c.src_rack, c.port), c) {
+            return Err(MatchingError::InputTaken(o.to_string(), name, c.src_rack, c.port));
+        }
+        if let Some(o) = outputs.insert((c.dst_rack, c.port), c) {
+            return Err(MatchingError::OutputTaken(
+                o.to_string(),
+                name,
+                c.dst_rack,
+                c.port,
+            ));
+        }
+        if let Some(o) = pairs.insert((c.src_rack, c.dst_rack), c) {
+            return Err(MatchingError::SamePair(o.to_string(), name));
+        }
+    }
+    Ok(inputs.into_iter().map(|(k, c)| (k, c.dst_rack)).collect())
+}
+
+/// The circuits of a matching, in port order.
+pub fn circuits_of(m: &Matching) -> Vec<Circuit> {
+    m.iter()
+        .map(|(&(src_rack, port), &dst_rack)| Circuit {
+            src_rack,
+            dst_rack,
+            port,
+        })
+        .collect()
+}
+
+/// Not-all-stop difference: (circuits to tear down, circuits to set up,
+/// number kept). A port whose circuit is unchanged appears in neither list.
+pub fn diff(old: &Matching, new: &Matching) -> (Vec<Circuit>, Vec<Circuit>, usize) {
+    let down = circuits_of(old)
+        .into_iter()
+        .filter(|c| new.get(&(c.src_rack, c.port)) != Some(&c.dst_rack))
+        .collect();
+    let up = circuits_of(new)
+        .into_iter()
+        .filter(|c| old.get(&(c.src_rack, c.port)) != Some(&c.dst_rack))
+        .collect();
+    let kept = new.iter().filter(|(k, v)| old.get(k) == Some(v)).count();
+    (down, up, kept)
+}
+
+/// An OCS failure.
+#[derive(Debug, thiserror::Error)]
+pub enum OcsError {
+    /// The matching is not valid.
+    #[error(transparent)]
+    Matching(#[from] MatchingError),
+    /// The kernel refused a change.
+    #[error(transparent)]
+    Netlink(#[from] NetlinkError),
+    /// The topology has no OCS ports.
+    #[error("this topology has no OCS (ocs.ports_per_rack = 0)")]
+    NoOcs,
+}
+
+/// The crossbar's state and sockets, shared by every [`Ocs`] handle.
+pub(crate) struct OcsCore {
+    pub(crate) plan: FabricPlan,
+    pub(crate) ocs_sock: Rtnl,
+    /// ToR sockets, by rack.
+    pub(crate) tor_socks: Vec<Rtnl>,
+    pub(crate) current: Matching,
+    pub(crate) delay: Nanos,
+    pub(crate) log: Option<PathBuf>,
+    pub(crate) subscribers: Vec<mpsc::Sender<CircuitEvent>>,
+}
+
+/// A handle on the optical circuit switch of a fabric. Cheap to clone and
+/// `Send`: a driver may move it to its own thread. Reconfigurations from
+/// several handles are serialised; [`Ocs::set_matching`] blocks for δ.
+#[derive(Clone)]
+pub struct Ocs {
+    core: Arc<Mutex<OcsCore>>,
+}
+
+impl std::fmt::Debug for Ocs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ocs").finish_non_exhaustive()
+    }
+}
+
+impl OcsCore {
+    fn port_what(&self, c: &Circuit) -> String {
+        format!("{c} (rack {} port {})", c.src_rack, c.port)
+    }
+
+    /// The circuits the kernel holds now: filters on the OCS ports' ingress.
+    pub(crate) fn read_kernel(&mut self) -> Result<Matching, NetlinkError> {
+        let mut m = Matching::new();
+        for r in 0..self.plan.racks() {
+            for w in 0..self.plan.wavelengths() {
+                let idx = self.plan.ocs_port_index(r, w);
+                let msgs = self
+                    .ocs_sock
+                    .dump(messages::dump_filters(idx), "listing circuit filters")?;
+                for msg in msgs {
+                    if let netlink_packet_route::RouteNetlinkMessage::NewTrafficFilter(tc) = msg {
+                        if let Some((dst, _)) =
+                            messages::circuit_target(&tc).and_then(|t| self.plan.ocs_port_of_index(t))
+                        {
+                            m.insert((r, w), dst);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(m)
+    }
+
+    fn teardown_requests(&self, down: &[Circuit]) -> (Vec<(u32, Vec<Request>)>, Vec<Request>) {
+        let mut routes: BTreeMap<u32, Vec<Request>> = BTreeMap::new();
+        let mut filters = Vec::new();
+        for c in down {
+            let r = self.plan.circuit_route(c.dst_rack, c.port);
+            routes
+                .entry(c.src_rack)
+                .or_default()
+                .push(messages::del_route(&r));
+            filters.push(messages::del_circuit(
+                self.plan.ocs_port_index(c.src_rack, c.port),
+                &self.port_what(c),
+            ));
+        }
+        (routes.into_iter().collect(), filters)
+    }
+
+    fn setup_requests(&self, up: &[Circuit]) -> (Vec<Request>, Vec<(u32, Vec<Request>)>) {
+        let mut routes: BTreeMap<u32, Vec<Request>> = BTreeMap::new();
+        let mut filters = Vec::new();
+        for c in up {
+            filters.push(messages::add_circuit(
+                self.plan.ocs_port_index(c.src_rack, c.port),
+                self.plan.ocs_port_index(c.dst_rack, c.port),
+                &self.port_what(c),
+            ));
+            let r = self.plan.circuit_route(c.dst_rack, c.port);
+            routes
+                .entry(c.src_rack)
+                .or_default()
+                .push(messages::add_route(&r));
+        }
+        (filters, routes.into_iter().collect())
+    }
+
+    fn reconfigure(&mut self, circuits: &[Circuit], delay: Nanos) -> Result<Reconfiguration, OcsError> {
+        let new = validate(self.plan.racks(), self.plan.wavelengths(), circuits)?;
+        let (down, up, kept) = diff(&self.current, &new);
+        let _rt = clock::Realtime::enter(clock::RECONFIG_PRIORITY);
+        let start = Instant::now();
+        let started = clock::now();
+        let mut events = Vec::with_capacity(down.len() + up.len());
+        // Teardown: routes first (marked traffic falls back to EPS), then filters.
+        let (td_routes, td_filters) = self.teardown_requests(&down);
+        let td_routes: Vec<(u32, Prepared)> = td_routes
+            .into_iter()
+            .map(|(r, reqs)| (r, self.tor_socks[r as usize].prepare(reqs)))
+            .collect();
+        let td_filters = self.ocs_sock.prepare(td_filters);
+        for (r, p) in &td_routes {
+            self.tor_socks[*r as usize].send(p)?;
+        }
+        self.ocs_sock.send(&td_filters)?;
+        let dark_at = clock::now();
+        for (r, p) in &td_routes {
+            self.tor_socks[*r as usize].finish(p)?;
+        }
+        self.ocs_sock.finish(&td_filters)?;
+        let teardown = Nanos(start.elapsed().as_nanos() as u64);
+        // Whatever was torn down is gone now, even if setup fails below.
+        for c in &down {
+            self.current.remove(&(c.src_rack, c.port));
+            events.push(CircuitEvent {
+                at: dark_at,
+                src_rack: c.src_rack,
+                dst_rack: c.dst_rack,
+                port: c.port,
+                up: false,
+            });
+        }
+        let mut setup_late = Nanos(0);
+        if !up.is_empty() {
+            let (su_filters, su_routes) = self.setup_requests(&up);
+            let su_filters = self.ocs_sock.prepare(su_filters);
+            let su_routes: Vec<(u32, Prepared)> = su_routes
+                .into_iter()
+                .map(|(r, reqs)| (r, self.tor_socks[r as usize].prepare(reqs)))
+                .collect();
+            let deadline = start + Duration::from_nanos(delay.0);
+            wait_until(deadline);
+            self.ocs_sock.send(&su_filters)?;
+            let up_at = clock::now();
+            setup_late = Nanos(Instant::now().saturating_duration_since(deadline).as_nanos() as u64);
+            for (r, p) in &su_routes {
+                self.tor_socks[*r as usize].send(p)?;
+            }
+            self.ocs_sock.finish(&su_filters)?;
+            for (r, p) in &su_routes {
+                self.tor_socks[*r as usize].finish(p)?;
+            }
+            for c in &up {
+                self.current.insert((c.src_rack, c.port), c.dst_rack);
+                events.push(CircuitEvent {
+                    at: up_at,
+                    src_rack: c.src_rack,
+                    dst_rack: c.dst_rack,
+                    port: c.port,
+                    up: true,
+                });
+            }
+        }
+        let rec = Reconfiguration {
+            started,
+            delay,
+            events,
+            kept,
+            teardown,
+            setup_late,
+        };
+        self.publish(&rec);
+        Ok(rec)
+    }
+
+    fn publish(&mut self, rec: &Reconfiguration) {
+        if rec.events.is_empty() {
+            return;
+        }
+        tracing::info!(
+            down = rec.events.iter().filter(|e| !e.up).count(),
+            up = rec.events.iter().filter(|e| e.up).count(),
+            kept = rec.kept,
+            delay_us = rec.delay.0 / 1000,
+            teardown_us = rec.teardown.0 / 1000,
+            setup_late_us = rec.setup_late.0 / 1000,
+            "OCS reconfigured"
+        );
+        if let Some(path) = &self.log {
+            let line = serde_json::to_string(rec).unwrap_or_default();
+            let written = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| writeln!(f, "{line}"));
+            if let Err(e) = written {
+                tracing::warn!("cannot log reconfiguration to {}: {e}", path.display());
+            }
+        }
+        self.subscribers
+            .retain(|s| rec.events.iter().all(|e| s.send(*e).is_ok()));
+    }
+}
+
+/// Sleeps until shortly before `deadline`, then spins to it (a sleep
+/// overshoots by tens of microseconds; the spin does not).
+fn wait_until(deadline: Instant) {
+    const SPIN: Duration = Duration::from_micros(300);
+    let now = Instant::now();
+    if deadline > now + SPIN {
+        std::thread::sleep(deadline - now - SPIN);
+    }
+    while Instant::now() < deadline {
+        std::hint::spin_loop();
+    }
+}
+
+impl Ocs {
+    pub(crate) fn new(core: OcsCore) -> Ocs {
+        Ocs {
+            core: Arc::new(Mutex::new(core)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, OcsCore> {
+        // A panic mid-reconfiguration leaves `current` at what was applied.
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Configures `circuits` as the new matching with the topology's δ,
+    /// not-all-stop: ports whose circuit is unchanged keep carrying traffic;
+    /// the others go dark at once and their new circuits come up δ after the
+    /// call began. Blocks until then (returns at once if only teardowns).
+    pub fn set_matching(&self, circuits: &[Circuit]) -> Result<Reconfiguration, OcsError> {
+        let mut core = self.lock();
+        let delay = core.delay;
+        core.reconfigure(circuits, delay)
+    }
+
+    /// As [`Ocs::set_matching`] with another δ (benchmarks, manual circuits).
+    pub fn set_matching_with_delay(
+        &self,
+        circuits: &[Circuit],
+        delay: Nanos,
+    ) -> Result<Reconfiguration, OcsError> {
+        self.lock().reconfigure(circuits, delay)
+    }
+
+    /// The circuits configured now, as this handle knows them.
+    pub fn circuits(&self) -> Vec<Circuit> {
+        circuits_of(&self.lock().current)
+    }
+
+    /// The circuits the kernel holds now (reads the filters back).
+    pub fn kernel_circuits(&self) -> Result<Vec<Circuit>, OcsError> {
+        Ok(circuits_of(&self.lock().read_kernel()?))
+    }
+
+    /// The topology's reconfiguration delay δ.
+    pub fn delay(&self) -> Nanos {
+        self.lock().delay
+    }
+
+    /// A stream of every future circuit event.
+    pub fn subscribe(&self) -> mpsc::Receiver<CircuitEvent> {
+        let (tx, rx) = mpsc::channel();
+        self.lock().subscribers.push(tx);
+        rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(src_rack: u32, dst_rack: u32, port: u32) -> Circuit {
+        Circuit {
+            src_rack,
+            dst_rack,
+            port,
+        }
+    }
+
+    #[test]
+    fn a_matching_holds_one_circuit_per_port() {
+        assert!(validate(3, 1, &[c(0, 1, 0), c(1, 2, 0), c(2, 0, 0)]).is_ok());
+        assert!(matches!(
+            validate(3, 1, &[c(0, 1, 0), c(0, 2, 0)]),
+            Err(MatchingError::InputTaken(..))
+        ));
+        assert!(matches!(
+            validate(3, 1, &[c(0, 1, 0), c(2, 1, 0)]),
+            Err(MatchingError::OutputTaken(..))
+        ));
+        assert!(matches!(
+            validate(3, 1, &[c(1, 1, 0)]),
+            Err(MatchingError::Loop(_))
+        ));
+        assert!(matches!(
+            validate(3, 1, &[c(0, 3, 0)]),
+            Err(MatchingError::NoSuchRack(..))
+        ));
+        assert!(matches!(
+            validate(3, 1, &[c(0, 1, 1)]),
+            Err(MatchingError::NoSuchPort(..))
+        ));
+        assert!(matches!(
+            validate(3, 2, &[c(0, 1, 0), c(0, 1, 1)]),
+            Err(MatchingError::SamePair(..))
+        ));
+    }
+
+    #[test]
+    fn only_changed_ports_go_dark() {
+        let old = validate(4, 1, &[c(0, 1, 0), c(2, 3, 0)]).unwrap();
+        let new = validate(4, 1, &[c(0, 1, 0), c(2, 0, 0), c(3, 2, 0)]).unwrap();
+        let (down, up, kept) = diff(&old, &new);
+        assert_eq!(down, vec![c(2, 3, 0)]);
+        assert_eq!(up, vec![c(2, 0, 0), c(3, 2, 0)]);
+        assert_eq!(kept, 1);
+        let (down, up, kept) = diff(&new, &new);
+        assert!(down.is_empty() && up.is_empty());
+        assert_eq!(kept, 3);
+    }
+}

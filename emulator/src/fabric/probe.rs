@@ -1,0 +1,333 @@
+//! Measurement probes that move real packets between emulated hosts, used
+//! by the tests and by `ocslab bench links|ocs`:
+//! - [`tcp_send`]: a TCP transfer of a given size (bytes received);
+//! - [`tcp_goodput`]: one TCP stream's goodput in a window after a warm-up;
+//! - [`DarkProbe`]: a paced UDP stream, marked for the OCS, from one host
+//!   to hosts of two other racks. Receivers read the kernel's receive
+//!   timestamps (`SO_TIMESTAMPNS`) and each packet's TTL (`IP_RECVTTL`): a
+//!   packet that crossed a circuit passed two routers (TTL 62), one that
+//!   took EPS passed three (TTL 61). The gaps between the last circuit
+//!   arrival at one rack and the first at the next are the ports' dark times.
+//!
+//! Sockets are opened inside the hosts' namespaces (see [`Fabric::in_host`])
+//! and then used from ordinary threads.
+
+use super::{Fabric, FabricError};
+use crate::topology::HostId;
+use nix::sys::socket::{self, sockopt, ControlMessageOwned, MsgFlags};
+use std::io::{self, IoSliceMut, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// TCP payload over 1500-byte Ethernet frames with timestamps: 1448 of the
+/// 1514 bytes htb counts per full segment. What a shaped link "allows".
+pub const TCP_PAYLOAD_EFFICIENCY: f64 = 1448.0 / 1514.0;
+
+/// Initial TTL of packets sent by the probes.
+pub const PROBE_TTL: u8 = 64;
+
+fn io_err(what: &str) -> impl FnOnce(io::Error) -> FabricError + '_ {
+    move |source| FabricError::Probe {
+        what: what.to_string(),
+        source,
+    }
+}
+
+fn nix_err(what: &str) -> impl FnOnce(nix::Error) -> FabricError + '_ {
+    move |e| FabricError::Probe {
+        what: what.to_string(),
+        source: io::Error::from(e),
+    }
+}
+
+fn listen(fabric: &Fabric, to: HostId) -> Result<(TcpListener, SocketAddr), FabricError> {
+    let addr = SocketAddr::new(fabric.host_addr(to).into(), 0);
+    let l = fabric
+        .in_host(to, || TcpListener::bind(addr))?
+        .map_err(io_err("listening"))?;
+    let at = l.local_addr().map_err(io_err("listening"))?;
+    Ok((l, at))
+}
+
+fn connect(fabric: &Fabric, from: HostId, at: SocketAddr, tos: Option<u8>) -> Result<TcpStream, FabricError> {
+    let s = fabric
+        .in_host(from, || TcpStream::connect_timeout(&at, Duration::from_secs(5)))?
+        .map_err(io_err("connecting"))?;
+    if let Some(tos) = tos {
+        socket::setsockopt(&s, sockopt::Ipv4Tos, &(tos as i32)).map_err(nix_err("setting IP_TOS"))?;
+    }
+    Ok(s)
+}
+
+fn joined<T>(h: std::thread::JoinHandle<io::Result<T>>, what: &str) -> Result<T, FabricError> {
+    h.join()
+        .map_err(|_| FabricError::Probe {
+            what: what.to_string(),
+            source: io::Error::other("thread panicked"),
+        })?
+        .map_err(io_err(what))
+}
+
+/// Sends `bytes` bytes from `from` to `to` over one TCP connection whose
+/// sending socket carries IP_TOS `tos`; returns the bytes the receiver read.
+pub fn tcp_send(
+    fabric: &Fabric,
+    from: HostId,
+    to: HostId,
+    tos: Option<u8>,
+    bytes: u64,
+) -> Result<u64, FabricError> {
+    let (l, at) = listen(fabric, to)?;
+    let rx = std::thread::spawn(move || -> io::Result<u64> {
+        let (mut s, _) = l.accept()?;
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0u64;
+        loop {
+            match s.read(&mut buf)? {
+                0 => return Ok(got),
+                n => got += n as u64,
+            }
+        }
+    });
+    let mut s = connect(fabric, from, at, tos)?;
+    let chunk = vec![0x5au8; 1 << 16];
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        s.write_all(&chunk[..n]).map_err(io_err("sending"))?;
+        left -= n as u64;
+    }
+    s.shutdown(std::net::Shutdown::Write).map_err(io_err("closing"))?;
+    joined(rx, "receiving")
+}
+
+/// Goodput (bit/s) of one TCP stream from `from` to `to`: payload received
+/// during `measure`, after `warmup` (slow start, the bucket's first burst).
+pub fn tcp_goodput(
+    fabric: &Fabric,
+    from: HostId,
+    to: HostId,
+    tos: Option<u8>,
+    warmup: Duration,
+    measure: Duration,
+) -> Result<f64, FabricError> {
+    let (l, at) = listen(fabric, to)?;
+    let received = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let rx = {
+        let received = received.clone();
+        std::thread::spawn(move || -> io::Result<()> {
+            let (mut s, _) = l.accept()?;
+            let mut buf = vec![0u8; 1 << 18];
+            loop {
+                match s.read(&mut buf)? {
+                    0 => return Ok(()),
+                    n => received.fetch_add(n as u64, Ordering::Relaxed),
+                };
+            }
+        })
+    };
+    let mut s = connect(fabric, from, at, tos)?;
+    let tx = {
+        let stop = stop.clone();
+        std::thread::spawn(move || -> io::Result<()> {
+            let chunk = vec![0x5au8; 1 << 18];
+            while !stop.load(Ordering::Relaxed) {
+                s.write_all(&chunk)?;
+            }
+            s.shutdown(std::net::Shutdown::Write)
+        })
+    };
+    // The window is the measurement itself, not a synchronisation.
+    std::thread::sleep(warmup);
+    let (c0, t0) = (received.load(Ordering::Relaxed), Instant::now());
+    std::thread::sleep(measure);
+    let (c1, t1) = (received.load(Ordering::Relaxed), Instant::now());
+    stop.store(true, Ordering::Relaxed);
+    joined(tx, "sending")?;
+    joined(rx, "receiving")?;
+    Ok((c1 - c0) as f64 * 8.0 / (t1 - t0).as_secs_f64())
+}
+
+/// One packet received by a [`DarkProbe`] receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// Kernel receive time, nanoseconds (CLOCK_REALTIME).
+    pub at_ns: u64,
+    /// Which receiver (index into the probe's destinations).
+    pub dst: usize,
+    /// TTL on arrival.
+    pub ttl: u8,
+}
+
+/// A paced, OCS-marked UDP stream from one host to several, recording the
+/// path every packet took (see the module doc).
+pub struct DarkProbe {
+    stop: Arc<AtomicBool>,
+    sender: Option<std::thread::JoinHandle<io::Result<u64>>>,
+    receivers: Vec<std::thread::JoinHandle<io::Result<Vec<Arrival>>>>,
+}
+
+impl DarkProbe {
+    /// Starts sending from `from` to every host of `to`, in turn, one
+    /// packet per `interval` (spin-paced), marked with TOS `tos`.
+    pub fn start(
+        fabric: &Fabric,
+        from: HostId,
+        to: &[HostId],
+        tos: u8,
+        interval: Duration,
+    ) -> Result<DarkProbe, FabricError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut receivers = Vec::new();
+        let mut dsts = Vec::new();
+        for (i, &h) in to.iter().enumerate() {
+            let addr = SocketAddr::new(fabric.host_addr(h).into(), 0);
+            let sock = fabric
+                .in_host(h, || UdpSocket::bind(addr))?
+                .map_err(io_err("binding probe receiver"))?;
+            socket::setsockopt(&sock, sockopt::ReceiveTimestampns, &true)
+                .map_err(nix_err("SO_TIMESTAMPNS"))?;
+            socket::setsockopt(&sock, sockopt::Ipv4RecvTtl, &true).map_err(nix_err("IP_RECVTTL"))?;
+            // Root may exceed rmem_max; a failure only risks drops when receivers lag.
+            let _ = socket::setsockopt(&sock, sockopt::RcvBufForce, &(16 << 20));
+            sock.set_read_timeout(Some(Duration::from_millis(50)))
+                .map_err(io_err("probe receiver timeout"))?;
+            dsts.push(sock.local_addr().map_err(io_err("probe receiver address"))?);
+            let stop = stop.clone();
+            receivers.push(std::thread::spawn(move || receive(sock, i, stop)));
+        }
+        let src = SocketAddr::new(fabric.host_addr(from).into(), 0);
+        let sock = fabric
+            .in_host(from, || UdpSocket::bind(src))?
+            .map_err(io_err("binding probe sender"))?;
+        socket::setsockopt(&sock, sockopt::Ipv4Tos, &(tos as i32)).map_err(nix_err("setting IP_TOS"))?;
+        sock.set_ttl(PROBE_TTL as u32).map_err(io_err("setting TTL"))?;
+        let sender = {
+            let stop = stop.clone();
+            std::thread::spawn(move || -> io::Result<u64> {
+                let mut sent = 0u64;
+                let mut next = Instant::now();
+                let payload = [0u8; 64];
+                while !stop.load(Ordering::Relaxed) {
+                    for d in &dsts {
+                        while Instant::now() < next {
+                            std::hint::spin_loop();
+                        }
+                        next += interval;
+                        // Drops (ENOBUFS) under load are part of what is measured.
+                        if sock.send_to(&payload, d).is_ok() {
+                            sent += 1;
+                        }
+                    }
+                }
+                Ok(sent)
+            })
+        };
+        Ok(DarkProbe {
+            stop,
+            sender: Some(sender),
+            receivers,
+        })
+    }
+
+    /// Stops the stream; returns (packets sent, arrivals in time order).
+    pub fn finish(mut self) -> Result<(u64, Vec<Arrival>), FabricError> {
+        self.stop.store(true, Ordering::Relaxed);
+        let sent = match self.sender.take() {
+            Some(h) => joined(h, "probe sender")?,
+            None => 0,
+        };
+        let mut all = Vec::new();
+        for r in self.receivers.drain(..) {
+            all.extend(joined(r, "probe receiver")?);
+        }
+        all.sort_by_key(|a| a.at_ns);
+        Ok((sent, all))
+    }
+}
+
+impl Drop for DarkProbe {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn receive(sock: UdpSocket, dst: usize, stop: Arc<AtomicBool>) -> io::Result<Vec<Arrival>> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 2048];
+    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec, libc::c_int);
+    loop {
+        let mut iov = [IoSliceMut::new(&mut buf)];
+        match socket::recvmsg::<()>(
+            std::os::fd::AsRawFd::as_raw_fd(&sock),
+            &mut iov,
+            Some(&mut cmsg),
+            MsgFlags::empty(),
+        ) {
+            Ok(msg) => {
+                let (mut at_ns, mut ttl) = (0u64, 0u8);
+                if let Ok(cmsgs) = msg.cmsgs() {
+                    for c in cmsgs {
+                        match c {
+                            ControlMessageOwned::ScmTimestampns(ts) => {
+                                at_ns = ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
+                            }
+                            ControlMessageOwned::Ipv4Ttl(t) => ttl = t as u8,
+                            _ => {}
+                        }
+                    }
+                }
+                out.push(Arrival { at_ns, dst, ttl });
+            }
+            Err(nix::Error::EAGAIN) | Err(nix::Error::EINTR) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(out);
+                }
+            }
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+}
+
+/// The dark gaps in `arrivals` (time-ordered): for packets that crossed a
+/// circuit (TTL `circuit_ttl`), each change of receiver closes a gap from
+/// the last circuit arrival at the old receiver to the first at the new one.
+pub fn dark_gaps(arrivals: &[Arrival], circuit_ttl: u8) -> Vec<Duration> {
+    let mut gaps = Vec::new();
+    let mut last: Option<&Arrival> = None;
+    for a in arrivals.iter().filter(|a| a.ttl == circuit_ttl) {
+        if let Some(l) = last {
+            if l.dst != a.dst {
+                gaps.push(Duration::from_nanos(a.at_ns.saturating_sub(l.at_ns)));
+            }
+        }
+        last = Some(a);
+    }
+    gaps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_measured_between_circuit_arrivals_at_different_racks() {
+        let a = |at_ns, dst, ttl| Arrival { at_ns, dst, ttl };
+        let arrivals = [
+            a(100, 0, 62),
+            a(110, 1, 61), // EPS: ignored
+            a(120, 0, 62),
+            a(1_120, 1, 62), // circuit moved: 1000 ns dark
+            a(1_130, 0, 61),
+            a(1_140, 1, 62),
+            a(3_140, 0, 62), // moved back: 2000 ns dark
+        ];
+        assert_eq!(
+            dark_gaps(&arrivals, 62),
+            vec![Duration::from_nanos(1000), Duration::from_nanos(2000)]
+        );
+    }
+}

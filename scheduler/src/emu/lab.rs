@@ -1,0 +1,329 @@
+//! [`Lab`]: what an emulated run stands on — the kernel fabric (built for
+//! the run, or an existing one attached by run id), the control server with
+//! the run's credentials, and one `ocslab-agent` per host inside the host's
+//! network namespace.
+//!
+//! Each agent's control UDP socket is made here, in the scheduler's own
+//! namespace on 127.0.0.1, and inherited by the agent, which then enters its
+//! host's namespace (setns between fork and exec): the control plane needs
+//! no veth, and the data plane uses only the fabric.
+//!
+//! Teardown is owned: [`Lab::stop`] asks agents to shut down, waits a
+//! little, kills (by the pid this process started) any that remain, removes
+//! the credentials directory and takes down the fabric if this lab built
+//! it. Dropping a lab (an error, a panic) kills the agents and tears the
+//! fabric down too; nothing global is ever matched by name.
+
+use super::EmuError;
+use ocslab_agent::control::{ControlServer, Event as ControlEvent, ServerConfig};
+use ocslab_agent::launch::{agent_binary, AgentLaunch};
+use ocslab_emulator::fabric::{Fabric, FabricCounters, FabricOptions, Ocs, RunId};
+use ocslab_emulator::{HostId, Topology};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::Duration;
+
+/// The data-plane port of every agent (inside its own namespace).
+pub const DATA_PORT: u16 = 7100;
+
+/// Which fabric a lab runs on.
+#[derive(Clone, Debug)]
+pub enum FabricChoice {
+    /// Build one for the run and tear it down at the end.
+    Build {
+        /// The topology file, for the ledger and errors.
+        topology_file: Option<PathBuf>,
+    },
+    /// Use the fabric of a run that is up (`ocslab up`); leave it up.
+    Attach(RunId),
+}
+
+/// How a lab starts its agents.
+#[derive(Clone, Debug)]
+pub struct LabConfig {
+    /// Agents' heartbeat interval.
+    pub heartbeat: Duration,
+    /// A host with no heartbeat for this long is dead.
+    pub dead_after: Duration,
+    /// How long all agents may take to join.
+    pub join_timeout: Duration,
+    /// The agent binary (default: the `ocslab-agent` built beside this program).
+    pub agent_binary: Option<PathBuf>,
+    /// Extra arguments for every agent (e.g. `-v`).
+    pub agent_args: Vec<String>,
+}
+
+impl Default for LabConfig {
+    fn default() -> LabConfig {
+        LabConfig {
+            heartbeat: Duration::from_millis(100),
+            dead_after: Duration::from_millis(600),
+            join_timeout: Duration::from_secs(10),
+            agent_binary: None,
+            agent_args: Vec::new(),
+        }
+    }
+}
+
+/// Agent processes this lab started, killed by pid on drop.
+struct Agents(BTreeMap<HostId, Child>);
+
+impl Agents {
+    fn kill(&mut self, host: HostId) -> bool {
+        match self.0.remove(&host) {
+            Some(mut c) => {
+                let _ = c.kill();
+                let _ = c.wait();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Drop for Agents {
+    fn drop(&mut self) {
+        let hosts: Vec<HostId> = self.0.keys().copied().collect();
+        for h in hosts {
+            self.kill(h);
+        }
+    }
+}
+
+/// A directory removed on drop (the run's agent credentials).
+struct OwnedDir(PathBuf);
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The fabric, control server and agents of one emulated run.
+pub struct Lab {
+    // Field order is drop order: agents first, then credentials, then the fabric.
+    agents: Agents,
+    server: Option<ControlServer>,
+    creds_dir: OwnedDir,
+    addrs: BTreeMap<HostId, SocketAddr>,
+    pids: BTreeMap<HostId, u32>,
+    topo: Topology,
+    fabric: Fabric,
+}
+
+impl Lab {
+    /// Brings up (or attaches) the fabric for `topo`, starts the control
+    /// server and one agent per host, and waits until all have joined.
+    /// Must be called inside a tokio runtime.
+    pub async fn start(topo: &Topology, fabric: FabricChoice, cfg: &LabConfig) -> Result<Lab, EmuError> {
+        let fabric = match fabric {
+            FabricChoice::Build { topology_file } => {
+                let t = topo.clone();
+                tokio::task::spawn_blocking(move || {
+                    Fabric::up(
+                        &t,
+                        FabricOptions {
+                            topology_file,
+                            ..FabricOptions::default()
+                        },
+                    )
+                })
+                .await
+                .map_err(|e| EmuError::Internal(e.to_string()))??
+            }
+            FabricChoice::Attach(run) => {
+                let f = Fabric::attach(run)?;
+                if f.topology().racks != topo.racks || f.topology().hosts_per_rack != topo.hosts_per_rack {
+                    return Err(EmuError::Setup(format!(
+                        "run {run} is topology {:?} ({} racks x {} hosts), not {:?} ({} x {})",
+                        f.topology().name,
+                        f.topology().racks,
+                        f.topology().hosts_per_rack,
+                        topo.name,
+                        topo.racks,
+                        topo.hosts_per_rack
+                    )));
+                }
+                f
+            }
+        };
+        let binary = match cfg.agent_binary.clone().or_else(agent_binary) {
+            Some(b) => b,
+            None => return Err(EmuError::Setup(
+                "cannot find the ocslab-agent binary beside this program; build it (cargo build --release) \
+                     or pass its path"
+                    .into(),
+            )),
+        };
+        let dir = std::env::temp_dir().join(format!("ocslab-emu-{}-{}", std::process::id(), fabric.run_id()));
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| EmuError::Setup(format!("creating {}: {e}", dir.display())))?;
+        let creds_dir = OwnedDir(dir);
+        let config = ServerConfig {
+            heartbeat_interval: cfg.heartbeat,
+            dead_after: cfg.dead_after,
+        };
+        let (server, _creds) =
+            ControlServer::start(&creds_dir.0, "127.0.0.1:0".parse().expect("literal"), config)?;
+        let mut lab = Lab {
+            agents: Agents(BTreeMap::new()),
+            server: Some(server),
+            creds_dir,
+            addrs: BTreeMap::new(),
+            pids: BTreeMap::new(),
+            topo: topo.clone(),
+            fabric,
+        };
+        let scheduler = lab.server()?.local_addr();
+        for h in topo.host_ids() {
+            let socket = UdpSocket::bind("127.0.0.1:0")
+                .map_err(|e| EmuError::Setup(format!("binding a control socket for {h}: {e}")))?;
+            let launch = AgentLaunch {
+                binary: binary.clone(),
+                host: h,
+                data_addr: SocketAddr::new(lab.fabric.host_addr(h).into(), DATA_PORT),
+                scheduler,
+                run_dir: lab.creds_dir.0.clone(),
+                slots: topo.slots_per_host,
+                control_socket: Some(socket),
+                netns: Some(lab.fabric.host_netns_path(h)),
+                extra_args: cfg.agent_args.clone(),
+            };
+            let child = launch
+                .spawn()
+                .map_err(|e| EmuError::Setup(format!("starting {} for {h}: {e}", binary.display())))?;
+            lab.pids.insert(h, child.id());
+            lab.agents.0.insert(h, child);
+        }
+        lab.wait_joined(cfg.join_timeout).await?;
+        Ok(lab)
+    }
+
+    async fn wait_joined(&mut self, timeout: Duration) -> Result<(), EmuError> {
+        let want = self.topo.hosts();
+        let deadline = tokio::time::Instant::now() + timeout;
+        while self.addrs.len() < want {
+            let server = self
+                .server
+                .as_mut()
+                .ok_or_else(|| EmuError::Internal("no server".into()))?;
+            match tokio::time::timeout_at(deadline, server.next_event()).await {
+                Ok(Some(ControlEvent::Joined { host, hello, .. })) => {
+                    self.addrs.insert(host, hello.data_addr);
+                }
+                Ok(Some(ControlEvent::Refused { peer, reason, .. })) => {
+                    tracing::warn!(%peer, %reason, "an agent was refused");
+                }
+                Ok(Some(ControlEvent::HostDead { host, cause, .. })) => {
+                    return Err(EmuError::Setup(format!(
+                        "agent {host} died while joining: {cause:?}"
+                    )));
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(EmuError::Internal("control server stopped".into())),
+                Err(_) => {
+                    let missing: Vec<String> = self
+                        .topo
+                        .host_ids()
+                        .filter(|h| !self.addrs.contains_key(h))
+                        .map(|h| h.to_string())
+                        .collect();
+                    return Err(EmuError::Setup(format!(
+                        "agents {} did not join within {timeout:?} (run with -v to see their logs)",
+                        missing.join(", ")
+                    )));
+                }
+            }
+            // An agent that exited before joining will never join.
+            for (h, c) in self.agents.0.iter_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    if !self.addrs.contains_key(h) {
+                        return Err(EmuError::Setup(format!(
+                            "agent {h} exited before joining: {status}"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The fabric.
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+
+    /// The OCS handle, if the topology has one.
+    pub fn ocs(&self) -> Option<Ocs> {
+        (self.topo.ocs_ports_per_rack > 0)
+            .then(|| self.fabric.ocs().ok())
+            .flatten()
+    }
+
+    /// The kernel's counters of uplinks and OCS ports.
+    pub fn counters(&self) -> Result<FabricCounters, EmuError> {
+        Ok(self.fabric.counters()?)
+    }
+
+    /// The agents' data addresses.
+    pub fn data_addrs(&self) -> &BTreeMap<HostId, SocketAddr> {
+        &self.addrs
+    }
+
+    /// The pid of each agent this lab started.
+    pub fn agent_pids(&self) -> &BTreeMap<HostId, u32> {
+        &self.pids
+    }
+
+    /// The control server.
+    pub fn server(&mut self) -> Result<&mut ControlServer, EmuError> {
+        self.server
+            .as_mut()
+            .ok_or_else(|| EmuError::Internal("the control server is stopped".into()))
+    }
+
+    /// Kills the agent of `host` (SIGKILL to the process this lab started),
+    /// as a fault: the control plane finds out by itself.
+    pub fn kill_agent(&mut self, host: HostId) -> bool {
+        self.agents.kill(host)
+    }
+
+    /// Stops the agents (in order, then by force), removes the credentials
+    /// and tears the fabric down if this lab built it.
+    pub async fn stop(mut self) -> Result<(), EmuError> {
+        if let Some(server) = self.server.take() {
+            server.shutdown(Duration::from_secs(2)).await;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            let running = self
+                .agents
+                .0
+                .values_mut()
+                .filter_map(|c| c.try_wait().ok())
+                .filter(Option::is_none)
+                .count();
+            if running == 0 || std::time::Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let Lab { agents, fabric, .. } = self;
+        drop(agents); // kills any that did not exit
+        tokio::task::spawn_blocking(move || fabric.down())
+            .await
+            .map_err(|e| EmuError::Internal(e.to_string()))??;
+        Ok(())
+    }
+}

@@ -1,0 +1,338 @@
+//! The emulation driver: the same [`Engine`] and coflow policies as the
+//! simulator, driven by real time, real agents and real bytes on the kernel
+//! fabric.
+//!
+//! ```text
+//!  agents ──reports──▶ ┌────────── driver loop ───────────┐ ◀──circuit events── OCS worker
+//!   (QUIC control)     │ Engine::handle(now, Event)       │
+//!                      │ EmuNetwork (coflow policy)       │ ──matchings──▶ OCS (δ)
+//!  agents ◀─commands── └──────────────────────────────────┘ ◀──counters── fabric
+//! ```
+//!
+//! - [`lab`]: the fabric, the control server and one agent per host, with
+//!   owned teardown (end of run, error, Ctrl-C, panic);
+//! - [`network`]: the coflow policy over the real network (pure);
+//! - [`tasks`]: engine task commands ↔ agent tasks (pure);
+//! - [`ocs`]: the thread that applies matchings (δ blocks);
+//! - [`driver`] (private): the loop;
+//! - [`metrics`]: what was measured on the wire (FCT, CCT, bytes per fabric
+//!   from the kernel's counters), CSV and JSON;
+//! - [`compare`]: measured CCT against the fluid model's prediction for the
+//!   same flows.
+//!
+//! Entry points: [`run_jobs`] (what `ocslab run` calls) and [`replay`]
+//! (`ocslab replay --emulate`); each starts a fresh [`lab::Lab`] and always
+//! stops it. `docs/emulation.md` explains the choices.
+
+pub mod compare;
+mod driver;
+pub mod experiment;
+pub mod lab;
+pub mod metrics;
+pub mod network;
+pub mod ocs;
+pub mod tasks;
+
+pub use lab::{FabricChoice, Lab, LabConfig};
+pub use metrics::{WireCoflow, WireFlow, WireReport};
+pub use network::{EmuNetStats, EmuNetwork};
+
+use crate::coflow::lower_bound::coflow_lower_bound;
+use crate::coflow::{FabricParams, UnknownPolicy};
+use crate::engine::{Engine, EngineConfig, EngineError, Records};
+use crate::model::coflow::{Coflow, FlowId};
+use crate::model::job::Job;
+use crate::net::links::LinkMap;
+use crate::net::replay::{CoflowRecord, ReplayOutcome};
+use crate::net::summary::Bin;
+use crate::net::NetStats;
+use crate::policy::TaskPolicy;
+use driver::{Driver, Source};
+use ocslab_agent::control::ControlError;
+use ocslab_agent::protocol::Transport;
+use ocslab_emulator::fabric::FabricError;
+use ocslab_emulator::{Bytes, Nanos, Topology};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+/// Why an emulated run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    /// The fabric could not be built, read or torn down.
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
+    /// The control plane failed.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// The coflow scheduler name is unknown.
+    #[error(transparent)]
+    Policy(#[from] UnknownPolicy),
+    /// The engine refused the workload.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// A task failed on its agent.
+    #[error(transparent)]
+    Task(#[from] tasks::TaskError),
+    /// Setting the lab up failed.
+    #[error("{0}")]
+    Setup(String),
+    /// The OCS could not apply a matching.
+    #[error("OCS: {0}")]
+    Ocs(String),
+    /// The run took longer than allowed.
+    #[error(
+        "the run passed its time limit of {limit:?} with {done} of {total} done and {in_flight} flows in flight{}",
+        if failed.is_empty() { String::new() } else { format!("; failed flows: {failed}") }
+    )]
+    TimeLimit {
+        /// The limit.
+        limit: Duration,
+        /// Jobs (or coflows) done.
+        done: usize,
+        /// In all.
+        total: usize,
+        /// Flows still moving.
+        in_flight: usize,
+        /// Flows that failed at an end, and why.
+        failed: String,
+    },
+    /// Ctrl-C.
+    #[error("interrupted (Ctrl-C); the lab was torn down")]
+    Interrupted,
+    /// A bug.
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+/// A fault injected into a run (for tests of failure handling).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// When this many shuffle flows have finished, kill (SIGKILL) the agent
+    /// of the host that received the last of them: mid-shuffle, with a
+    /// reduce holding some of its partitions.
+    KillReceiverAfterShuffleFlows(u32),
+}
+
+/// How an emulated run is driven.
+#[derive(Clone, Debug)]
+pub struct EmuConfig {
+    /// The coflow scheduler (see [`crate::coflow::by_name`]).
+    pub coflow_policy: String,
+    /// Keys input and partition content.
+    pub seed: u64,
+    /// Data-plane transport.
+    pub transport: Transport,
+    /// Agents and control plane.
+    pub lab: LabConfig,
+    /// Feed the engine link loads from the kernel counters this often while
+    /// flows are in flight (`None`: never).
+    pub load_sample_interval: Option<Nanos>,
+    /// Give up after this long (wall time of the run, not the set-up).
+    pub time_limit: Duration,
+    /// Faults to inject.
+    pub faults: Vec<Fault>,
+}
+
+impl Default for EmuConfig {
+    fn default() -> EmuConfig {
+        EmuConfig {
+            coflow_policy: "fair".into(),
+            seed: 1,
+            transport: Transport::Tcp,
+            lab: LabConfig::default(),
+            load_sample_interval: Some(Nanos::from_millis(200)),
+            time_limit: Duration::from_secs(600),
+            faults: Vec::new(),
+        }
+    }
+}
+
+/// A finished emulated run of jobs.
+#[derive(Clone, Debug, Serialize)]
+pub struct EmuOutcome {
+    /// The task policy.
+    pub policy: String,
+    /// The coflow policy.
+    pub coflow_policy: String,
+    /// The engine's records (the same kind `ocslab sim` reports).
+    pub records: Records,
+    /// What was measured on the wire.
+    pub wire: WireReport,
+    /// What the network driver did.
+    pub net: EmuNetStats,
+    /// Experiment time at the end.
+    pub end: Nanos,
+    /// Every circuit as the OCS reported it (for the circuit timeline).
+    pub circuits: Vec<crate::net::CircuitRecord>,
+}
+
+/// Runs `jobs` placed by `policy` on a fresh lab for `topo`, under the
+/// coflow scheduler of `cfg`. Blocking: it runs its own tokio runtime. The
+/// lab is torn down whatever happens.
+pub fn run_jobs(
+    topo: &Topology,
+    fabric: FabricChoice,
+    jobs: Vec<Job>,
+    policy: Box<dyn TaskPolicy>,
+    engine: EngineConfig,
+    cfg: &EmuConfig,
+) -> Result<EmuOutcome, EmuError> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let bridge = tasks::TaskBridge::new(&jobs, cfg.seed);
+        let engine = Engine::new(topo, jobs, policy, engine)?;
+        let mut lab = Lab::start(topo, fabric, &cfg.lab).await?;
+        let result = run_jobs_on(&mut lab, engine, bridge, cfg).await;
+        let stopped = lab.stop().await;
+        let outcome = result?;
+        stopped?;
+        Ok(outcome)
+    })
+}
+
+async fn run_jobs_on(
+    lab: &mut Lab,
+    engine: Engine,
+    bridge: tasks::TaskBridge,
+    cfg: &EmuConfig,
+) -> Result<EmuOutcome, EmuError> {
+    let source = Source::Jobs {
+        engine: Box::new(engine),
+        bridge,
+    };
+    let mut d = Driver::new(lab, source, cfg)?;
+    let mut wire = d.run().await?;
+    let net = d.net.stats().clone();
+    let coflow_policy = d.net.policy_name().to_string();
+    let Source::Jobs { engine, .. } = std::mem::replace(&mut d.source, Source::Coflows(VecDeque::new()))
+    else {
+        return Err(EmuError::Internal("source changed".into()));
+    };
+    let end = engine.now();
+    let policy = engine.policy_name().to_string();
+    let records = engine.into_records();
+    let useless: BTreeSet<FlowId> = records
+        .flows
+        .iter()
+        .filter(|f| !f.useful)
+        .map(|f| f.flow)
+        .collect();
+    Driver::mark_useless(&mut wire, &useless);
+    Ok(EmuOutcome {
+        policy,
+        coflow_policy,
+        records,
+        wire,
+        net,
+        end,
+        circuits: std::mem::take(&mut d.circuits),
+    })
+}
+
+/// A finished emulated replay: the same per-coflow records as the fluid
+/// replay (CCT measured: arrival → last byte received), and the wire report.
+#[derive(Clone, Debug, Serialize)]
+pub struct EmuReplay {
+    /// Per-coflow records and totals, as [`crate::net::replay::replay`] gives them.
+    pub outcome: ReplayOutcome,
+    /// What was measured on the wire.
+    pub wire: WireReport,
+    /// What the network driver did.
+    pub net: EmuNetStats,
+}
+
+/// Replays `coflows` with real bytes on a fresh lab for `topo` under the
+/// coflow scheduler of `cfg`. Blocking; the lab is always torn down.
+pub fn replay(
+    topo: &Topology,
+    fabric: FabricChoice,
+    coflows: &[Coflow],
+    cfg: &EmuConfig,
+) -> Result<EmuReplay, EmuError> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let mut lab = Lab::start(topo, fabric, &cfg.lab).await?;
+        let result = replay_on(&mut lab, coflows, cfg).await;
+        let stopped = lab.stop().await;
+        let outcome = result?;
+        stopped?;
+        Ok(outcome)
+    })
+}
+
+/// Replays `coflows` on a lab that is up.
+pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Result<EmuReplay, EmuError> {
+    let topo = lab.topology().clone();
+    let mut order: Vec<Coflow> = coflows.to_vec();
+    order.sort_by_key(|c| (c.arrival, c.id));
+    let mut d = Driver::new(lab, Source::Coflows(order.iter().cloned().collect()), cfg)?;
+    let wire = d.run().await?;
+    let uses_ocs = d.net.policy_uses_ocs();
+    let policy = d.net.policy_name().to_string();
+    let circuits = std::mem::take(&mut d.circuits);
+    let net = d.net.stats().clone();
+    let fabric = FabricParams::from(&topo);
+    let links = LinkMap::new(&fabric);
+    let mut stats = NetStats {
+        reconfigurations: circuits.len() as u64,
+        policy_calls: net.policy_calls,
+        ..NetStats::default()
+    };
+    let by_flow: BTreeMap<FlowId, &WireFlow> = wire.flows.iter().map(|f| (f.flow, f)).collect();
+    let mut records = Vec::with_capacity(order.len());
+    for c in &order {
+        let longest = c.flows.iter().map(|f| f.bytes).max().unwrap_or_default();
+        let (mut eps, mut ocs) = (Bytes(0), Bytes(0));
+        let mut finished = c.arrival;
+        for f in &c.flows {
+            let Some(w) = by_flow.get(&f.id) else { continue };
+            finished = finished.max(w.end);
+            match w.marked {
+                Some(ocslab_agent::protocol::Path::Ocs) => ocs += w.bytes_received,
+                _ => eps += w.bytes_received,
+            }
+            if f.src.rack != f.dst.rack {
+                stats.cross_rack_bytes += w.bytes_received;
+            }
+            stats.flows_done += 1;
+        }
+        stats.eps_bytes += eps;
+        stats.ocs_bytes += ocs;
+        records.push(CoflowRecord {
+            id: c.id,
+            arrival: c.arrival,
+            bytes: c.bytes(),
+            width: c.flows.len(),
+            longest_flow: longest,
+            bin: Bin::of(longest, c.flows.len(), topo.scale),
+            finished,
+            cct: finished.saturating_sub(c.arrival),
+            lower_bound: coflow_lower_bound(&fabric, &links, &c.flows, uses_ocs),
+            eps_bytes: eps,
+            ocs_bytes: ocs,
+        });
+    }
+    let makespan = records.iter().map(|r| r.finished).max().unwrap_or_default();
+    Ok(EmuReplay {
+        outcome: ReplayOutcome {
+            policy,
+            uses_ocs,
+            records,
+            stats,
+            circuits,
+            makespan,
+            links: Vec::new(),
+        },
+        wire,
+        net,
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, EmuError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| EmuError::Setup(format!("starting the async runtime: {e}")))
+}

@@ -1,0 +1,332 @@
+//! Integration tests of the emulation driver, run for real on `tiny.toml`:
+//! a kernel fabric, one `ocslab-agent` per host, real bytes. They need root
+//! (CI is root) and skip with a message otherwise. Each keeps to a few
+//! seconds by using the topology's scale and small sizes.
+//!
+//! - a shuffle's bytes all arrive verified, and its measured CCT is within
+//!   10% of the fluid model's prediction for the same flows;
+//! - with Sunflow on the OCS, a coflow's measured CCT / T(C) is at most 1.10;
+//! - a flow told to use a dark circuit waits for it, then completes over the
+//!   OCS, with none of its bytes on the EPS uplink;
+//! - an agent killed mid-shuffle is detected, its tasks re-run elsewhere and
+//!   the job completes with verified bytes.
+
+use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
+use ocslab_scheduler::emu::{self, compare, EmuConfig, FabricChoice, Fault, LabConfig};
+use ocslab_scheduler::engine::{shuffle_coflow, ClusterView, EngineConfig, Outcome};
+use ocslab_scheduler::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
+use ocslab_scheduler::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, TaskId, TaskKind, UserId};
+use ocslab_scheduler::policy::{TaskChoice, TaskPolicy};
+use ocslab_tests::{skip, topology, topology_from, topology_path};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The `ocslab-agent` binary, built if this test run did not build it
+/// (`cargo test` builds only the binaries of the package under test).
+fn agent_binary() -> PathBuf {
+    if let Some(p) = ocslab_agent::launch::agent_binary() {
+        return p;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "ocslab-agent",
+            "--bin",
+            "ocslab-agent",
+        ])
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "building ocslab-agent failed");
+    ocslab_agent::launch::agent_binary().expect("ocslab-agent after building it")
+}
+
+fn config(coflow_policy: &str) -> EmuConfig {
+    EmuConfig {
+        coflow_policy: coflow_policy.into(),
+        seed: 7,
+        lab: LabConfig {
+            agent_binary: Some(agent_binary()),
+            ..LabConfig::default()
+        },
+        time_limit: Duration::from_secs(60),
+        ..EmuConfig::default()
+    }
+}
+
+fn build(topo: &Topology) -> FabricChoice {
+    let _ = topo;
+    FabricChoice::Build {
+        topology_file: Some(topology_path("tiny")),
+    }
+}
+
+/// One job: a map on every host (its block on that host), `reduces` reduces,
+/// `partition` bytes from every map to every reduce.
+fn shuffle_job(topo: &Topology, reduces: u32, partition: Bytes) -> Job {
+    let hosts: Vec<HostId> = topo.host_ids().collect();
+    Job {
+        id: JobId(1),
+        name: "shuffle".into(),
+        user: UserId(0),
+        arrival: Nanos::ZERO,
+        recurring: false,
+        parents: vec![],
+        maps: hosts
+            .iter()
+            .map(|&h| MapTask {
+                input: Bytes(partition.0 * reduces as u64),
+                replicas: vec![h],
+                duration: Nanos::from_millis(20),
+            })
+            .collect(),
+        reduces: (0..reduces)
+            .map(|_| ReduceTask {
+                duration: Nanos::from_millis(20),
+            })
+            .collect(),
+        shuffle: Shuffle::Matrix(vec![vec![partition; reduces as usize]; hosts.len()]),
+    }
+}
+
+fn engine_config() -> EngineConfig {
+    EngineConfig {
+        slow_start: 1.0,
+        input_reads: false,
+        ..EngineConfig::default()
+    }
+}
+
+fn fifo() -> Box<dyn ocslab_scheduler::policy::TaskPolicy> {
+    ocslab_scheduler::policy::by_name("fifo", None).expect("fifo policy")
+}
+
+/// Places maps on rack 0 and reduce `r` on host `r` of rack 1, so the
+/// shuffle crosses the core one way only (see `docs/emulation.md` for why a
+/// two-way shuffle is slower than the fluid model on this fabric).
+struct OneWay;
+
+impl TaskPolicy for OneWay {
+    fn name(&self) -> &str {
+        "one-way"
+    }
+    fn on_free_slot(&mut self, _now: Nanos, view: &ClusterView<'_>, host: HostId) -> Option<TaskChoice> {
+        let job = view.active_jobs().next()?;
+        let id = job.id();
+        if host.rack == 0 {
+            let m = *job.pending_maps().iter().next()?;
+            return Some(TaskChoice::Run(TaskId::map(id, m)));
+        }
+        if !view.can_start_reduce(job) || !job.pending_reduces().contains(&host.host) {
+            return None;
+        }
+        Some(TaskChoice::Run(TaskId::reduce(id, host.host)))
+    }
+}
+
+#[test]
+fn a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model() {
+    if skip("a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model") {
+        return;
+    }
+    let topo = topology("tiny");
+    // 4 maps on rack 0's two hosts, 2 reduces on rack 1: 4 fetches of 1.5 MB
+    // share rack 0's 50 Mbit/s uplink (0.96 s in the fluid model).
+    let mut job = shuffle_job(&topo, 2, Bytes(750_000));
+    for m in job.maps.iter_mut() {
+        m.replicas = vec![HostId::new(0, 0), HostId::new(0, 1)];
+    }
+    let cfg = config("fair");
+    let out = emu::run_jobs(
+        &topo,
+        build(&topo),
+        vec![job],
+        Box::new(OneWay),
+        engine_config(),
+        &cfg,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let jr = &out.records.jobs[&JobId(1)];
+    assert!(jr.finished.is_some(), "the job finished");
+    let wire = &out.wire;
+    assert_eq!(wire.corrupt_flows, 0);
+    let shuffle: Vec<_> = wire
+        .flows
+        .iter()
+        .filter(|f| f.coflow == shuffle_coflow(JobId(1)))
+        .collect();
+    assert_eq!(shuffle.len(), 4, "one fetch per (map host, reduce)");
+    assert!(shuffle
+        .iter()
+        .all(|f| f.verified && f.bytes_received == Bytes(1_500_000)));
+    assert_eq!(jr.shuffle_bytes, Bytes(750_000 * 4 * 2));
+    // The kernel saw the bytes go up rack 0's uplink and not over the OCS.
+    assert!(wire.fabric.eps_uplink[0] >= 6_000_000, "{:?}", wire.fabric);
+    assert_eq!(wire.fabric.ocs_bytes, 0);
+    // Measured CCT against the fluid model's prediction for the same flows.
+    let rows = compare::compare(&topo, "fair", &wire.flows).unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r.coflow == shuffle_coflow(JobId(1)))
+        .expect("the shuffle compared");
+    eprintln!(
+        "shuffle CCT measured {} predicted {} ratio {:.3}",
+        row.measured, row.predicted, row.ratio
+    );
+    assert!(row.predicted >= Nanos::from_millis(950), "{}", row.predicted);
+    assert!(
+        (row.ratio - 1.0).abs() <= 0.10,
+        "measured {} vs predicted {}: ratio {:.3}",
+        row.measured,
+        row.predicted,
+        row.ratio
+    );
+}
+
+fn elephant(id: u64, src: HostId, dst: HostId, bytes: u64) -> FlowSpec {
+    FlowSpec {
+        id: FlowId(id),
+        coflow: CoflowId(1),
+        src,
+        dst,
+        bytes: Bytes(bytes),
+    }
+}
+
+#[test]
+fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
+    if skip("sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound") {
+        return;
+    }
+    let topo = topology("tiny");
+    // Two hosts of rack 0 fill the 200 Mbit/s circuit to rack 1 (100 Mbit/s NICs).
+    let coflow = Coflow {
+        id: CoflowId(1),
+        arrival: Nanos::from_millis(50),
+        flows: vec![
+            elephant(0, HostId::new(0, 0), HostId::new(1, 0), 12_000_000),
+            elephant(1, HostId::new(0, 1), HostId::new(1, 1), 12_000_000),
+        ],
+    };
+    let out =
+        emu::replay(&topo, build(&topo), &[coflow], &config("sunflow")).unwrap_or_else(|e| panic!("{e}"));
+    let r = &out.outcome.records[0];
+    let tc = r.lower_bound.expect("a lower bound").value();
+    let ratio = r.cct.as_secs_f64() / tc.as_secs_f64();
+    eprintln!("CCT {} T(C) {} ratio {ratio:.3}", r.cct, tc);
+    assert_eq!(out.wire.verified_flows, 2);
+    assert_eq!(
+        r.ocs_bytes,
+        Bytes(24_000_000),
+        "both flows marked for the circuit"
+    );
+    assert!(
+        out.wire.fabric.ocs_delivered[1] >= 24_000_000,
+        "the crossbar delivered the bytes: {:?}",
+        out.wire.fabric
+    );
+    assert!(ratio <= 1.10, "CCT / T(C) = {ratio:.3}");
+    assert!(ratio >= 1.0, "CCT below its lower bound? {ratio:.3}");
+}
+
+#[test]
+fn a_flow_for_a_dark_circuit_waits_then_goes_over_the_ocs_only() {
+    if skip("a_flow_for_a_dark_circuit_waits_then_goes_over_the_ocs_only") {
+        return;
+    }
+    // tiny with a long δ, so the wait is plain to see.
+    let text = std::fs::read_to_string(topology_path("tiny"))
+        .expect("tiny.toml")
+        .replace("reconfig_delay = \"1ms\"", "reconfig_delay = \"300ms\"");
+    let topo = topology_from(&text);
+    assert_eq!(topo.reconfig_delay, Nanos::from_millis(300));
+    let bytes = 3_000_000u64;
+    let coflow = Coflow {
+        id: CoflowId(1),
+        arrival: Nanos::from_millis(20),
+        flows: vec![elephant(0, HostId::new(0, 0), HostId::new(1, 0), bytes)],
+    };
+    let out = emu::replay(
+        &topo,
+        FabricChoice::Build { topology_file: None },
+        &[coflow],
+        &config("sunflow"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let f = &out.wire.flows[0];
+    let circuit = out.outcome.circuits.first().expect("a circuit was set up");
+    eprintln!(
+        "requested {} circuit up {} first byte {} end {}",
+        f.requested, circuit.up_at, f.start, f.end
+    );
+    assert!(f.verified && f.bytes_received == Bytes(bytes));
+    assert!(f.start >= circuit.up_at, "no byte before the circuit was up");
+    assert!(
+        f.start >= f.requested + Nanos::from_millis(290),
+        "the flow waited δ: requested {} started {}",
+        f.requested,
+        f.start
+    );
+    let fab = &out.wire.fabric;
+    assert!(fab.ocs_delivered[1] >= bytes, "{fab:?}");
+    // Rack 0's uplink carries nothing of it (its ACKs go up rack 1's uplink).
+    assert!(
+        fab.eps_uplink[0] < bytes / 100,
+        "rack 0 sent {} bytes up EPS: {fab:?}",
+        fab.eps_uplink[0]
+    );
+}
+
+#[test]
+fn an_agent_killed_mid_shuffle_is_replaced_and_the_job_completes_verified() {
+    if skip("an_agent_killed_mid_shuffle_is_replaced_and_the_job_completes_verified") {
+        return;
+    }
+    let topo = topology("tiny");
+    let job = shuffle_job(&topo, 2, Bytes(1_000_000));
+    let mut cfg = config("fair");
+    cfg.faults = vec![Fault::KillReceiverAfterShuffleFlows(1)];
+    let out = emu::run_jobs(&topo, build(&topo), vec![job], fifo(), engine_config(), &cfg)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.wire.dead_hosts.len(), 1, "the killed agent was declared dead");
+    let dead = out.wire.dead_hosts[0];
+    let rec = &out.records;
+    assert!(rec.jobs[&JobId(1)].finished.is_some(), "the job finished");
+    let lost: Vec<_> = rec.tasks.iter().filter(|t| t.outcome == Outcome::Lost).collect();
+    assert!(
+        !lost.is_empty() && lost.iter().all(|t| t.host == dead),
+        "{lost:?}"
+    );
+    assert!(
+        lost.iter().any(|t| t.kind == TaskKind::Reduce),
+        "a reduce was lost with its host"
+    );
+    // Every task finished on a live host, after a retry where needed.
+    for t in rec
+        .tasks
+        .iter()
+        .filter(|t| t.outcome == Outcome::Finished && t.kind == TaskKind::Reduce)
+    {
+        assert_ne!(t.host, dead);
+        assert_eq!(
+            t.bytes,
+            Bytes(4_000_000),
+            "reduce {} has all four partitions",
+            t.attempt
+        );
+    }
+    for l in &lost {
+        assert!(
+            rec.tasks.iter().any(|t| t.attempt.task == l.attempt.task
+                && t.outcome == Outcome::Finished
+                && t.host != dead),
+            "{} re-ran elsewhere",
+            l.attempt.task
+        );
+    }
+    // The bytes the job used were all verified.
+    assert_eq!(out.wire.corrupt_flows, 0);
+    assert!(out.wire.flows.iter().filter(|f| f.useful).all(|f| f.verified));
+}
