@@ -625,7 +625,8 @@ impl FluidNetwork {
                         total,
                     ),
                     Path::Eps if k.src.rack != k.dst.rack => {
-                        self.usage.add_rate(LinkKind::TorUp(k.src.rack), total)
+                        self.usage.add_rate(LinkKind::TorUp(k.src.rack), total);
+                        self.usage.add_rate(LinkKind::TorDown(k.dst.rack), total);
                     }
                     _ => {}
                 }

@@ -1,6 +1,7 @@
 //! Link utilization over time, as the results folder plots it: the bytes
-//! each ToR's EPS uplink and each OCS port (sending side) carried, counted
-//! into equal time bins.
+//! each ToR's EPS uplink and downlink and each OCS port (sending side)
+//! carried, counted into equal time bins; and their current utilization,
+//! the load samples a network-aware task scheduler reads.
 //!
 //! The fluid model moves bytes at constant rates between events, so the
 //! bytes a link carries in a bin are exact: each stretch `[from, to)` at a
@@ -43,6 +44,8 @@ pub struct LinkSeries {
 /// The bytes the tracked links carried, per time bin.
 #[derive(Clone, Debug)]
 pub struct LinkUsage {
+    racks: u32,
+    ports: u32,
     links: Vec<LinkKind>,
     capacity: Vec<f64>,
     /// Current rate of each link, bytes per second.
@@ -53,13 +56,17 @@ pub struct LinkUsage {
 }
 
 impl LinkUsage {
-    /// Tracks the EPS uplink (ToR → core) of every rack and the sending side
-    /// of every OCS port of `fabric`.
+    /// Tracks the EPS uplink (ToR → core) of every rack, then every
+    /// downlink (core → ToR), then the sending side of every OCS port of `fabric`.
     pub fn new(fabric: &FabricParams) -> LinkUsage {
         let mut links = Vec::new();
         let mut capacity = Vec::new();
         for r in 0..fabric.racks {
             links.push(LinkKind::TorUp(r));
+            capacity.push(fabric.uplink_rate.bytes_per_sec());
+        }
+        for r in 0..fabric.racks {
+            links.push(LinkKind::TorDown(r));
             capacity.push(fabric.uplink_rate.bytes_per_sec());
         }
         for r in 0..fabric.racks {
@@ -69,6 +76,8 @@ impl LinkUsage {
             }
         }
         LinkUsage {
+            racks: fabric.racks,
+            ports: fabric.ocs_ports,
             rate: vec![0.0; links.len()],
             bins: vec![Vec::new(); links.len()],
             links,
@@ -79,19 +88,23 @@ impl LinkUsage {
 
     /// The index of `link` among the tracked links, if it is tracked.
     pub fn index(&self, link: LinkKind) -> Option<usize> {
-        let racks = self
-            .links
-            .iter()
-            .filter(|l| matches!(l, LinkKind::TorUp(_)))
-            .count() as u32;
-        let ports = (self.links.len() as u32 - racks).checked_div(racks).unwrap_or(0);
+        let (racks, ports) = (self.racks, self.ports);
         match link {
             LinkKind::TorUp(r) if r < racks => Some(r as usize),
+            LinkKind::TorDown(r) if r < racks => Some((racks + r) as usize),
             LinkKind::OcsPort { rack, port } if rack < racks && port < ports => {
-                Some((racks + rack * ports + port) as usize)
+                Some((2 * racks + rack * ports + port) as usize)
             }
             _ => None,
         }
+    }
+
+    /// Each tracked link's utilization now (its current rate ÷ its capacity).
+    pub fn current(&self) -> impl Iterator<Item = (LinkKind, f64)> + '_ {
+        self.links.iter().enumerate().map(|(i, &l)| {
+            let cap = self.capacity[i];
+            (l, if cap > 0.0 { self.rate[i] / cap } else { 0.0 })
+        })
     }
 
     /// Sets every tracked link's rate to 0 (before adding the new rates).
@@ -215,16 +228,39 @@ mod tests {
     }
 
     #[test]
-    fn tracks_uplinks_then_ocs_ports() {
+    fn tracks_uplinks_downlinks_then_ocs_ports() {
         let u = LinkUsage::new(&fabric());
         assert_eq!(u.index(LinkKind::TorUp(1)), Some(1));
-        assert_eq!(u.index(LinkKind::OcsPort { rack: 1, port: 0 }), Some(3));
+        assert_eq!(u.index(LinkKind::TorDown(0)), Some(2));
+        assert_eq!(u.index(LinkKind::OcsPort { rack: 1, port: 0 }), Some(5));
         assert_eq!(u.index(LinkKind::OcsPort { rack: 0, port: 1 }), None);
-        assert_eq!(u.index(LinkKind::TorDown(0)), None);
+        assert_eq!(u.index(LinkKind::TorUp(2)), None);
         let names: Vec<String> = u.series(Nanos::ZERO).into_iter().map(|s| s.name).collect();
         assert_eq!(
             names,
-            ["r0 EPS uplink", "r1 EPS uplink", "r0 OCS port 0", "r1 OCS port 0"]
+            [
+                "r0 EPS uplink",
+                "r1 EPS uplink",
+                "r0 EPS downlink",
+                "r1 EPS downlink",
+                "r0 OCS port 0",
+                "r1 OCS port 0"
+            ]
+        );
+    }
+
+    #[test]
+    fn current_utilization_is_rate_over_capacity() {
+        let mut u = LinkUsage::new(&fabric());
+        u.add_rate(LinkKind::TorDown(1), 250_000.0);
+        u.add_rate(LinkKind::OcsPort { rack: 0, port: 0 }, 5_000_000.0);
+        let now: Vec<(LinkKind, f64)> = u.current().filter(|&(_, x)| x > 0.0).collect();
+        assert_eq!(
+            now,
+            [
+                (LinkKind::TorDown(1), 0.25),
+                (LinkKind::OcsPort { rack: 0, port: 0 }, 0.5)
+            ]
         );
     }
 
@@ -243,7 +279,7 @@ mod tests {
         assert!((got[2].1 - 0.25).abs() < 1e-12, "{got:?}");
         assert!((s.bytes - 10_000.0).abs() < 1e-6);
         // The OCS port carried nothing.
-        assert!(u.series(Nanos::from_millis(30))[2]
+        assert!(u.series(Nanos::from_millis(30))[4]
             .samples
             .iter()
             .all(|&(_, x)| x == 0.0));
@@ -254,7 +290,7 @@ mod tests {
         let mut u = LinkUsage::new(&fabric());
         u.add_rate(LinkKind::OcsPort { rack: 1, port: 0 }, 10_000_000.0);
         u.advance(Nanos::ZERO, Nanos::from_millis(15));
-        let s = &u.series(Nanos::from_millis(15))[3];
+        let s = &u.series(Nanos::from_millis(15))[5];
         assert_eq!(s.samples.len(), 2);
         assert_eq!(s.samples[1].0, Nanos::from_millis(15));
         assert!((s.samples[1].1 - 1.0).abs() < 1e-12);
@@ -302,9 +338,12 @@ mod tests {
         let end = run(&mut net);
         assert_eq!(end, Nanos::from_millis(50));
         let t = net.timeline(end);
-        assert!((t.links[0].bytes - 50_000.0).abs() < 1.0, "{:?}", t.links[0]);
-        assert!(t.links[0].samples.iter().all(|&(_, u)| (u - 1.0).abs() < 1e-6));
-        assert!(t.links[1..].iter().all(|l| l.bytes == 0.0));
+        for l in [0, 3] {
+            // r0's uplink and r1's downlink
+            assert!((t.links[l].bytes - 50_000.0).abs() < 1.0, "{:?}", t.links[l]);
+            assert!(t.links[l].samples.iter().all(|&(_, u)| (u - 1.0).abs() < 1e-6));
+        }
+        assert!([1, 2, 4, 5].iter().all(|&l| t.links[l].bytes == 0.0));
         assert!(t.circuits.is_empty());
     }
 
@@ -317,7 +356,7 @@ mod tests {
         net.add_flows(Nanos::ZERO, &[flow(1, (1, 0), (0, 1), 400_000)]);
         let end = run(&mut net);
         let t = net.timeline(end);
-        let port = &t.links[3];
+        let port = &t.links[5];
         assert_eq!(port.name, "r1 OCS port 0");
         let moved = port.bytes + t.links[1].bytes;
         assert!((moved - 400_000.0).abs() < 1.0, "{t:?}");

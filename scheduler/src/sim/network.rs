@@ -3,8 +3,9 @@
 //! runs over the fluid model or over a simple stand-in
 //! ([`super::FixedRateNetwork`]) alike.
 
-use crate::engine::LinkLoad;
+use crate::engine::{Link, LinkLoad};
 use crate::model::coflow::FlowSpec;
+use crate::net::links::LinkKind;
 use crate::net::{FluidNetwork, NetEvent, NetStats, NetTimeline};
 use ocslab_emulator::Nanos;
 
@@ -45,5 +46,24 @@ impl NetworkModel for FluidNetwork {
     }
     fn timeline(&self, end: Nanos) -> NetTimeline {
         FluidNetwork::timeline(self, end)
+    }
+    /// The EPS uplinks', downlinks' and OCS ports' utilization at this
+    /// instant (the fluid rates are constant between events).
+    fn link_loads(&self) -> Vec<LinkLoad> {
+        self.usage()
+            .current()
+            .filter_map(|(link, utilization)| {
+                let link = match link {
+                    LinkKind::TorUp(r) => Link::RackUp(r),
+                    LinkKind::TorDown(r) => Link::RackDown(r),
+                    LinkKind::OcsPort { rack, port } => Link::OcsPort { rack, port },
+                    LinkKind::HostUp(_) | LinkKind::HostDown(_) => return None,
+                };
+                Some(LinkLoad {
+                    link,
+                    utilization: utilization.clamp(0.0, 1.0),
+                })
+            })
+            .collect()
     }
 }
