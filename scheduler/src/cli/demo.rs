@@ -6,8 +6,10 @@
 use crate::demo::{self, DemoOutcome, Driver};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
+use ocslab_emulator::fabric::rootless;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Arguments of `ocslab demo`.
 #[derive(clap::Args, Debug)]
@@ -26,6 +28,9 @@ pub struct DemoArgs {
     /// Results folder (default results/demo-<sim|emu>-<UTC time>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// On the fabric, give up on a scheduler's run after this many seconds.
+    #[arg(long, default_value_t = 120)]
+    pub time_limit: u64,
 }
 
 /// Runs `ocslab demo`.
@@ -33,7 +38,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     let mut driver: Box<dyn Driver> = if a.sim {
         Box::new(demo::Simulator)
     } else {
-        emulator_driver()?
+        emulator_driver(Duration::from_secs(a.time_limit))?
     };
     let dir = match a.out {
         Some(d) => d,
@@ -50,11 +55,18 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn emulator_driver() -> Result<Box<dyn Driver>> {
-    anyhow::bail!(
-        "real bytes need the emulation driver, which this build does not have yet; \
-         run the same experiment in the simulator with `ocslab demo --sim`"
-    )
+/// The kernel-fabric driver, after making sure namespaces can be made:
+/// as root directly, otherwise inside a user namespace (rootless), which
+/// must be entered while the process has one thread (before the progress
+/// bar starts its ticker).
+fn emulator_driver(time_limit: Duration) -> Result<Box<dyn Driver>> {
+    if let Err(e) = rootless::enter_if_needed() {
+        anyhow::bail!(
+            "real bytes need network namespaces, and none can be made here: {e}\n\
+             The same experiment runs in the simulator: ocslab demo --sim"
+        );
+    }
+    Ok(Box::new(demo::Emulator::new(time_limit)))
 }
 
 /// `results/demo-<driver>-<UTC time>`, made unique with a suffix.

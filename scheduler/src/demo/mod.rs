@@ -17,7 +17,7 @@ pub mod driver;
 pub mod lineup;
 pub mod table;
 
-pub use driver::{Driver, Simulator};
+pub use driver::{Driver, Emulator, Simulator};
 pub use table::DemoTable;
 
 use crate::experiment::{Experiment, ExperimentError};
@@ -157,6 +157,7 @@ pub fn run(driver: &mut dyn Driver, dir: &Path, bar: &Progress) -> Result<DemoOu
     let mut summaries: Vec<SchedulerSummary> = outcomes.iter().map(summarize).collect();
     normalize(&mut summaries);
     results::write_as(dir, driver.name(), &exp, &outcomes, &summaries)?;
+    driver.write_extras(dir)?;
     let outcome = DemoOutcome {
         driver: driver.name(),
         experiment: exp.name.clone(),
