@@ -190,7 +190,7 @@ pub fn write_utilization_csv(path: &Path, links: &[LinkSeries]) -> std::io::Resu
         write!(w, "{t:.6}")?;
         for l in links {
             match l.samples.get(i) {
-                Some(&(_, u)) if u == 0.0 => write!(w, ",0")?,
+                Some(&(_, 0.0)) => write!(w, ",0")?,
                 Some(&(_, u)) => write!(w, ",{u:.6}")?,
                 None => write!(w, ",")?,
             }
