@@ -45,12 +45,18 @@ enum Command {
     /// Run a command inside an emulated host, e.g. `ocslab exec r0h0 -- ping 198.18.1.10`.
     Exec(cli::lab::ExecArgs),
     /// Set or show optical circuits by hand.
-    #[command(subcommand, after_help = "Examples:\n  ocslab ocs set 0:1 1:0\n  ocslab ocs show")]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  ocslab ocs set 0:1 1:0\n  ocslab ocs show"
+    )]
     Ocs(cli::lab::OcsCommand),
     /// Show the fabrics that are up.
     Status(cli::lab::StatusArgs),
     /// Benchmarks that print figures.
-    #[command(subcommand, after_help = "Examples:\n  ocslab bench fabric --racks 16 --hosts-per-rack 8\n  ocslab bench sim")]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  ocslab bench fabric --racks 16 --hosts-per-rack 8\n  ocslab bench sim"
+    )]
     Bench(cli::bench::BenchCommand),
     /// Print a shell completion script.
     Completions(cli::completions::CompletionsArgs),

@@ -6,7 +6,9 @@
 use crate::demo::{self, DemoOutcome, Driver};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
-use ocslab_emulator::fabric::rootless;
+use ocslab_emulator::fabric::ledger::Mode;
+use ocslab_emulator::fabric::netlink::Rtnl;
+use ocslab_emulator::fabric::{messages, rootless};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -60,11 +62,17 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
 /// must be entered while the process has one thread (before the progress
 /// bar starts its ticker).
 fn emulator_driver(time_limit: Duration) -> Result<Box<dyn Driver>> {
-    if let Err(e) = rootless::enter_if_needed() {
-        anyhow::bail!(
+    match rootless::enter_if_needed() {
+        Err(e) => anyhow::bail!(
             "real bytes need network namespaces, and none can be made here: {e}\n\
              The same experiment runs in the simulator: ocslab demo --sim"
-        );
+        ),
+        // A fresh network namespace starts with loopback down, and the
+        // agents reach the control server on 127.0.0.1.
+        Ok(Mode::Rootless) => Rtnl::open("the rootless namespace")
+            .and_then(|mut s| s.execute(vec![messages::loopback_up()]))
+            .context("bringing loopback up in the rootless namespace")?,
+        Ok(Mode::Root) => {}
     }
     Ok(Box::new(demo::Emulator::new(time_limit)))
 }
