@@ -1,6 +1,7 @@
-//! Integration tests: cli. `ocslab sim` end to end through the library
-//! entry point of the command (the same function `main` dispatches to):
-//! an experiment file in, a results folder and a summary out.
+//! Integration tests: cli. `ocslab sim` and `ocslab demo --sim` end to end
+//! through the library entry points of the commands (the same functions
+//! `main` dispatches to): an experiment in, a results folder and a summary
+//! out, and every figure of the demo's table recomputed from its CSVs.
 
 use ocslab_scheduler::cli::sim::{run, SimArgs};
 use std::path::{Path, PathBuf};
@@ -157,4 +158,173 @@ fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
     let msg = format!("{err:#}");
     assert!(msg.contains("--perturb") && msg.contains("r99h0"), "{msg}");
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// Rows of a CSV as maps from column to cell.
+fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .expect("header")
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &std::collections::BTreeMap<String, String>, col: &str) -> Option<f64> {
+    row.get(col)
+        .filter(|v| !v.is_empty())
+        .map(|v| v.parse().expect("number"))
+}
+
+fn close(a: f64, b: f64, what: &str) {
+    assert!(
+        (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+        "{what}: table {a} vs CSVs {b}"
+    );
+}
+
+#[test]
+fn demo_sim_json_table_traces_to_the_csvs_of_its_results_folder() {
+    use ocslab_scheduler::cli::demo::{run as demo, DemoArgs};
+    use ocslab_scheduler::demo::{self, lineup::lineup, Simulator};
+    use ocslab_scheduler::progress::Progress;
+
+    let dir = scratch("demo");
+    // The command itself, as `ocslab demo --sim --json --out DIR` runs it.
+    let code = demo(DemoArgs {
+        sim: true,
+        json: true,
+        out: Some(dir.join("cli")),
+        time_limit: 60,
+    })
+    .expect("ocslab demo --sim --json runs");
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+    let printed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cli/demo.json")).expect("demo.json"))
+            .expect("demo.json is JSON");
+
+    // The same run through the library, to read the table as a value.
+    let out = demo::run(&mut Simulator, &dir.join("lib"), &Progress::hidden(0)).expect("demo runs");
+    let expected = lineup(&ocslab_scheduler::policy::names());
+    let names: Vec<&str> = out.table.rows.iter().map(|r| r.scheduler.as_str()).collect();
+    assert_eq!(names, expected, "every scheduler of the line-up has a row");
+    assert_eq!(out.table.baseline, "fair");
+    assert_eq!(out.table.rows[0].vs_baseline.avg_jct, 1.0);
+    // The simulator is deterministic: the command's table is the library's
+    // (up to JSON's decimal round trip).
+    let rows = printed["table"]["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), out.table.rows.len());
+    for (p, r) in rows.iter().zip(&out.table.rows) {
+        assert_eq!(p["scheduler"], r.scheduler.as_str());
+        for (k, v) in [
+            ("makespan_s", r.makespan_s),
+            ("avg_jct_s", r.avg_jct_s),
+            ("ocs_percent", r.ocs_percent),
+        ] {
+            close(p[k].as_f64().expect("number"), v, k);
+        }
+    }
+    assert_eq!(printed["driver"], "sim");
+
+    let res = &out.results_dir;
+    for f in [
+        "summary.json",
+        "run.json",
+        "demo.json",
+        "experiment.toml",
+        "topology.toml",
+    ] {
+        assert!(res.join(f).is_file(), "{f} missing");
+    }
+    for svg in [
+        "cct_cdf",
+        "jct_cdf",
+        "bytes_by_fabric",
+        "makespan",
+        "avg_jct",
+        "avg_cct",
+        "p95_cct",
+    ] {
+        let text = std::fs::read_to_string(res.join(format!("{svg}.svg"))).expect("svg");
+        assert!(
+            text.starts_with("<svg") && text.trim_end().ends_with("</svg>"),
+            "{svg}.svg"
+        );
+    }
+    for row in &out.table.rows {
+        let s = &row.scheduler;
+        for svg in [format!("circuits-{s}.svg"), format!("utilization-{s}.svg")] {
+            let text = std::fs::read_to_string(res.join(&svg)).expect("svg");
+            assert!(text.contains("</svg>"), "{svg}");
+        }
+        let sub = res.join(s);
+        // Makespan and average JCT from jobs.csv.
+        let jobs = csv_rows(&sub.join("jobs.csv"));
+        assert_eq!(jobs.len(), row.jobs);
+        let jct: Vec<f64> = jobs.iter().filter_map(|j| num(j, "jct_s")).collect();
+        close(
+            row.avg_jct_s,
+            jct.iter().sum::<f64>() / jct.len() as f64,
+            "avg JCT",
+        );
+        let first = jobs
+            .iter()
+            .filter_map(|j| num(j, "arrival_s"))
+            .fold(f64::MAX, f64::min);
+        let last = jobs
+            .iter()
+            .filter_map(|j| num(j, "finished_s"))
+            .fold(0.0, f64::max);
+        close(row.makespan_s, last - first, "makespan");
+        // Average and p95 CCT of the shuffles, cross-rack bytes from coflows.csv.
+        let coflows = csv_rows(&sub.join("coflows.csv"));
+        let mut cct: Vec<f64> = coflows
+            .iter()
+            .filter(|c| c["kind"] == "shuffle")
+            .filter_map(|c| num(c, "cct_s"))
+            .collect();
+        cct.sort_by(f64::total_cmp);
+        assert!(!cct.is_empty(), "{s}: shuffles used the network");
+        close(
+            row.avg_cct_s,
+            cct.iter().sum::<f64>() / cct.len() as f64,
+            "avg CCT",
+        );
+        let rank = ((0.95 * cct.len() as f64).ceil() as usize).clamp(1, cct.len());
+        close(row.p95_cct_s, cct[rank - 1], "p95 CCT");
+        let cross: f64 = coflows.iter().filter_map(|c| num(c, "cross_rack_bytes")).sum();
+        close(row.cross_rack_gb, cross / 1e9, "cross-rack GB");
+        // % bytes over OCS from flows.csv: every flow's bytes per fabric.
+        let flows = csv_rows(&sub.join("flows.csv"));
+        let eps: f64 = flows.iter().filter_map(|f| num(f, "eps_bytes")).sum();
+        let ocs: f64 = flows.iter().filter_map(|f| num(f, "ocs_bytes")).sum();
+        assert!(ocs > 0.0, "{s}: Sunflow put elephants on circuits");
+        close(row.ocs_percent, 100.0 * ocs / (eps + ocs), "OCS %");
+        // The circuit timeline's data: as many circuits as reconfigurations counted.
+        let circuits = csv_rows(&sub.join("circuits.csv"));
+        let summary = summary(res);
+        let counted = summary["schedulers"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["name"] == s.as_str()))
+            .and_then(|x| x["reconfigurations"].as_u64())
+            .expect("reconfigurations in summary.json");
+        assert_eq!(circuits.len() as u64, counted, "{s}: circuits.csv");
+        let util = csv_rows(&sub.join("utilization.csv"));
+        assert!(
+            !util.is_empty() && util[0].contains_key("r0 OCS port 0"),
+            "{s}: utilization.csv"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

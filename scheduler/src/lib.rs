@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod coflow;
+pub mod demo;
 pub mod emu;
 pub mod engine;
 pub mod experiment;

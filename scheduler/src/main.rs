@@ -8,7 +8,15 @@ use std::process::ExitCode;
 
 /// A lab on one Linux box for hybrid electrical/optical datacenter networks.
 #[derive(Parser, Debug)]
-#[command(name = "ocslab", version, propagate_version = true)]
+#[command(
+    name = "ocslab",
+    version,
+    propagate_version = true,
+    after_help = "Examples:\n  ocslab demo                      # the main job: schedulers side by side, real bytes\n  \
+                  ocslab demo --sim                # the same in the simulator\n  \
+                  ocslab topo check topologies/lab.toml\n  \
+                  ocslab sim experiments/lab-baselines.toml"
+)]
 struct Cli {
     /// More log output (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -28,7 +36,7 @@ enum Command {
     /// Replay a coflow trace (Coflow-Benchmark format) under a coflow scheduler.
     Replay(cli::replay::ReplayArgs),
     /// Validate a topology file and print what it describes.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = "Example:\n  ocslab topo check topologies/lab.toml")]
     Topo(cli::topo::TopoCommand),
     /// Build a topology's fabric (namespaces, links, OCS) and keep it up.
     Up(cli::lab::UpArgs),
@@ -37,12 +45,18 @@ enum Command {
     /// Run a command inside an emulated host, e.g. `ocslab exec r0h0 -- ping 198.18.1.10`.
     Exec(cli::lab::ExecArgs),
     /// Set or show optical circuits by hand.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  ocslab ocs set 0:1 1:0\n  ocslab ocs show"
+    )]
     Ocs(cli::lab::OcsCommand),
     /// Show the fabrics that are up.
     Status(cli::lab::StatusArgs),
     /// Benchmarks that print figures.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  ocslab bench fabric --racks 16 --hosts-per-rack 8\n  ocslab bench sim"
+    )]
     Bench(cli::bench::BenchCommand),
     /// Print a shell completion script.
     Completions(cli::completions::CompletionsArgs),

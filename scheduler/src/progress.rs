@@ -13,9 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The bar's layout: spinner, elapsed time, bar, jobs, bytes, message.
+/// The bar's layout: spinner, elapsed time, bar, items done (`{unit}`), bytes, message.
 const TEMPLATE: &str =
-    "{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} jobs · {moved} moved · {msg}";
+    "{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} {unit} · {moved} moved · {msg}";
+
+/// The layout for work that does not count bytes.
+const TEMPLATE_NO_BYTES: &str = "{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} {unit} · {msg}";
 
 /// Whether a progress bar should be drawn: never with `--json`, never when stderr is not a
 /// terminal (a pipe, a file, CI).
@@ -34,32 +37,48 @@ impl Progress {
     /// A bar for `total_jobs` jobs on stderr, hidden when `json` is set or stderr is not a
     /// terminal (see [`should_show`]).
     pub fn new(total_jobs: u64, json: bool) -> Progress {
-        if should_show(json, std::io::stderr().is_terminal()) {
-            Progress::with_target(total_jobs, ProgressDrawTarget::stderr())
+        Progress::counting(total_jobs, json, "jobs", true)
+    }
+
+    /// A bar for `total` items called `unit` (e.g. `"coflows"`), showing
+    /// bytes moved if `bytes`; hidden as [`Progress::new`]'s is.
+    pub fn counting(total: u64, json: bool, unit: &'static str, bytes: bool) -> Progress {
+        let target = if should_show(json, std::io::stderr().is_terminal()) {
+            ProgressDrawTarget::stderr()
         } else {
-            Progress::hidden(total_jobs)
-        }
+            ProgressDrawTarget::hidden()
+        };
+        Progress::with_target(total, target, unit, bytes)
     }
 
     /// A bar that is never drawn but still counts (for `--json`, tests and batch work).
     pub fn hidden(total_jobs: u64) -> Progress {
-        Progress::with_target(total_jobs, ProgressDrawTarget::hidden())
+        Progress::with_target(total_jobs, ProgressDrawTarget::hidden(), "jobs", true)
     }
 
-    fn with_target(total_jobs: u64, target: ProgressDrawTarget) -> Progress {
-        let bytes = Arc::new(AtomicU64::new(0));
-        let shown = Arc::clone(&bytes);
+    fn with_target(total_jobs: u64, target: ProgressDrawTarget, unit: &'static str, bytes: bool) -> Progress {
+        let counter = Arc::new(AtomicU64::new(0));
+        let shown = Arc::clone(&counter);
         let moved = move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
             let _ = write!(w, "{}", Bytes(shown.load(Ordering::Relaxed)));
         };
+        let unit_key = move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = w.write_str(unit);
+        };
         let bar = ProgressBar::with_draw_target(Some(total_jobs), target);
-        if let Ok(style) = ProgressStyle::with_template(TEMPLATE) {
-            bar.set_style(style.with_key("moved", moved).progress_chars("=> "));
+        let template = if bytes { TEMPLATE } else { TEMPLATE_NO_BYTES };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(
+                style
+                    .with_key("moved", moved)
+                    .with_key("unit", unit_key)
+                    .progress_chars("=> "),
+            );
         }
         if !bar.is_hidden() {
             bar.enable_steady_tick(Duration::from_millis(200));
         }
-        Progress { bar, bytes }
+        Progress { bar, bytes: counter }
     }
 
     /// Whether the bar is hidden (it still counts).
@@ -85,6 +104,11 @@ impl Progress {
     /// Total jobs of the work.
     pub fn total_jobs(&self) -> u64 {
         self.bar.length().unwrap_or(0)
+    }
+
+    /// Sets the total (when it is known only once the work has started).
+    pub fn set_total_jobs(&self, total: u64) {
+        self.bar.set_length(total);
     }
 
     /// `bytes` more were moved.

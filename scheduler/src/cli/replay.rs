@@ -6,11 +6,12 @@
 use crate::coflow::POLICY_NAMES;
 use crate::net::replay::{replay, ReplayOutcome};
 use crate::net::summary::{Bin, Distribution, ReplaySummary};
+use crate::progress::Progress;
 use crate::trace::coflow_benchmark;
 use anyhow::{Context, Result};
 use ocslab_emulator::{Bytes, Topology};
 use serde::Serialize;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -95,15 +96,8 @@ struct Report<'a> {
 
 /// Runs `ocslab replay`.
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
-    let bar = (!a.json && std::io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(0);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} coflows")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b.set_message(format!("replay under {}", a.coflow_scheduler));
-        b
-    });
+    let bar = Progress::counting(0, a.json, "coflows", false);
+    bar.set_message(format!("replay under {}", a.coflow_scheduler));
     let (run, wire) = if a.emulate {
         let (run, wire) = super::replay_emu::run_replay_emulated(
             &a.trace,
@@ -120,17 +114,13 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
             &a.coflow_scheduler,
             a.limit,
             |done, total| {
-                if let Some(b) = &bar {
-                    b.set_length(total as u64);
-                    b.set_position(done as u64);
-                }
+                bar.set_total_jobs(total as u64);
+                bar.set_jobs_done(done as u64);
             },
         )?;
         (run, None)
     };
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish();
     let summary = ReplaySummary::of(&run.outcome);
     let stem = a
         .trace
@@ -141,6 +131,11 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         None => results_dir(&stem, &a.coflow_scheduler)?,
     };
     write_results(&dir, &run, &summary)?;
+    crate::report::plots::write_replay_plots(&dir, run.topology.racks, &run.outcome)
+        .with_context(|| format!("plotting into {}", dir.display()))?;
+    let path = dir.join("utilization.csv");
+    crate::report::plots::write_utilization_csv(&path, &run.outcome.links)
+        .with_context(|| format!("cannot write {}", path.display()))?;
     if let Some(w) = &wire {
         w.write(&dir)
             .with_context(|| format!("writing wire results to {}", dir.display()))?;
@@ -244,7 +239,7 @@ fn results_dir(trace: &str, scheduler: &str) -> Result<PathBuf> {
 }
 
 /// `YYYYmmddTHHMMSSZ` for seconds since the epoch (civil-from-days, H. Hinnant).
-fn utc_stamp(secs: u64) -> String {
+pub(crate) fn utc_stamp(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let z = days + 719_468;
@@ -264,7 +259,8 @@ fn utc_stamp(secs: u64) -> String {
     )
 }
 
-/// coflows.csv, circuits.csv (when any) and summary.json in `dir`.
+/// coflows.csv, circuits.csv (when any) and summary.json in `dir` (the
+/// plots and utilization.csv are written by [`crate::report::plots`]).
 fn write_results(dir: &Path, run: &ReplayRun, summary: &ReplaySummary) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join("coflows.csv");

@@ -4,9 +4,11 @@
 //! scheduler), writes the results folder and prints its path.
 
 use crate::experiment::Experiment;
+use crate::progress::Progress;
 use crate::report::{normalize, results, summarize, SchedulerSummary};
-use crate::sim::run_experiment;
+use crate::sim::{run_scheduler_with, SimOutcome};
 use anyhow::{Context, Result};
+use ocslab_emulator::Bytes;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -36,17 +38,7 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("--perturb {e}"))?;
         exp.perturbations.push(p);
     }
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} jobs")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let outcomes = run_experiment(&exp, |name, done, total| {
-        bar.set_prefix(name.to_string());
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })?;
-    bar.finish_and_clear();
+    let outcomes = simulate_all(&exp, a.json)?;
     let mut summaries: Vec<SchedulerSummary> = outcomes.iter().map(summarize).collect();
     normalize(&mut summaries);
     let dir = a.out.unwrap_or_else(|| {
@@ -73,6 +65,29 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         println!("results: {}", dir.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Simulates every task scheduler of `exp` in turn (baseline first) under
+/// one progress bar: jobs done over all runs, bytes delivered, elapsed wall
+/// time, and the scheduler and virtual time in the message.
+fn simulate_all(exp: &Experiment, json: bool) -> Result<Vec<SimOutcome>> {
+    let jobs = exp.jobs()?;
+    let bar = Progress::new((jobs.len() * exp.task_schedulers.len()) as u64, json);
+    let mut outcomes = Vec::with_capacity(exp.task_schedulers.len());
+    let (mut done, mut moved) = (0u64, Bytes(0));
+    for name in &exp.task_schedulers {
+        bar.set_message(name.clone());
+        let out = run_scheduler_with(exp, name, jobs.clone(), |p| {
+            bar.set_jobs_done(done + p.jobs_done as u64);
+            bar.set_bytes(moved + p.bytes);
+            bar.set_message(format!("{name}, simulated t = {:.0} s", p.now.as_secs_f64()));
+        })?;
+        done += jobs.len() as u64;
+        moved += out.net.eps_bytes + out.net.ocs_bytes;
+        outcomes.push(out);
+    }
+    bar.finish();
+    Ok(outcomes)
 }
 
 fn print_table(exp: &Experiment, s: &[SchedulerSummary]) {

@@ -12,7 +12,7 @@
 use super::compare::{self, CctComparison, RatioSummary};
 use super::{run_jobs, EmuConfig, EmuError, EmuOutcome, FabricChoice};
 use crate::experiment::{Experiment, ExperimentError};
-use crate::net::NetStats;
+use crate::net::{NetStats, NetTimeline};
 use crate::policy::PolicyError;
 use crate::report::{normalize, results, summarize, SchedulerSummary};
 use crate::sim::SimOutcome;
@@ -77,6 +77,10 @@ pub fn as_sim_outcome(o: &EmuOutcome) -> SimOutcome {
             reconfigurations: o.net.circuits_requested,
             flows_done: o.wire.flows.len() as u64,
             policy_calls: o.net.policy_calls,
+        },
+        timeline: NetTimeline {
+            circuits: o.circuits.clone(),
+            links: Vec::new(),
         },
         end: o.end,
         events: 0,

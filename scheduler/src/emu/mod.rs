@@ -163,6 +163,8 @@ pub struct EmuOutcome {
     pub net: EmuNetStats,
     /// Experiment time at the end.
     pub end: Nanos,
+    /// Every circuit as the OCS reported it (for the circuit timeline).
+    pub circuits: Vec<crate::net::CircuitRecord>,
 }
 
 /// Runs `jobs` placed by `policy` on a fresh lab for `topo`, under the
@@ -224,6 +226,7 @@ async fn run_jobs_on(
         wire,
         net,
         end,
+        circuits: std::mem::take(&mut d.circuits),
     })
 }
 
@@ -319,6 +322,7 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
             stats,
             circuits,
             makespan,
+            links: Vec::new(),
         },
         wire,
         net,

@@ -10,7 +10,8 @@
 //! Modules: [`links`] (the links of the fluid model and the paths over
 //! them), [`maxmin`] (water-filling), the network itself ([`FluidNetwork`]),
 //! [`replay`] (a whole coflow trace through a network, with per-coflow
-//! records) and [`summary`] (CCT percentiles and bins). The model is written
+//! records), [`summary`] (CCT percentiles and bins) and [`usage`] (link
+//! utilization over time, for plots). The model is written
 //! up in `docs/simulator.md`.
 
 pub mod links;
@@ -18,6 +19,7 @@ pub mod maxmin;
 mod network;
 pub mod replay;
 pub mod summary;
+pub mod usage;
 
 pub use network::FluidNetwork;
 
@@ -100,6 +102,16 @@ pub struct CircuitRecord {
     pub up_at: Nanos,
     /// When it was torn down, if it was.
     pub down_at: Option<Nanos>,
+}
+
+/// What the network did over a run, for the results folder's plots: every
+/// circuit, and the utilization of the EPS uplinks and OCS ports over time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct NetTimeline {
+    /// Every circuit set up, in set-up order.
+    pub circuits: Vec<CircuitRecord>,
+    /// The tracked links' utilization ([`usage::LinkUsage`]).
+    pub links: Vec<usage::LinkSeries>,
 }
 
 /// Flows the network refuses.

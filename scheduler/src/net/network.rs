@@ -17,9 +17,10 @@
 //! Per-flow progress in the [`NetView`] is brought up to date before each
 //! call of a policy that [reads it](CoflowPolicy::reads_progress).
 
-use super::links::{LinkMap, Links};
+use super::links::{LinkKind, LinkMap, Links};
 use super::maxmin::{Demand, WaterFill};
-use super::{CircuitRecord, NetError, NetEvent, NetStats};
+use super::usage::LinkUsage;
+use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
 use crate::coflow::{
     self, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, FabricParams, FlowPlan, NetView, Path,
 };
@@ -103,6 +104,7 @@ pub struct FluidNetwork {
     stats: NetStats,
     circuit_log: Vec<CircuitRecord>,
     open_circuits: BTreeMap<(u32, u32), usize>,
+    usage: LinkUsage,
     water: WaterFill,
     demands: Vec<Demand>,
     demand_bundle: Vec<usize>,
@@ -126,6 +128,7 @@ impl FluidNetwork {
     pub fn on_fabric(fabric: FabricParams, policy: Box<dyn CoflowPolicy>) -> FluidNetwork {
         let view = NetView::new(fabric);
         let links = view.links.len();
+        let usage = LinkUsage::new(&fabric);
         FluidNetwork {
             view,
             policy,
@@ -143,6 +146,7 @@ impl FluidNetwork {
             stats: NetStats::default(),
             circuit_log: Vec::new(),
             open_circuits: BTreeMap::new(),
+            usage,
             water: WaterFill::new(links),
             demands: Vec::new(),
             demand_bundle: Vec::new(),
@@ -303,6 +307,20 @@ impl FluidNetwork {
         &self.circuit_log
     }
 
+    /// The bytes the EPS uplinks and OCS ports carried so far, per time bin.
+    pub fn usage(&self) -> &LinkUsage {
+        &self.usage
+    }
+
+    /// The circuits and link utilization from 0 to `end` (at least the
+    /// time the network has been moved to), for the results folder's plots.
+    pub fn timeline(&self, end: Nanos) -> NetTimeline {
+        NetTimeline {
+            circuits: self.circuit_log.clone(),
+            links: self.usage.series(end.max(self.now)),
+        }
+    }
+
     /// The bundle for `key`, created if need be.
     fn bundle_for(&mut self, key: BundleKey) -> usize {
         if let Some(&b) = self.bundle_of.get(&key) {
@@ -373,6 +391,7 @@ impl FluidNetwork {
     fn move_to(&mut self, t: Nanos) {
         let dt = (t - self.now).as_secs_f64();
         if dt > 0.0 {
+            self.usage.advance(self.now, t);
             for b in self.bundles.iter_mut().filter(|b| b.rate > 0.0) {
                 b.service += b.rate * dt;
             }
@@ -591,8 +610,27 @@ impl FluidNetwork {
         self.residual.extend_from_slice(self.view.links.capacities());
         self.water
             .fill(&mut self.residual, &self.demands, &mut self.rates);
+        self.usage.clear_rates();
         for (&i, &r) in self.demand_bundle.iter().zip(&self.rates) {
-            self.bundles[i].rate = r;
+            let b = &mut self.bundles[i];
+            b.rate = r;
+            if let Some(k) = b.key.filter(|_| r > 0.0) {
+                let total = r * b.members.len() as f64;
+                match k.path {
+                    Path::Ocs { port } => self.usage.add_rate(
+                        LinkKind::OcsPort {
+                            rack: k.src.rack,
+                            port,
+                        },
+                        total,
+                    ),
+                    Path::Eps if k.src.rack != k.dst.rack => {
+                        self.usage.add_rate(LinkKind::TorUp(k.src.rack), total);
+                        self.usage.add_rate(LinkKind::TorDown(k.dst.rack), total);
+                    }
+                    _ => {}
+                }
+            }
         }
         let mut next = None::<Nanos>;
         for b in &mut self.bundles {

@@ -4,6 +4,7 @@
 //! fabric) plus the network's totals and circuit timeline.
 
 use super::summary::Bin;
+use super::usage::LinkSeries;
 use super::{CircuitRecord, FluidNetwork, NetError, NetEvent, NetStats};
 use crate::coflow::lower_bound::{coflow_lower_bound, LowerBound};
 use crate::coflow::{self, FabricParams, UnknownPolicy};
@@ -83,6 +84,8 @@ pub struct ReplayOutcome {
     pub circuits: Vec<CircuitRecord>,
     /// When the last coflow finished.
     pub makespan: Nanos,
+    /// Utilization of the EPS uplinks and OCS ports from 0 to the makespan.
+    pub links: Vec<LinkSeries>,
 }
 
 struct Open {
@@ -193,6 +196,7 @@ pub fn replay(
         records,
         stats: net.stats().clone(),
         circuits: net.circuit_log().to_vec(),
+        links: net.usage().series(makespan),
         makespan,
     })
 }

@@ -1,7 +1,9 @@
 //! Run reports: per-scheduler summaries normalized to the first scheduler
 //! ([`summary`]) and the results folder with the experiment as run and one
-//! CSV per job, task attempt, coflow and flow ([`results`]).
+//! CSV per job, task attempt, coflow and flow ([`results`]), and the SVG
+//! plots drawn from them ([`plots`]).
 
+pub mod plots;
 pub mod results;
 pub mod summary;
 

@@ -6,6 +6,8 @@
 //! DIR/run.json           name, seed, version, topology (name, scale), network, coflow scheduler
 //! DIR/summary.json       one SchedulerSummary per task scheduler
 //! DIR/<scheduler>/jobs.csv, tasks.csv, coflows.csv, flows.csv
+//! DIR/<scheduler>/circuits.csv, utilization.csv   the network's timeline
+//! DIR/*.svg              the plots of docs/results.md (CDFs, bars, circuits, utilization)
 //! ```
 //!
 //! Times in the CSVs are seconds (floats) since the start of the run,
@@ -39,11 +41,26 @@ pub enum ResultsError {
         /// Why.
         source: csv::Error,
     },
+    /// A plot could not be drawn or written.
+    #[error(transparent)]
+    Plot(#[from] crate::plot::PlotError),
 }
 
-/// Writes the results folder `dir` for `exp` and its runs.
+/// Writes the results folder `dir` for `exp` and its simulated runs.
 pub fn write(
     dir: &Path,
+    exp: &Experiment,
+    outcomes: &[SimOutcome],
+    summaries: &[SchedulerSummary],
+) -> Result<(), ResultsError> {
+    write_as(dir, "sim", exp, outcomes, summaries)
+}
+
+/// Writes the results folder `dir` for `exp` and its runs by `driver`
+/// (`"sim"` or `"emu"`, as `run.json` records it).
+pub fn write_as(
+    dir: &Path,
+    driver: &str,
     exp: &Experiment,
     outcomes: &[SimOutcome],
     summaries: &[SchedulerSummary],
@@ -63,7 +80,7 @@ pub fn write(
         "experiment": exp.name,
         "seed": exp.seed,
         "version": env!("CARGO_PKG_VERSION"),
-        "driver": "sim",
+        "driver": driver,
         "topology": { "name": exp.topology.name, "scale": exp.topology.scale },
         "network": exp.network,
         "coflow_scheduler": exp.coflow_scheduler,
@@ -79,7 +96,9 @@ pub fn write(
         let sub = dir.join(&out.policy);
         std::fs::create_dir_all(&sub).map_err(io(&sub))?;
         write_records(&sub, &out.records)?;
+        super::plots::write_timeline_csvs(&sub, &out.timeline).map_err(io(&sub))?;
     }
+    super::plots::write_run_plots(dir, exp.topology.racks, outcomes, summaries)?;
     Ok(())
 }
 

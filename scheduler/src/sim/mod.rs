@@ -19,10 +19,10 @@ pub mod bench;
 
 pub use fixed_rate::FixedRateNetwork;
 pub use network::NetworkModel;
-pub use run::{run_experiment, run_scheduler, RunError};
+pub use run::{run_experiment, run_scheduler, run_scheduler_with, RunError};
 
 use crate::engine::{AttemptId, Command, Engine, Event, Records};
-use crate::net::{NetEvent, NetStats};
+use crate::net::{NetEvent, NetStats, NetTimeline};
 use ocslab_emulator::{HostId, Nanos};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -80,12 +80,28 @@ pub struct SimOutcome {
     pub records: Records,
     /// The network's totals.
     pub net: NetStats,
+    /// The network's circuits and link utilization over the run (empty
+    /// when the network model records neither).
+    pub timeline: NetTimeline,
     /// Virtual time at the end.
     pub end: Nanos,
     /// Events fed to the engine.
     pub events: u64,
     /// Flows the engine started.
     pub flows: u64,
+}
+
+/// Where a running simulation is, for progress bars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimProgress {
+    /// Jobs finished.
+    pub jobs_done: usize,
+    /// Jobs in all.
+    pub jobs_total: usize,
+    /// Virtual time.
+    pub now: Nanos,
+    /// Bytes the network delivered so far (EPS and OCS).
+    pub bytes: ocslab_emulator::Bytes,
 }
 
 /// A simulation: an engine, a network model and the timer heap.
@@ -133,7 +149,13 @@ impl<N: NetworkModel> Simulation<N> {
     }
 
     /// Runs to the end. `progress(done, total)` is called as jobs finish.
-    pub fn run(mut self, mut progress: impl FnMut(usize, usize)) -> Result<SimOutcome, SimError> {
+    pub fn run(self, mut progress: impl FnMut(usize, usize)) -> Result<SimOutcome, SimError> {
+        self.run_with(|p| progress(p.jobs_done, p.jobs_total))
+    }
+
+    /// Runs to the end; `progress` is called as jobs finish, with the jobs
+    /// done, the virtual time and the bytes delivered so far.
+    pub fn run_with(mut self, mut progress: impl FnMut(&SimProgress)) -> Result<SimOutcome, SimError> {
         let mut last_done = 0;
         let mut now = Nanos::ZERO;
         while !self.engine.is_done() {
@@ -157,13 +179,20 @@ impl<N: NetworkModel> Simulation<N> {
             let (done, total) = self.engine.progress();
             if done != last_done {
                 last_done = done;
-                progress(done, total);
+                let stats = self.net.stats();
+                progress(&SimProgress {
+                    jobs_done: done,
+                    jobs_total: total,
+                    now: t,
+                    bytes: stats.eps_bytes + stats.ocs_bytes,
+                });
             }
         }
         let end = self.engine.now();
         Ok(SimOutcome {
             policy: self.engine.policy_name().to_string(),
             net: self.net.stats().clone(),
+            timeline: self.net.timeline(end),
             records: self.engine.into_records(),
             end,
             events: self.events,

@@ -3,9 +3,10 @@
 //! runs over the fluid model or over a simple stand-in
 //! ([`super::FixedRateNetwork`]) alike.
 
-use crate::engine::LinkLoad;
+use crate::engine::{Link, LinkLoad};
 use crate::model::coflow::FlowSpec;
-use crate::net::{FluidNetwork, NetEvent, NetStats};
+use crate::net::links::LinkKind;
+use crate::net::{FluidNetwork, NetEvent, NetStats, NetTimeline};
 use ocslab_emulator::Nanos;
 
 /// A flow-level network the simulation driver can run against.
@@ -23,6 +24,11 @@ pub trait NetworkModel {
     fn link_loads(&self) -> Vec<LinkLoad> {
         Vec::new()
     }
+    /// The circuits and link utilization from 0 to `end`, for plots (empty:
+    /// the model records neither).
+    fn timeline(&self, _end: Nanos) -> NetTimeline {
+        NetTimeline::default()
+    }
 }
 
 impl NetworkModel for FluidNetwork {
@@ -37,5 +43,27 @@ impl NetworkModel for FluidNetwork {
     }
     fn stats(&self) -> &NetStats {
         FluidNetwork::stats(self)
+    }
+    fn timeline(&self, end: Nanos) -> NetTimeline {
+        FluidNetwork::timeline(self, end)
+    }
+    /// The EPS uplinks', downlinks' and OCS ports' utilization at this
+    /// instant (the fluid rates are constant between events).
+    fn link_loads(&self) -> Vec<LinkLoad> {
+        self.usage()
+            .current()
+            .filter_map(|(link, utilization)| {
+                let link = match link {
+                    LinkKind::TorUp(r) => Link::RackUp(r),
+                    LinkKind::TorDown(r) => Link::RackDown(r),
+                    LinkKind::OcsPort { rack, port } => Link::OcsPort { rack, port },
+                    LinkKind::HostUp(_) | LinkKind::HostDown(_) => return None,
+                };
+                Some(LinkLoad {
+                    link,
+                    utilization: utilization.clamp(0.0, 1.0),
+                })
+            })
+            .collect()
     }
 }

@@ -2,7 +2,7 @@
 //! each on the same jobs (same seed), each with a fresh engine, policy and
 //! network.
 
-use super::{FixedRateNetwork, SimError, SimOutcome, Simulation};
+use super::{FixedRateNetwork, SimError, SimOutcome, SimProgress, Simulation};
 use crate::engine::{Engine, EngineError};
 use crate::experiment::{Experiment, ExperimentError, NetworkKind};
 use crate::model::job::Job;
@@ -38,7 +38,18 @@ pub fn run_scheduler(
     exp: &Experiment,
     scheduler: &str,
     jobs: Vec<Job>,
-    progress: impl FnMut(usize, usize),
+    mut progress: impl FnMut(usize, usize),
+) -> Result<SimOutcome, RunError> {
+    run_scheduler_with(exp, scheduler, jobs, |p| progress(p.jobs_done, p.jobs_total))
+}
+
+/// Like [`run_scheduler`], with progress reports that include virtual
+/// time and bytes delivered ([`SimProgress`]).
+pub fn run_scheduler_with(
+    exp: &Experiment,
+    scheduler: &str,
+    jobs: Vec<Job>,
+    progress: impl FnMut(&SimProgress),
 ) -> Result<SimOutcome, RunError> {
     let policy = exp.policy(scheduler)?;
     let timeline = crate::perturb::Timeline::of(&exp.perturbations);
@@ -51,14 +62,14 @@ pub fn run_scheduler(
             let net = FluidNetwork::new(&exp.topology, &exp.coflow_scheduler)
                 .map_err(|e| SimError::Network(format!("{e:#}")))?;
             Simulation::new(engine, net, exp.sim.clone())
-                .with_events(events)
-                .run(progress)?
+                .with_events(events.clone())
+                .run_with(progress)?
         }
         NetworkKind::Uncontended => {
             let net = FixedRateNetwork::for_topology(&exp.topology);
             Simulation::new(engine, net, exp.sim.clone())
-                .with_events(events)
-                .run(progress)?
+                .with_events(events.clone())
+                .run_with(progress)?
         }
     };
     Ok(out)

@@ -1,0 +1,178 @@
+//! `ocslab demo`, the main job: a seeded mix of shuffle-heavy and
+//! shuffle-light jobs on a 4x4 hybrid datacenter (EPS core 4:1
+//! oversubscribed, one OCS port per rack, Sunflow scheduling the circuits),
+//! run once per task scheduler (Fair, then what the build has of
+//! ShuffleWatcher/NAS and Co-scheduler, Delay until then), compared in one
+//! table normalized to Fair, with a results folder of CSVs and plots.
+//!
+//! The topology ([`TOPOLOGY`]) and the experiment ([`EXPERIMENT`]) are
+//! embedded in the binary, so the demo needs no file. [`run`] writes them
+//! into the results folder (the experiment with the line-up of
+//! [`lineup`]), loads them back like any experiment file, runs each
+//! scheduler through a [`Driver`] (simulator or kernel fabric), and writes
+//! the results folder of [`crate::report::results`] plus `demo.json`, the
+//! table as printed ([`table`]).
+
+pub mod driver;
+pub mod lineup;
+pub mod table;
+
+pub use driver::{Driver, Emulator, Simulator};
+pub use table::DemoTable;
+
+use crate::experiment::{Experiment, ExperimentError};
+use crate::progress::Progress;
+use crate::report::results::{self, ResultsError};
+use crate::report::{normalize, summarize, SchedulerSummary};
+use crate::sim::SimOutcome;
+use ocslab_emulator::Bytes;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The demo's topology file (lab-sized: 4 racks of 4 hosts).
+pub const TOPOLOGY: &str = include_str!("topology.toml");
+
+/// The demo's experiment file (before the line-up is filled in).
+pub const EXPERIMENT: &str = include_str!("experiment.toml");
+
+/// Why the demo failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// The embedded experiment is invalid (a bug of this build).
+    #[error(transparent)]
+    Experiment(#[from] ExperimentError),
+    /// A simulated run failed.
+    #[error(transparent)]
+    Sim(#[from] crate::sim::RunError),
+    /// An emulated run failed.
+    #[error("task scheduler {scheduler}: {message}")]
+    Emu {
+        /// The scheduler being run.
+        scheduler: String,
+        /// What failed.
+        message: String,
+    },
+    /// The embedded files could not be prepared.
+    #[error("preparing the demo's experiment: {0}")]
+    Prepare(String),
+    /// A file of the results folder could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The results folder could not be written.
+    #[error(transparent)]
+    Results(#[from] ResultsError),
+}
+
+/// A finished demo.
+#[derive(Debug, Serialize)]
+pub struct DemoOutcome {
+    /// `"sim"` or `"emu"`.
+    pub driver: &'static str,
+    /// The experiment's name.
+    pub experiment: String,
+    /// The topology's name.
+    pub topology: String,
+    /// The topology's scale (rates and sizes divided by it).
+    pub scale: f64,
+    /// The workload's seed.
+    pub seed: u64,
+    /// The coflow scheduler.
+    pub coflow_scheduler: String,
+    /// The table.
+    pub table: DemoTable,
+    /// The results folder.
+    pub results_dir: PathBuf,
+    /// Wall-clock time of the runs (not of writing the folder), seconds.
+    pub wall_s: f64,
+    /// Per-scheduler summaries as in `summary.json`.
+    #[serde(skip)]
+    pub summaries: Vec<SchedulerSummary>,
+    /// Per-scheduler outcomes.
+    #[serde(skip)]
+    pub outcomes: Vec<SimOutcome>,
+}
+
+/// The demo's experiment text for a build whose task schedulers are
+/// `available`: the embedded file with `task_schedulers` set to the
+/// line-up and parameters of schedulers outside it dropped.
+pub fn experiment_text(available: &[&str]) -> Result<String, DemoError> {
+    let mut t: toml::Table = toml::from_str(EXPERIMENT).map_err(|e| DemoError::Prepare(e.to_string()))?;
+    let picked = lineup::lineup(available);
+    t.insert(
+        "task_schedulers".into(),
+        toml::Value::Array(picked.iter().map(|n| toml::Value::String(n.clone())).collect()),
+    );
+    if let Some(toml::Value::Table(params)) = t.get_mut("scheduler_params") {
+        params.retain(|k, _| picked.iter().any(|p| p == k));
+    }
+    let body = toml::to_string(&t).map_err(|e| DemoError::Prepare(e.to_string()))?;
+    Ok(format!(
+        "# The experiment `ocslab demo` ran: its embedded default\n\
+         # (scheduler/src/demo/experiment.toml) with the line-up of this build.\n{body}"
+    ))
+}
+
+/// Writes the demo's topology and experiment into `dir` and loads them.
+pub fn prepare(dir: &Path) -> Result<Experiment, DemoError> {
+    let io = |path: PathBuf| move |source| DemoError::Io { path, source };
+    std::fs::create_dir_all(dir).map_err(io(dir.to_path_buf()))?;
+    let topo = dir.join("topology.toml");
+    std::fs::write(&topo, TOPOLOGY).map_err(io(topo.clone()))?;
+    let file = dir.join("experiment.toml");
+    std::fs::write(&file, experiment_text(&crate::policy::names())?).map_err(io(file.clone()))?;
+    Ok(Experiment::load(&file)?)
+}
+
+/// Runs the demo with `driver`, writing its results folder into `dir`;
+/// `bar` shows jobs done over all runs, bytes moved and the scheduler running.
+pub fn run(driver: &mut dyn Driver, dir: &Path, bar: &Progress) -> Result<DemoOutcome, DemoError> {
+    let exp = prepare(dir)?;
+    let jobs = exp.jobs()?;
+    bar.set_total_jobs((jobs.len() * exp.task_schedulers.len()) as u64);
+    let start = Instant::now();
+    let mut outcomes = Vec::with_capacity(exp.task_schedulers.len());
+    let (mut done, mut moved) = (0u64, Bytes(0));
+    let kind = driver.name();
+    for name in &exp.task_schedulers {
+        bar.set_message(format!("{name} ({kind})"));
+        let out = driver.run(&exp, name, jobs.clone(), &mut |p| {
+            bar.set_jobs_done(done + p.jobs_done as u64);
+            bar.set_bytes(moved + p.bytes);
+            bar.set_message(format!("{name} ({kind}), run time {:.1} s", p.now.as_secs_f64()));
+        })?;
+        done += jobs.len() as u64;
+        moved += out.net.eps_bytes + out.net.ocs_bytes;
+        bar.set_jobs_done(done);
+        bar.set_bytes(moved);
+        outcomes.push(out);
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    bar.finish();
+    let mut summaries: Vec<SchedulerSummary> = outcomes.iter().map(summarize).collect();
+    normalize(&mut summaries);
+    results::write_as(dir, driver.name(), &exp, &outcomes, &summaries)?;
+    driver.write_extras(dir)?;
+    let outcome = DemoOutcome {
+        driver: driver.name(),
+        experiment: exp.name.clone(),
+        topology: exp.topology.name.clone(),
+        scale: exp.topology.scale,
+        seed: exp.seed,
+        coflow_scheduler: exp.coflow_scheduler.clone(),
+        table: DemoTable::new(&summaries),
+        results_dir: dir.to_path_buf(),
+        wall_s,
+        summaries,
+        outcomes,
+    };
+    let path = dir.join("demo.json");
+    let text = serde_json::to_string_pretty(&outcome).map_err(|e| DemoError::Prepare(e.to_string()))?;
+    std::fs::write(&path, text + "\n").map_err(|source| DemoError::Io { path, source })?;
+    Ok(outcome)
+}

@@ -1,0 +1,381 @@
+//! Link utilization over time, as the results folder plots it: the bytes
+//! each ToR's EPS uplink and downlink and each OCS port (sending side)
+//! carried, counted into equal time bins; and their current utilization,
+//! the load samples a network-aware task scheduler reads.
+//!
+//! The fluid model moves bytes at constant rates between events, so the
+//! bytes a link carries in a bin are exact: each stretch `[from, to)` at a
+//! constant rate is split over the bins it overlaps. A bin's utilization is
+//! its bytes ÷ (link rate × bin width), the mean over the bin, which is what
+//! a sampler reading a link's byte counter at the bin edges would report.
+//!
+//! Memory is bounded: bins start [`FIRST_BIN`] wide, and when a run outgrows
+//! [`MAX_BINS`] bins, neighbours are merged pairwise (the width doubles), so
+//! any run length ends with between `MAX_BINS / 2` and `MAX_BINS` bins and
+//! no byte is lost. Recording a stretch costs O(links busy × bins crossed).
+
+use super::links::LinkKind;
+use crate::coflow::FabricParams;
+use ocslab_emulator::Nanos;
+use serde::Serialize;
+
+/// Width of the bins at the start of a run.
+pub const FIRST_BIN: Nanos = Nanos(10_000_000);
+
+/// Most bins kept per link before neighbours are merged.
+pub const MAX_BINS: usize = 4096;
+
+/// One tracked link's utilization over a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkSeries {
+    /// Which link.
+    pub link: LinkKind,
+    /// Its name in reports, e.g. `r2 EPS uplink` or `r2 OCS port 0`.
+    pub name: String,
+    /// Its rate, bytes per second.
+    pub capacity_bytes_per_s: f64,
+    /// `(t, utilization)`: the mean utilization (0..=1) over the interval
+    /// from the previous sample's time (0 for the first) to `t`.
+    pub samples: Vec<(Nanos, f64)>,
+    /// Bytes it carried over the whole run.
+    pub bytes: f64,
+}
+
+/// The bytes the tracked links carried, per time bin.
+#[derive(Clone, Debug)]
+pub struct LinkUsage {
+    racks: u32,
+    ports: u32,
+    links: Vec<LinkKind>,
+    capacity: Vec<f64>,
+    /// Current rate of each link, bytes per second.
+    rate: Vec<f64>,
+    /// Bytes per link per bin.
+    bins: Vec<Vec<f64>>,
+    width: u64,
+}
+
+impl LinkUsage {
+    /// Tracks the EPS uplink (ToR → core) of every rack, then every
+    /// downlink (core → ToR), then the sending side of every OCS port of `fabric`.
+    pub fn new(fabric: &FabricParams) -> LinkUsage {
+        let mut links = Vec::new();
+        let mut capacity = Vec::new();
+        for r in 0..fabric.racks {
+            links.push(LinkKind::TorUp(r));
+            capacity.push(fabric.uplink_rate.bytes_per_sec());
+        }
+        for r in 0..fabric.racks {
+            links.push(LinkKind::TorDown(r));
+            capacity.push(fabric.uplink_rate.bytes_per_sec());
+        }
+        for r in 0..fabric.racks {
+            for port in 0..fabric.ocs_ports {
+                links.push(LinkKind::OcsPort { rack: r, port });
+                capacity.push(fabric.ocs_port_rate.bytes_per_sec());
+            }
+        }
+        LinkUsage {
+            racks: fabric.racks,
+            ports: fabric.ocs_ports,
+            rate: vec![0.0; links.len()],
+            bins: vec![Vec::new(); links.len()],
+            links,
+            capacity,
+            width: FIRST_BIN.0,
+        }
+    }
+
+    /// The index of `link` among the tracked links, if it is tracked.
+    pub fn index(&self, link: LinkKind) -> Option<usize> {
+        let (racks, ports) = (self.racks, self.ports);
+        match link {
+            LinkKind::TorUp(r) if r < racks => Some(r as usize),
+            LinkKind::TorDown(r) if r < racks => Some((racks + r) as usize),
+            LinkKind::OcsPort { rack, port } if rack < racks && port < ports => {
+                Some((2 * racks + rack * ports + port) as usize)
+            }
+            _ => None,
+        }
+    }
+
+    /// Each tracked link's utilization now (its current rate ÷ its capacity).
+    pub fn current(&self) -> impl Iterator<Item = (LinkKind, f64)> + '_ {
+        self.links.iter().enumerate().map(|(i, &l)| {
+            let cap = self.capacity[i];
+            (l, if cap > 0.0 { self.rate[i] / cap } else { 0.0 })
+        })
+    }
+
+    /// Sets every tracked link's rate to 0 (before adding the new rates).
+    pub fn clear_rates(&mut self) {
+        self.rate.iter_mut().for_each(|r| *r = 0.0);
+    }
+
+    /// Adds `bytes_per_s` to the current rate of `link` (ignored if untracked).
+    pub fn add_rate(&mut self, link: LinkKind, bytes_per_s: f64) {
+        if let Some(i) = self.index(link) {
+            self.rate[i] += bytes_per_s;
+        }
+    }
+
+    /// The links carried their current rates from `from` to `to`.
+    pub fn advance(&mut self, from: Nanos, to: Nanos) {
+        if to <= from {
+            return;
+        }
+        while to.0.div_ceil(self.width) as usize > MAX_BINS {
+            self.coarsen();
+        }
+        let w = self.width;
+        for (i, &rate) in self.rate.iter().enumerate() {
+            if rate <= 0.0 {
+                continue;
+            }
+            let bins = &mut self.bins[i];
+            let mut t = from.0;
+            while t < to.0 {
+                let b = (t / w) as usize;
+                let edge = ((b as u64 + 1) * w).min(to.0);
+                if bins.len() <= b {
+                    bins.resize(b + 1, 0.0);
+                }
+                bins[b] += rate * (edge - t) as f64 / 1e9;
+                t = edge;
+            }
+        }
+    }
+
+    /// Merges neighbouring bins: the width doubles.
+    fn coarsen(&mut self) {
+        for bins in &mut self.bins {
+            *bins = bins.chunks(2).map(|c| c.iter().sum()).collect();
+        }
+        self.width *= 2;
+    }
+
+    /// The current bin width.
+    pub fn bin_width(&self) -> Nanos {
+        Nanos(self.width)
+    }
+
+    /// Each tracked link's utilization from 0 to `end`, one sample per bin
+    /// (the last one ends at `end`).
+    pub fn series(&self, end: Nanos) -> Vec<LinkSeries> {
+        let w = self.width;
+        let nbins = end.0.div_ceil(w) as usize;
+        self.links
+            .iter()
+            .enumerate()
+            .map(|(i, &link)| {
+                let cap = self.capacity[i];
+                let samples = (0..nbins)
+                    .map(|b| {
+                        let start = b as u64 * w;
+                        let stop = ((b as u64 + 1) * w).min(end.0);
+                        let bytes = self.bins[i].get(b).copied().unwrap_or(0.0);
+                        let span = (stop - start) as f64 / 1e9;
+                        let u = if cap > 0.0 && span > 0.0 {
+                            bytes / (cap * span)
+                        } else {
+                            0.0
+                        };
+                        (Nanos(stop), u)
+                    })
+                    .collect();
+                LinkSeries {
+                    link,
+                    name: link_name(link),
+                    capacity_bytes_per_s: cap,
+                    samples,
+                    bytes: self.bins[i].iter().sum(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// A tracked link's name in reports.
+pub fn link_name(link: LinkKind) -> String {
+    match link {
+        LinkKind::TorUp(r) => format!("r{r} EPS uplink"),
+        LinkKind::TorDown(r) => format!("r{r} EPS downlink"),
+        LinkKind::OcsPort { rack, port } => format!("r{rack} OCS port {port}"),
+        LinkKind::HostUp(h) => format!("{h} NIC up"),
+        LinkKind::HostDown(h) => format!("{h} NIC down"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+    use crate::net::FluidNetwork;
+    use ocslab_emulator::{Bps, Bytes, HostId};
+
+    fn fabric() -> FabricParams {
+        FabricParams {
+            racks: 2,
+            hosts_per_rack: 2,
+            host_rate: Bps(8_000_000),
+            uplink_rate: Bps(8_000_000),
+            ocs_ports: 1,
+            ocs_port_rate: Bps(80_000_000),
+            reconfig_delay: Nanos::ZERO,
+            elephant_threshold: Bytes(0),
+            scale: 1.0,
+        }
+    }
+
+    #[test]
+    fn tracks_uplinks_downlinks_then_ocs_ports() {
+        let u = LinkUsage::new(&fabric());
+        assert_eq!(u.index(LinkKind::TorUp(1)), Some(1));
+        assert_eq!(u.index(LinkKind::TorDown(0)), Some(2));
+        assert_eq!(u.index(LinkKind::OcsPort { rack: 1, port: 0 }), Some(5));
+        assert_eq!(u.index(LinkKind::OcsPort { rack: 0, port: 1 }), None);
+        assert_eq!(u.index(LinkKind::TorUp(2)), None);
+        let names: Vec<String> = u.series(Nanos::ZERO).into_iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            [
+                "r0 EPS uplink",
+                "r1 EPS uplink",
+                "r0 EPS downlink",
+                "r1 EPS downlink",
+                "r0 OCS port 0",
+                "r1 OCS port 0"
+            ]
+        );
+    }
+
+    #[test]
+    fn current_utilization_is_rate_over_capacity() {
+        let mut u = LinkUsage::new(&fabric());
+        u.add_rate(LinkKind::TorDown(1), 250_000.0);
+        u.add_rate(LinkKind::OcsPort { rack: 0, port: 0 }, 5_000_000.0);
+        let now: Vec<(LinkKind, f64)> = u.current().filter(|&(_, x)| x > 0.0).collect();
+        assert_eq!(
+            now,
+            [
+                (LinkKind::TorDown(1), 0.25),
+                (LinkKind::OcsPort { rack: 0, port: 0 }, 0.5)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stretch_is_split_exactly_over_the_bins_it_crosses() {
+        // Uplink of rack 0: 1 MB/s. Half its rate from 5 ms to 25 ms.
+        let mut u = LinkUsage::new(&fabric());
+        u.add_rate(LinkKind::TorUp(0), 500_000.0);
+        u.advance(Nanos::from_millis(5), Nanos::from_millis(25));
+        let s = &u.series(Nanos::from_millis(30))[0];
+        let got: Vec<(u64, f64)> = s.samples.iter().map(|&(t, x)| (t.0 / 1_000_000, x)).collect();
+        assert_eq!(got.len(), 3);
+        assert_eq!((got[0].0, got[1].0, got[2].0), (10, 20, 30));
+        assert!((got[0].1 - 0.25).abs() < 1e-12, "{got:?}");
+        assert!((got[1].1 - 0.5).abs() < 1e-12, "{got:?}");
+        assert!((got[2].1 - 0.25).abs() < 1e-12, "{got:?}");
+        assert!((s.bytes - 10_000.0).abs() < 1e-6);
+        // The OCS port carried nothing.
+        assert!(u.series(Nanos::from_millis(30))[4]
+            .samples
+            .iter()
+            .all(|&(_, x)| x == 0.0));
+    }
+
+    #[test]
+    fn the_last_bin_is_averaged_over_its_part_before_the_end() {
+        let mut u = LinkUsage::new(&fabric());
+        u.add_rate(LinkKind::OcsPort { rack: 1, port: 0 }, 10_000_000.0);
+        u.advance(Nanos::ZERO, Nanos::from_millis(15));
+        let s = &u.series(Nanos::from_millis(15))[5];
+        assert_eq!(s.samples.len(), 2);
+        assert_eq!(s.samples[1].0, Nanos::from_millis(15));
+        assert!((s.samples[1].1 - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn long_runs_merge_bins_without_losing_bytes() {
+        let mut u = LinkUsage::new(&fabric());
+        u.add_rate(LinkKind::TorUp(1), 1_000_000.0);
+        let end = Nanos::from_millis(10 * MAX_BINS as u64 * 3);
+        u.advance(Nanos::ZERO, end);
+        assert_eq!(u.bin_width(), Nanos(FIRST_BIN.0 * 4));
+        let s = &u.series(end)[1];
+        assert!(s.samples.len() <= MAX_BINS && s.samples.len() > MAX_BINS / 2);
+        assert!(s.samples.iter().all(|&(_, x)| (x - 1.0).abs() < 1e-9));
+        assert!((s.bytes - end.as_secs_f64() * 1e6).abs() < 1e-3);
+    }
+
+    fn flow(id: u64, src: (u32, u32), dst: (u32, u32), bytes: u64) -> FlowSpec {
+        FlowSpec {
+            id: FlowId(id),
+            coflow: CoflowId(id),
+            src: HostId::new(src.0, src.1),
+            dst: HostId::new(dst.0, dst.1),
+            bytes: Bytes(bytes),
+        }
+    }
+
+    fn run(net: &mut FluidNetwork) -> Nanos {
+        while let Some(t) = net.next_event_at() {
+            net.advance_to(t);
+        }
+        net.now()
+    }
+
+    #[test]
+    fn the_fluid_network_counts_cross_rack_eps_bytes_on_the_senders_uplink() {
+        // Uplink 1 MB/s: a 50 kB flow r0 -> r1 keeps it busy for 50 ms; an
+        // intra-rack flow crosses no uplink.
+        let mut net = FluidNetwork::on_fabric(fabric(), crate::coflow::by_name("fair").expect("fair"));
+        net.add_flows(
+            Nanos::ZERO,
+            &[flow(1, (0, 0), (1, 0), 50_000), flow(2, (1, 0), (1, 1), 20_000)],
+        );
+        let end = run(&mut net);
+        assert_eq!(end, Nanos::from_millis(50));
+        let t = net.timeline(end);
+        for l in [0, 3] {
+            // r0's uplink and r1's downlink
+            assert!((t.links[l].bytes - 50_000.0).abs() < 1.0, "{:?}", t.links[l]);
+            assert!(t.links[l].samples.iter().all(|&(_, u)| (u - 1.0).abs() < 1e-6));
+        }
+        assert!([1, 2, 4, 5].iter().all(|&l| t.links[l].bytes == 0.0));
+        assert!(t.circuits.is_empty());
+    }
+
+    #[test]
+    fn the_fluid_network_counts_circuit_bytes_on_the_senders_ocs_port() {
+        let mut f = fabric();
+        f.elephant_threshold = Bytes(1_000);
+        f.reconfig_delay = Nanos::from_millis(1);
+        let mut net = FluidNetwork::on_fabric(f, crate::coflow::by_name("sunflow").expect("sunflow"));
+        net.add_flows(Nanos::ZERO, &[flow(1, (1, 0), (0, 1), 400_000)]);
+        let end = run(&mut net);
+        let t = net.timeline(end);
+        let port = &t.links[5];
+        assert_eq!(port.name, "r1 OCS port 0");
+        let moved = port.bytes + t.links[1].bytes;
+        assert!((moved - 400_000.0).abs() < 1.0, "{t:?}");
+        assert!(
+            port.bytes > 0.0,
+            "sunflow sends an elephant over a circuit: {t:?}"
+        );
+        assert_eq!(t.circuits.len() as u64, net.stats().reconfigurations);
+        assert_eq!((t.circuits[0].src_rack, t.circuits[0].dst_rack), (1, 0));
+    }
+
+    #[test]
+    fn rates_reset_between_stretches() {
+        let mut u = LinkUsage::new(&fabric());
+        u.add_rate(LinkKind::TorUp(0), 1_000_000.0);
+        u.advance(Nanos::ZERO, Nanos::from_millis(10));
+        u.clear_rates();
+        u.advance(Nanos::from_millis(10), Nanos::from_millis(20));
+        let s = &u.series(Nanos::from_millis(20))[0];
+        assert_eq!(s.samples.iter().map(|x| x.1).collect::<Vec<_>>(), [1.0, 0.0]);
+    }
+}
