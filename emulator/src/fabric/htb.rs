@@ -50,9 +50,9 @@ pub const LEAF_HANDLE: TcHandle = TcHandle {
 };
 /// `TCA_OPTIONS`, sent raw for a fifo.
 const TCA_OPTIONS: u16 = 2;
-/// One maximal GSO segment as htb counts it (64 KiB of payload and headers
-/// plus one frame's worth).
-const MAX_GSO_BYTES: u64 = 64 * 1024 + 1514;
+/// One maximal GSO segment as a qdisc counts it: 64 KiB of TCP payload in
+/// 1448-byte segments (46), each counted as a full 1514-byte frame.
+const MAX_GSO_BYTES: u64 = (64 * 1024_u64).div_ceil(1448) * 1514;
 
 /// The queue under each htb class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
