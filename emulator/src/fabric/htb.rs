@@ -54,6 +54,10 @@ const TCA_OPTIONS: u16 = 2;
 /// 1448-byte segments (46), each counted as a full 1514-byte frame.
 const MAX_GSO_BYTES: u64 = (64 * 1024_u64).div_ceil(1448) * 1514;
 
+/// The smallest leaf: one maximal GSO segment and 8 frames besides (a
+/// smaller one would drop every large segment whatever the occupancy).
+pub const MIN_LEAF_BYTES: u64 = MAX_GSO_BYTES + 8 * 1514;
+
 /// The queue under each htb class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeafQueue {
@@ -61,12 +65,11 @@ pub enum LeafQueue {
     /// (1000 on a veth) packets. Kept to measure against.
     KernelDefault,
     /// A `bfifo` holding this much time at the class rate, but never less
-    /// than two maximal GSO segments (a smaller one would drop every large
-    /// segment whatever the occupancy).
+    /// than [`MIN_LEAF_BYTES`].
     Delay(Nanos),
 }
 
-/// The default leaf queue: 5 ms of the rate (at least two GSO segments).
+/// The default leaf queue: 5 ms of the rate (at least [`MIN_LEAF_BYTES`]).
 pub const DEFAULT_LEAF_DELAY: Nanos = Nanos(5_000_000);
 
 impl Default for LeafQueue {
@@ -83,7 +86,7 @@ impl LeafQueue {
             LeafQueue::KernelDefault => None,
             LeafQueue::Delay(d) => {
                 let bytes = (rate.0 as u128 * d.0 as u128 / 8 / 1_000_000_000) as u64;
-                Some(bytes.clamp(2 * MAX_GSO_BYTES, u32::MAX as u64))
+                Some(bytes.clamp(MIN_LEAF_BYTES, u32::MAX as u64))
             }
         }
     }
@@ -244,12 +247,13 @@ mod tests {
     }
 
     #[test]
-    fn the_leaf_queue_holds_its_delay_at_the_rate_but_at_least_two_gso_segments() {
+    fn the_leaf_queue_holds_its_delay_at_the_rate_but_at_least_one_gso_segment_and_more() {
         let q = LeafQueue::Delay(Nanos::from_millis(5));
         // 5 ms at 1 Gbit/s is 625 000 bytes.
         assert_eq!(q.limit_bytes(Bps(1_000_000_000)), Some(625_000));
         // 5 ms at 50 Mbit/s (31 250 bytes) would drop every 64 KiB segment.
-        assert_eq!(q.limit_bytes(Bps(50_000_000)), Some(2 * MAX_GSO_BYTES));
+        assert_eq!(q.limit_bytes(Bps(50_000_000)), Some(MIN_LEAF_BYTES));
+        assert_eq!(MAX_GSO_BYTES, 46 * 1514);
         assert_eq!(LeafQueue::KernelDefault.limit_bytes(Bps(50_000_000)), None);
         let req = leaf(2, 625_000, "x");
         let RouteNetlinkMessage::NewQueueDiscipline(m) = req.msg else {
