@@ -123,9 +123,9 @@ fn two_way_goodput_through_a_shaped_uplink_matches_its_rate_each_way() {
     // The other stream's ACKs share each link (≈ 2% of it). With the
     // kernel's 1000-packet leaf the slower direction lost up to 40% here;
     // with the fabric's leaf the pair is within a few % of the rate, but on
-    // a loaded 2-core box one direction alone swings by up to ~14%.
+    // a loaded 2-core box one direction alone swings by up to ~12%.
     let mean = err.iter().sum::<f64>() / err.len() as f64;
-    assert!(mean > -0.08, "mean goodput {:+.1}% from the rate", mean * 100.0);
+    assert!(mean > -0.10, "mean goodput {:+.1}% from the rate", mean * 100.0);
     for ((s, g), e) in streams.iter().zip(&g).zip(&err) {
         assert!(
             *e > -0.20 && *e < 0.05,
