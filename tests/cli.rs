@@ -1,7 +1,9 @@
 //! Integration tests: cli. `ocslab sim` and `ocslab demo --sim` end to end
 //! through the library entry points of the commands (the same functions
 //! `main` dispatches to): an experiment in, a results folder and a summary
-//! out, and every figure of the demo's table recomputed from its CSVs.
+//! out, and every figure of the demo's table recomputed from its CSVs. Bad
+//! topology files through the built `ocslab` binary (`scripts/test` builds
+//! it first): each error names file, line and field.
 
 use ocslab_scheduler::cli::sim::{run, SimArgs};
 use std::path::{Path, PathBuf};
@@ -327,4 +329,102 @@ fn demo_sim_json_table_traces_to_the_csvs_of_its_results_folder() {
         );
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The built `ocslab` binary beside this test's own (target/release).
+fn ocslab_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    let bin = dir.join("ocslab");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build the binaries first (scripts/test does: cargo build --release --workspace --bins)",
+        bin.display()
+    );
+    bin
+}
+
+/// Writes tiny.toml with `from` replaced by `to`; returns the file and the
+/// 1-based line of the replacement.
+fn bad_tiny(dir: &Path, name: &str, from: &str, to: &str) -> (PathBuf, usize) {
+    let text = std::fs::read_to_string(repo().join("topologies/tiny.toml")).expect("tiny.toml");
+    let line = text
+        .lines()
+        .position(|l| l.starts_with(from))
+        .unwrap_or_else(|| panic!("tiny.toml has no line starting {from:?}"))
+        + 1;
+    let text = text.replacen(from, to, 1);
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write topology");
+    (p, line)
+}
+
+/// Runs `ocslab ARGS`; returns (success, stdout, stderr).
+fn ocslab(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
+    let out = std::process::Command::new(ocslab_bin())
+        .args(args)
+        .output()
+        .expect("run ocslab");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn topo_check(file: &Path) -> (bool, String, String) {
+    ocslab(&["topo".as_ref(), "check".as_ref(), file.as_os_str()])
+}
+
+#[test]
+fn topo_check_names_file_line_and_field_of_a_bad_topology() {
+    let dir = scratch("topo");
+    let cases = [
+        (
+            "zero.toml",
+            "racks = 2",
+            "racks = 0",
+            "field `racks`",
+            "at least 1",
+        ),
+        (
+            "fast.toml",
+            "uplink_rate = \"500Mbit/s\"",
+            "uplink_rate = \"fast\"",
+            "field `eps.uplink_rate`",
+            "\"fast\" is not a rate",
+        ),
+        (
+            "loopback.toml",
+            "range = \"198.18.0.0/15\"",
+            "range = \"127.0.0.0/8\"",
+            "field `addresses.range`",
+            "overlaps 127.0.0.1, an address of this box",
+        ),
+    ];
+    for (name, from, to, field, why) in cases {
+        let (file, line) = bad_tiny(&dir, name, from, to);
+        let (ok, _, err) = topo_check(&file);
+        assert!(!ok, "{name}: accepted");
+        let at = format!("{}:{line}: {field}", file.display());
+        assert!(err.contains(&at), "{name}: expected {at:?} in {err:?}");
+        assert!(err.contains(why), "{name}: expected {why:?} in {err:?}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_topology_too_large_to_emulate_is_checked_as_simulation_only_and_refused_by_up() {
+    let dir = scratch("big");
+    let (file, line) = bad_tiny(&dir, "big.toml", "racks = 2", "racks = 200");
+    let at = format!("{}:{line}: field `racks`", file.display());
+    let (ok, out, _) = topo_check(&file);
+    assert!(ok, "a large topology is valid for simulation");
+    assert!(out.contains("simulation only") && out.contains(&at), "{out}");
+    assert!(out.contains("too large to emulate"), "{out}");
+    // Refused before anything is built, so this needs no privilege.
+    let (ok, _, err) = ocslab(&["up".as_ref(), file.as_os_str()]);
+    assert!(!ok, "ocslab up built a topology too large to emulate");
+    assert!(err.contains(&at) && err.contains("too large to emulate"), "{err}");
+    std::fs::remove_dir_all(dir).ok();
 }

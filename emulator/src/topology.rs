@@ -391,9 +391,10 @@ impl Topology {
     /// Checks that this topology can be built as a kernel fabric on one box;
     /// the error says why not and what to do instead.
     pub fn check_emulable(&self, file: &Path) -> Result<(), TopologyError> {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
         let err = |field: &str, message: String| TopologyError {
             file: file.to_path_buf(),
-            line: None,
+            line: locate(&text, field),
             field: field.to_string(),
             message,
         };

@@ -131,6 +131,9 @@ pub fn config_requests(plan: &FabricPlan, i: usize) -> Vec<Request> {
         let what = role_label(ns, s.ifindex);
         reqs.push(htb::qdisc(s.ifindex, &what));
         reqs.push(htb::class(s.ifindex, s.rate, &what));
+        if let Some(limit) = s.leaf_limit {
+            reqs.push(htb::leaf(s.ifindex, limit, &what));
+        }
     }
     for &i in &ns.ingress {
         reqs.push(messages::ingress_qdisc(i, &role_label(ns, i)));

@@ -13,9 +13,18 @@
 //! `1:1` with rate = ceil. The burst is what `tc` picks by default
 //! (1 ms at the rate, plus one MTU) and at least one 64 KiB GSO packet, so
 //! that veth's large segments do not stall the token bucket.
+//!
+//! Each class gets a leaf qdisc `10:` of its own ([`LeafQueue`]): a `bfifo`
+//! holding a few milliseconds of the class rate. Without it htb's leaf is
+//! a `pfifo` of txqueuelen (1000) packets, which on a veth carrying GSO
+//! segments is hundreds of milliseconds at the emulated rates: a TCP stream
+//! fills it, and when both directions of a link are busy every ACK of the
+//! reverse stream waits behind it (measured in `docs/fabric.md`). A leaf
+//! `bfifo` takes `struct tc_fifo_qopt { __u32 limit; }` directly as
+//! `TCA_OPTIONS` (not nested attributes).
 
 use super::netlink::Request;
-use crate::units::Bps;
+use crate::units::{Bps, Nanos};
 use netlink_packet_core::{DefaultNla, NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage, TcOption};
 use netlink_packet_route::RouteNetlinkMessage;
@@ -33,6 +42,57 @@ const PSCHED_SHIFT: u32 = 6;
 pub const ROOT_HANDLE: TcHandle = TcHandle { major: 1, minor: 0 };
 /// The one class `1:1`.
 pub const CLASS_HANDLE: TcHandle = TcHandle { major: 1, minor: 1 };
+
+/// The leaf qdisc `10:` under class `1:1`.
+pub const LEAF_HANDLE: TcHandle = TcHandle {
+    major: 0x10,
+    minor: 0,
+};
+/// `TCA_OPTIONS`, sent raw for a fifo.
+const TCA_OPTIONS: u16 = 2;
+/// One maximal GSO segment as a qdisc counts it: 64 KiB of TCP payload in
+/// 1448-byte segments (46), each counted as a full 1514-byte frame.
+const MAX_GSO_BYTES: u64 = (64 * 1024_u64).div_ceil(1448) * 1514;
+
+/// The smallest leaf: two maximal GSO segments. Less than one would drop
+/// every large segment whatever the occupancy; one and 8 frames (82 KB)
+/// served two-way streams better but cost a 4-flow shuffle 25% of its
+/// goodput (losses in slow start).
+pub const MIN_LEAF_BYTES: u64 = 2 * MAX_GSO_BYTES;
+
+/// The queue under each htb class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafQueue {
+    /// Whatever the kernel gives an htb class: a `pfifo` of txqueuelen
+    /// (1000 on a veth) packets. Kept to measure against.
+    KernelDefault,
+    /// A `bfifo` holding this much time at the class rate, but never less
+    /// than [`MIN_LEAF_BYTES`].
+    Delay(Nanos),
+}
+
+/// The default leaf queue: 5 ms of the rate (at least [`MIN_LEAF_BYTES`]).
+pub const DEFAULT_LEAF_DELAY: Nanos = Nanos(5_000_000);
+
+impl Default for LeafQueue {
+    fn default() -> LeafQueue {
+        LeafQueue::Delay(DEFAULT_LEAF_DELAY)
+    }
+}
+
+impl LeafQueue {
+    /// The `bfifo` limit in bytes for a class of `rate`, or `None` for the
+    /// kernel's default leaf.
+    pub fn limit_bytes(self, rate: Bps) -> Option<u64> {
+        match self {
+            LeafQueue::KernelDefault => None,
+            LeafQueue::Delay(d) => {
+                let bytes = (rate.0 as u128 * d.0 as u128 / 8 / 1_000_000_000) as u64;
+                Some(bytes.clamp(MIN_LEAF_BYTES, u32::MAX as u64))
+            }
+        }
+    }
+}
 
 /// Burst in bytes for `rate`: 1 ms worth plus an MTU, at least 64 KiB + MTU.
 pub fn burst_bytes(rate: Bps) -> u64 {
@@ -128,9 +188,26 @@ pub fn class(ifindex: u32, rate: Bps, what: &str) -> Request {
     )
 }
 
+/// `tc qdisc add dev IF parent 1:1 handle 10: bfifo limit BYTES`.
+pub fn leaf(ifindex: u32, limit_bytes: u64, what: &str) -> Request {
+    let mut m = header(ifindex, LEAF_HANDLE, CLASS_HANDLE);
+    m.attributes.push(TcAttribute::Kind("bfifo".into()));
+    let limit = limit_bytes.min(u32::MAX as u64) as u32;
+    m.attributes.push(TcAttribute::Other(DefaultNla::new(
+        TCA_OPTIONS,
+        limit.to_ne_bytes().to_vec(),
+    )));
+    Request::new(
+        RouteNetlinkMessage::NewQueueDiscipline(m),
+        NLM_F_CREATE | NLM_F_EXCL,
+        format!("adding bfifo leaf of {limit} bytes under htb class 1:1 on {what}"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netlink_packet_core::Nla;
 
     #[test]
     fn glob_is_version_3_with_default_class_1() {
@@ -169,5 +246,27 @@ mod tests {
         };
         assert_eq!(opts.len(), 3);
         assert_eq!(burst_bytes(r), 5_000_000 + 1514);
+    }
+
+    #[test]
+    fn the_leaf_queue_holds_its_delay_at_the_rate_but_at_least_two_gso_segments() {
+        let q = LeafQueue::Delay(Nanos::from_millis(5));
+        // 5 ms at 1 Gbit/s is 625 000 bytes.
+        assert_eq!(q.limit_bytes(Bps(1_000_000_000)), Some(625_000));
+        // 5 ms at 50 Mbit/s (31 250 bytes) would drop every 64 KiB segment.
+        assert_eq!(q.limit_bytes(Bps(50_000_000)), Some(MIN_LEAF_BYTES));
+        assert_eq!(MAX_GSO_BYTES, 46 * 1514);
+        assert_eq!(LeafQueue::KernelDefault.limit_bytes(Bps(50_000_000)), None);
+        let req = leaf(2, 625_000, "x");
+        let RouteNetlinkMessage::NewQueueDiscipline(m) = req.msg else {
+            panic!("not a qdisc")
+        };
+        assert_eq!((m.header.parent, m.header.handle), (CLASS_HANDLE, LEAF_HANDLE));
+        assert_eq!(m.attributes[0], TcAttribute::Kind("bfifo".into()));
+        let TcAttribute::Other(opt) = &m.attributes[1] else {
+            panic!("no raw options")
+        };
+        assert_eq!(opt.kind(), TCA_OPTIONS);
+        assert_eq!(opt.value_len(), 4, "sizeof(struct tc_fifo_qopt)");
     }
 }

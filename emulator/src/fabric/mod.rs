@@ -136,6 +136,8 @@ pub struct FabricOptions {
     pub topology_file: Option<PathBuf>,
     /// Whether the owner is a detached background holder (recorded in the ledger).
     pub detached: bool,
+    /// The queue under every htb class (default: a few ms, see [`htb`]).
+    pub leaf_queue: htb::LeafQueue,
 }
 
 /// Bytes of one ToR's EPS uplink, from the kernel's link counters of the
@@ -243,7 +245,7 @@ impl Fabric {
     }
 
     fn build(topo: &Topology, run: RunId, opts: &FabricOptions) -> Result<Fabric, FabricError> {
-        let plan = FabricPlan::new(topo, run)?;
+        let plan = FabricPlan::with_leaf_queue(topo, run, opts.leaf_queue)?;
         let me = std::process::id();
         let mut ledger = Ledger {
             run_id: run,

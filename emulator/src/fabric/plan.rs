@@ -20,6 +20,7 @@
 //! Interface indexes are chosen here (each namespace is new, so they are
 //! free), which lets every message be encoded before anything exists.
 
+use super::htb::LeafQueue;
 use super::names::{ifname, role, RunId};
 use crate::addr::{AddressPlan, Ipv4Net};
 use crate::topology::{HostId, Topology};
@@ -132,13 +133,16 @@ pub struct NeighPlan {
 }
 
 /// Egress shaping of one interface: an htb root qdisc `1:` whose default
-/// class `1:1` has rate = ceil = `rate`.
+/// class `1:1` has rate = ceil = `rate`, and the class's leaf queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShaperPlan {
     /// Interface index.
     pub ifindex: u32,
     /// The rate.
     pub rate: Bps,
+    /// Limit in bytes of the class's `bfifo` leaf, or `None` for the
+    /// kernel's default leaf (see [`LeafQueue`]).
+    pub leaf_limit: Option<u64>,
 }
 
 /// Everything one namespace needs.
@@ -211,8 +215,20 @@ pub fn tor_ocs_mac(rack: u32, w: u32) -> [u8; 6] {
 }
 
 impl FabricPlan {
-    /// Plans the fabric of `topo` for run `run`.
+    /// Plans the fabric of `topo` for run `run`, with the default leaf
+    /// queue under every shaper.
     pub fn new(topo: &Topology, run: RunId) -> Result<FabricPlan, PlanError> {
+        FabricPlan::with_leaf_queue(topo, run, LeafQueue::default())
+    }
+
+    /// Plans the fabric of `topo` for run `run`, with `leaf` under every
+    /// shaper.
+    pub fn with_leaf_queue(topo: &Topology, run: RunId, leaf: LeafQueue) -> Result<FabricPlan, PlanError> {
+        let shaper = |ifindex: u32, rate: Bps| ShaperPlan {
+            ifindex,
+            rate,
+            leaf_limit: leaf.limit_bytes(rate),
+        };
         let w_count = topo.ocs_ports_per_rack;
         if w_count > MAX_WAVELENGTHS {
             return Err(PlanError::TooManyWavelengths(w_count));
@@ -247,10 +263,7 @@ impl FabricPlan {
                 oif: HOST_NIC_INDEX,
                 table: MAIN_TABLE,
             });
-            ns.shapers.push(ShaperPlan {
-                ifindex: HOST_NIC_INDEX,
-                rate: topo.host_rate,
-            });
+            ns.shapers.push(shaper(HOST_NIC_INDEX, topo.host_rate));
             plan.namespaces.push(ns);
         }
         let core = plan.core_ns();
@@ -276,10 +289,7 @@ impl FabricPlan {
                     oif: down,
                     table: MAIN_TABLE,
                 });
-                ns.shapers.push(ShaperPlan {
-                    ifindex: down,
-                    rate: topo.host_rate,
-                });
+                ns.shapers.push(shaper(down, topo.host_rate));
             }
             let (tor_up, core_side) = a.uplink_addrs(r);
             ns.veths.push(VethPlan {
@@ -298,10 +308,7 @@ impl FabricPlan {
                 oif: TOR_UP_INDEX,
                 table: MAIN_TABLE,
             });
-            ns.shapers.push(ShaperPlan {
-                ifindex: TOR_UP_INDEX,
-                rate: topo.uplink_rate,
-            });
+            ns.shapers.push(shaper(TOR_UP_INDEX, topo.uplink_rate));
             for w in 0..w_count {
                 let idx = TOR_OCS_INDEX + w;
                 ns.veths.push(VethPlan {
@@ -326,10 +333,7 @@ impl FabricPlan {
                         mac: tor_ocs_mac(j, w),
                     });
                 }
-                ns.shapers.push(ShaperPlan {
-                    ifindex: idx,
-                    rate: topo.ocs_port_rate,
-                });
+                ns.shapers.push(shaper(idx, topo.ocs_port_rate));
             }
             if w_count > 0 {
                 ns.rules.push(RulePlan {
@@ -355,10 +359,7 @@ impl FabricPlan {
                 oif: port,
                 table: MAIN_TABLE,
             });
-            core_ns.shapers.push(ShaperPlan {
-                ifindex: port,
-                rate: topo.uplink_rate,
-            });
+            core_ns.shapers.push(shaper(port, topo.uplink_rate));
         }
         plan.namespaces.push(core_ns);
         if w_count > 0 {
@@ -366,10 +367,7 @@ impl FabricPlan {
             for r in 0..topo.racks {
                 for w in 0..w_count {
                     let port = plan.ocs_port_index(r, w);
-                    ocs_ns.shapers.push(ShaperPlan {
-                        ifindex: port,
-                        rate: topo.ocs_port_rate,
-                    });
+                    ocs_ns.shapers.push(shaper(port, topo.ocs_port_rate));
                     ocs_ns.ingress.push(port);
                 }
             }

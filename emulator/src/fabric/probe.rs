@@ -2,6 +2,8 @@
 //! by the tests and by `ocslab bench links|ocs`:
 //! - [`tcp_send`]: a TCP transfer of a given size (bytes received);
 //! - [`tcp_goodput`]: one TCP stream's goodput in a window after a warm-up;
+//! - [`tcp_goodputs`]: the same for several streams at once (e.g. both ways
+//!   through one uplink);
 //! - [`DarkProbe`]: a paced UDP stream, marked for the OCS, from one host
 //!   to hosts of two other racks. Receivers read the kernel's receive
 //!   timestamps (`SO_TIMESTAMPNS`) and each packet's TTL (`IP_RECVTTL`): a
@@ -103,6 +105,18 @@ pub fn tcp_send(
     joined(rx, "receiving")
 }
 
+/// One TCP stream of a goodput measurement: sender, receiver and the
+/// IP_TOS of the sending socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stream {
+    /// Sending host.
+    pub from: HostId,
+    /// Receiving host.
+    pub to: HostId,
+    /// IP_TOS of the sending socket (`None`: unmarked, EPS).
+    pub tos: Option<u8>,
+}
+
 /// Goodput (bit/s) of one TCP stream from `from` to `to`: payload received
 /// during `measure`, after `warmup` (slow start, the bucket's first burst).
 pub fn tcp_goodput(
@@ -113,42 +127,74 @@ pub fn tcp_goodput(
     warmup: Duration,
     measure: Duration,
 ) -> Result<f64, FabricError> {
-    let (l, at) = listen(fabric, to)?;
-    let received = Arc::new(AtomicU64::new(0));
+    let g = tcp_goodputs(fabric, &[Stream { from, to, tos }], warmup, measure)?;
+    Ok(g.first().copied().unwrap_or(0.0))
+}
+
+/// Goodput (bit/s) of each of `streams`, all running at once (e.g. one each
+/// way through an uplink, so that each direction's ACKs share a queue with
+/// the other's data): payload received during the same `measure` window,
+/// after `warmup`.
+pub fn tcp_goodputs(
+    fabric: &Fabric,
+    streams: &[Stream],
+    warmup: Duration,
+    measure: Duration,
+) -> Result<Vec<f64>, FabricError> {
     let stop = Arc::new(AtomicBool::new(false));
-    let rx = {
-        let received = received.clone();
-        std::thread::spawn(move || -> io::Result<()> {
-            let (mut s, _) = l.accept()?;
-            let mut buf = vec![0u8; 1 << 18];
-            loop {
-                match s.read(&mut buf)? {
-                    0 => return Ok(()),
-                    n => received.fetch_add(n as u64, Ordering::Relaxed),
-                };
-            }
-        })
-    };
-    let mut s = connect(fabric, from, at, tos)?;
-    let tx = {
+    let mut counters = Vec::new();
+    let mut threads = Vec::new();
+    for st in streams {
+        let (l, at) = listen(fabric, st.to)?;
+        let received = Arc::new(AtomicU64::new(0));
+        counters.push(received.clone());
+        threads.push((
+            "receiving",
+            std::thread::spawn(move || -> io::Result<()> {
+                let (mut s, _) = l.accept()?;
+                let mut buf = vec![0u8; 1 << 18];
+                loop {
+                    match s.read(&mut buf)? {
+                        0 => return Ok(()),
+                        n => received.fetch_add(n as u64, Ordering::Relaxed),
+                    };
+                }
+            }),
+        ));
+        let mut s = connect(fabric, st.from, at, st.tos)?;
         let stop = stop.clone();
-        std::thread::spawn(move || -> io::Result<()> {
-            let chunk = vec![0x5au8; 1 << 18];
-            while !stop.load(Ordering::Relaxed) {
-                s.write_all(&chunk)?;
-            }
-            s.shutdown(std::net::Shutdown::Write)
-        })
+        threads.push((
+            "sending",
+            std::thread::spawn(move || -> io::Result<()> {
+                let chunk = vec![0x5au8; 1 << 18];
+                while !stop.load(Ordering::Relaxed) {
+                    s.write_all(&chunk)?;
+                }
+                s.shutdown(std::net::Shutdown::Write)
+            }),
+        ));
+    }
+    let snapshot = || {
+        counters
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect::<Vec<_>>()
     };
     // The window is the measurement itself, not a synchronisation.
     std::thread::sleep(warmup);
-    let (c0, t0) = (received.load(Ordering::Relaxed), Instant::now());
+    let (c0, t0) = (snapshot(), Instant::now());
     std::thread::sleep(measure);
-    let (c1, t1) = (received.load(Ordering::Relaxed), Instant::now());
+    let (c1, t1) = (snapshot(), Instant::now());
     stop.store(true, Ordering::Relaxed);
-    joined(tx, "sending")?;
-    joined(rx, "receiving")?;
-    Ok((c1 - c0) as f64 * 8.0 / (t1 - t0).as_secs_f64())
+    for (what, h) in threads {
+        joined(h, what)?;
+    }
+    let secs = (t1 - t0).as_secs_f64();
+    Ok(c0
+        .iter()
+        .zip(&c1)
+        .map(|(a, b)| (b - a) as f64 * 8.0 / secs)
+        .collect())
 }
 
 /// One packet received by a [`DarkProbe`] receiver.

@@ -5,14 +5,15 @@
 //!   was left behind (namespaces of the run, its run directory);
 //! - `links`: TCP goodput through an htb-shaped host link and ToR uplink at
 //!   several rates, against what the rate allows (TCP payload over
-//!   1514-byte frames: 95.6%);
+//!   1514-byte frames: 95.6%), one way and (`--two-way`) one stream each
+//!   way at once, with the fabric's leaf queue or another (`--leaf-queue-us`);
 //! - `ocs`: configured δ against the dark time seen by packets (a paced,
 //!   marked UDP stream whose circuit moves between two racks), and how late
 //!   the kernel applied each setup after δ.
 
 use anyhow::{bail, Result};
 use hdrhistogram::Histogram;
-use ocslab_emulator::fabric::{self, netns, plan, probe, Circuit, Fabric, FabricOptions};
+use ocslab_emulator::fabric::{self, htb, netns, plan, probe, Circuit, Fabric, FabricOptions};
 use ocslab_emulator::{Bps, HostId, Nanos, Topology};
 use serde::Serialize;
 use std::path::Path;
@@ -174,6 +175,14 @@ pub struct LinksArgs {
     /// Seconds of measurement per link (after a 0.5 s warm-up).
     #[arg(long, default_value_t = 2.0)]
     pub seconds: f64,
+    /// Also measure one stream each way at once (each direction's ACKs
+    /// queue behind the other's data).
+    #[arg(long)]
+    pub two_way: bool,
+    /// Leaf queue under each htb class, in µs of the rate (0: the kernel's
+    /// default pfifo of 1000 packets, to compare against).
+    #[arg(long, default_value_t = htb::DEFAULT_LEAF_DELAY.0 / 1000)]
+    pub leaf_queue_us: u64,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -182,6 +191,8 @@ pub struct LinksArgs {
 #[derive(Serialize)]
 struct LinkFigure {
     link: &'static str,
+    direction: &'static str,
+    leaf_queue_us: u64,
     configured_bps: u64,
     allowed_bps: f64,
     measured_bps: f64,
@@ -192,39 +203,74 @@ struct LinkFigure {
 pub fn links(a: LinksArgs) -> Result<ExitCode> {
     need_root()?;
     let mut out = Vec::new();
+    let leaf_queue = match a.leaf_queue_us {
+        0 => htb::LeafQueue::KernelDefault,
+        us => htb::LeafQueue::Delay(Nanos(us * 1000)),
+    };
+    let (a0, b0) = (HostId::new(0, 0), HostId::new(1, 0));
+    let forward = probe::Stream {
+        from: a0,
+        to: b0,
+        tos: None,
+    };
+    let back = probe::Stream {
+        from: b0,
+        to: a0,
+        tos: None,
+    };
     for &rate in &a.rates {
         let fast = Bps(rate.0.saturating_mul(4));
         for (link, host, uplink) in [("host link", rate, fast), ("ToR uplink", fast, rate)] {
             let topo = bench_topology(2, 1, host, uplink, 0, Bps(1_000_000_000))?;
-            let f = Fabric::up(&topo, FabricOptions::default())?;
-            let g = probe::tcp_goodput(
-                &f,
-                HostId::new(0, 0),
-                HostId::new(1, 0),
-                None,
-                Duration::from_millis(500),
-                Duration::from_secs_f64(a.seconds),
+            let f = Fabric::up(
+                &topo,
+                FabricOptions {
+                    leaf_queue,
+                    ..Default::default()
+                },
             )?;
+            let mut runs: Vec<(&'static str, Vec<probe::Stream>)> = vec![("one way", vec![forward])];
+            if a.two_way {
+                runs.push(("two way", vec![forward, back]));
+            }
+            let mut measured = Vec::new();
+            for (direction, streams) in runs {
+                let g = probe::tcp_goodputs(
+                    &f,
+                    &streams,
+                    Duration::from_millis(500),
+                    Duration::from_secs_f64(a.seconds),
+                );
+                measured.push((direction, g));
+            }
             f.down()?;
             let allowed = rate.0 as f64 * probe::TCP_PAYLOAD_EFFICIENCY;
-            let fig = LinkFigure {
-                link,
-                configured_bps: rate.0,
-                allowed_bps: allowed,
-                measured_bps: g,
-                error_pct: (g - allowed) / allowed * 100.0,
-            };
-            if !a.json {
-                println!(
-                    "{:<10} configured {:>10}  allows {:>9.2} Mbit/s  measured {:>9.2} Mbit/s  ({:+.1}%)",
-                    fig.link,
-                    rate.to_string(),
-                    allowed / 1e6,
-                    g / 1e6,
-                    fig.error_pct
-                );
+            for (direction, g) in measured {
+                // Each direction's own goodput; the figure of a two-way run
+                // is the slower one.
+                let g = g?.into_iter().fold(f64::INFINITY, f64::min);
+                let fig = LinkFigure {
+                    link,
+                    direction,
+                    leaf_queue_us: a.leaf_queue_us,
+                    configured_bps: rate.0,
+                    allowed_bps: allowed,
+                    measured_bps: g,
+                    error_pct: (g - allowed) / allowed * 100.0,
+                };
+                if !a.json {
+                    println!(
+                        "{:<10} {:<7} configured {:>10}  allows {:>9.2} Mbit/s  measured {:>9.2} Mbit/s  ({:+.1}%)",
+                        fig.link,
+                        fig.direction,
+                        rate.to_string(),
+                        allowed / 1e6,
+                        g / 1e6,
+                        fig.error_pct
+                    );
+                }
+                out.push(fig);
             }
-            out.push(fig);
         }
     }
     if a.json {

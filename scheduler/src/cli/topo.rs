@@ -57,7 +57,7 @@ pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
                 println!("  addresses: {}", topo.range);
                 match emulable {
                     Ok(()) => println!("  can be emulated on this box"),
-                    Err(e) => println!("  simulation only: {}", e.message),
+                    Err(e) => println!("  simulation only: {e}"),
                 }
             }
             Ok(ExitCode::SUCCESS)
