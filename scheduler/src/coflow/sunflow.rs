@@ -68,7 +68,7 @@ impl CoflowPolicy for Sunflow {
     fn schedule(&mut self, _now: Nanos, view: &NetView) -> Decision {
         let fabric = &view.fabric;
         let mut demand: Demand = BTreeMap::new();
-        for f in view.flows.values().filter(|f| view.may_use_ocs(&f.spec)) {
+        for f in view.flows.values().filter(|f| f.elephant) {
             *demand
                 .entry(f.spec.coflow)
                 .or_default()
@@ -146,7 +146,7 @@ impl CoflowPolicy for Sunflow {
         let plans = view
             .flows
             .values()
-            .filter(|f| view.may_use_ocs(&f.spec))
+            .filter(|f| f.elephant)
             .map(|f| {
                 let key = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
                 let plan = port_of.get(&key).map_or(FlowPlan::WAIT, |&w| FlowPlan::ocs(w));

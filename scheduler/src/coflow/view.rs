@@ -105,6 +105,9 @@ pub struct FlowView {
     pub rate_bytes_per_s: f64,
     /// When it finishes at its current rate (`None` while it does not move).
     pub eta: Option<Nanos>,
+    /// Whether it may use a circuit ([`NetView::may_use_ocs`]), kept up to
+    /// date by [`NetView::insert_flow`] as its coflow's rack pair grows.
+    pub elephant: bool,
 }
 
 impl FlowView {
@@ -120,6 +123,7 @@ impl FlowView {
             cap: None,
             rate_bytes_per_s: 0.0,
             eta: None,
+            elephant: false,
         }
     }
 }
@@ -197,7 +201,9 @@ impl NetView {
         }
     }
 
-    /// Adds a flow at `now` (for hand-made views and for the network itself).
+    /// Adds a flow at `now` (for hand-made views and for the network itself),
+    /// and marks its coflow's flows of its rack pair as elephants once the
+    /// pair's bytes reach the threshold.
     pub fn insert_flow(&mut self, spec: FlowSpec, now: Nanos) {
         let c = self.coflows.entry(spec.coflow).or_insert_with(|| CoflowView {
             arrival: now,
@@ -205,8 +211,24 @@ impl NetView {
         });
         c.flows.insert(spec.id);
         c.known_bytes += spec.bytes;
-        *c.pair_bytes.entry((spec.src.rack, spec.dst.rack)).or_default() += spec.bytes;
-        self.flows.insert(spec.id, FlowView::new(spec, now));
+        let (i, j) = (spec.src.rack, spec.dst.rack);
+        let pair = c.pair_bytes.entry((i, j)).or_default();
+        let before = *pair;
+        *pair += spec.bytes;
+        let elephant = self.fabric.may_use_ocs(&spec, *pair);
+        if elephant && !self.fabric.may_use_ocs(&spec, before) {
+            // The pair just crossed the threshold: its earlier flows are elephants too.
+            for id in &c.flows {
+                if let Some(f) = self.flows.get_mut(id) {
+                    if (f.spec.src.rack, f.spec.dst.rack) == (i, j) {
+                        f.elephant = true;
+                    }
+                }
+            }
+        }
+        let mut view = FlowView::new(spec, now);
+        view.elephant = elephant;
+        self.flows.insert(view.spec.id, view);
     }
 
     /// Whether `flow` may use a circuit: [`FabricParams::may_use_ocs`] with

@@ -429,20 +429,12 @@ impl EmuNetwork {
     fn apply_plans(&mut self, decision: &Decision, out: &mut Vec<Action>) {
         let fabric = self.view.fabric;
         let plans: BTreeMap<FlowId, FlowPlan> = decision.plans.iter().copied().collect();
-        // Elephants by their coflow's rack-pair aggregate (NetView::may_use_ocs), looked up
-        // before the flows are borrowed mutably.
-        let elephants: BTreeSet<FlowId> = self
-            .view
-            .flows
-            .iter()
-            .filter(|(_, f)| self.view.may_use_ocs(&f.spec))
-            .map(|(&id, _)| id)
-            .collect();
+
         for (id, f) in self.view.flows.iter_mut() {
             let Some(e) = self.flows.get_mut(id) else { continue };
             let mut plan = plans.get(id).copied().unwrap_or(FlowPlan::EPS);
             if let Path::Ocs { port } = plan.path {
-                if port >= fabric.ocs_ports || !elephants.contains(id) {
+                if port >= fabric.ocs_ports || !f.elephant {
                     plan.path = Path::Eps;
                 }
             }

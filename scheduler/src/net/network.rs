@@ -474,7 +474,7 @@ impl FluidNetwork {
                 continue;
             };
             let path = match plan.path {
-                Path::Ocs { port } if port < fabric.ocs_ports && self.view.may_use_ocs(&f.spec) => plan.path,
+                Path::Ocs { port } if port < fabric.ocs_ports && f.elephant => plan.path,
                 Path::Ocs { .. } => Path::Eps,
                 p => p,
             };
