@@ -404,3 +404,31 @@ fn a_malformed_trace_line_names_the_line_and_field() {
     assert_eq!((e.line, e.field.as_str()), (2, "mapper[1]"));
     assert!(e.message.contains("0 to 149"), "{e}");
 }
+
+#[test]
+fn elephants_are_counted_per_rack_pair_of_a_coflow() {
+    // Threshold 1.5 MB, circuits of 1 MB/s, δ = 0.25 s, EPS at 125 MB/s.
+    // Coflow 1 has two 1 MB flows from rack 0 to rack 1 (different hosts):
+    // 2 MB between the pair, so both are elephants (Co-scheduler Sec. III-A
+    // batches per rack pair) and share the one circuit: up at 0.25, 2 MB at
+    // 1 MB/s, both done at 2.25 s. Coflow 2's lone 1 MB flow on the same
+    // rack pair stays below the threshold: EPS, alone on its path, 8 ms.
+    // Judged per flow (1 MB < 1.5 MB) all three would go over EPS.
+    let t = topo(2, 2, ["1Gbit/s", "1Gbit/s"], (1, ["8Mbit/s", "250ms", "1.5MB"]));
+    let mut net = FluidNetwork::new(&t, "sunflow").unwrap();
+    net.add_flows(
+        Nanos::ZERO,
+        &[
+            flow(0, 1, (0, 0), (1, 0), MB),
+            flow(1, 1, (0, 1), (1, 1), MB),
+            flow(2, 2, (0, 0), (1, 1), MB),
+        ],
+    );
+    assert!(net.view().may_use_ocs(&flow(0, 1, (0, 0), (1, 0), MB)));
+    let done = run_to_end(&mut net);
+    assert_eq!(done[&FlowId(2)], Nanos::from_millis(8));
+    assert_eq!(done[&FlowId(0)], Nanos::from_millis(2250));
+    assert_eq!(done[&FlowId(1)], Nanos::from_millis(2250));
+    assert_eq!(net.stats().ocs_bytes, Bytes(2 * MB));
+    assert_eq!(net.stats().eps_bytes, Bytes(MB));
+}

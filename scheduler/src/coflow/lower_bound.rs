@@ -90,15 +90,21 @@ impl LowerBound {
 }
 
 /// The lower bound of a coflow of `flows` on `fabric`: with `hybrid`,
-/// elephants ([`FabricParams::may_use_ocs`]) over circuits and the rest over
-/// EPS; otherwise everything over EPS. `None` if some part cannot be carried.
+/// elephants ([`FabricParams::may_use_ocs`], with the coflow's bytes per
+/// rack pair summed over `flows`) over circuits and the rest over EPS;
+/// otherwise everything over EPS. `None` if some part cannot be carried.
 pub fn coflow_lower_bound(
     fabric: &FabricParams,
     links: &LinkMap,
     flows: &[FlowSpec],
     hybrid: bool,
 ) -> Option<LowerBound> {
-    let on_ocs = |f: &FlowSpec| hybrid && fabric.may_use_ocs(f);
+    let mut pairs: BTreeMap<(u32, u32), Bytes> = BTreeMap::new();
+    for f in flows {
+        *pairs.entry((f.src.rack, f.dst.rack)).or_default() += f.bytes;
+    }
+    let pair_bytes = |f: &FlowSpec| pairs.get(&(f.src.rack, f.dst.rack)).copied().unwrap_or(f.bytes);
+    let on_ocs = |f: &FlowSpec| hybrid && fabric.may_use_ocs(f, pair_bytes(f));
     let eps = eps_lower_bound(links, flows.iter().filter(|f| !on_ocs(f)))?;
     let mut demand: BTreeMap<(u32, u32), Bytes> = BTreeMap::new();
     for f in flows.iter().filter(|f| on_ocs(f)) {

@@ -48,8 +48,9 @@ use ocslab_emulator::Nanos;
 /// - `schedule` returns the complete plan until the next call: flows not
 ///   listed in [`Decision::plans`] go over EPS with no cap.
 /// - A [`FlowPlan`] with [`Path::Ocs`] is only honoured for flows that
-///   [`FabricParams::may_use_ocs`] (elephants between racks); the network
-///   sends any other flow over EPS. A flow on a circuit moves only while that
+///   [`NetView::may_use_ocs`] (elephants: flows between racks whose coflow
+///   has, so far, at least the elephant threshold between those two racks);
+///   the network sends any other flow over EPS. A flow on a circuit moves only while that
 ///   circuit is up.
 /// - Caps are pacing rates; a set of caps the links can carry is applied as
 ///   given, otherwise flows share max-min fairly under their caps.

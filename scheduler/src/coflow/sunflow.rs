@@ -2,7 +2,9 @@
 //! and V) describe it, after Huang, Sun & Ng, "Sunflow: Efficient Optical
 //! Circuit Scheduling for Coflows", CoNEXT'16.
 //!
-//! Elephants (flows that [`FabricParams::may_use_ocs`]) go over circuits;
+//! Elephants (flows that [`NetView::may_use_ocs`]: their coflow's bytes
+//! between their racks reach the threshold) go over circuits, so a
+//! reservation carries all flows of that coflow's rack pair;
 //! everything else over EPS with fair sharing. At each call:
 //!
 //! ```text
@@ -66,7 +68,7 @@ impl CoflowPolicy for Sunflow {
     fn schedule(&mut self, _now: Nanos, view: &NetView) -> Decision {
         let fabric = &view.fabric;
         let mut demand: Demand = BTreeMap::new();
-        for f in view.flows.values().filter(|f| fabric.may_use_ocs(&f.spec)) {
+        for f in view.flows.values().filter(|f| f.elephant) {
             *demand
                 .entry(f.spec.coflow)
                 .or_default()
@@ -144,7 +146,7 @@ impl CoflowPolicy for Sunflow {
         let plans = view
             .flows
             .values()
-            .filter(|f| fabric.may_use_ocs(&f.spec))
+            .filter(|f| f.elephant)
             .map(|f| {
                 let key = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
                 let plan = port_of.get(&key).map_or(FlowPlan::WAIT, |&w| FlowPlan::ocs(w));

@@ -52,13 +52,19 @@ impl From<&Topology> for FabricParams {
 }
 
 impl FabricParams {
-    /// Whether `flow` may use a circuit: it crosses racks, the fabric has an
-    /// OCS, and it is at least the elephant threshold.
-    pub fn may_use_ocs(&self, flow: &FlowSpec) -> bool {
+    /// Whether `flow` may use a circuit, given `pair_bytes`: the bytes its
+    /// coflow has between the flow's source and destination racks (all its
+    /// flows of that rack pair known so far, this one included). It must
+    /// cross racks on a fabric with an OCS, and the rack pair's aggregate
+    /// must reach the elephant threshold: Co-scheduler (Li & Shen, Sec.
+    /// III-A) batches a coflow's traffic per rack pair, as c-Through does,
+    /// so many ~100 MB shuffle flows of one pair make one elephant.
+    /// [`NetView::may_use_ocs`] looks the aggregate up.
+    pub fn may_use_ocs(&self, flow: &FlowSpec, pair_bytes: Bytes) -> bool {
         self.ocs_ports > 0
             && self.ocs_port_rate.0 > 0
             && flow.src.rack != flow.dst.rack
-            && flow.bytes >= self.elephant_threshold
+            && pair_bytes.max(flow.bytes) >= self.elephant_threshold
     }
 }
 
@@ -99,6 +105,9 @@ pub struct FlowView {
     pub rate_bytes_per_s: f64,
     /// When it finishes at its current rate (`None` while it does not move).
     pub eta: Option<Nanos>,
+    /// Whether it may use a circuit ([`NetView::may_use_ocs`]), kept up to
+    /// date by [`NetView::insert_flow`] as its coflow's rack pair grows.
+    pub elephant: bool,
 }
 
 impl FlowView {
@@ -114,6 +123,7 @@ impl FlowView {
             cap: None,
             rate_bytes_per_s: 0.0,
             eta: None,
+            elephant: false,
         }
     }
 }
@@ -129,6 +139,17 @@ pub struct CoflowView {
     pub known_bytes: Bytes,
     /// Bytes it has sent so far (all its flows, both fabrics): what Aalo's queues look at.
     pub sent_bytes: f64,
+    /// Bytes of all flows it has had so far (active and finished) per
+    /// (source rack, destination rack): the per-rack-pair aggregate the
+    /// elephant test looks at ([`FabricParams::may_use_ocs`]).
+    pub pair_bytes: BTreeMap<(u32, u32), Bytes>,
+}
+
+impl CoflowView {
+    /// Its bytes so far from rack `src` to rack `dst` (zero if none).
+    pub fn bytes_between(&self, src: u32, dst: u32) -> Bytes {
+        self.pair_bytes.get(&(src, dst)).copied().unwrap_or(Bytes(0))
+    }
 }
 
 /// A circuit from `src_rack` to `dst_rack` on port (wavelength) `port`:
@@ -180,7 +201,9 @@ impl NetView {
         }
     }
 
-    /// Adds a flow at `now` (for hand-made views and for the network itself).
+    /// Adds a flow at `now` (for hand-made views and for the network itself),
+    /// and marks its coflow's flows of its rack pair as elephants once the
+    /// pair's bytes reach the threshold.
     pub fn insert_flow(&mut self, spec: FlowSpec, now: Nanos) {
         let c = self.coflows.entry(spec.coflow).or_insert_with(|| CoflowView {
             arrival: now,
@@ -188,7 +211,35 @@ impl NetView {
         });
         c.flows.insert(spec.id);
         c.known_bytes += spec.bytes;
-        self.flows.insert(spec.id, FlowView::new(spec, now));
+        let (i, j) = (spec.src.rack, spec.dst.rack);
+        let pair = c.pair_bytes.entry((i, j)).or_default();
+        let before = *pair;
+        *pair += spec.bytes;
+        let elephant = self.fabric.may_use_ocs(&spec, *pair);
+        if elephant && !self.fabric.may_use_ocs(&spec, before) {
+            // The pair just crossed the threshold: its earlier flows are elephants too.
+            for id in &c.flows {
+                if let Some(f) = self.flows.get_mut(id) {
+                    if (f.spec.src.rack, f.spec.dst.rack) == (i, j) {
+                        f.elephant = true;
+                    }
+                }
+            }
+        }
+        let mut view = FlowView::new(spec, now);
+        view.elephant = elephant;
+        self.flows.insert(view.spec.id, view);
+    }
+
+    /// Whether `flow` may use a circuit: [`FabricParams::may_use_ocs`] with
+    /// its coflow's bytes so far between its racks (its own bytes if the
+    /// coflow is not in the view).
+    pub fn may_use_ocs(&self, flow: &FlowSpec) -> bool {
+        let pair = self
+            .coflows
+            .get(&flow.coflow)
+            .map_or(flow.bytes, |c| c.bytes_between(flow.src.rack, flow.dst.rack));
+        self.fabric.may_use_ocs(flow, pair)
     }
 
     /// The circuit from `src_rack` to `dst_rack` on `port`, if one is set up or coming up.

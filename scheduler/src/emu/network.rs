@@ -429,11 +429,12 @@ impl EmuNetwork {
     fn apply_plans(&mut self, decision: &Decision, out: &mut Vec<Action>) {
         let fabric = self.view.fabric;
         let plans: BTreeMap<FlowId, FlowPlan> = decision.plans.iter().copied().collect();
+
         for (id, f) in self.view.flows.iter_mut() {
             let Some(e) = self.flows.get_mut(id) else { continue };
             let mut plan = plans.get(id).copied().unwrap_or(FlowPlan::EPS);
             if let Path::Ocs { port } = plan.path {
-                if port >= fabric.ocs_ports || !fabric.may_use_ocs(&f.spec) {
+                if port >= fabric.ocs_ports || !f.elephant {
                     plan.path = Path::Eps;
                 }
             }

@@ -493,7 +493,7 @@ impl FluidNetwork {
                 continue;
             };
             let path = match plan.path {
-                Path::Ocs { port } if port < fabric.ocs_ports && fabric.may_use_ocs(&f.spec) => plan.path,
+                Path::Ocs { port } if port < fabric.ocs_ports && f.elephant => plan.path,
                 Path::Ocs { .. } => Path::Eps,
                 p => p,
             };
