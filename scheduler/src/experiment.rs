@@ -31,7 +31,8 @@ use crate::model::job::Job;
 use crate::policy::{self, TaskPolicy};
 use crate::sim::SimConfig;
 use crate::trace::swim::{self, SwimJob, SwimModel};
-use crate::workload::generated::GeneratedWorkload;
+use crate::workload::generated::{GeneratedWorkload, WorkloadError};
+use crate::workload::spec;
 use ocslab_emulator::topology::locate;
 use ocslab_emulator::{HostId, Nanos, Topology};
 use serde::{Deserialize, Serialize};
@@ -164,6 +165,14 @@ pub enum RawWorkload {
     Generated(GeneratedWorkload),
     /// A SWIM trace ([`SwimModel`]).
     Swim(SwimModel),
+    /// ShuffleWatcher's job mix ([`spec::MixSpec`]).
+    ShufflewatcherMix(spec::MixSpec),
+    /// Dawn's iterative ML chains ([`spec::MlSpec`]).
+    MlChains(spec::MlSpec),
+    /// Dawn's TPC-H-like query DAGs ([`spec::QuerySpec`]).
+    TpchQueries(spec::QuerySpec),
+    /// Co-scheduler's Sec. V draw from a SWIM trace ([`spec::Sec5Spec`]).
+    CoschedulerSec5(spec::Sec5Spec),
 }
 
 /// The workload, ready to produce jobs.
@@ -178,6 +187,26 @@ pub enum Workload {
         /// The trace's jobs.
         trace: Vec<SwimJob>,
     },
+    /// A paper workload without a trace (ShuffleWatcher's mix, Dawn's DAGs).
+    Paper(PaperWorkload),
+    /// Co-scheduler's Sec. V workload (the trace already read).
+    CoschedulerSec5 {
+        /// The settings.
+        spec: spec::Sec5Spec,
+        /// The trace's jobs.
+        trace: Vec<SwimJob>,
+    },
+}
+
+/// The paper workloads generated without a trace.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PaperWorkload {
+    /// ShuffleWatcher's mix.
+    ShufflewatcherMix(spec::MixSpec),
+    /// Dawn's ML chains.
+    MlChains(spec::MlSpec),
+    /// Dawn's query DAGs.
+    TpchQueries(spec::QuerySpec),
 }
 
 /// A validated experiment.
@@ -414,6 +443,29 @@ impl Experiment {
                 })?;
                 Workload::Swim { model: m, trace }
             }
+            RawWorkload::ShufflewatcherMix(m) => {
+                m.validate().map_err(|e| werr(&src, e))?;
+                Workload::Paper(PaperWorkload::ShufflewatcherMix(m))
+            }
+            RawWorkload::MlChains(m) => {
+                m.validate().map_err(|e| werr(&src, e))?;
+                Workload::Paper(PaperWorkload::MlChains(m))
+            }
+            RawWorkload::TpchQueries(q) => {
+                q.validate().map_err(|e| werr(&src, e))?;
+                Workload::Paper(PaperWorkload::TpchQueries(q))
+            }
+            RawWorkload::CoschedulerSec5(mut s) => {
+                s.validate().map_err(|e| werr(&src, e))?;
+                s.trace = dir.join(&s.trace);
+                let trace = swim::load(&s.trace).map_err(|e| ExperimentError {
+                    file: e.file,
+                    line: (e.line > 0).then_some(e.line),
+                    field: e.field,
+                    message: e.message,
+                })?;
+                Workload::CoschedulerSec5 { spec: s, trace }
+            }
         };
         let perturbations = raw
             .perturbations
@@ -457,6 +509,12 @@ impl Experiment {
             Workload::Swim { model, trace } => model
                 .to_jobs(trace, &self.topology, self.seed)
                 .map_err(|e| src.err(&format!("workload.{}", e.field), e.message)),
+            Workload::Paper(PaperWorkload::ShufflewatcherMix(m)) => Ok(m.jobs(&self.topology, self.seed)),
+            Workload::Paper(PaperWorkload::MlChains(m)) => Ok(m.jobs(&self.topology, self.seed)),
+            Workload::Paper(PaperWorkload::TpchQueries(q)) => Ok(q.jobs(&self.topology, self.seed)),
+            Workload::CoschedulerSec5 { spec, trace } => spec
+                .jobs(trace, &self.topology, self.seed)
+                .map_err(|e| werr(&src, e)),
         }
     }
 
@@ -464,6 +522,11 @@ impl Experiment {
     pub fn policy(&self, name: &str) -> Result<Box<dyn TaskPolicy>, policy::PolicyError> {
         policy::by_name(name, self.scheduler_params.get(name))
     }
+}
+
+/// A workload error as an experiment error naming `workload.<field>`.
+fn werr(src: &Src<'_>, e: WorkloadError) -> ExperimentError {
+    src.err(&format!("workload.{}", e.field), e.message)
 }
 
 /// A toml error as an experiment error naming the line and the key on it.

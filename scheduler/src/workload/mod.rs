@@ -5,3 +5,4 @@ pub mod coscheduler_sec5;
 pub mod dag;
 pub mod generated;
 pub mod shufflewatcher_mix;
+pub mod spec;
