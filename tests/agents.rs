@@ -628,6 +628,7 @@ async fn a_killed_agent_is_reported_dead_after_the_heartbeat_timeout() {
         control_socket: Some(std::net::UdpSocket::bind("127.0.0.1:0").expect("bind")),
         netns: None,
         extra_args: vec![],
+        binary_args: vec![],
     };
     let mut child = launch.spawn().expect("spawn ocslab-agent");
     let pid = loop {

@@ -16,8 +16,11 @@ pub const CONTROL_FD: i32 = 3;
 /// How to start one agent.
 #[derive(Debug)]
 pub struct AgentLaunch {
-    /// The `ocslab-agent` binary ([`agent_binary`] finds the one built with the caller).
+    /// The program to run: `ocslab-agent`, or `ocslab` with `binary_args`
+    /// `["agent"]` ([`agent_program`] finds the one built with the caller).
     pub binary: PathBuf,
+    /// Arguments before the agent's own (the subcommand, for `ocslab agent`).
+    pub binary_args: Vec<String>,
     /// Its host.
     pub host: HostId,
     /// Its data address (inside its namespace).
@@ -47,11 +50,24 @@ pub fn agent_binary() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// How to start an agent from the running program: the `ocslab-agent`
+/// beside it, or else, when the running program is the `ocslab` binary
+/// itself, `ocslab agent` (so `cargo run --bin ocslab` alone suffices).
+/// Returns the program and the arguments that go before the agent's own.
+pub fn agent_program() -> Option<(PathBuf, Vec<String>)> {
+    if let Some(b) = agent_binary() {
+        return Some((b, Vec::new()));
+    }
+    let exe = std::env::current_exe().ok()?;
+    (exe.file_name()? == "ocslab").then(|| (exe, vec!["agent".to_string()]))
+}
+
 impl AgentLaunch {
     /// Spawns the agent (stdin closed, stdout/stderr inherited).
     pub fn spawn(self) -> std::io::Result<Child> {
         let mut cmd = Command::new(&self.binary);
-        cmd.arg("--host")
+        cmd.args(&self.binary_args)
+            .arg("--host")
             .arg(self.host.to_string())
             .arg("--data-addr")
             .arg(self.data_addr.to_string())

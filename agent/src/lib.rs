@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod cli;
 pub mod clock;
 pub mod content;
 pub mod control;

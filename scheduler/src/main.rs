@@ -58,6 +58,10 @@ enum Command {
         after_help = "Examples:\n  ocslab bench fabric --racks 16 --hosts-per-rack 8\n  ocslab bench sim"
     )]
     Bench(cli::bench::BenchCommand),
+    /// Run one per-host agent (what the emulation driver starts in each host
+    /// when no `ocslab-agent` binary sits beside `ocslab`).
+    #[command(hide = true)]
+    Agent(ocslab_agent::cli::AgentArgs),
     /// Print a shell completion script.
     Completions(cli::completions::CompletionsArgs),
 }
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
         Command::Ocs(c) => cli::lab::ocs(c),
         Command::Status(a) => cli::lab::status(a),
         Command::Bench(c) => cli::bench::run(c),
+        Command::Agent(a) => Ok(ocslab_agent::cli::main_with(a, args.verbose)),
         Command::Completions(a) => cli::completions::run(a, &mut Cli::command()),
     };
     match result {

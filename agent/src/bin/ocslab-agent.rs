@@ -8,139 +8,22 @@
 //!              --scheduler 127.0.0.1:4433 --run-dir /tmp/ocslab-run
 //! ```
 
-use anyhow::{bail, Context, Result};
 use clap::Parser;
-use ocslab_agent::agent::{self, AgentConfig};
-use ocslab_agent::control::AgentCredentials;
-use ocslab_agent::data::Faults;
-use ocslab_agent::protocol::FlowId;
-use ocslab_emulator::HostId;
-use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::path::PathBuf;
+use ocslab_agent::cli::{main_with, AgentArgs};
 use std::process::ExitCode;
-
-/// Default data-plane port when `--data-addr` gives only an address.
-const DEFAULT_DATA_PORT: u16 = 7100;
 
 /// The per-host agent of ocslab: runs map/reduce tasks and moves shuffle bytes.
 #[derive(Parser, Debug)]
 #[command(name = "ocslab-agent", version)]
-struct Args {
-    /// The host this agent is, e.g. r0h1.
-    #[arg(long)]
-    host: HostId,
-    /// Data-plane address: IP or IP:PORT (default port 7100; 0 picks one).
-    #[arg(long, value_parser = parse_data_addr)]
-    data_addr: SocketAddr,
-    /// An inherited, bound UDP socket for the control connection.
-    #[arg(
-        long,
-        conflicts_with = "control_bind",
-        required_unless_present = "control_bind"
-    )]
-    control_fd: Option<RawFd>,
-    /// Bind the control socket here instead (manual or loopback use).
-    #[arg(long)]
-    control_bind: Option<SocketAddr>,
-    /// The scheduler's control address.
-    #[arg(long)]
-    scheduler: SocketAddr,
-    /// The run directory with the run's credentials.
-    #[arg(long)]
-    run_dir: PathBuf,
-    /// Task slots.
-    #[arg(long, default_value_t = 1)]
-    slots: u32,
-    /// Do not open the QUIC data endpoint (TCP only).
-    #[arg(long)]
-    no_quic: bool,
-    /// Test hook: flip a byte in the middle of this flow's payload.
-    #[arg(long, hide = true)]
-    fault_corrupt_flow: Vec<u64>,
+struct Cli {
+    #[command(flatten)]
+    args: AgentArgs,
     /// More log output (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
 }
 
-fn parse_data_addr(s: &str) -> Result<SocketAddr, String> {
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    s.parse::<IpAddr>()
-        .map(|ip| SocketAddr::new(ip, DEFAULT_DATA_PORT))
-        .map_err(|_| {
-            format!("{s:?} is not an address: expected IP or IP:PORT, e.g. 198.18.0.11 or 127.0.0.2:0")
-        })
-}
-
-/// Takes ownership of an inherited fd after checking it is a UDP socket.
-fn inherited_udp_socket(fd: RawFd) -> Result<std::net::UdpSocket> {
-    // SAFETY: F_GETFD only reads the descriptor's flags; it fails cleanly if `fd` is not open.
-    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-        bail!("--control-fd {fd}: not an open file descriptor");
-    }
-    // SAFETY: `fd` is open and was handed to this process for it to own; nothing else uses it.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let ty = nix::sys::socket::getsockopt(&owned, nix::sys::socket::sockopt::SockType)
-        .with_context(|| format!("--control-fd {fd}: not a socket"))?;
-    if ty != nix::sys::socket::SockType::Datagram {
-        bail!("--control-fd {fd}: a {ty:?} socket, expected a bound UDP (datagram) socket");
-    }
-    Ok(std::net::UdpSocket::from(owned))
-}
-
-fn run(args: Args) -> Result<()> {
-    let control_socket = match (args.control_fd, args.control_bind) {
-        (Some(fd), _) => inherited_udp_socket(fd)?,
-        (None, Some(addr)) => {
-            std::net::UdpSocket::bind(addr).with_context(|| format!("--control-bind {addr}"))?
-        }
-        (None, None) => bail!("one of --control-fd or --control-bind is needed"),
-    };
-    let credentials = AgentCredentials::load(&args.run_dir).context("reading the run's credentials")?;
-    let config = AgentConfig {
-        host: args.host,
-        data_addr: args.data_addr,
-        control_socket,
-        scheduler: args.scheduler,
-        credentials,
-        slots: args.slots,
-        quic_data: !args.no_quic,
-        faults: Faults {
-            corrupt_flows: args.fault_corrupt_flow.into_iter().map(FlowId).collect(),
-        },
-    };
-    // Two workers: enough for line-rate flows, little memory per agent.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(agent::run(config))?;
-    Ok(())
-}
-
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let default = match args.verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-    let host = args.host;
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("ocslab-agent {host}: error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    let cli = Cli::parse();
+    main_with(cli.args, cli.verbose)
 }

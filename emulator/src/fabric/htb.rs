@@ -71,8 +71,8 @@ pub enum LeafQueue {
     Delay(Nanos),
 }
 
-/// The default leaf queue: 5 ms of the rate (at least [`MIN_LEAF_BYTES`]).
-pub const DEFAULT_LEAF_DELAY: Nanos = Nanos(5_000_000);
+/// The default leaf queue: 50 ms of the rate (at least [`MIN_LEAF_BYTES`]).
+pub const DEFAULT_LEAF_DELAY: Nanos = Nanos(50_000_000);
 
 impl Default for LeafQueue {
     fn default() -> LeafQueue {

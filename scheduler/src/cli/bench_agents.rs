@@ -142,6 +142,7 @@ async fn measure(a: &AgentsArgs) -> Result<Report> {
             control_socket: Some(std::net::UdpSocket::bind("127.0.0.1:0")?),
             netns: None,
             extra_args: vec![],
+            binary_args: vec![],
         };
         agents.0.push(
             launch

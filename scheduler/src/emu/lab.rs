@@ -16,7 +16,7 @@
 
 use super::EmuError;
 use ocslab_agent::control::{ControlServer, Event as ControlEvent, ServerConfig};
-use ocslab_agent::launch::{agent_binary, AgentLaunch};
+use ocslab_agent::launch::{agent_program, AgentLaunch};
 use ocslab_emulator::fabric::{Fabric, FabricCounters, FabricOptions, Ocs, RunId};
 use ocslab_emulator::{HostId, Topology};
 use std::collections::BTreeMap;
@@ -150,7 +150,12 @@ impl Lab {
                 f
             }
         };
-        let binary = match cfg.agent_binary.clone().or_else(agent_binary) {
+        let program = cfg
+            .agent_binary
+            .clone()
+            .map(|b| (b, Vec::new()))
+            .or_else(agent_program);
+        let (binary, binary_args) = match program {
             Some(b) => b,
             None => return Err(EmuError::Setup(
                 "cannot find the ocslab-agent binary beside this program; build it (cargo build --release) \
@@ -194,6 +199,7 @@ impl Lab {
                 control_socket: Some(socket),
                 netns: Some(lab.fabric.host_netns_path(h)),
                 extra_args: cfg.agent_args.clone(),
+                binary_args: binary_args.clone(),
             };
             let child = launch
                 .spawn()

@@ -1,0 +1,147 @@
+//! The agent's command line, as a library so that both `ocslab-agent` and
+//! the `ocslab` binary (hidden subcommand `ocslab agent`) can run an agent:
+//! a fresh `cargo run --bin ocslab` then needs no second binary.
+//!
+//! An agent is started by the emulation driver inside a host's network
+//! namespace with an inherited control socket, or by hand:
+//!
+//! ```text
+//! ocslab-agent --host r0h1 --data-addr 198.18.0.11 --control-fd 3 \
+//!              --scheduler 127.0.0.1:4433 --run-dir /tmp/ocslab-run
+//! ocslab-agent --host r0h1 --data-addr 127.0.0.2:0 --control-bind 127.0.0.1:0 \
+//!              --scheduler 127.0.0.1:4433 --run-dir /tmp/ocslab-run
+//! ```
+
+use crate::agent::{self, AgentConfig};
+use crate::control::AgentCredentials;
+use crate::data::Faults;
+use crate::protocol::FlowId;
+use anyhow::{bail, Context, Result};
+use ocslab_emulator::HostId;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Default data-plane port when `--data-addr` gives only an address.
+const DEFAULT_DATA_PORT: u16 = 7100;
+
+/// The agent's command-line arguments (shared by `ocslab-agent` and the
+/// hidden `ocslab agent` subcommand).
+#[derive(clap::Args, Debug)]
+pub struct AgentArgs {
+    /// The host this agent is, e.g. r0h1.
+    #[arg(long)]
+    pub host: HostId,
+    /// Data-plane address: IP or IP:PORT (default port 7100; 0 picks one).
+    #[arg(long, value_parser = parse_data_addr)]
+    pub data_addr: SocketAddr,
+    /// An inherited, bound UDP socket for the control connection.
+    #[arg(
+        long,
+        conflicts_with = "control_bind",
+        required_unless_present = "control_bind"
+    )]
+    pub control_fd: Option<RawFd>,
+    /// Bind the control socket here instead (manual or loopback use).
+    #[arg(long)]
+    pub control_bind: Option<SocketAddr>,
+    /// The scheduler's control address.
+    #[arg(long)]
+    pub scheduler: SocketAddr,
+    /// The run directory with the run's credentials.
+    #[arg(long)]
+    pub run_dir: PathBuf,
+    /// Task slots.
+    #[arg(long, default_value_t = 1)]
+    pub slots: u32,
+    /// Do not open the QUIC data endpoint (TCP only).
+    #[arg(long)]
+    pub no_quic: bool,
+    /// Test hook: flip a byte in the middle of this flow's payload.
+    #[arg(long, hide = true)]
+    pub fault_corrupt_flow: Vec<u64>,
+}
+
+fn parse_data_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    s.parse::<IpAddr>()
+        .map(|ip| SocketAddr::new(ip, DEFAULT_DATA_PORT))
+        .map_err(|_| {
+            format!("{s:?} is not an address: expected IP or IP:PORT, e.g. 198.18.0.11 or 127.0.0.2:0")
+        })
+}
+
+/// Takes ownership of an inherited fd after checking it is a UDP socket.
+fn inherited_udp_socket(fd: RawFd) -> Result<std::net::UdpSocket> {
+    // SAFETY: F_GETFD only reads the descriptor's flags; it fails cleanly if `fd` is not open.
+    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        bail!("--control-fd {fd}: not an open file descriptor");
+    }
+    // SAFETY: `fd` is open and was handed to this process for it to own; nothing else uses it.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let ty = nix::sys::socket::getsockopt(&owned, nix::sys::socket::sockopt::SockType)
+        .with_context(|| format!("--control-fd {fd}: not a socket"))?;
+    if ty != nix::sys::socket::SockType::Datagram {
+        bail!("--control-fd {fd}: a {ty:?} socket, expected a bound UDP (datagram) socket");
+    }
+    Ok(std::net::UdpSocket::from(owned))
+}
+
+fn run(args: AgentArgs) -> Result<()> {
+    let control_socket = match (args.control_fd, args.control_bind) {
+        (Some(fd), _) => inherited_udp_socket(fd)?,
+        (None, Some(addr)) => {
+            std::net::UdpSocket::bind(addr).with_context(|| format!("--control-bind {addr}"))?
+        }
+        (None, None) => bail!("one of --control-fd or --control-bind is needed"),
+    };
+    let credentials = AgentCredentials::load(&args.run_dir).context("reading the run's credentials")?;
+    let config = AgentConfig {
+        host: args.host,
+        data_addr: args.data_addr,
+        control_socket,
+        scheduler: args.scheduler,
+        credentials,
+        slots: args.slots,
+        quic_data: !args.no_quic,
+        faults: Faults {
+            corrupt_flows: args.fault_corrupt_flow.into_iter().map(FlowId).collect(),
+        },
+    };
+    // Two workers: enough for line-rate flows, little memory per agent.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(agent::run(config))?;
+    Ok(())
+}
+
+/// Runs an agent with `args`, logging at `verbose` (0 warn, 1 info, 2+
+/// debug; `RUST_LOG` overrides); returns the process exit code.
+pub fn main_with(args: AgentArgs, verbose: u8) -> ExitCode {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let host = args.host;
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ocslab-agent {host}: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
