@@ -360,11 +360,16 @@ fn replaying_a_trace_twice_gives_identical_output() {
         ("aalo", "fb2010.toml"),
         ("sunflow", "fb2010-ocs.toml"),
     ] {
-        let (t, coflows) = fb2010(12, topology);
+        // The first 40 coflows but the few wide ones (thousands of flows),
+        // which would make this test slow without testing anything more.
+        let (t, mut coflows) = fb2010(40, topology);
+        coflows.retain(|c| c.flows.len() <= 300);
+        let n = coflows.len();
         let first: ReplayOutcome = replay(&t, policy, &coflows, |_, _| {}).unwrap();
         let second = replay(&t, policy, &coflows, |_, _| {}).unwrap();
         assert_eq!(first, second, "{policy}");
-        assert_eq!(first.records.len(), 12);
+        assert!(n >= 30, "{n} coflows");
+        assert_eq!(first.records.len(), n);
         // Every byte is delivered, and no coflow beats its lower bound.
         let bytes: u64 = coflows.iter().map(|c| c.bytes().0).sum();
         assert_eq!(
