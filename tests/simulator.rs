@@ -353,19 +353,22 @@ fn fb2010(limit: usize, topology: &str) -> (Topology, Vec<Coflow>) {
 
 #[test]
 fn replaying_a_trace_twice_gives_identical_output() {
-    // Sunflow on the first 8 coflows only: the 12th brings wide coflows whose
-    // thousands of circuit set-ups take minutes to simulate (see docs/simulator.md).
-    for (policy, topology, n) in [
-        ("fair", "fb2010.toml", 12),
-        ("fifo", "fb2010.toml", 12),
-        ("varys", "fb2010.toml", 12),
-        ("aalo", "fb2010.toml", 12),
-        ("sunflow", "fb2010-ocs.toml", 8),
+    for (policy, topology) in [
+        ("fair", "fb2010.toml"),
+        ("fifo", "fb2010.toml"),
+        ("varys", "fb2010.toml"),
+        ("aalo", "fb2010.toml"),
+        ("sunflow", "fb2010-ocs.toml"),
     ] {
-        let (t, coflows) = fb2010(n, topology);
+        // The first 40 coflows but the few wide ones (thousands of flows),
+        // which would make this test slow without testing anything more.
+        let (t, mut coflows) = fb2010(40, topology);
+        coflows.retain(|c| c.flows.len() <= 300);
+        let n = coflows.len();
         let first: ReplayOutcome = replay(&t, policy, &coflows, |_, _| {}).unwrap();
         let second = replay(&t, policy, &coflows, |_, _| {}).unwrap();
         assert_eq!(first, second, "{policy}");
+        assert!(n >= 30, "{n} coflows");
         assert_eq!(first.records.len(), n);
         // Every byte is delivered, and no coflow beats its lower bound.
         let bytes: u64 = coflows.iter().map(|c| c.bytes().0).sum();
