@@ -18,5 +18,5 @@ pub mod fabric;
 pub mod topology;
 pub mod units;
 
-pub use topology::{HostId, Topology, TopologyError};
+pub use topology::{FileError, HostId, Topology, TopologyError};
 pub use units::{Bps, Bytes, Nanos};

@@ -178,10 +178,11 @@ impl std::str::FromStr for HostId {
     }
 }
 
-/// A validation error: which file, which line, which field, what is wrong
-/// and what would be valid.
+/// An error in a configuration file (a topology here, an experiment in the
+/// scheduler): which file, which line, which field, what is wrong and what
+/// would be valid.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub struct TopologyError {
+pub struct FileError {
     /// The file (or `<inline>`).
     pub file: PathBuf,
     /// 1-based line, when known.
@@ -192,7 +193,7 @@ pub struct TopologyError {
     pub message: String,
 }
 
-impl fmt::Display for TopologyError {
+impl fmt::Display for FileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file.display())?;
         if let Some(line) = self.line {
@@ -205,6 +206,9 @@ impl fmt::Display for TopologyError {
         }
     }
 }
+
+/// A topology file's validation error.
+pub type TopologyError = FileError;
 
 /// Where a file's text came from, to point errors at lines.
 struct Source<'a> {

@@ -37,7 +37,6 @@ use ocslab_emulator::topology::locate;
 use ocslab_emulator::{HostId, Nanos, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// An experiment file as written.
@@ -245,32 +244,8 @@ pub struct Experiment {
 }
 
 /// An error in an experiment (or in a file it names): file, line, field,
-/// what is wrong and what would be valid.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub struct ExperimentError {
-    /// The file.
-    pub file: PathBuf,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    /// Dotted field, e.g. `workload.jobs`.
-    pub field: String,
-    /// What is wrong and what would be valid.
-    pub message: String,
-}
-
-impl fmt::Display for ExperimentError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-        }
-        if self.field.is_empty() {
-            write!(f, ": {}", self.message)
-        } else {
-            write!(f, ": field `{}`: {}", self.field, self.message)
-        }
-    }
-}
+/// what is wrong and what would be valid; the same type as a topology file's.
+pub type ExperimentError = ocslab_emulator::topology::FileError;
 
 struct Src<'a> {
     file: &'a Path,
