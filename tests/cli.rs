@@ -307,8 +307,12 @@ fn demo_sim_json_table_traces_to_the_csvs_of_its_results_folder() {
         close(row.p95_cct_s, cct[rank - 1], "p95 CCT");
         let cross: f64 = coflows.iter().filter_map(|c| num(c, "cross_rack_bytes")).sum();
         close(row.cross_rack_gb, cross / 1e9, "cross-rack GB");
-        // % bytes over OCS from flows.csv: every flow's bytes per fabric.
-        let flows = csv_rows(&sub.join("flows.csv"));
+        // % bytes over OCS from flows.csv: the cross-rack flows' bytes per fabric.
+        let rack = |h: &str| h.split('h').next().map(str::to_string);
+        let flows: Vec<_> = csv_rows(&sub.join("flows.csv"))
+            .into_iter()
+            .filter(|f| rack(&f["src"]) != rack(&f["dst"]))
+            .collect();
         let eps: f64 = flows.iter().filter_map(|f| num(f, "eps_bytes")).sum();
         let ocs: f64 = flows.iter().filter_map(|f| num(f, "ocs_bytes")).sum();
         assert!(ocs > 0.0, "{s}: Sunflow put elephants on circuits");

@@ -8,12 +8,14 @@
 //! - with Sunflow on the OCS, a coflow's measured CCT / T(C) is at most 1.10;
 //! - a flow told to use a dark circuit waits for it, then completes over the
 //!   OCS, with none of its bytes on the EPS uplink;
+//! - the kernel counters give a utilization timeline of every uplink and OCS
+//!   port, and the engine gets them as load samples;
 //! - an agent killed mid-shuffle is detected, its tasks re-run elsewhere and
 //!   the job completes with verified bytes.
 
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use ocslab_scheduler::emu::{self, compare, EmuConfig, FabricChoice, Fault, LabConfig};
-use ocslab_scheduler::engine::{shuffle_coflow, ClusterView, EngineConfig, Outcome};
+use ocslab_scheduler::engine::{shuffle_coflow, ClusterView, EngineConfig, Link, Outcome};
 use ocslab_scheduler::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
 use ocslab_scheduler::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, TaskId, TaskKind, UserId};
 use ocslab_scheduler::policy::{TaskChoice, TaskPolicy};
@@ -183,6 +185,86 @@ fn a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model() {
         row.predicted,
         row.ratio
     );
+}
+
+/// [`OneWay`], noting every load sample the engine hands it for rack 0's uplink.
+struct Recording(std::sync::Arc<std::sync::Mutex<Vec<f64>>>);
+
+impl TaskPolicy for Recording {
+    fn name(&self) -> &str {
+        "one-way"
+    }
+    fn on_free_slot(&mut self, now: Nanos, view: &ClusterView<'_>, host: HostId) -> Option<TaskChoice> {
+        OneWay.on_free_slot(now, view, host)
+    }
+    fn on_load_sample(&mut self, _now: Nanos, view: &ClusterView<'_>) {
+        let (loads, _) = view.link_loads();
+        if let Some(l) = loads.get(&Link::RackUp(0)) {
+            self.0.lock().expect("samples").push(l.utilization);
+        }
+    }
+}
+
+#[test]
+fn real_bytes_give_a_utilization_timeline_and_engine_load_samples() {
+    if skip("real_bytes_give_a_utilization_timeline_and_engine_load_samples") {
+        return;
+    }
+    let topo = topology("tiny");
+    // The one-way shuffle of the test above: rack 0's 50 Mbit/s uplink busy for ≈ 1 s.
+    let mut job = shuffle_job(&topo, 2, Bytes(750_000));
+    for m in job.maps.iter_mut() {
+        m.replicas = vec![HostId::new(0, 0), HostId::new(0, 1)];
+    }
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let cfg = EmuConfig {
+        load_sample_interval: Some(Nanos::from_millis(200)),
+        ..config("fair")
+    };
+    let out = emu::run_jobs(
+        &topo,
+        build(&topo),
+        vec![job],
+        Box::new(Recording(seen.clone())),
+        engine_config(),
+        &cfg,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let links = &out.wire.links;
+    let names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "r0 EPS uplink",
+            "r1 EPS uplink",
+            "r0 EPS downlink",
+            "r1 EPS downlink",
+            "r0 OCS port 0",
+            "r1 OCS port 0"
+        ]
+    );
+    let up0 = &links[0];
+    eprintln!("r0 uplink samples: {:?}", up0.samples);
+    // Samples are in time order and cover the run: their bytes are the counters' difference.
+    assert!(
+        up0.samples.windows(2).all(|w| w[0].0 < w[1].0),
+        "{:?}",
+        up0.samples
+    );
+    assert!(up0.samples.len() >= 4, "{:?}", up0.samples);
+    assert_eq!(up0.bytes, out.wire.fabric.eps_uplink[0] as f64);
+    // The shuffle saturated rack 0's uplink and left the OCS dark.
+    let peak = up0.samples.iter().map(|s| s.1).fold(0.0, f64::max);
+    assert!(peak >= 0.8, "peak uplink utilization {peak}");
+    assert!(
+        links[4].samples.iter().all(|s| s.1 <= 0.01),
+        "{:?}",
+        links[4].samples
+    );
+    // The engine was fed the same loads while the flows ran.
+    let seen = seen.lock().expect("samples").clone();
+    eprintln!("engine load samples of r0's uplink: {seen:?}");
+    assert!(seen.iter().any(|&u| u >= 0.8), "{seen:?}");
 }
 
 fn elephant(id: u64, src: HostId, dst: HostId, bytes: u64) -> FlowSpec {

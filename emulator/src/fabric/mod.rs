@@ -24,6 +24,7 @@
 
 pub mod apply;
 pub mod clock;
+pub mod counters;
 pub mod htb;
 pub mod ledger;
 pub mod messages;
@@ -35,6 +36,7 @@ pub mod plan;
 pub mod probe;
 pub mod rootless;
 
+pub use counters::CounterReader;
 pub use ledger::{cleanup_stale, Mode, Teardown};
 pub use names::RunId;
 pub use ocs::{Circuit, CircuitEvent, Ocs, OcsError, Reconfiguration};
@@ -44,7 +46,7 @@ use crate::units::Nanos;
 use ledger::{Ledger, LedgerError, RunState};
 use netlink::{NetlinkError, Rtnl};
 use netns::{NetNs, NetnsError};
-use plan::{FabricPlan, NsRole, PlanError, TOR_UP_INDEX};
+use plan::{FabricPlan, PlanError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -458,44 +460,26 @@ impl Fabric {
             at: clock::now(),
             ..Default::default()
         };
-        let mut wanted: Vec<usize> = (0..self.plan.racks()).map(|r| self.plan.tor_ns(r)).collect();
-        if self.plan.has_ocs() {
-            wanted.push(self.plan.ocs_ns());
-        }
-        for i in wanted {
+        for i in CounterReader::namespaces(&self.plan) {
             let sock = match socks.entry(i) {
                 std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::btree_map::Entry::Vacant(e) => e.insert(self.socket_in(i)?),
             };
-            let links = sock.dump(messages::dump_links(), "reading link counters")?;
-            for m in links {
-                let netlink_packet_route::RouteNetlinkMessage::NewLink(l) = m else {
-                    continue;
-                };
-                let (index, _, rx, tx) = messages::link_counters(&l);
-                match self.plan.namespaces[i].role {
-                    NsRole::Tor(rack) if index == TOR_UP_INDEX => out.uplinks.push(UplinkCounters {
-                        rack,
-                        up_bytes: tx,
-                        down_bytes: rx,
-                    }),
-                    NsRole::Ocs => {
-                        if let Some((rack, port)) = self.plan.ocs_port_of_index(index) {
-                            out.ocs_ports.push(OcsPortCounters {
-                                rack,
-                                port,
-                                from_rack_bytes: rx,
-                                to_rack_bytes: tx,
-                            });
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            counters::collect(&self.plan, i, sock, &mut out)?;
         }
         out.uplinks.sort_by_key(|u| u.rack);
         out.ocs_ports.sort_by_key(|p| (p.rack, p.port));
         Ok(out)
+    }
+
+    /// A reader of the same counters with sockets of its own, to be moved
+    /// to another thread (e.g. a sampler that must not block a control loop).
+    pub fn counter_reader(&self) -> Result<CounterReader, FabricError> {
+        let socks = CounterReader::namespaces(&self.plan)
+            .into_iter()
+            .map(|i| Ok((i, self.socket_in(i)?)))
+            .collect::<Result<Vec<_>, FabricError>>()?;
+        Ok(CounterReader::new(self.plan.clone(), socks))
     }
 
     /// Tears the fabric down: ends processes inside its namespaces, removes

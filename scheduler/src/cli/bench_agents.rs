@@ -1,19 +1,31 @@
-//! `ocslab bench agents`: what the agents cost and deliver, on loopback.
+//! `ocslab bench agents`: what the agents deliver and cost, on the kernel
+//! fabric of `topologies/lab.toml` (4 racks × 4 hosts, 50 Mbit/s host links
+//! and uplinks on this box), with the emulation driver ([`crate::emu`]):
 //!
-//! Starts a control server and two `ocslab-agent` processes (data on
-//! 127.0.0.2 and 127.0.0.3), then measures:
-//! - agent memory when idle (VmRSS from `/proc/<pid>/status`), and again
-//!   after the flows;
-//! - control-plane round trips (ping/pong over QUIC), p50/p99 with
-//!   hdrhistogram;
-//! - goodput of one unpaced agent flow (TCP, and QUIC) from first byte sent
-//!   to last byte received, against iperf3 on the same path when iperf3 is
-//!   installed (runs interleaved, medians compared: the box is shared).
+//! - **one path** (r0h0 → r1h0, across the EPS core): goodput of one agent
+//!   flow against iperf3 on the same path, moving the same bytes (so both
+//!   run as long and pay the same slow start), interleaved, `--runs` times
+//!   each; medians compared. On a shaped path both are capped by the same
+//!   htb class, so the ratio measures the agent, not the box's load;
+//! - **all-to-all shuffle**: every host sends `--shuffle-bytes` to every
+//!   other host as one coflow; its aggregate goodput (bytes ÷ CCT) against
+//!   the max-min bound: the fluid model's goodput for the same flows on the
+//!   same topology (each flow at its bottleneck's fair share);
+//! - **CCT measured vs simulated**: that shuffle and a ring of rack-to-rack
+//!   shuffles arriving 300 ms apart, each coflow's measured CCT ÷ the CCT
+//!   the fluid model predicts for the same flows ([`crate::emu::compare`],
+//!   as `cct_vs_sim.csv` of `ocslab run`);
+//! - control-plane round trips (ping/pong over QUIC) p50/p99, and each
+//!   agent's memory (VmRSS) when idle.
 //!
-//! The all-to-all shuffle on `lab.toml` and the emulation-vs-simulation CCT
-//! ratio need the kernel fabric and the emulation driver; they are reported
-//! as not measured here.
+//! `--loopback` adds the older measurement: two agents outside any
+//! namespace, one unshaped flow on loopback per run against iperf3. There
+//! the flow is CPU-bound, so on a shared box it measures the load of the
+//! moment; it is kept for the raw speed of the data path.
 
+use crate::emu::compare::{self, CctComparison, RatioSummary};
+use crate::emu::{self, EmuConfig, FabricChoice, Lab, LabConfig};
+use crate::model::coflow::{Coflow, CoflowId, FlowId as NetFlowId, FlowSpec as NetFlowSpec};
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
 use ocslab_agent::control::{ControlServer, Event, ServerConfig};
@@ -21,25 +33,39 @@ use ocslab_agent::launch::{agent_binary, AgentLaunch};
 use ocslab_agent::protocol::{
     AgentMsg, Command, FlowDone, FlowId, FlowSpec, JobId, PartitionId, Path, Transport,
 };
-use ocslab_emulator::{Bytes, HostId};
+use ocslab_emulator::fabric::{messages, netlink::Rtnl, rootless, Mode};
+use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use serde::Serialize;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Child, ExitCode};
 use std::time::Duration;
 
 /// Arguments.
 #[derive(clap::Args, Debug)]
 pub struct AgentsArgs {
-    /// Bytes of each measured flow.
-    #[arg(long, default_value = "2GB")]
-    bytes: Bytes,
-    /// Flows per transport (the median is reported).
-    #[arg(long, default_value_t = 3)]
+    /// The topology to measure on.
+    #[arg(long, default_value = "topologies/lab.toml")]
+    topology: PathBuf,
+    /// Bytes of each single-path flow (agent and iperf3 alike).
+    #[arg(long, default_value = "6MB")]
+    path_bytes: Bytes,
+    /// Single-path runs of each (the medians are compared).
+    #[arg(long, default_value_t = 5)]
     runs: u32,
+    /// Bytes of each flow of the all-to-all shuffle.
+    #[arg(long, default_value = "256kB")]
+    shuffle_bytes: Bytes,
     /// Control-plane round trips to measure.
     #[arg(long, default_value_t = 2000)]
     pings: u32,
-    /// Seconds of the iperf3 comparison run.
+    /// Also measure unshaped flows on loopback (CPU-bound; slow).
+    #[arg(long)]
+    loopback: bool,
+    /// Bytes of each loopback flow.
+    #[arg(long, default_value = "1GB")]
+    loopback_bytes: Bytes,
+    /// Seconds of each loopback iperf3 run.
     #[arg(long, default_value_t = 3)]
     iperf_seconds: u32,
     /// Print JSON instead of a table.
@@ -49,6 +75,62 @@ pub struct AgentsArgs {
 
 #[derive(Serialize)]
 struct Report {
+    /// `/proc/loadavg` at the start: the box is shared.
+    loadavg: String,
+    fabric: Option<FabricReport>,
+    /// Why the fabric part did not run.
+    fabric_note: Option<String>,
+    loopback: Option<LoopbackReport>,
+    wall_s: f64,
+}
+
+#[derive(Serialize)]
+struct FabricReport {
+    topology: String,
+    path: PathReport,
+    all_to_all: ShuffleReport,
+    cct_vs_sim: Vec<CctComparison>,
+    cct_vs_sim_summary: RatioSummary,
+    control_rtt_us_p50: f64,
+    control_rtt_us_p99: f64,
+    control_rtt_us_max: f64,
+    control_rtt_samples: u64,
+    rss_idle_kib: Vec<u64>,
+    rss_idle_max_mib: f64,
+}
+
+#[derive(Serialize)]
+struct PathReport {
+    src: HostId,
+    dst: HostId,
+    bytes: u64,
+    /// The path's shaped rate (the smaller of host link and uplink).
+    line_rate_mbps: f64,
+    agent_mbps: Vec<f64>,
+    agent_mbps_median: f64,
+    iperf3_mbps: Vec<f64>,
+    iperf3_mbps_median: Option<f64>,
+    agent_vs_iperf3: Option<f64>,
+    iperf3_note: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ShuffleReport {
+    hosts: u32,
+    flows: u32,
+    flow_bytes: u64,
+    total_bytes: u64,
+    measured_cct_s: f64,
+    fluid_cct_s: f64,
+    goodput_mbps: f64,
+    /// The max-min fluid model's goodput for the same flows.
+    bound_mbps: f64,
+    /// `goodput_mbps ÷ bound_mbps`.
+    efficiency: f64,
+}
+
+#[derive(Serialize)]
+struct LoopbackReport {
     path: String,
     flow_bytes: u64,
     agent_tcp_gbps: Vec<f64>,
@@ -65,23 +147,345 @@ struct Report {
     control_rtt_samples: u64,
     rss_idle_kib: Vec<u64>,
     rss_after_flows_kib: Vec<u64>,
-    not_measured: Vec<String>,
 }
 
 /// Runs the benchmark.
 pub fn run(a: AgentsArgs) -> Result<ExitCode> {
+    let wall = std::time::Instant::now();
+    let loadavg = std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    // Namespaces first, while this process has one thread (rootless needs it).
+    let fabric_ok = match rootless::enter_if_needed() {
+        Err(e) => Err(format!("network namespaces cannot be made here: {e}")),
+        Ok(Mode::Rootless) => Rtnl::open("the rootless namespace")
+            .and_then(|mut s| s.execute(vec![messages::loopback_up()]))
+            .map_err(|e| format!("bringing loopback up in the rootless namespace: {e}")),
+        Ok(Mode::Root) => Ok(()),
+    };
+    let topo = Topology::load(&a.topology)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let report = rt.block_on(measure(&a))?;
+    let (fabric, fabric_note) = match fabric_ok {
+        Ok(()) => (Some(rt.block_on(measure_fabric(&a, &topo))?), None),
+        Err(why) => (None, Some(why)),
+    };
+    let loopback = if a.loopback {
+        Some(rt.block_on(measure_loopback(&a))?)
+    } else {
+        None
+    };
+    let report = Report {
+        loadavg,
+        fabric,
+        fabric_note,
+        loopback,
+        wall_s: wall.elapsed().as_secs_f64(),
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_table(&report);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Flows of the benchmark's replays, with ids unique over the whole lab.
+struct Coflows {
+    next_flow: u64,
+    next_coflow: u64,
+}
+
+impl Coflows {
+    fn coflow(&mut self, arrival: Nanos, pairs: &[(HostId, HostId)], bytes: Bytes) -> Coflow {
+        self.next_coflow += 1;
+        let id = CoflowId(self.next_coflow);
+        let flows = pairs
+            .iter()
+            .map(|&(src, dst)| {
+                self.next_flow += 1;
+                NetFlowSpec {
+                    id: NetFlowId(self.next_flow),
+                    coflow: id,
+                    src,
+                    dst,
+                    bytes,
+                }
+            })
+            .collect();
+        Coflow { id, arrival, flows }
+    }
+}
+
+async fn measure_fabric(a: &AgentsArgs, topo: &Topology) -> Result<FabricReport> {
+    let fabric = FabricChoice::Build {
+        topology_file: Some(a.topology.clone()),
+    };
+    let mut lab = Lab::start(topo, fabric, &LabConfig::default()).await?;
+    let result = fabric_figures(a, topo, &mut lab).await;
+    let stopped = lab.stop().await;
+    let report = result?;
+    stopped?;
+    Ok(report)
+}
+
+async fn fabric_figures(a: &AgentsArgs, topo: &Topology, lab: &mut Lab) -> Result<FabricReport> {
+    let hosts: Vec<HostId> = lab.data_addrs().keys().copied().collect();
+    let cfg = EmuConfig {
+        coflow_policy: "fair".into(),
+        time_limit: Duration::from_secs(60),
+        ..EmuConfig::default()
+    };
+    // Idle memory: after a second of heartbeats only.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_idle = lab
+        .agent_pids()
+        .values()
+        .map(|p| rss_kib(*p))
+        .collect::<Result<Vec<_>>>()?;
+
+    // Control-plane round trips, to the first host's agent.
+    let first = *hosts.first().context("the topology has no host")?;
+    let handle = lab.server()?.host(first).context("first agent gone")?;
+    let mut rtt = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    for _ in 0..a.pings {
+        let d = handle.ping().await?;
+        rtt.record((d.as_micros() as u64).max(1))?;
+    }
+
+    // One path across the EPS core: agent vs iperf3, interleaved.
+    if topo.racks < 2 {
+        bail!("{}: the benchmark needs at least 2 racks", a.topology.display());
+    }
+    let (src, dst) = (HostId::new(0, 0), HostId::new(1, 0));
+    let dst_ip = lab
+        .data_addrs()
+        .get(&dst)
+        .context("no data address for the destination")?
+        .ip()
+        .to_string();
+    let mut ids = Coflows {
+        next_flow: 0,
+        next_coflow: 0,
+    };
+    let (mut agent, mut iperf, mut iperf3_note) = (Vec::new(), Vec::new(), None);
+    for _ in 0..a.runs {
+        if iperf3_note.is_none() {
+            match iperf3_in_fabric(lab, src, dst, &dst_ip, a.path_bytes) {
+                Ok(mbps) => iperf.push(mbps),
+                Err(e) => iperf3_note = Some(format!("{e:#}")),
+            }
+        }
+        let c = ids.coflow(Nanos::ZERO, &[(src, dst)], a.path_bytes);
+        let r = emu::replay_on(lab, &[c], &cfg).await?;
+        let f = r.wire.flows.first().context("the path flow did not finish")?;
+        if !f.verified {
+            bail!("the path flow arrived corrupt");
+        }
+        agent.push(f.bytes_received.0 as f64 * 8.0 / f.fct().as_secs_f64() / 1e6);
+    }
+    let line_rate = topo.host_rate.min(topo.uplink_rate).0 as f64 / 1e6;
+    let iperf_median = (!iperf.is_empty()).then(|| median(&iperf));
+    let agent_median = median(&agent);
+
+    // All-to-all shuffle, then a ring of rack-to-rack shuffles.
+    let pairs: Vec<(HostId, HostId)> = hosts
+        .iter()
+        .flat_map(|&s| hosts.iter().filter(move |&&d| d != s).map(move |&d| (s, d)))
+        .collect();
+    let all = ids.coflow(Nanos::ZERO, &pairs, a.shuffle_bytes);
+    let all_id = all.id;
+    let r = emu::replay_on(lab, &[all], &cfg).await?;
+    let mut rows = compare::compare(topo, &cfg.coflow_policy, &r.wire.flows)?;
+    let row = rows
+        .iter()
+        .find(|c| c.coflow == all_id)
+        .context("the all-to-all shuffle did not finish")?
+        .clone();
+    let total = row.bytes.0;
+    let goodput = total as f64 * 8.0 / row.measured.as_secs_f64() / 1e6;
+    let bound = total as f64 * 8.0 / row.predicted.as_secs_f64() / 1e6;
+    let all_to_all = ShuffleReport {
+        hosts: hosts.len() as u32,
+        flows: row.flows,
+        flow_bytes: a.shuffle_bytes.0,
+        total_bytes: total,
+        measured_cct_s: row.measured.as_secs_f64(),
+        fluid_cct_s: row.predicted.as_secs_f64(),
+        goodput_mbps: goodput,
+        bound_mbps: bound,
+        efficiency: goodput / bound,
+    };
+    let ring: Vec<Coflow> = (0..topo.racks)
+        .map(|r| {
+            let next = (r + 1) % topo.racks;
+            let pairs: Vec<(HostId, HostId)> = (0..topo.hosts_per_rack)
+                .flat_map(|i| {
+                    (0..topo.hosts_per_rack).map(move |j| (HostId::new(r, i), HostId::new(next, j)))
+                })
+                .collect();
+            ids.coflow(Nanos::from_millis(300 * u64::from(r)), &pairs, a.shuffle_bytes)
+        })
+        .collect();
+    let r = emu::replay_on(lab, &ring, &cfg).await?;
+    rows.extend(compare::compare(topo, &cfg.coflow_policy, &r.wire.flows)?);
+
+    Ok(FabricReport {
+        topology: format!("{} ({})", topo.name, a.topology.display()),
+        path: PathReport {
+            src,
+            dst,
+            bytes: a.path_bytes.0,
+            line_rate_mbps: line_rate,
+            agent_mbps_median: agent_median,
+            agent_mbps: agent,
+            agent_vs_iperf3: iperf_median.map(|i| agent_median / i),
+            iperf3_mbps_median: iperf_median,
+            iperf3_mbps: iperf,
+            iperf3_note,
+        },
+        all_to_all,
+        cct_vs_sim_summary: compare::summarize(&rows),
+        cct_vs_sim: rows,
+        control_rtt_us_p50: rtt.value_at_quantile(0.5) as f64,
+        control_rtt_us_p99: rtt.value_at_quantile(0.99) as f64,
+        control_rtt_us_max: rtt.max() as f64,
+        control_rtt_samples: rtt.len(),
+        rss_idle_max_mib: rss_idle.iter().copied().max().unwrap_or(0) as f64 / 1024.0,
+        rss_idle_kib: rss_idle,
+    })
+}
+
+/// iperf3 moving `bytes` from `src` to `dst` (`dst_ip`) inside their host
+/// namespaces; the receiver's goodput in Mbit/s.
+fn iperf3_in_fabric(lab: &Lab, src: HostId, dst: HostId, dst_ip: &str, bytes: Bytes) -> Result<f64> {
+    use std::process::{Command as Proc, Stdio};
+    let port = "5201";
+    let mut server = {
+        let mut c = Proc::new("iperf3");
+        c.args(["-s", "-1", "-B", dst_ip, "-p", port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Killed(
+            lab.fabric()
+                .spawn_in(dst, c)
+                .context("starting iperf3 (apt-get install iperf3); no comparison")?,
+        )
+    };
+    // The server needs a moment to listen: retry the client until it connects.
+    let mut last = String::new();
+    for _ in 0..50 {
+        let mut c = Proc::new("iperf3");
+        c.args(["-c", dst_ip, "-p", port, "-n", &bytes.0.to_string(), "-J"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let child = lab
+            .fabric()
+            .spawn_in(src, c)
+            .context("starting the iperf3 client")?;
+        let out = tokio::task::block_in_place(|| child.wait_with_output()).context("running iperf3")?;
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if let Some(bps) = json["end"]["sum_received"]["bits_per_second"].as_f64() {
+            let _ = tokio::task::block_in_place(|| server.0.wait());
+            return Ok(bps / 1e6);
+        }
+        last = json["error"].as_str().unwrap_or("no result").to_string();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("iperf3 gave no result: {last}")
+}
+
+/// A process killed (by its pid) and reaped when dropped, unless it ended.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn print_table(r: &Report) {
+    println!("ocslab bench agents (load average at start: {})", r.loadavg);
+    match (&r.fabric, &r.fabric_note) {
+        (Some(f), _) => print_fabric(f),
+        (None, Some(why)) => println!("  kernel fabric: not measured: {why}"),
+        (None, None) => {}
+    }
+    if let Some(l) = &r.loopback {
+        print_loopback(l);
+    }
+    println!("  took {:.1} s", r.wall_s);
+}
+
+fn print_fabric(f: &FabricReport) {
+    let list = |v: &[f64]| v.iter().map(|g| format!("{g:.1}")).collect::<Vec<_>>().join(", ");
+    let p = &f.path;
+    println!("kernel fabric: {}", f.topology);
+    println!(
+        "  one path {} -> {} ({} per flow, shaped at {:.1} Mbit/s)",
+        p.src,
+        p.dst,
+        Bytes(p.bytes),
+        p.line_rate_mbps
+    );
+    println!(
+        "    agent TCP   {:>6.1} Mbit/s median  [{}]",
+        p.agent_mbps_median,
+        list(&p.agent_mbps)
+    );
+    match (p.iperf3_mbps_median, p.agent_vs_iperf3) {
+        (Some(i), Some(ratio)) => println!(
+            "    iperf3      {i:>6.1} Mbit/s median  [{}]  agent / iperf3 = {:.1}% (target >= 95%)",
+            list(&p.iperf3_mbps),
+            ratio * 100.0
+        ),
+        _ => println!("    iperf3: {}", p.iperf3_note.as_deref().unwrap_or("not run")),
+    }
+    let s = &f.all_to_all;
+    println!(
+        "  all-to-all shuffle, {} hosts, {} flows x {}: {:.2} s measured, {:.2} s fluid max-min",
+        s.hosts,
+        s.flows,
+        Bytes(s.flow_bytes),
+        s.measured_cct_s,
+        s.fluid_cct_s
+    );
+    println!(
+        "    aggregate goodput {:.1} Mbit/s vs bound {:.1} Mbit/s: {:.1}%",
+        s.goodput_mbps,
+        s.bound_mbps,
+        s.efficiency * 100.0
+    );
+    println!("  CCT measured / simulated, per coflow:");
+    for c in &f.cct_vs_sim {
+        println!(
+            "    coflow {:>2}: {:>3} flows, {:>8}: {:.3} s / {:.3} s = {:.2}",
+            c.coflow.0,
+            c.flows,
+            Bytes(c.bytes.0).to_string(),
+            c.measured.as_secs_f64(),
+            c.predicted.as_secs_f64(),
+            c.ratio
+        );
+    }
+    let m = &f.cct_vs_sim_summary;
+    println!("    mean {:.2}, range {:.2}-{:.2}", m.mean, m.min, m.max);
+    println!(
+        "  control round trip p50 {:.0} us, p99 {:.0} us, max {:.0} us ({} pings)",
+        f.control_rtt_us_p50, f.control_rtt_us_p99, f.control_rtt_us_max, f.control_rtt_samples
+    );
+    println!(
+        "  agent RSS idle: at most {:.1} MiB over {} agents (target < 20 MB)",
+        f.rss_idle_max_mib,
+        f.rss_idle_kib.len()
+    );
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -122,7 +526,8 @@ async fn next_event(server: &mut ControlServer) -> Result<Event> {
     }
 }
 
-async fn measure(a: &AgentsArgs) -> Result<Report> {
+/// The loopback measurement (`--loopback`): two agents outside any namespace.
+async fn measure_loopback(a: &AgentsArgs) -> Result<LoopbackReport> {
     let binary = agent_binary().context(
         "ocslab-agent not found next to ocslab: build it with `cargo build --release -p ocslab-agent`",
     )?;
@@ -188,7 +593,7 @@ async fn measure(a: &AgentsArgs) -> Result<Report> {
                 reduce: flow as u32,
                 seed: 1,
             },
-            bytes: a.bytes,
+            bytes: a.loopback_bytes,
             dst,
             dst_addr,
             path: Path::Eps,
@@ -233,9 +638,9 @@ async fn measure(a: &AgentsArgs) -> Result<Report> {
 
     let iperf3_gbps = (!iperf.is_empty()).then(|| median(&iperf));
     let tcp_median = median(&tcp);
-    Ok(Report {
+    Ok(LoopbackReport {
         path: format!("loopback {} -> {}", ips[0], ips[1]),
-        flow_bytes: a.bytes.0,
+        flow_bytes: a.loopback_bytes.0,
         agent_tcp_gbps_median: tcp_median,
         agent_tcp_gbps: tcp,
         agent_quic_gbps_median: median(&quic),
@@ -250,11 +655,6 @@ async fn measure(a: &AgentsArgs) -> Result<Report> {
         control_rtt_samples: rtt.len(),
         rss_idle_kib: rss_idle,
         rss_after_flows_kib: rss_after,
-        not_measured: vec![
-            "all-to-all shuffle on lab.toml vs bottleneck rates: needs the kernel fabric and the emulation driver"
-                .into(),
-            "CCT emulation vs simulation per coflow: needs the emulation driver".into(),
-        ],
     })
 }
 
@@ -319,10 +719,10 @@ async fn iperf3(src: &str, dst: &str, seconds: u32) -> Result<f64> {
     bail!("iperf3 gave no result: {last}")
 }
 
-fn print_table(r: &Report) {
+fn print_loopback(r: &LoopbackReport) {
     let fmt_list = |v: &[f64]| v.iter().map(|g| format!("{g:.2}")).collect::<Vec<_>>().join(", ");
     println!(
-        "ocslab bench agents — {} ({} per flow)",
+        "loopback (unshaped, CPU-bound): {} ({} per flow)",
         r.path,
         Bytes(r.flow_bytes)
     );
@@ -359,7 +759,4 @@ fn print_table(r: &Report) {
         mib(&r.rss_idle_kib),
         mib(&r.rss_after_flows_kib)
     );
-    for n in &r.not_measured {
-        println!("  not measured: {n}");
-    }
 }

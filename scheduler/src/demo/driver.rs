@@ -4,10 +4,11 @@
 //! folder and checks are the same whichever runs it.
 
 use super::DemoError;
-use crate::emu::experiment::as_sim_outcome;
+use crate::emu::experiment::{as_sim_outcome, summarize_emu};
 use crate::emu::{self, EmuConfig, EmuOutcome, FabricChoice};
 use crate::experiment::Experiment;
 use crate::model::job::Job;
+use crate::report::{summarize, SchedulerSummary};
 use crate::sim::{run_scheduler_with, SimOutcome, SimProgress};
 use std::path::Path;
 use std::time::Duration;
@@ -27,6 +28,13 @@ pub trait Driver {
         jobs: Vec<Job>,
         progress: &mut dyn FnMut(&SimProgress),
     ) -> Result<SimOutcome, DemoError>;
+
+    /// The summary of the `run`-th outcome this driver returned (`out`).
+    /// By default the simulator's ([`summarize`]: bytes per fabric from the
+    /// flow records).
+    fn summary(&self, _run: usize, out: &SimOutcome) -> SchedulerSummary {
+        summarize(out)
+    }
 
     /// Writes what this driver measured beyond the outcomes into the
     /// results folder `dir` (after the common files). Nothing by default.
@@ -113,6 +121,14 @@ impl Driver for Emulator {
         let sim = as_sim_outcome(&out);
         self.runs.push(out);
         Ok(sim)
+    }
+
+    /// The cross-rack bytes per fabric measured on the wire (kernel counters).
+    fn summary(&self, run: usize, out: &SimOutcome) -> SchedulerSummary {
+        match self.runs.get(run) {
+            Some(o) => summarize_emu(o),
+            None => summarize(out),
+        }
     }
 
     fn write_extras(&self, dir: &Path) -> Result<(), DemoError> {

@@ -23,7 +23,7 @@ pub use table::DemoTable;
 use crate::experiment::{Experiment, ExperimentError};
 use crate::progress::Progress;
 use crate::report::results::{self, ResultsError};
-use crate::report::{normalize, summarize, SchedulerSummary};
+use crate::report::{normalize, SchedulerSummary};
 use crate::sim::SimOutcome;
 use ocslab_emulator::Bytes;
 use serde::Serialize;
@@ -154,7 +154,11 @@ pub fn run(driver: &mut dyn Driver, dir: &Path, bar: &Progress) -> Result<DemoOu
     }
     let wall_s = start.elapsed().as_secs_f64();
     bar.finish();
-    let mut summaries: Vec<SchedulerSummary> = outcomes.iter().map(summarize).collect();
+    let mut summaries: Vec<SchedulerSummary> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, o)| driver.summary(i, o))
+        .collect();
     normalize(&mut summaries);
     results::write_as(dir, driver.name(), &exp, &outcomes, &summaries)?;
     driver.write_extras(dir)?;

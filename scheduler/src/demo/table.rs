@@ -24,13 +24,14 @@ pub struct DemoRow {
     pub avg_cct_s: f64,
     /// 95th-percentile (nearest-rank) shuffle CCT, seconds.
     pub p95_cct_s: f64,
-    /// Bytes over OCS circuits ÷ bytes over EPS and OCS, in percent.
+    /// Share of the cross-rack bytes that crossed on a circuit, in percent
+    /// (see [`crate::report::summary`]).
     pub ocs_percent: f64,
     /// Bytes between racks (input reads and shuffle), in GB (10⁹ B).
     pub cross_rack_gb: f64,
-    /// Bytes over EPS.
+    /// Cross-rack bytes over the EPS core.
     pub eps_bytes: u64,
-    /// Bytes over OCS circuits.
+    /// Cross-rack bytes over OCS circuits.
     pub ocs_bytes: u64,
     /// Each figure ÷ the baseline's (NaN, shown as "-", when the baseline's is 0).
     pub vs_baseline: Ratios,
@@ -60,6 +61,9 @@ pub struct DemoTable {
     pub baseline: String,
     /// One row per scheduler, in the order run.
     pub rows: Vec<DemoRow>,
+    /// Where the OCS share's bytes come from (`flow records` in simulation,
+    /// `kernel counters` on the fabric).
+    pub fabric_bytes_from: String,
     /// Schedulers from the shortest average JCT to the longest: the demo's
     /// conclusion (ties keep the order run).
     pub ranking_by_avg_jct: Vec<String>,
@@ -90,6 +94,10 @@ impl DemoTable {
         ranking.sort_by(|a, b| a.avg_jct_s.total_cmp(&b.avg_jct_s));
         DemoTable {
             baseline: base.map(|b| b.scheduler).unwrap_or_default(),
+            fabric_bytes_from: summaries
+                .first()
+                .map(|s| s.fabric_bytes_from.clone())
+                .unwrap_or_default(),
             ranking_by_avg_jct: ranking.iter().map(|r| r.scheduler.clone()).collect(),
             rows,
         }
@@ -159,8 +167,9 @@ impl fmt::Display for DemoTable {
         }
         write!(
             f,
-            "(in brackets: / {}; lower is better except OCS %)",
-            self.baseline
+            "(in brackets: / {}; lower is better except OCS %)\n\
+             OCS %: share of the cross-rack bytes that crossed on a circuit ({})",
+            self.baseline, self.fabric_bytes_from
         )
     }
 }
@@ -186,6 +195,7 @@ mod tests {
             eps_bytes: eps,
             ocs_bytes: ocs,
             ocs_share: ocs as f64 / (eps + ocs) as f64,
+            fabric_bytes_from: crate::report::summary::FROM_FLOW_RECORDS.into(),
             reconfigurations: 0,
             node_local_maps: 0.0,
             flows: 0,

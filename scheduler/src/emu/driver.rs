@@ -15,15 +15,15 @@ use super::lab::Lab;
 use super::metrics::{FabricBytes, WireFlow, WireReport};
 use super::network::{Action, EmuNetwork};
 use super::ocs::{OcsReport, OcsWorker};
+use super::sampler::{Sampler, SamplerReport, UtilizationRecorder};
 use super::tasks::{partition_key, TaskBridge};
 use super::{EmuConfig, EmuError, Fault};
-use crate::engine::{Command as EngineCommand, Engine, Event, Link, LinkLoad};
+use crate::engine::{Command as EngineCommand, Engine, Event};
 use crate::model::coflow::{Coflow, FlowId, FlowSpec};
 use crate::net::CircuitRecord;
 use ocslab_agent::clock;
 use ocslab_agent::control::Event as ControlEvent;
 use ocslab_agent::protocol::{self as wire, AgentMsg, Command, PartitionId};
-use ocslab_emulator::fabric::FabricCounters;
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use tokio::sync::mpsc as tmpsc;
@@ -54,6 +54,7 @@ impl Source {
 enum Wake {
     Control(Option<ControlEvent>),
     Ocs(Option<OcsReport>),
+    Sample(Option<SamplerReport>),
     Timer,
     Interrupt,
 }
@@ -74,8 +75,9 @@ pub(super) struct Driver<'a> {
     pub(super) circuits: Vec<CircuitRecord>,
     circuit_events: u64,
     failed: BTreeMap<FlowId, String>,
-    next_sample: Option<Nanos>,
-    last_counters: Option<FabricCounters>,
+    sampler: Option<Sampler>,
+    sample_rx: tmpsc::UnboundedReceiver<SamplerReport>,
+    util: UtilizationRecorder,
     shuffle_flows_done: u32,
     faults_fired: BTreeSet<usize>,
 }
@@ -87,6 +89,8 @@ impl<'a> Driver<'a> {
         let policy = crate::coflow::by_name(&cfg.coflow_policy)?;
         let net = EmuNetwork::new(&topo, policy, lab.data_addrs().clone(), cfg.transport);
         let (tx, ocs_rx) = tmpsc::unbounded_channel();
+        let (_, sample_rx) = tmpsc::unbounded_channel();
+        let util = UtilizationRecorder::new(&topo);
         let ocs = lab.ocs().map(|o| OcsWorker::start(o, tx));
         Ok(Driver {
             lab,
@@ -103,8 +107,9 @@ impl<'a> Driver<'a> {
             circuits: Vec::new(),
             circuit_events: 0,
             failed: BTreeMap::new(),
-            next_sample: cfg.load_sample_interval,
-            last_counters: None,
+            sampler: None,
+            sample_rx,
+            util,
             shuffle_flows_done: 0,
             faults_fired: BTreeSet::new(),
         })
@@ -129,8 +134,17 @@ impl<'a> Driver<'a> {
     pub(super) async fn run(&mut self) -> Result<WireReport, EmuError> {
         let wall = std::time::Instant::now();
         let before = self.lab.counters()?;
-        self.last_counters = Some(before.clone());
         self.t0 = clock::now();
+        self.util.record(Nanos::ZERO, before.clone());
+        if let Some(every) = self.cfg.load_sample_interval {
+            let (tx, rx) = tmpsc::unbounded_channel();
+            self.sample_rx = rx;
+            let reader = self.lab.counter_reader()?;
+            self.sampler = Some(
+                Sampler::start(reader, every.as_duration(), tx)
+                    .map_err(|e| EmuError::Setup(format!("starting the counter sampler: {e}")))?,
+            );
+        }
         if matches!(self.source, Source::Jobs { .. }) {
             self.engine_event(Nanos::ZERO, Event::Wakeup)?;
         }
@@ -144,7 +158,7 @@ impl<'a> Driver<'a> {
             if now.as_duration() > self.cfg.time_limit {
                 return Err(self.time_limit());
             }
-            let next = [self.source.next_wakeup(), self.net.wake_at(), self.sample_due()]
+            let next = [self.source.next_wakeup(), self.net.wake_at()]
                 .into_iter()
                 .flatten()
                 .min()
@@ -158,6 +172,7 @@ impl<'a> Driver<'a> {
                     _ = &mut ctrl_c => Wake::Interrupt,
                     _ = term.recv() => Wake::Interrupt,
                     r = self.ocs_rx.recv(), if self.ocs.is_some() => Wake::Ocs(r),
+                    c = self.sample_rx.recv(), if self.sampler.is_some() => Wake::Sample(c),
                     e = server.next_event() => Wake::Control(e),
                     _ = sleep => Wake::Timer,
                 }
@@ -168,6 +183,7 @@ impl<'a> Driver<'a> {
                 Wake::Control(None) => return Err(EmuError::Internal("the control server stopped".into())),
                 Wake::Ocs(Some(r)) => self.on_ocs(r)?,
                 Wake::Ocs(None) => self.ocs = None,
+                Wake::Sample(c) => self.on_sample(c)?,
                 Wake::Timer => self.on_timer()?,
             }
             // Everything else already waiting is part of the same instant.
@@ -180,8 +196,12 @@ impl<'a> Driver<'a> {
             let actions = self.net.flush(self.now());
             self.carry_out(actions)?;
         }
+        self.sampler = None; // stops the thread
         let after = self.lab.counters()?;
+        let end = self.exp_time(after.at);
+        self.util.record(end, after.clone());
         let mut report = WireReport::new(std::mem::take(&mut self.wire), self.lost);
+        report.links = self.util.series();
         report.fabric = FabricBytes::between(&before, &after, &report.flows);
         report.dead_hosts = self.dead.iter().copied().collect();
         report.circuit_events = self.circuit_events;
@@ -207,10 +227,6 @@ impl<'a> Driver<'a> {
             in_flight: self.net.in_flight(),
             failed,
         }
-    }
-
-    fn sample_due(&self) -> Option<Nanos> {
-        self.next_sample.filter(|_| self.net.in_flight() > 0)
     }
 
     fn on_timer(&mut self) -> Result<(), EmuError> {
@@ -239,66 +255,31 @@ impl<'a> Driver<'a> {
             let actions = self.net.wake(now);
             self.carry_out(actions)?;
         }
-        if self.sample_due().is_some_and(|t| t <= now) {
-            self.next_sample = self.cfg.load_sample_interval.map(|i| now + i);
-            self.load_sample(now)?;
-        }
         Ok(())
     }
 
-    /// Link loads from the kernel counters since the last reading.
-    fn load_sample(&mut self, now: Nanos) -> Result<(), EmuError> {
-        let c = self.lab.counters()?;
-        let Some(prev) = self.last_counters.replace(c.clone()) else {
-            return Ok(());
-        };
-        let dt = c.at.saturating_sub(prev.at).as_secs_f64();
-        if dt <= 0.0 || !matches!(self.source, Source::Jobs { .. }) {
-            return Ok(());
-        }
-        let util = |bytes: u64, rate: ocslab_emulator::Bps| {
-            if rate.0 == 0 {
-                0.0
-            } else {
-                (bytes as f64 * 8.0 / dt / rate.0 as f64).clamp(0.0, 1.0)
+    /// A counter reading from the sampler: one utilization sample per link
+    /// for the results timeline, and a `LoadSample` for the engine while
+    /// flows are in flight (as the simulation driver does).
+    fn on_sample(&mut self, report: Option<SamplerReport>) -> Result<(), EmuError> {
+        let reading = match report {
+            Some(SamplerReport::Counters(c)) => c,
+            Some(SamplerReport::Failed(why)) => {
+                tracing::warn!("reading the fabric's counters failed, no more load samples: {why}");
+                self.sampler = None;
+                return Ok(());
+            }
+            None => {
+                self.sampler = None;
+                return Ok(());
             }
         };
-        let mut loads = Vec::new();
-        for u in &c.uplinks {
-            let p = prev
-                .uplinks
-                .iter()
-                .find(|x| x.rack == u.rack)
-                .copied()
-                .unwrap_or_default();
-            loads.push(LinkLoad {
-                link: Link::RackUp(u.rack),
-                utilization: util(u.up_bytes.saturating_sub(p.up_bytes), self.topo.uplink_rate),
-            });
-            loads.push(LinkLoad {
-                link: Link::RackDown(u.rack),
-                utilization: util(u.down_bytes.saturating_sub(p.down_bytes), self.topo.uplink_rate),
-            });
+        let at = self.exp_time(reading.at);
+        let loads = self.util.record(at, reading);
+        if loads.is_empty() || self.net.in_flight() == 0 {
+            return Ok(());
         }
-        for o in &c.ocs_ports {
-            let p = prev
-                .ocs_ports
-                .iter()
-                .find(|x| x.rack == o.rack && x.port == o.port)
-                .copied()
-                .unwrap_or_default();
-            loads.push(LinkLoad {
-                link: Link::OcsPort {
-                    rack: o.rack,
-                    port: o.port,
-                },
-                utilization: util(
-                    o.from_rack_bytes.saturating_sub(p.from_rack_bytes),
-                    self.topo.ocs_port_rate,
-                ),
-            });
-        }
-        self.engine_event(now, Event::LoadSample(loads))
+        self.engine_event(at, Event::LoadSample(loads))
     }
 
     fn on_ocs(&mut self, r: OcsReport) -> Result<(), EmuError> {

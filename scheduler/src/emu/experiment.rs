@@ -51,7 +51,8 @@ pub enum RunError {
 #[derive(Clone, Debug, Serialize)]
 pub struct SchedulerRun {
     /// The figures `ocslab sim` reports, from the engine's records; EPS and
-    /// OCS bytes are the kernel's counters (cross-rack EPS uplinks, OCS ports).
+    /// OCS bytes are the kernel's counters (cross-rack EPS uplinks, OCS
+    /// ports: [`summarize_emu`]).
     pub summary: SchedulerSummary,
     /// What was measured on the wire.
     #[serde(skip)]
@@ -80,12 +81,20 @@ pub fn as_sim_outcome(o: &EmuOutcome) -> SimOutcome {
         },
         timeline: NetTimeline {
             circuits: o.circuits.clone(),
-            links: Vec::new(),
+            links: o.wire.links.clone(),
         },
         end: o.end,
         events: 0,
         flows: o.wire.flows.len() as u64 + o.wire.lost_flows,
     }
+}
+
+/// The summary `ocslab sim` would give for the engine's records, with the
+/// cross-rack bytes per fabric measured on the wire (the kernel counters of
+/// the ToR EPS uplinks and the OCS ports; see [`crate::report::summary`]).
+pub fn summarize_emu(o: &EmuOutcome) -> SchedulerSummary {
+    let fab = &o.wire.fabric;
+    summarize(&as_sim_outcome(o)).with_wire_bytes(fab.eps_bytes, fab.ocs_bytes)
 }
 
 /// Runs every task scheduler of `exp` on real bytes, baseline first.
@@ -124,7 +133,7 @@ pub fn run(
                 }
             })?;
         runs.push(SchedulerRun {
-            summary: summarize(&as_sim_outcome(&outcome)),
+            summary: summarize_emu(&outcome),
             cct_vs_sim: compare::summarize(&comparison),
             outcome,
             comparison,

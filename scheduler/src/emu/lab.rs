@@ -17,7 +17,7 @@
 use super::EmuError;
 use ocslab_agent::control::{ControlServer, Event as ControlEvent, ServerConfig};
 use ocslab_agent::launch::{agent_program, AgentLaunch};
-use ocslab_emulator::fabric::{Fabric, FabricCounters, FabricOptions, Ocs, RunId};
+use ocslab_emulator::fabric::{CounterReader, Fabric, FabricCounters, FabricOptions, Ocs, RunId};
 use ocslab_emulator::{HostId, Topology};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
@@ -280,6 +280,11 @@ impl Lab {
     /// The kernel's counters of uplinks and OCS ports.
     pub fn counters(&self) -> Result<FabricCounters, EmuError> {
         Ok(self.fabric.counters()?)
+    }
+
+    /// A reader of the same counters that can move to a sampling thread.
+    pub fn counter_reader(&self) -> Result<CounterReader, EmuError> {
+        Ok(self.fabric.counter_reader()?)
     }
 
     /// The agents' data addresses.

@@ -15,6 +15,7 @@
 //!   received, the "from first byte sent to last byte received".
 
 use crate::model::coflow::{CoflowId, FlowId};
+use crate::net::usage::LinkSeries;
 use hdrhistogram::Histogram;
 use ocslab_agent::protocol as wire;
 use ocslab_emulator::fabric::FabricCounters;
@@ -153,6 +154,15 @@ pub struct FabricBytes {
     pub intended_eps_cross_rack: Bytes,
     /// Payload the senders marked for circuits.
     pub intended_ocs: Bytes,
+    /// Share of the cross-rack bytes that crossed on a circuit, on the
+    /// wire: `ocs_bytes` ÷ (`eps_bytes` + `ocs_bytes`) (the summary's
+    /// `ocs_share` of an emulated run).
+    pub ocs_share: f64,
+    /// The same share of the payload as the senders marked it:
+    /// `intended_ocs` ÷ (`intended_eps_cross_rack` + `intended_ocs`). It is
+    /// a little above `ocs_share` (the ACKs of circuit flows return over
+    /// EPS); far above it means marked packets took EPS.
+    pub ocs_share_marked: f64,
 }
 
 impl FabricBytes {
@@ -190,9 +200,19 @@ impl FabricBytes {
                 _ => {}
             }
         }
+        let share = |eps: u64, ocs: u64| {
+            if eps + ocs > 0 {
+                ocs as f64 / (eps + ocs) as f64
+            } else {
+                0.0
+            }
+        };
+        let (eps_bytes, ocs_bytes) = (eps_uplink.iter().sum(), ocs_delivered.iter().sum());
         FabricBytes {
-            eps_bytes: eps_uplink.iter().sum(),
-            ocs_bytes: ocs_delivered.iter().sum(),
+            eps_bytes,
+            ocs_bytes,
+            ocs_share: share(eps_bytes, ocs_bytes),
+            ocs_share_marked: share(intended_eps_cross_rack.0, intended_ocs.0),
             eps_uplink,
             ocs_delivered,
             intended_eps_cross_rack,
@@ -226,6 +246,10 @@ pub struct WireReport {
     pub circuit_events: u64,
     /// Wall time of the run, seconds.
     pub wall_s: f64,
+    /// Utilization of the EPS uplinks, downlinks and OCS ports over the
+    /// run, sampled from the kernel counters ([`super::sampler`]).
+    #[serde(skip)]
+    pub links: Vec<LinkSeries>,
 }
 
 impl WireReport {
@@ -405,6 +429,37 @@ mod tests {
         assert!(c.verified);
         assert!(!r.coflow(CoflowId(8)).unwrap().verified);
         assert_eq!((r.verified_flows, r.corrupt_flows), (2, 1));
+    }
+
+    #[test]
+    fn the_ocs_share_counts_cross_rack_bytes_only_on_the_wire_and_as_marked() {
+        use ocslab_emulator::fabric::{OcsPortCounters, UplinkCounters};
+        let reading = |up: u64, ocs: u64| FabricCounters {
+            at: Nanos::ZERO,
+            uplinks: vec![UplinkCounters {
+                rack: 0,
+                up_bytes: up,
+                down_bytes: 0,
+            }],
+            ocs_ports: vec![OcsPortCounters {
+                rack: 1,
+                port: 0,
+                from_rack_bytes: 0,
+                to_rack_bytes: ocs,
+            }],
+        };
+        let mut intra = flow(1, 1, 0, 0, 1, true);
+        intra.dst = HostId::new(0, 1);
+        intra.bytes_received = Bytes(1_000_000); // never on an uplink or a port
+        let mut ocs = flow(2, 1, 0, 0, 1, true);
+        ocs.marked = Some(wire::Path::Ocs);
+        ocs.bytes_received = Bytes(300);
+        let f = FabricBytes::between(&reading(1_000, 5_000), &reading(1_100, 5_300), &[intra, ocs]);
+        assert_eq!((f.eps_bytes, f.ocs_bytes), (100, 300));
+        assert_eq!(f.ocs_share, 0.75);
+        // One EPS flow of 100 B across racks, 300 B marked for a circuit.
+        assert_eq!(f.ocs_share_marked, 0.75);
+        assert_eq!(f.intended_eps_cross_rack, Bytes(100));
     }
 
     #[test]

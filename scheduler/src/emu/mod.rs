@@ -17,6 +17,8 @@
 //! - [`driver`] (private): the loop;
 //! - [`metrics`]: what was measured on the wire (FCT, CCT, bytes per fabric
 //!   from the kernel's counters), CSV and JSON;
+//! - [`sampler`]: link utilization over time from the kernel counters,
+//!   read on a thread of its own (the results timeline, engine load samples);
 //! - [`compare`]: measured CCT against the fluid model's prediction for the
 //!   same flows.
 //!
@@ -31,6 +33,7 @@ pub mod lab;
 pub mod metrics;
 pub mod network;
 pub mod ocs;
+pub mod sampler;
 pub mod tasks;
 
 pub use lab::{FabricChoice, Lab, LabConfig};
@@ -125,8 +128,9 @@ pub struct EmuConfig {
     pub transport: Transport,
     /// Agents and control plane.
     pub lab: LabConfig,
-    /// Feed the engine link loads from the kernel counters this often while
-    /// flows are in flight (`None`: never).
+    /// Read the kernel counters this often: every reading adds a sample to
+    /// the links' utilization timeline and, while flows are in flight, is
+    /// fed to the engine as link loads (`None`: neither).
     pub load_sample_interval: Option<Nanos>,
     /// Give up after this long (wall time of the run, not the set-up).
     pub time_limit: Duration,
@@ -322,7 +326,7 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
             stats,
             circuits,
             makespan,
-            links: Vec::new(),
+            links: wire.links.clone(),
         },
         wire,
         net,

@@ -8,8 +8,17 @@
 //! CCT: of each job's shuffle coflow that moved bytes over the network,
 //! last flow end − first flow start. Percentiles are nearest-rank.
 //! Throughput: jobs ÷ makespan. Cross-rack bytes: input reads and shuffle
-//! flows between racks. EPS/OCS bytes and reconfigurations: as the network
-//! model counted them.
+//! flows between racks. Reconfigurations: as the network model counted them.
+//!
+//! Bytes over OCS, one definition for every driver: **the share of the
+//! cross-rack bytes that crossed on a circuit** (`ocs_share` = `ocs_bytes` ÷
+//! (`eps_bytes` + `ocs_bytes`), where `eps_bytes` are the cross-rack bytes
+//! that crossed the EPS core and `ocs_bytes` those carried by circuits;
+//! input reads and shuffle alike, intra-rack bytes in neither). The
+//! simulator counts it from its flow records ([`summarize`]); the emulation
+//! measures it on the wire, from the kernel counters of the ToR EPS uplinks
+//! and the OCS ports ([`SchedulerSummary::with_wire_bytes`]).
+//! `fabric_bytes_from` says which.
 
 use crate::engine::FlowKind;
 use crate::sim::SimOutcome;
@@ -43,12 +52,17 @@ pub struct SchedulerSummary {
     pub shuffle_network_bytes: u64,
     /// Input bytes read over the network.
     pub input_network_bytes: u64,
-    /// Bytes over EPS.
+    /// Cross-rack bytes over the EPS core.
     pub eps_bytes: u64,
-    /// Bytes over OCS circuits.
+    /// Cross-rack bytes over OCS circuits.
     pub ocs_bytes: u64,
-    /// OCS bytes ÷ (EPS + OCS bytes).
+    /// Share of the cross-rack bytes that crossed on a circuit:
+    /// `ocs_bytes` ÷ (`eps_bytes` + `ocs_bytes`), 0 when nothing crossed.
     pub ocs_share: f64,
+    /// Where `eps_bytes` and `ocs_bytes` come from: `"flow records"`
+    /// (payload of cross-rack flows, simulation) or `"kernel counters"`
+    /// (frames on the ToR uplinks and OCS ports, emulation).
+    pub fabric_bytes_from: String,
     /// Circuits set up.
     pub reconfigurations: u64,
     /// Fraction of map attempts that ran node-local.
@@ -116,7 +130,7 @@ pub fn summarize(out: &SimOutcome) -> SchedulerSummary {
         .iter()
         .filter(|t| t.locality == Some(crate::engine::Locality::NodeLocal))
         .count();
-    let (eps, ocs) = (out.net.eps_bytes.0, out.net.ocs_bytes.0);
+    let (eps, ocs) = cross_rack_bytes_by_fabric(r);
     let hours = makespan.as_secs_f64() / 3600.0;
     SchedulerSummary {
         name: out.policy.clone(),
@@ -137,15 +151,47 @@ pub fn summarize(out: &SimOutcome) -> SchedulerSummary {
         input_network_bytes: bytes_of(FlowKind::Input),
         eps_bytes: eps,
         ocs_bytes: ocs,
-        ocs_share: if eps + ocs > 0 {
-            ocs as f64 / (eps + ocs) as f64
-        } else {
-            0.0
-        },
+        ocs_share: share(eps, ocs),
+        fabric_bytes_from: FROM_FLOW_RECORDS.into(),
         reconfigurations: out.net.reconfigurations,
         node_local_maps: if maps > 0 { local as f64 / maps as f64 } else { 0.0 },
         flows: out.flows,
         normalized: Normalized::default(),
+    }
+}
+
+/// [`SchedulerSummary::fabric_bytes_from`] of the simulator's figures.
+pub const FROM_FLOW_RECORDS: &str = "flow records";
+/// [`SchedulerSummary::fabric_bytes_from`] of figures measured on the wire.
+pub const FROM_KERNEL_COUNTERS: &str = "kernel counters";
+
+impl SchedulerSummary {
+    /// The same summary with the cross-rack bytes per fabric measured on
+    /// the wire: `eps` bytes sent up the ToRs' EPS uplinks and `ocs` bytes
+    /// the OCS ports carried (kernel counters, frames with headers).
+    pub fn with_wire_bytes(mut self, eps: u64, ocs: u64) -> SchedulerSummary {
+        self.eps_bytes = eps;
+        self.ocs_bytes = ocs;
+        self.ocs_share = share(eps, ocs);
+        self.fabric_bytes_from = FROM_KERNEL_COUNTERS.into();
+        self
+    }
+}
+
+/// Cross-rack payload bytes over (EPS, OCS) from the flow records: every
+/// flow between racks that moved bytes, useful or not (its bytes crossed).
+pub fn cross_rack_bytes_by_fabric(r: &crate::engine::Records) -> (u64, u64) {
+    r.flows
+        .iter()
+        .filter(|f| f.src.rack != f.dst.rack)
+        .fold((0, 0), |(e, o), f| (e + f.eps_bytes.0, o + f.ocs_bytes.0))
+}
+
+fn share(eps: u64, ocs: u64) -> f64 {
+    if eps + ocs > 0 {
+        ocs as f64 / (eps + ocs) as f64
+    } else {
+        0.0
     }
 }
 
@@ -188,6 +234,44 @@ pub fn percentile(v: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ocs_share_counts_cross_rack_bytes_only() {
+        use crate::engine::{AttemptId, FlowRecord, Records};
+        use crate::model::coflow::{CoflowId, FlowId};
+        use crate::model::job::{JobId, TaskId, TaskKind};
+        use ocslab_emulator::{Bytes, HostId};
+        let flow = |id: u64, dst: HostId, eps: u64, ocs: u64| FlowRecord {
+            flow: FlowId(id),
+            coflow: CoflowId(0),
+            job: JobId(0),
+            kind: FlowKind::Shuffle,
+            attempt: AttemptId {
+                task: TaskId {
+                    job: JobId(0),
+                    kind: TaskKind::Reduce,
+                    index: 0,
+                },
+                n: 0,
+            },
+            src: HostId::new(0, 0),
+            dst,
+            bytes: Bytes(eps + ocs),
+            started: Nanos::ZERO,
+            finished: Some(Nanos(1)),
+            eps_bytes: Bytes(eps),
+            ocs_bytes: Bytes(ocs),
+            useful: true,
+        };
+        let mut r = Records::default();
+        // Intra-rack bytes go over the ToR only: in neither fabric's count.
+        r.flows.push(flow(1, HostId::new(0, 1), 1_000_000, 0));
+        r.flows.push(flow(2, HostId::new(1, 0), 100, 0));
+        r.flows.push(flow(3, HostId::new(2, 0), 0, 300));
+        assert_eq!(cross_rack_bytes_by_fabric(&r), (100, 300));
+        assert_eq!(share(100, 300), 0.75);
+        assert_eq!(share(0, 0), 0.0);
+    }
 
     #[test]
     fn nearest_rank_percentiles() {
