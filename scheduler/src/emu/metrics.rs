@@ -436,11 +436,18 @@ mod tests {
         use ocslab_emulator::fabric::{OcsPortCounters, UplinkCounters};
         let reading = |up: u64, ocs: u64| FabricCounters {
             at: Nanos::ZERO,
-            uplinks: vec![UplinkCounters {
-                rack: 0,
-                up_bytes: up,
-                down_bytes: 0,
-            }],
+            uplinks: vec![
+                UplinkCounters {
+                    rack: 0,
+                    up_bytes: up,
+                    down_bytes: 0,
+                },
+                UplinkCounters {
+                    rack: 1,
+                    up_bytes: 0,
+                    down_bytes: up,
+                },
+            ],
             ocs_ports: vec![OcsPortCounters {
                 rack: 1,
                 port: 0,
@@ -454,7 +461,8 @@ mod tests {
         let mut ocs = flow(2, 1, 0, 0, 1, true);
         ocs.marked = Some(wire::Path::Ocs);
         ocs.bytes_received = Bytes(300);
-        let f = FabricBytes::between(&reading(1_000, 5_000), &reading(1_100, 5_300), &[intra, ocs]);
+        let eps = flow(3, 1, 0, 0, 1, true); // 100 B from rack 0 to rack 1
+        let f = FabricBytes::between(&reading(1_000, 5_000), &reading(1_100, 5_300), &[intra, ocs, eps]);
         assert_eq!((f.eps_bytes, f.ocs_bytes), (100, 300));
         assert_eq!(f.ocs_share, 0.75);
         // One EPS flow of 100 B across racks, 300 B marked for a circuit.

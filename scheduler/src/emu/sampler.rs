@@ -51,7 +51,8 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts reading `reader` now and then every `interval`, sending each
+    /// Starts reading `reader` every `interval` (the first reading one
+    /// interval from now: the caller holds the baseline), sending each
     /// reading to `tx`. The thread ends when the sampler is dropped, when
     /// `tx`'s receiver is gone, or after a failed reading.
     pub fn start(
@@ -63,8 +64,14 @@ impl Sampler {
         let thread = std::thread::Builder::new()
             .name("counter-sampler".into())
             .spawn(move || {
-                let mut next = Instant::now();
+                let mut next = Instant::now() + interval;
                 loop {
+                    // Waits for the next tick or a stop, whichever comes first.
+                    let now = Instant::now();
+                    match stopped.recv_timeout(next.saturating_duration_since(now)) {
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
                     let report = match reader.read() {
                         Ok(c) => SamplerReport::Counters(c),
                         Err(e) => SamplerReport::Failed(e.to_string()),
@@ -76,12 +83,8 @@ impl Sampler {
                     next += interval;
                     let now = Instant::now();
                     if next < now {
-                        next = now; // fell behind (a loaded box): skip, do not burst
-                    }
-                    // Waits for the next tick or a stop, whichever comes first.
-                    match stopped.recv_timeout(next - now) {
-                        Err(mpsc::RecvTimeoutError::Timeout) => {}
-                        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        // Fell more than a tick behind (a loaded box): skip, do not burst.
+                        next = now + interval;
                     }
                 }
             })?;
