@@ -127,6 +127,15 @@ struct ShuffleReport {
     bound_mbps: f64,
     /// `goodput_mbps ÷ bound_mbps`.
     efficiency: f64,
+    /// Median flow completion time (first byte sent → last byte received).
+    fct_p50_s: f64,
+    /// The slowest flow's.
+    fct_max_s: f64,
+    /// Longest wait from a flow's request to its first byte sent (the TCP
+    /// connect: a lost SYN costs 1 s, then 2 s more).
+    start_delay_max_s: f64,
+    /// Flows that waited 1 s or more to send their first byte.
+    flows_started_1s_late: u32,
 }
 
 #[derive(Serialize)]
@@ -309,6 +318,13 @@ async fn fabric_figures(a: &AgentsArgs, topo: &Topology, lab: &mut Lab) -> Resul
     let total = row.bytes.0;
     let goodput = total as f64 * 8.0 / row.measured.as_secs_f64() / 1e6;
     let bound = total as f64 * 8.0 / row.predicted.as_secs_f64() / 1e6;
+    let fcts: Vec<f64> = r.wire.flows.iter().map(|f| f.fct().as_secs_f64()).collect();
+    let delays: Vec<f64> = r
+        .wire
+        .flows
+        .iter()
+        .map(|f| f.start.saturating_sub(f.requested).as_secs_f64())
+        .collect();
     let all_to_all = ShuffleReport {
         hosts: hosts.len() as u32,
         flows: row.flows,
@@ -319,6 +335,10 @@ async fn fabric_figures(a: &AgentsArgs, topo: &Topology, lab: &mut Lab) -> Resul
         goodput_mbps: goodput,
         bound_mbps: bound,
         efficiency: goodput / bound,
+        fct_p50_s: median(&fcts),
+        fct_max_s: fcts.iter().copied().fold(0.0, f64::max),
+        start_delay_max_s: delays.iter().copied().fold(0.0, f64::max),
+        flows_started_1s_late: delays.iter().filter(|&&d| d >= 1.0).count() as u32,
     };
     let ring: Vec<Coflow> = (0..topo.racks)
         .map(|r| {
@@ -462,6 +482,10 @@ fn print_fabric(f: &FabricReport) {
         s.goodput_mbps,
         s.bound_mbps,
         s.efficiency * 100.0
+    );
+    println!(
+        "    flows: FCT median {:.2} s, max {:.2} s; first byte up to {:.2} s after the request, {} flows >= 1 s late",
+        s.fct_p50_s, s.fct_max_s, s.start_delay_max_s, s.flows_started_1s_late
     );
     println!("  CCT measured / simulated, per coflow:");
     for c in &f.cct_vs_sim {
