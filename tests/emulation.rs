@@ -392,7 +392,10 @@ fn a_slow_host_computes_longer_and_a_straggler_window_stretches_a_running_comput
     // start-up jitter) what a nominal host took for the same map.
     assert!(slow >= Nanos(4 * nominal.0), "{slow}");
     assert!(slow.0 as f64 >= 3.5 * fast.0 as f64, "{slow} vs {fast}");
-    assert!(fast < Nanos(2 * nominal.0), "nominal hosts are not slowed: {fast}");
+    assert!(
+        fast < Nanos(2 * nominal.0),
+        "nominal hosts are not slowed: {fast}"
+    );
     // 300 ms at full speed, then the other ~300 ms of work at a quarter
     // speed (~1.2 s): about 1.5 s, more than nominal, less than all-slow.
     assert!(straggler >= Nanos::from_millis(1300), "{straggler}");

@@ -204,7 +204,11 @@ fn print_perturbations(runs: &[SchedulerRun]) {
             p.flows_cut,
             p.jobs_finished,
             p.jobs,
-            if p.all_verified { "every partition verified" } else { "NOT all verified" },
+            if p.all_verified {
+                "every partition verified"
+            } else {
+                "NOT all verified"
+            },
         );
         println!(
             "  {name}: avg JCT {:.2} s (without: {} s), makespan {:.2} s (without: {} s)",

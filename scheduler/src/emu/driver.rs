@@ -164,11 +164,11 @@ impl<'a> Driver<'a> {
                 self.sample_due(),
                 self.perturb.next_at(),
             ]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(Nanos::from_secs_f64(self.cfg.time_limit.as_secs_f64()))
-                .min(Nanos::from_secs_f64(self.cfg.time_limit.as_secs_f64()) + Nanos::from_millis(1));
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(Nanos::from_secs_f64(self.cfg.time_limit.as_secs_f64()))
+            .min(Nanos::from_secs_f64(self.cfg.time_limit.as_secs_f64()) + Nanos::from_millis(1));
             let sleep = tokio::time::sleep(next.saturating_sub(now).as_duration());
             let wake = {
                 let server = self.lab.server()?;

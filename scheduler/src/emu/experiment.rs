@@ -22,8 +22,8 @@ use super::{run_jobs, EmuConfig, EmuError, EmuOutcome, FabricChoice};
 use crate::engine::{Outcome, Records};
 use crate::experiment::{Experiment, ExperimentError};
 use crate::model::job::TaskId;
-use crate::perturb::Timeline;
 use crate::net::{NetStats, NetTimeline};
+use crate::perturb::Timeline;
 use crate::policy::PolicyError;
 use crate::report::{normalize, results, summarize, SchedulerSummary};
 use crate::sim::SimOutcome;
@@ -122,7 +122,9 @@ impl PerturbSummary {
         let bytes_rerun = r
             .flows
             .iter()
-            .filter(|f| f.finished.is_some() && f.useful && f.attempt.n > 0 && rerun.contains(&f.attempt.task))
+            .filter(|f| {
+                f.finished.is_some() && f.useful && f.attempt.n > 0 && rerun.contains(&f.attempt.task)
+            })
             .map(|f| f.bytes.0)
             .sum();
         let bytes_wasted = run
@@ -142,7 +144,8 @@ impl PerturbSummary {
             flows_cut: run.wire.lost_flows,
             jobs_finished: r.jobs.values().filter(|j| j.finished.is_some()).count(),
             jobs: r.jobs.len(),
-            all_verified: run.wire.corrupt_flows == 0 && run.wire.flows.iter().all(|f| f.verified || !f.useful),
+            all_verified: run.wire.corrupt_flows == 0
+                && run.wire.flows.iter().all(|f| f.verified || !f.useful),
             avg_jct_s: summary.avg_jct_s,
             makespan_s: summary.makespan_s,
             unperturbed_avg_jct_s: baseline.map(|b| b.avg_jct_s),
