@@ -49,6 +49,9 @@ pub enum RunError {
         /// What failed.
         source: EmuError,
     },
+    /// A perturbation emulation cannot carry out (a link window).
+    #[error("perturbations: {0}")]
+    Perturbation(String),
     /// The results folder could not be written.
     #[error("writing results to {dir}: {why}")]
     Results {
@@ -209,6 +212,8 @@ pub fn run(
     cfg.coflow_policy = exp.coflow_scheduler.clone();
     cfg.seed = exp.seed;
     let timeline = Timeline::of(&exp.perturbations);
+    // Refused before any fabric is built.
+    super::perturb::PerturbPlan::new(&timeline).map_err(|e| RunError::Perturbation(e.to_string()))?;
     cfg.perturbations = timeline.clone();
     let mut engine = exp.engine.clone();
     timeline.apply_base(&mut engine);
