@@ -162,6 +162,28 @@ fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+#[test]
+fn ocslab_run_refuses_a_link_window_before_building_a_fabric() {
+    use ocslab_scheduler::cli::run::{run as run_emu, RunArgs};
+    let dir = scratch("run-link");
+    let exp = experiment(&dir, "[\"fair\"]");
+    let err = run_emu(RunArgs {
+        experiment: exp,
+        json: false,
+        out: Some(dir.join("out")),
+        run: None,
+        time_limit: 10,
+        transport: "tcp".into(),
+        perturb: vec!["link-down:r0-up@1s+1s".into()],
+        no_unperturbed: false,
+    })
+    .expect_err("links cannot go down under emulation yet");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("perturbations") && msg.contains("link"), "{msg}");
+    assert!(!dir.join("out").exists(), "nothing ran");
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// Rows of a CSV as maps from column to cell.
 fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -11,13 +11,16 @@
 //! - the kernel counters give a utilization timeline of every uplink and OCS
 //!   port, and the engine gets them as load samples;
 //! - an agent killed mid-shuffle is detected, its tasks re-run elsewhere and
-//!   the job completes with verified bytes.
+//!   the job completes with verified bytes;
+//! - a slow host's agent computes `1 / speed` times longer, and a straggler
+//!   window that opens mid-compute stretches the rest of it (retime).
 
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use ocslab_scheduler::emu::{self, compare, EmuConfig, FabricChoice, Fault, LabConfig};
 use ocslab_scheduler::engine::{shuffle_coflow, ClusterView, EngineConfig, Link, Outcome};
 use ocslab_scheduler::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
 use ocslab_scheduler::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, TaskId, TaskKind, UserId};
+use ocslab_scheduler::perturb::{Perturbation, Timeline};
 use ocslab_scheduler::policy::{TaskChoice, TaskPolicy};
 use ocslab_tests::{skip, topology, topology_from, topology_path};
 use std::path::PathBuf;
@@ -411,4 +414,74 @@ fn an_agent_killed_mid_shuffle_is_replaced_and_the_job_completes_verified() {
     // The bytes the job used were all verified.
     assert_eq!(out.wire.corrupt_flows, 0);
     assert!(out.wire.flows.iter().filter(|f| f.useful).all(|f| f.verified));
+}
+
+/// Runs map `m` of the job on host `m` (in `host_ids` order), nothing else.
+struct PinnedMaps;
+
+impl TaskPolicy for PinnedMaps {
+    fn name(&self) -> &str {
+        "pinned-maps"
+    }
+    fn on_free_slot(&mut self, _now: Nanos, view: &ClusterView<'_>, host: HostId) -> Option<TaskChoice> {
+        let job = view.active_jobs().next()?;
+        let m = view.topology().host_ids().position(|h| h == host)? as u32;
+        job.pending_maps()
+            .contains(&m)
+            .then(|| TaskChoice::Run(TaskId::map(job.id(), m)))
+    }
+}
+
+#[test]
+fn a_slow_host_computes_longer_and_a_straggler_window_stretches_a_running_compute() {
+    if skip("a_slow_host_computes_longer_and_a_straggler_window_stretches_a_running_compute") {
+        return;
+    }
+    let topo = topology("tiny");
+    // One map per host, 600 ms of nominal compute each, no reduces.
+    let nominal = Nanos::from_millis(600);
+    let mut job = shuffle_job(&topo, 0, Bytes(0));
+    for m in &mut job.maps {
+        m.duration = nominal;
+        m.input = Bytes(1000);
+    }
+    job.shuffle = Shuffle::Ratio(0.0);
+    let perturbations: Vec<Perturbation> = ["speed:r0h0:0.25", "straggler:r0h1:0.25@300ms+100s"]
+        .iter()
+        .map(|s| Perturbation::parse_cli(s, &topo).expect("valid"))
+        .collect();
+    let timeline = Timeline::of(&perturbations);
+    let mut cfg = config("fair");
+    cfg.perturbations = timeline.clone();
+    let mut engine = engine_config();
+    timeline.apply_base(&mut engine);
+    let out = emu::run_jobs(&topo, build(&topo), vec![job], Box::new(PinnedMaps), engine, &cfg)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let took = |h: HostId| {
+        let t = out
+            .records
+            .tasks
+            .iter()
+            .find(|t| t.host == h && t.outcome == Outcome::Finished)
+            .unwrap_or_else(|| panic!("a finished map on {h}"));
+        t.ended - t.compute_started.expect("computed")
+    };
+    let slow = took(HostId::new(0, 0));
+    let straggler = took(HostId::new(0, 1));
+    let fast = took(HostId::new(1, 0)).max(took(HostId::new(1, 1)));
+    println!("compute: slow {slow}, straggler {straggler}, nominal hosts {fast} (nominal {nominal})");
+    // A quarter-speed host: at least 4x the nominal compute, and 4x (less
+    // start-up jitter) what a nominal host took for the same map.
+    assert!(slow >= Nanos(4 * nominal.0), "{slow}");
+    assert!(slow.0 as f64 >= 3.5 * fast.0 as f64, "{slow} vs {fast}");
+    assert!(
+        fast < Nanos(2 * nominal.0),
+        "nominal hosts are not slowed: {fast}"
+    );
+    // 300 ms at full speed, then the other ~300 ms of work at a quarter
+    // speed (~1.2 s): about 1.5 s, more than nominal, less than all-slow.
+    assert!(straggler >= Nanos::from_millis(1300), "{straggler}");
+    assert!(straggler < slow, "{straggler} vs {slow}");
+    // r0h0's base speed and the window's start; the run ends before the window does.
+    assert_eq!(out.perturbations.speed_changes, 2, "{:?}", out.perturbations);
 }

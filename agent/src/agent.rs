@@ -142,6 +142,16 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
             Command::RunMap(t) => tasks.start_map(t),
             Command::RunReduce(t) => tasks.start_reduce(t),
             Command::KillTask { task } => tasks.kill(task),
+            Command::SetSpeed { speed } => {
+                tracing::info!(host = %config.host, %speed, "compute speed set");
+                tasks.set_speed(speed);
+            }
+            Command::RetimeTask { task, remaining } => {
+                // A task that already finished needs no retime (a race, not an error).
+                if !tasks.retime(task, remaining) {
+                    tracing::debug!(%task, "retime of a task no longer running");
+                }
+            }
             Command::StartFlow(spec) => {
                 let flow = spec.flow;
                 let mut map = lock(&senders);

@@ -27,7 +27,12 @@ use std::net::SocketAddr;
 
 /// The protocol version this build speaks. A hello carrying another version
 /// is refused, naming both.
-pub const PROTOCOL_VERSION: u32 = 1;
+///
+/// Version 2 added [`Command::SetSpeed`] and [`Command::RetimeTask`] (and made
+/// a task's `compute` its nominal time, stretched by the agent's speed); a
+/// version-1 agent could not decode them and would drop its connection, so
+/// the handshake refuses it instead.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The TOS byte that marks a packet as OCS-bound: ToRs route it by policy
 /// (`ip rule add tos 0x08 lookup 100`) to the circuit when one is up. Only
@@ -223,6 +228,51 @@ pub enum HelloReply {
 
 // ---------------------------------------------------------------- commands
 
+/// A host's compute speed relative to nominal, in millionths (1 000 000 =
+/// nominal, 500 000 = half speed): an integer on the wire like every other
+/// unit. A compute phase of nominal length `t` takes `t / speed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Speed(pub u32);
+
+impl Speed {
+    /// Nominal speed (1.0).
+    pub const NOMINAL: Speed = Speed(1_000_000);
+
+    /// The speed of a relative factor (`0.5`: half speed), rounded to
+    /// millionths; `None` unless finite, > 0 and at most 4000.
+    pub fn from_factor(factor: f64) -> Option<Speed> {
+        let m = (factor * 1e6).round();
+        (factor.is_finite() && factor > 0.0 && (1.0..=4e9).contains(&m)).then_some(Speed(m as u32))
+    }
+
+    /// The relative factor (1.0 = nominal).
+    pub fn factor(self) -> f64 {
+        f64::from(self.0) / 1e6
+    }
+
+    /// How long `nominal` of compute takes at this speed (rounded to the ns).
+    pub fn stretch(self, nominal: Nanos) -> Nanos {
+        if self == Speed::NOMINAL || self.0 == 0 {
+            return nominal;
+        }
+        let ns = u128::from(nominal.0) * 1_000_000 / u128::from(self.0);
+        Nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+}
+
+impl Default for Speed {
+    fn default() -> Speed {
+        Speed::NOMINAL
+    }
+}
+
+impl std::fmt::Display for Speed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x", self.factor())
+    }
+}
+
 /// A map task: read an input block, compute, write one partition per reducer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapTask {
@@ -237,7 +287,8 @@ pub struct MapTask {
     /// Size of the input block.
     #[serde(with = "raw")]
     pub input: Bytes,
-    /// Compute time, spent after reading the input.
+    /// Nominal compute time (at speed 1), spent after reading the input,
+    /// stretched by the agent's [`Speed`].
     #[serde(with = "raw")]
     pub compute: Nanos,
     /// Size of the partition for each reducer, indexed by reducer.
@@ -269,7 +320,8 @@ pub struct ReduceTask {
     pub job: JobId,
     /// Its index within the job.
     pub reduce: u32,
-    /// Compute time, spent after the last input arrived.
+    /// Nominal compute time (at speed 1), spent after the last input
+    /// arrived, stretched by the agent's [`Speed`].
     #[serde(with = "raw")]
     pub compute: Nanos,
     /// The partitions to receive.
@@ -333,6 +385,25 @@ pub enum Command {
     KillTask {
         /// The task.
         task: TaskId,
+    },
+    /// From now on this host computes at `speed` (a slow host, or a CPU
+    /// straggler beginning or ending): compute phases that begin after this
+    /// take their nominal time divided by it. Phases already running keep
+    /// their end; the scheduler moves it with [`Command::RetimeTask`].
+    SetSpeed {
+        /// The new speed.
+        speed: Speed,
+    },
+    /// The compute of a running task now ends `remaining` after this command
+    /// is received (its host's speed changed). A task still reading its input
+    /// or waiting for partitions computes for `remaining` once it gets there,
+    /// not stretched again. Unknown tasks (already finished) are ignored.
+    RetimeTask {
+        /// The task.
+        task: TaskId,
+        /// Compute time left, at the host's new speed.
+        #[serde(with = "raw")]
+        remaining: Nanos,
     },
     /// Answer with a [`AgentMsg::Pong`] carrying the same nonce.
     Ping {
@@ -662,6 +733,32 @@ mod tests {
         };
         let text = serde_json::to_string(&done).unwrap();
         assert_eq!(serde_json::from_str::<AgentMsg>(&text).unwrap(), done);
+    }
+
+    #[test]
+    fn speed_commands_travel_as_integers_and_stretch_compute() {
+        let half = Speed::from_factor(0.5).expect("valid");
+        assert_eq!(half, Speed(500_000));
+        assert_eq!(half.stretch(Nanos::from_millis(300)), Nanos::from_millis(600));
+        assert_eq!(Speed::NOMINAL.stretch(Nanos(7)), Nanos(7));
+        assert_eq!(
+            Speed::from_factor(2.0).map(|s| s.stretch(Nanos(10))),
+            Some(Nanos(5))
+        );
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-9, 1e6] {
+            assert_eq!(Speed::from_factor(bad), None, "{bad}");
+        }
+        for cmd in [
+            Command::SetSpeed { speed: half },
+            Command::RetimeTask {
+                task: TaskId(4),
+                remaining: Nanos(1_000_000_007),
+            },
+        ] {
+            let text = serde_json::to_string(&cmd).unwrap();
+            assert!(text.contains("500000") || text.contains("1000000007"), "{text}");
+            assert_eq!(serde_json::from_str::<Command>(&text).unwrap(), cmd);
+        }
     }
 
     #[test]

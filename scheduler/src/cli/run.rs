@@ -39,11 +39,24 @@ pub struct RunArgs {
     /// Data-plane transport of the agents.
     #[arg(long, value_parser = ["tcp", "quic"], default_value = "tcp")]
     pub transport: String,
+    /// Add a perturbation (repeatable), carried out for real: speed:HOST:S,
+    /// straggler:HOST:S@AT+FOR, kill:HOST@AT+DOWN (see `ocslab sim --help`).
+    #[arg(long = "perturb", value_name = "SPEC")]
+    pub perturb: Vec<String>,
+    /// With timed perturbations, do not run each scheduler a second time
+    /// without them (the report then has no JCT without them).
+    #[arg(long)]
+    pub no_unperturbed: bool,
 }
 
 /// Runs `ocslab run`.
 pub fn run(a: RunArgs) -> Result<ExitCode> {
-    let exp = Experiment::load(&a.experiment)?;
+    let mut exp = Experiment::load(&a.experiment)?;
+    for spec in &a.perturb {
+        let p = crate::perturb::Perturbation::parse_cli(spec, &exp.topology)
+            .map_err(|e| anyhow::anyhow!("--perturb {e}"))?;
+        exp.perturbations.push(p);
+    }
     exp.topology
         .check_emulable(&exp.topology_file)
         .context("this experiment's topology cannot run on this box; use `ocslab sim`")?;
@@ -63,7 +76,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         },
     };
     let quiet = a.json;
-    let runs = run_emu(&exp, &cfg, &fabric, |name| {
+    let runs = run_emu(&exp, &cfg, &fabric, !a.no_unperturbed, |name| {
         if !quiet {
             eprintln!("running {name} on {} with real bytes ...", exp.topology.name);
         }
@@ -98,6 +111,9 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
                         "wall_s": r.outcome.wire.wall_s,
                     }));
                     m.insert("cct_vs_sim".into(), serde_json::to_value(&r.cct_vs_sim).unwrap_or_default());
+                    if let Some(p) = &r.perturbations {
+                        m.insert("perturbations".into(), serde_json::to_value(p).unwrap_or_default());
+                    }
                 }
                 s
             }).collect::<Vec<_>>(),
@@ -155,6 +171,51 @@ fn print_table(exp: &Experiment, runs: &[SchedulerRun]) {
                 "{:.3} [{:.2}-{:.2}]",
                 r.cct_vs_sim.mean, r.cct_vs_sim.min, r.cct_vs_sim.max
             ),
+        );
+    }
+    print_perturbations(runs);
+}
+
+fn print_perturbations(runs: &[SchedulerRun]) {
+    let with: Vec<(&str, &crate::emu::experiment::PerturbSummary)> = runs
+        .iter()
+        .filter_map(|r| r.perturbations.as_ref().map(|p| (r.summary.name.as_str(), p)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    println!("perturbations (carried out for real):");
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
+    for (name, p) in with {
+        let c = p.carried_out;
+        println!(
+            "  {name}: {} kills, {} restarts ({} rejoined), {} speed changes; dead: [{}]; \
+             {} attempts lost, {} tasks re-run, {:.1} MB moved again, {:.1} MB wasted, {} flows cut; \
+             {}/{} jobs done, {}",
+            c.kills,
+            c.restarts,
+            c.rejoined,
+            c.speed_changes,
+            p.dead_hosts.join(", "),
+            p.attempts_lost,
+            p.tasks_rerun,
+            p.bytes_rerun as f64 / 1e6,
+            p.bytes_wasted as f64 / 1e6,
+            p.flows_cut,
+            p.jobs_finished,
+            p.jobs,
+            if p.all_verified {
+                "every partition verified"
+            } else {
+                "NOT all verified"
+            },
+        );
+        println!(
+            "  {name}: avg JCT {:.2} s (without: {} s), makespan {:.2} s (without: {} s)",
+            p.avg_jct_s,
+            opt(p.unperturbed_avg_jct_s),
+            p.makespan_s,
+            opt(p.unperturbed_makespan_s),
         );
     }
 }

@@ -10,11 +10,17 @@
 //! OCS matchings. Where an agent measured a time (a flow's last byte, a
 //! task's end), that time is what the engine receives, not the time the
 //! report arrived.
+//!
+//! Perturbations ([`PerturbPlan`]) are carried out here at their times: an
+//! agent slowed (`set_speed`, then the engine's retimes), killed by its pid,
+//! restarted once its death was declared and fed back to the engine when it
+//! rejoins.
 
 use super::lab::Lab;
 use super::metrics::{FabricBytes, WireFlow, WireReport};
 use super::network::{Action, EmuNetwork};
 use super::ocs::{OcsReport, OcsWorker};
+use super::perturb::{PerturbCounts, PerturbPlan, Step};
 use super::sampler::{Sampler, SamplerReport, UtilizationRecorder};
 use super::tasks::{partition_key, TaskBridge};
 use super::{EmuConfig, EmuError, Fault};
@@ -72,6 +78,9 @@ pub(super) struct Driver<'a> {
     pub(super) wire: Vec<WireFlow>,
     pub(super) lost: u64,
     pub(super) dead: BTreeSet<HostId>,
+    /// Every host that died during the run (restarted or not).
+    died: BTreeSet<HostId>,
+    perturb: PerturbPlan,
     pub(super) circuits: Vec<CircuitRecord>,
     circuit_events: u64,
     failed: BTreeMap<FlowId, String>,
@@ -92,6 +101,7 @@ impl<'a> Driver<'a> {
         let (_, sample_rx) = tmpsc::unbounded_channel();
         let util = UtilizationRecorder::new(&topo);
         let ocs = lab.ocs().map(|o| OcsWorker::start(o, tx));
+        let perturb = PerturbPlan::new(&cfg.perturbations).map_err(|e| EmuError::Setup(e.to_string()))?;
         Ok(Driver {
             lab,
             topo,
@@ -104,6 +114,8 @@ impl<'a> Driver<'a> {
             wire: Vec::new(),
             lost: 0,
             dead: BTreeSet::new(),
+            died: BTreeSet::new(),
+            perturb,
             circuits: Vec::new(),
             circuit_events: 0,
             failed: BTreeMap::new(),
@@ -145,6 +157,8 @@ impl<'a> Driver<'a> {
                     .map_err(|e| EmuError::Setup(format!("starting the counter sampler: {e}")))?,
             );
         }
+        let steps = self.perturb.start();
+        self.carry_steps(Nanos::ZERO, steps)?;
         if matches!(self.source, Source::Jobs { .. }) {
             self.engine_event(Nanos::ZERO, Event::Wakeup)?;
         }
@@ -158,12 +172,16 @@ impl<'a> Driver<'a> {
             if now.as_duration() > self.cfg.time_limit {
                 return Err(self.time_limit());
             }
-            let next = [self.source.next_wakeup(), self.net.wake_at()]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(Nanos::from_secs_f64(self.cfg.time_limit.as_secs_f64()))
-                .min(Nanos::from_secs_f64(self.cfg.time_limit.as_secs_f64()) + Nanos::from_millis(1));
+            let next = [
+                self.source.next_wakeup(),
+                self.net.wake_at(),
+                self.perturb.next_at(),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(Nanos::from_secs_f64(self.cfg.time_limit.as_secs_f64()))
+            .min(Nanos::from_secs_f64(self.cfg.time_limit.as_secs_f64()) + Nanos::from_millis(1));
             let sleep = tokio::time::sleep(next.saturating_sub(now).as_duration());
             let wake = {
                 let server = self.lab.server()?;
@@ -203,7 +221,7 @@ impl<'a> Driver<'a> {
         let mut report = WireReport::new(std::mem::take(&mut self.wire), self.lost);
         report.links = self.util.series();
         report.fabric = FabricBytes::between(&before, &after, &report.flows);
-        report.dead_hosts = self.dead.iter().copied().collect();
+        report.dead_hosts = self.died.iter().copied().collect();
         report.circuit_events = self.circuit_events;
         report.wall_s = wall.elapsed().as_secs_f64();
         Ok(report)
@@ -231,6 +249,10 @@ impl<'a> Driver<'a> {
 
     fn on_timer(&mut self) -> Result<(), EmuError> {
         let now = self.now();
+        if self.perturb.next_at().is_some_and(|t| t <= now) {
+            let steps = self.perturb.due(now);
+            self.carry_steps(now, steps)?;
+        }
         if self.source.next_wakeup().is_some_and(|t| t <= now) {
             match &mut self.source {
                 Source::Jobs { .. } => self.engine_event(now, Event::Wakeup)?,
@@ -319,6 +341,7 @@ impl<'a> Driver<'a> {
                 tracing::warn!(%host, ?cause, "agent declared dead");
                 let now = self.exp_time(at);
                 self.dead.insert(host);
+                self.died.insert(host);
                 let (lost, actions) = self.net.host_dead(now, host);
                 self.lost += lost.len() as u64;
                 self.carry_out(actions)?;
@@ -326,7 +349,17 @@ impl<'a> Driver<'a> {
                     bridge.host_dead(host);
                     self.engine_event(now, Event::HostDead(host))?;
                 }
-                Ok(())
+                let steps = self.perturb.host_dead(host);
+                self.carry_steps(now, steps)
+            }
+            ControlEvent::Joined { at, host, hello } if self.dead.contains(&host) => {
+                // A restarted agent rejoined: the host is back, empty.
+                tracing::info!(%host, "agent rejoined");
+                let now = self.exp_time(at);
+                self.dead.remove(&host);
+                self.net.host_alive(host, hello.data_addr);
+                let steps = self.perturb.joined(host);
+                self.carry_steps(now, steps)
             }
             ControlEvent::Refused { peer, reason, .. } => {
                 tracing::warn!(%peer, %reason, "a connection was refused");
@@ -489,6 +522,32 @@ impl<'a> Driver<'a> {
                     if let Some((host, c)) = bridge.command(&other) {
                         self.send(host, c);
                     }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What the perturbations did so far.
+    pub(super) fn perturb_counts(&self) -> PerturbCounts {
+        self.perturb.counts()
+    }
+
+    /// Carries out perturbation steps at experiment time `now`.
+    fn carry_steps(&mut self, now: Nanos, steps: Vec<Step>) -> Result<(), EmuError> {
+        for step in steps {
+            match step {
+                Step::Agent { host, cmd } => self.send(host, cmd),
+                Step::Engine(event) => self.engine_event(now, event)?,
+                Step::Kill(host) => {
+                    tracing::warn!(%host, "perturbation: killing the agent (SIGKILL)");
+                    if !self.lab.kill_agent(host) {
+                        tracing::warn!(%host, "no agent process of this lab to kill");
+                    }
+                }
+                Step::Restart(host) => {
+                    tracing::warn!(%host, "perturbation: restarting the agent");
+                    self.lab.restart_agent(host)?;
                 }
             }
         }

@@ -8,16 +8,28 @@
 //!   ([`super::metrics::WireReport::write`]);
 //! - `<scheduler>/cct_vs_sim.csv`: each coflow's measured CCT, the fluid
 //!   model's prediction for the same flows, and their ratio ([`super::compare`]).
+//!
+//! Perturbations: the experiment's are carried out for real
+//! ([`super::perturb`]), whole-run speeds also going into the engine's
+//! configuration as in `ocslab sim`. With timed ones (a straggler window,
+//! a killed agent) each scheduler can run once more without them, and its
+//! [`PerturbSummary`] sets the two side by side: attempts lost, tasks
+//! re-run, bytes moved again, JCT and makespan with and without.
 
 use super::compare::{self, CctComparison, RatioSummary};
+use super::perturb::PerturbCounts;
 use super::{run_jobs, EmuConfig, EmuError, EmuOutcome, FabricChoice};
+use crate::engine::{Outcome, Records};
 use crate::experiment::{Experiment, ExperimentError};
+use crate::model::job::TaskId;
 use crate::net::{NetStats, NetTimeline};
+use crate::perturb::Timeline;
 use crate::policy::PolicyError;
 use crate::report::{normalize, results, summarize, SchedulerSummary};
 use crate::sim::SimOutcome;
 use ocslab_emulator::Bytes;
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Why an emulated experiment failed.
@@ -37,6 +49,9 @@ pub enum RunError {
         /// What failed.
         source: EmuError,
     },
+    /// A perturbation emulation cannot carry out (a link window).
+    #[error("perturbations: {0}")]
+    Perturbation(String),
     /// The results folder could not be written.
     #[error("writing results to {dir}: {why}")]
     Results {
@@ -62,6 +77,98 @@ pub struct SchedulerRun {
     pub comparison: Vec<CctComparison>,
     /// Their ratios in short.
     pub cct_vs_sim: RatioSummary,
+    /// What the perturbations did (`None`: the experiment has none).
+    pub perturbations: Option<PerturbSummary>,
+}
+
+/// What a run's perturbations did and cost, against the same run without
+/// its timed perturbations when that was run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PerturbSummary {
+    /// Speed changes, kills, restarts, rejoins carried out.
+    pub carried_out: PerturbCounts,
+    /// Hosts declared dead during the run.
+    pub dead_hosts: Vec<String>,
+    /// Attempts lost with their host.
+    pub attempts_lost: u64,
+    /// Tasks run again (not speculatively) after an attempt or its output
+    /// was lost.
+    pub tasks_rerun: u64,
+    /// Bytes the re-run attempts received (input reads and fetches moved
+    /// again because the first copy was lost).
+    pub bytes_rerun: u64,
+    /// Bytes delivered verified to attempts that were then lost or killed.
+    pub bytes_wasted: u64,
+    /// Flows cut short by a dead end (never given to the engine).
+    pub flows_cut: u64,
+    /// Jobs finished / jobs.
+    pub jobs_finished: usize,
+    /// Jobs in all.
+    pub jobs: usize,
+    /// Every flow the finished tasks used arrived whole with the right
+    /// checksum (the engine only accepts verified fetches; no corrupt flow).
+    pub all_verified: bool,
+    /// Average JCT with the perturbations.
+    pub avg_jct_s: f64,
+    /// Makespan with the perturbations.
+    pub makespan_s: f64,
+    /// Average JCT of the same run without its timed perturbations.
+    pub unperturbed_avg_jct_s: Option<f64>,
+    /// Makespan without them.
+    pub unperturbed_makespan_s: Option<f64>,
+}
+
+impl PerturbSummary {
+    /// The summary of `run` (with its perturbations), beside `baseline`.
+    pub fn of(run: &EmuOutcome, summary: &SchedulerSummary, baseline: Option<&SchedulerSummary>) -> Self {
+        let r = &run.records;
+        let (attempts_lost, rerun) = reruns(r);
+        let bytes_rerun = r
+            .flows
+            .iter()
+            .filter(|f| {
+                f.finished.is_some() && f.useful && f.attempt.n > 0 && rerun.contains(&f.attempt.task)
+            })
+            .map(|f| f.bytes.0)
+            .sum();
+        let bytes_wasted = run
+            .wire
+            .flows
+            .iter()
+            .filter(|f| f.verified && !f.useful)
+            .map(|f| f.bytes_received.0)
+            .sum();
+        PerturbSummary {
+            carried_out: run.perturbations,
+            dead_hosts: run.wire.dead_hosts.iter().map(|h| h.to_string()).collect(),
+            attempts_lost,
+            tasks_rerun: rerun.len() as u64,
+            bytes_rerun,
+            bytes_wasted,
+            flows_cut: run.wire.lost_flows,
+            jobs_finished: r.jobs.values().filter(|j| j.finished.is_some()).count(),
+            jobs: r.jobs.len(),
+            all_verified: run.wire.corrupt_flows == 0
+                && run.wire.flows.iter().all(|f| f.verified || !f.useful),
+            avg_jct_s: summary.avg_jct_s,
+            makespan_s: summary.makespan_s,
+            unperturbed_avg_jct_s: baseline.map(|b| b.avg_jct_s),
+            unperturbed_makespan_s: baseline.map(|b| b.makespan_s),
+        }
+    }
+}
+
+/// Attempts lost with their host, and the tasks run again non-speculatively
+/// (an attempt numbered above 0 that is not a speculative copy).
+fn reruns(r: &Records) -> (u64, BTreeSet<TaskId>) {
+    let lost = r.tasks.iter().filter(|t| t.outcome == Outcome::Lost).count() as u64;
+    let rerun = r
+        .tasks
+        .iter()
+        .filter(|t| t.attempt.n > 0 && !t.speculative)
+        .map(|t| t.attempt.task)
+        .collect();
+    (lost, rerun)
 }
 
 /// The engine-side outcome in the simulator's shape (so the same summary
@@ -97,34 +204,55 @@ pub fn summarize_emu(o: &EmuOutcome) -> SchedulerSummary {
     summarize(&as_sim_outcome(o)).with_wire_bytes(fab.eps_bytes, fab.ocs_bytes)
 }
 
-/// Runs every task scheduler of `exp` on real bytes, baseline first.
-/// `progress(scheduler)` is called as each starts.
+/// Runs every task scheduler of `exp` on real bytes, baseline first, with
+/// the experiment's perturbations carried out for real. With `unperturbed`
+/// and timed perturbations, each scheduler also runs without the timed
+/// ones (whole-run speeds kept), for [`PerturbSummary`]'s comparison.
+/// `progress(what)` is called as each run starts.
 pub fn run(
     exp: &Experiment,
     cfg: &EmuConfig,
     fabric: &FabricChoice,
+    unperturbed: bool,
     mut progress: impl FnMut(&str),
 ) -> Result<Vec<SchedulerRun>, RunError> {
     let jobs = exp.jobs()?;
     let mut cfg = cfg.clone();
     cfg.coflow_policy = exp.coflow_scheduler.clone();
     cfg.seed = exp.seed;
-    let mut runs = Vec::new();
-    for name in &exp.task_schedulers {
-        progress(name);
+    let timeline = Timeline::of(&exp.perturbations);
+    // Refused before any fabric is built.
+    super::perturb::PerturbPlan::new(&timeline).map_err(|e| RunError::Perturbation(e.to_string()))?;
+    cfg.perturbations = timeline.clone();
+    let mut engine = exp.engine.clone();
+    timeline.apply_base(&mut engine);
+    let once = |name: &String, cfg: &EmuConfig| {
         let policy = exp.policy(name)?;
-        let outcome = run_jobs(
+        run_jobs(
             &exp.topology,
             fabric.clone(),
             jobs.clone(),
             policy,
-            exp.engine.clone(),
-            &cfg,
+            engine.clone(),
+            cfg,
         )
         .map_err(|source| RunError::Emu {
             scheduler: name.clone(),
             source,
-        })?;
+        })
+    };
+    let mut runs = Vec::new();
+    for name in &exp.task_schedulers {
+        progress(name);
+        let outcome = once(name, &cfg)?;
+        let baseline = if unperturbed && !timeline.actions.is_empty() {
+            progress(&format!("{name} without its timed perturbations"));
+            let mut plain = cfg.clone();
+            plain.perturbations.actions.clear();
+            Some(summarize_emu(&once(name, &plain)?))
+        } else {
+            None
+        };
         let comparison =
             compare::compare(&exp.topology, &cfg.coflow_policy, &outcome.wire.flows).map_err(|e| {
                 RunError::Emu {
@@ -132,8 +260,12 @@ pub fn run(
                     source: e.into(),
                 }
             })?;
+        let summary = summarize_emu(&outcome);
+        let perturbations = (!exp.perturbations.is_empty())
+            .then(|| PerturbSummary::of(&outcome, &summary, baseline.as_ref()));
         runs.push(SchedulerRun {
-            summary: summarize_emu(&outcome),
+            summary,
+            perturbations,
             cct_vs_sim: compare::summarize(&comparison),
             outcome,
             comparison,
@@ -168,6 +300,7 @@ pub fn write_results(dir: &Path, exp: &Experiment, runs: &[SchedulerRun]) -> Res
                 "lost_flows": r.outcome.wire.lost_flows,
                 "fabric": r.outcome.wire.fabric,
                 "cct_vs_sim": r.cct_vs_sim,
+                "perturbations": r.perturbations,
                 "wall_s": r.outcome.wire.wall_s,
             })
         })

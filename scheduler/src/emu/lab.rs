@@ -102,10 +102,18 @@ impl Drop for OwnedDir {
     }
 }
 
+/// How this lab starts an agent (kept to restart one).
+struct Launcher {
+    binary: PathBuf,
+    binary_args: Vec<String>,
+    agent_args: Vec<String>,
+}
+
 /// The fabric, control server and agents of one emulated run.
 pub struct Lab {
     // Field order is drop order: agents first, then credentials, then the fabric.
     agents: Agents,
+    launcher: Launcher,
     server: Option<ControlServer>,
     creds_dir: OwnedDir,
     addrs: BTreeMap<HostId, SocketAddr>,
@@ -178,6 +186,11 @@ impl Lab {
             ControlServer::start(&creds_dir.0, "127.0.0.1:0".parse().expect("literal"), config)?;
         let mut lab = Lab {
             agents: Agents(BTreeMap::new()),
+            launcher: Launcher {
+                binary,
+                binary_args,
+                agent_args: cfg.agent_args.clone(),
+            },
             server: Some(server),
             creds_dir,
             addrs: BTreeMap::new(),
@@ -185,30 +198,51 @@ impl Lab {
             topo: topo.clone(),
             fabric,
         };
-        let scheduler = lab.server()?.local_addr();
         for h in topo.host_ids() {
-            let socket = UdpSocket::bind("127.0.0.1:0")
-                .map_err(|e| EmuError::Setup(format!("binding a control socket for {h}: {e}")))?;
-            let launch = AgentLaunch {
-                binary: binary.clone(),
-                host: h,
-                data_addr: SocketAddr::new(lab.fabric.host_addr(h).into(), DATA_PORT),
-                scheduler,
-                run_dir: lab.creds_dir.0.clone(),
-                slots: topo.slots_per_host,
-                control_socket: Some(socket),
-                netns: Some(lab.fabric.host_netns_path(h)),
-                extra_args: cfg.agent_args.clone(),
-                binary_args: binary_args.clone(),
-            };
-            let child = launch
-                .spawn()
-                .map_err(|e| EmuError::Setup(format!("starting {} for {h}: {e}", binary.display())))?;
-            lab.pids.insert(h, child.id());
-            lab.agents.0.insert(h, child);
+            lab.spawn_agent(h)?;
         }
         lab.wait_joined(cfg.join_timeout).await?;
         Ok(lab)
+    }
+
+    /// Starts the agent of `h` in its namespace with the run's credentials.
+    fn spawn_agent(&mut self, h: HostId) -> Result<(), EmuError> {
+        let scheduler = self.server()?.local_addr();
+        let socket = UdpSocket::bind("127.0.0.1:0")
+            .map_err(|e| EmuError::Setup(format!("binding a control socket for {h}: {e}")))?;
+        let launch = AgentLaunch {
+            binary: self.launcher.binary.clone(),
+            host: h,
+            data_addr: SocketAddr::new(self.fabric.host_addr(h).into(), DATA_PORT),
+            scheduler,
+            run_dir: self.creds_dir.0.clone(),
+            slots: self.topo.slots_per_host,
+            control_socket: Some(socket),
+            netns: Some(self.fabric.host_netns_path(h)),
+            extra_args: self.launcher.agent_args.clone(),
+            binary_args: self.launcher.binary_args.clone(),
+        };
+        let child = launch.spawn().map_err(|e| {
+            EmuError::Setup(format!(
+                "starting {} for {h}: {e}",
+                self.launcher.binary.display()
+            ))
+        })?;
+        self.pids.insert(h, child.id());
+        self.agents.0.insert(h, child);
+        Ok(())
+    }
+
+    /// Starts the agent of `host` again (after [`Lab::kill_agent`]): it
+    /// rejoins with the run's credentials and the control plane reports
+    /// `Joined`. Refused while the previous agent of `host` still runs.
+    pub fn restart_agent(&mut self, host: HostId) -> Result<(), EmuError> {
+        if self.agents.0.contains_key(&host) {
+            return Err(EmuError::Internal(format!(
+                "restart of {host}: its agent is still running"
+            )));
+        }
+        self.spawn_agent(host)
     }
 
     async fn wait_joined(&mut self, timeout: Duration) -> Result<(), EmuError> {

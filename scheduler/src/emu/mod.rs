@@ -14,6 +14,7 @@
 //! - [`network`]: the coflow policy over the real network (pure);
 //! - [`tasks`]: engine task commands ↔ agent tasks (pure);
 //! - [`ocs`]: the thread that applies matchings (δ blocks);
+//! - [`perturb`]: perturbations made real (slow agents, killed and restarted agents; pure);
 //! - [`driver`] (private): the loop;
 //! - [`metrics`]: what was measured on the wire (FCT, CCT, bytes per fabric
 //!   from the kernel's counters), CSV and JSON;
@@ -33,6 +34,7 @@ pub mod lab;
 pub mod metrics;
 pub mod network;
 pub mod ocs;
+pub mod perturb;
 pub mod sampler;
 pub mod tasks;
 
@@ -136,6 +138,10 @@ pub struct EmuConfig {
     pub time_limit: Duration,
     /// Faults to inject.
     pub faults: Vec<Fault>,
+    /// Perturbations to carry out ([`perturb::PerturbPlan`]); the caller
+    /// also puts their whole-run speeds into the engine's configuration
+    /// ([`crate::perturb::Timeline::apply_base`]).
+    pub perturbations: crate::perturb::Timeline,
 }
 
 impl Default for EmuConfig {
@@ -148,6 +154,7 @@ impl Default for EmuConfig {
             load_sample_interval: Some(Nanos::from_millis(200)),
             time_limit: Duration::from_secs(600),
             faults: Vec::new(),
+            perturbations: crate::perturb::Timeline::default(),
         }
     }
 }
@@ -157,6 +164,8 @@ impl Default for EmuConfig {
 pub struct EmuOutcome {
     /// The task policy.
     pub policy: String,
+    /// What the perturbations did.
+    pub perturbations: perturb::PerturbCounts,
     /// The coflow policy.
     pub coflow_policy: String,
     /// The engine's records (the same kind `ocslab sim` reports).
@@ -207,6 +216,7 @@ async fn run_jobs_on(
     };
     let mut d = Driver::new(lab, source, cfg)?;
     let mut wire = d.run().await?;
+    let perturbations = d.perturb_counts();
     let net = d.net.stats().clone();
     let coflow_policy = d.net.policy_name().to_string();
     let Source::Jobs { engine, .. } = std::mem::replace(&mut d.source, Source::Coflows(VecDeque::new()))
@@ -225,6 +235,7 @@ async fn run_jobs_on(
     Driver::mark_useless(&mut wire, &useless);
     Ok(EmuOutcome {
         policy,
+        perturbations,
         coflow_policy,
         records,
         wire,

@@ -288,6 +288,11 @@ impl EmuNetwork {
         self.instant(now)
     }
 
+    /// `host` is back (a restarted agent joined) with its data address.
+    pub fn host_alive(&mut self, host: HostId, addr: SocketAddr) {
+        self.addrs.insert(host, addr);
+    }
+
     /// `host` is dead: its flows (either end) leave the network without
     /// finishing; returns them.
     pub fn host_dead(&mut self, now: Nanos, host: HostId) -> (Vec<FlowSpec>, Vec<Action>) {

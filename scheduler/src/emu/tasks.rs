@@ -16,6 +16,13 @@
 //!   compute time.
 //!
 //! A kill becomes [`Command::KillTask`] if the attempt reached its agent.
+//!
+//! Speeds: a task's `compute` is its *nominal* time from the job model; the
+//! agent stretches it by its host's speed ([`Command::SetSpeed`], sent by
+//! [`super::perturb::PerturbPlan`]), which is the speed the engine divides
+//! by, so both expect the same end. When a host's speed changes the engine
+//! retimes the computes running there ([`EngineCommand::Retime`]): each
+//! becomes [`Command::RetimeTask`] with the compute time left.
 
 use crate::engine::{input_coflow, AttemptId, Command as EngineCommand, Event, INPUT_COFLOW_BIT};
 use crate::model::coflow::FlowSpec;
@@ -96,11 +103,7 @@ impl TaskBridge {
     /// (`StartTask` and `StartFlows` do not; flows go to the network).
     pub fn command(&mut self, cmd: &EngineCommand) -> Option<(HostId, Command)> {
         match *cmd {
-            EngineCommand::Compute {
-                attempt,
-                host,
-                duration,
-            } => {
+            EngineCommand::Compute { attempt, host, .. } => {
                 let job = self.jobs.get(&attempt.task.job)?;
                 let task = wire::TaskId(self.next);
                 self.next += 1;
@@ -115,7 +118,7 @@ impl TaskBridge {
                             map: m,
                             seed: self.seed,
                             input: map.input,
-                            compute: duration,
+                            compute: map.duration,
                             partitions: (0..job.reduce_count()).map(|r| job.partition(m, r)).collect(),
                         })
                     }
@@ -123,7 +126,7 @@ impl TaskBridge {
                         task,
                         job: wjob,
                         reduce: attempt.task.index,
-                        compute: duration,
+                        compute: job.reduces.get(attempt.task.index as usize)?.duration,
                         inputs: Vec::new(),
                     }),
                 };
@@ -136,10 +139,15 @@ impl TaskBridge {
                 self.by_task.remove(&task);
                 Some((host, Command::KillTask { task }))
             }
+            EngineCommand::Retime {
+                attempt,
+                host,
+                remaining,
+            } => {
+                let task = *self.by_attempt.get(&attempt)?;
+                Some((host, Command::RetimeTask { task, remaining }))
+            }
             EngineCommand::StartTask { .. } | EngineCommand::StartFlows(_) => None,
-            // The agent protocol has no way yet to stretch a running compute, so a
-            // simulated CPU straggler (`Event::HostSpeed`) does not slow agents down.
-            EngineCommand::Retime { .. } => None,
         }
     }
 
@@ -266,6 +274,47 @@ mod tests {
         assert_eq!(b.running(), 0);
         // A second report of the same task is not a second event.
         assert_eq!(b.report(&report).unwrap(), None);
+    }
+
+    #[test]
+    fn computes_carry_the_nominal_time_and_a_retime_reaches_the_running_task() {
+        let mut b = TaskBridge::new(&[job()], 7);
+        let attempt = AttemptId {
+            task: TaskId::map(JobId(3), 0),
+            n: 0,
+        };
+        let host = HostId::new(0, 1);
+        // The engine divided 5 ms by the host's speed 0.5; the agent gets the
+        // nominal 5 ms and stretches it by the speed it was given.
+        let (_, Command::RunMap(m)) = b
+            .command(&EngineCommand::Compute {
+                attempt,
+                host,
+                duration: Nanos::from_millis(10),
+            })
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(m.compute, Nanos::from_millis(5));
+        let retime = EngineCommand::Retime {
+            attempt,
+            host,
+            remaining: Nanos::from_millis(30),
+        };
+        assert_eq!(
+            b.command(&retime),
+            Some((
+                host,
+                Command::RetimeTask {
+                    task: m.task,
+                    remaining: Nanos::from_millis(30)
+                }
+            ))
+        );
+        // Once the attempt is gone (killed, lost), nothing is sent.
+        b.host_dead(host);
+        assert_eq!(b.command(&retime), None);
     }
 
     #[test]
