@@ -35,6 +35,7 @@ impl Engine {
                     cross_rack_input_bytes: Bytes(0),
                     locality: [0; 3],
                     map_progress_at_first_reduce: None,
+                    shuffle_hold_released: false,
                 },
             );
             for p in &job.parents {

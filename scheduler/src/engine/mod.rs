@@ -261,6 +261,7 @@ impl Engine {
             Event::HostSpeed { host, speed } => self.host_speed(now, host, speed),
         }
         self.offer_round(now, full_round);
+        self.release_deadlocked_shuffle(now);
         if !self.new_flows.is_empty() {
             self.out
                 .push(Command::StartFlows(std::mem::take(&mut self.new_flows)));

@@ -51,6 +51,9 @@ pub struct JobRecord {
     pub locality: [u32; 3],
     /// Fraction of maps done when its first reduce started.
     pub map_progress_at_first_reduce: Option<f64>,
+    /// Its shuffle started before all its reduces were placed because the
+    /// `hold_shuffle_until_reduces_placed` hold had deadlocked the cluster.
+    pub shuffle_hold_released: bool,
 }
 
 impl JobRecord {

@@ -242,6 +242,9 @@ pub struct JobState {
     pub(crate) maps_done: u32,
     pub(crate) reduces_done: u32,
     pub(crate) reduces_placed: u32,
+    /// Its shuffle was released before all its reduces were placed, because the hold could never end
+    /// ([`super::Engine::release_deadlocked_shuffle`]).
+    pub(crate) shuffle_released: bool,
     pub(crate) reduces_unlocked: bool,
     pub(crate) running_maps: u32,
     pub(crate) running_reduces: u32,
@@ -272,6 +275,7 @@ impl JobState {
             maps_done: 0,
             reduces_done: 0,
             reduces_placed: 0,
+            shuffle_released: false,
             reduces_unlocked: false,
             running_maps: 0,
             running_reduces: 0,

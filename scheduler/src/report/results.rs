@@ -137,6 +137,7 @@ struct JobRow {
     rack_local_maps: u32,
     remote_maps: u32,
     map_progress_at_first_reduce: Option<f64>,
+    shuffle_hold_released: bool,
 }
 
 #[derive(Serialize)]
@@ -224,6 +225,7 @@ pub fn write_records(dir: &Path, r: &Records) -> Result<(), ResultsError> {
             rack_local_maps: j.locality[1],
             remote_maps: j.locality[2],
             map_progress_at_first_reduce: j.map_progress_at_first_reduce,
+            shuffle_hold_released: j.shuffle_hold_released,
         }),
     )?;
     csv_file(

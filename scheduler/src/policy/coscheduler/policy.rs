@@ -633,6 +633,71 @@ elephant_threshold = "1GB"
         }
     }
 
+    /// The stall reported under Sec. IV-A's shuffle hold: reduces holding every slot while each waits
+    /// for the rest of its job's reduces to be placed. `TOPO` has 24 slots.
+    #[test]
+    fn the_shuffle_hold_never_stalls_a_run() {
+        // One job with more reduces (30) than the cluster has slots: its first 24 reduces would hold
+        // every slot forever, and the one-map job arriving later would never run.
+        let wide = vec![
+            job(0, 0, 0, 12, 30, 500_000_000),
+            job(1, 1, 60_000, 1, 1, 1_000_000),
+        ];
+        // Two jobs whose maps finish together, 16 reduces each: whichever way the 24 slots are shared,
+        // neither job can place all its reduces while the other's held ones keep their slots.
+        let pair = vec![
+            job(0, 0, 0, 12, 16, 500_000_000),
+            job(1, 1, 0, 12, 16, 500_000_000),
+        ];
+        for (case, jobs) in [("wider than the cluster", wide), ("two partly placed jobs", pair)] {
+            for name in [
+                "coscheduler",
+                "coscheduler-dp-ocas",
+                "coscheduler-ocas",
+                "corral",
+                "fair",
+            ] {
+                let policy = crate::policy::by_name(name, None).expect("registered");
+                // `run` panics if the simulation stops before every job is done.
+                let (starts, finishes) = run(policy, jobs.clone());
+                for j in &jobs {
+                    let done = |kind| {
+                        finishes
+                            .iter()
+                            .filter(|(_, t)| t.job == j.id && t.kind == kind)
+                            .count()
+                    };
+                    assert_eq!(
+                        done(TaskKind::Map),
+                        j.maps.len(),
+                        "{case}, {name}: job {:?}",
+                        j.id
+                    );
+                    assert_eq!(
+                        done(TaskKind::Reduce),
+                        j.reduces.len(),
+                        "{case}, {name}: job {:?}",
+                        j.id
+                    );
+                    let last_map = finishes
+                        .iter()
+                        .filter(|(_, t)| t.job == j.id && t.kind == TaskKind::Map)
+                        .map(|(at, _)| *at)
+                        .max();
+                    let first_reduce = starts
+                        .iter()
+                        .filter(|(_, t, _)| t.job == j.id && t.kind == TaskKind::Reduce)
+                        .map(|(at, _, _)| *at)
+                        .min();
+                    assert!(
+                        first_reduce >= last_map,
+                        "{case}, {name}: a reduce before the last map"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn corral_runs_a_planned_job_only_on_its_racks() {
         // 96 GB of shuffle: Corral's LRF prefers one rack (6 waves of maps) to paying the cross-rack shuffle.
