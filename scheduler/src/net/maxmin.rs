@@ -5,14 +5,19 @@
 //! divided by its unfrozen flows is smallest (or the smallest unmet cap, if
 //! lower), freeze those flows at that share, and charge their rate to every
 //! link they cross. Each round freezes at least one link, so a solve costs
-//! O(F·h) to set up plus O(L²) for the rounds in the worst case, where F
-//! flows cross at most h links of the L links in use. A linear scan per
-//! round beats a heap here: a round changes the share of many links at once,
-//! and L (a few hundred for a 150-rack fabric) is far below F.
+//! O(F·h) to set up and to freeze, where F flows cross at most h links of
+//! the L links in use, plus the rounds. The links wait in a heap by share,
+//! updated lazily: freezing flows at the current (smallest) share only
+//! raises the share of the other links they cross, so an entry older than
+//! its link's share is too small, and is pushed again with the current share
+//! when it comes to the top. A link taken from the top with its current
+//! share is the bottleneck, exactly as a scan of all links would find it.
 //!
 //! Ties are broken by link id, so the result never depends on iteration order.
 
 use crate::net::links::{LinkId, Links};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// One flow's claim (or `weight` identical flows' claims): the links it
 /// crosses and its cap (bytes per second; `f64::INFINITY` for none).
@@ -49,6 +54,8 @@ pub struct WaterFill {
     adjacency: Vec<u32>,
     frozen: Vec<bool>,
     capped: Vec<(f64, u32)>,
+    /// Links by (share as f64 bits: order-preserving for shares >= 0, id); lazily updated.
+    heap: BinaryHeap<Reverse<(u64, LinkId)>>,
 }
 
 impl WaterFill {
@@ -101,9 +108,11 @@ impl WaterFill {
                 self.degree[li] += 1;
             }
         }
+        self.heap.clear();
         for &l in &self.active {
             let li = l as usize;
             self.share[li] = residual[li].max(0.0) / self.count[li] as f64;
+            self.heap.push(Reverse((self.share[li].to_bits(), l)));
         }
         self.capped.clear();
         self.capped.extend(
@@ -120,20 +129,17 @@ impl WaterFill {
         loop {
             // The bottleneck link: smallest share, then smallest id.
             let mut best: Option<(f64, LinkId)> = None;
-            let mut i = 0;
-            while i < self.active.len() {
-                let l = self.active[i];
+            while let Some(&Reverse((bits, l))) = self.heap.peek() {
                 let li = l as usize;
                 if self.count[li] == 0 {
-                    self.degree[li] = 0;
-                    self.active.swap_remove(i);
-                    continue;
+                    self.heap.pop();
+                } else if self.share[li].to_bits() != bits {
+                    self.heap.pop();
+                    self.heap.push(Reverse((self.share[li].to_bits(), l)));
+                } else {
+                    best = Some((self.share[li], l));
+                    break;
                 }
-                let share = self.share[li];
-                if best.is_none_or(|(s, bl)| share < s || (share == s && l < bl)) {
-                    best = Some((share, l));
-                }
-                i += 1;
             }
             while next_cap < self.capped.len() && self.frozen[self.capped[next_cap].1 as usize] {
                 next_cap += 1;

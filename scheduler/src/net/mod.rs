@@ -8,12 +8,14 @@
 //! happened in between. Time is always an argument; nothing reads a clock.
 //!
 //! Modules: [`links`] (the links of the fluid model and the paths over
-//! them), [`maxmin`] (water-filling), the network itself ([`FluidNetwork`]),
+//! them), [`maxmin`] (water-filling), [`incremental`] (max-min rates kept
+//! up to date across events), the network itself ([`FluidNetwork`]),
 //! [`replay`] (a whole coflow trace through a network, with per-coflow
 //! records), [`summary`] (CCT percentiles and bins) and [`usage`] (link
 //! utilization over time, for plots). The model is written
 //! up in `docs/simulator.md`.
 
+pub mod incremental;
 pub mod links;
 pub mod maxmin;
 mod network;

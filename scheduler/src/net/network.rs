@@ -17,8 +17,9 @@
 //! Per-flow progress in the [`NetView`] is brought up to date before each
 //! call of a policy that [reads it](CoflowPolicy::reads_progress).
 
+use super::incremental::{IncrementalMaxMin, SolveStats};
 use super::links::{LinkKind, LinkMap, Links};
-use super::maxmin::{Demand, WaterFill};
+use super::maxmin::Demand;
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
 use crate::coflow::{
@@ -26,7 +27,8 @@ use crate::coflow::{
 };
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 /// What makes flows share a rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,18 +39,25 @@ struct BundleKey {
     cap: Option<Bps>,
 }
 
-/// Flows with one key; `service` counts the bytes each member has received
-/// while in the bundle.
+/// Flows with one key. Its service (bytes each member has received while
+/// in it) grows at `rate` from `base` at `base_time`: kept lazily, so an
+/// event costs nothing for the bundles whose rate it does not change.
 #[derive(Clone, Debug, Default)]
 struct Bundle {
     key: Option<BundleKey>,
     /// Members by (service at which they finish, as f64 bits: order-preserving for >= 0; id).
     members: BTreeSet<(u64, FlowId)>,
-    service: f64,
+    base: f64,
+    base_time: Nanos,
     rate: f64,
     /// The smallest finish among members (infinite when empty).
     min_finish: f64,
-    eta: Option<Nanos>,
+    /// Bumped whenever its finish time is recomputed: older heap entries are stale.
+    generation: u32,
+    /// Whether its demand (members, route) must be handed to the rate solver again.
+    dirty: bool,
+    /// The rate (all members) it adds to its tracked links in [`LinkUsage`].
+    usage: f64,
 }
 
 impl Bundle {
@@ -62,6 +71,20 @@ impl Bundle {
             .members
             .first()
             .map_or(f64::INFINITY, |&(bits, _)| f64::from_bits(bits));
+    }
+    /// Service at `now` (not before `base_time`).
+    fn service(&self, now: Nanos) -> f64 {
+        if self.rate > 0.0 {
+            self.base + self.rate * (now - self.base_time).as_secs_f64()
+        } else {
+            self.base
+        }
+    }
+    /// From `now` on, members move at `rate`.
+    fn set_rate(&mut self, now: Nanos, rate: f64) {
+        self.base = self.service(now);
+        self.base_time = now;
+        self.rate = rate;
     }
 }
 
@@ -89,10 +112,20 @@ pub struct FluidNetwork {
     policy: Box<dyn CoflowPolicy>,
     now: Nanos,
     wake_at: Option<Nanos>,
-    next_completion: Option<Nanos>,
     bundles: Vec<Bundle>,
     bundle_of: BTreeMap<BundleKey, usize>,
     free_bundles: Vec<usize>,
+    /// Bundles emptied since the last rate solve, reused only after it.
+    emptied: Vec<usize>,
+    /// Bundles whose demand must be handed to the solver again.
+    dirty: Vec<usize>,
+    /// Bundles on a circuit path (their route changes with circuits).
+    ocs_bundles: BTreeSet<usize>,
+    /// Whether a circuit was set up, torn down or came up since the last solve.
+    circuits_changed: bool,
+    /// Finish times of bundles' first members: (time, bundle, generation);
+    /// entries whose generation is not the bundle's are stale.
+    finishes: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
     slots: BTreeMap<FlowId, Slot>,
     /// Flows whose current plan is not the default (EPS, no cap).
     planned: BTreeSet<FlowId>,
@@ -105,11 +138,7 @@ pub struct FluidNetwork {
     circuit_log: Vec<CircuitRecord>,
     open_circuits: BTreeMap<(u32, u32), usize>,
     usage: LinkUsage,
-    water: WaterFill,
-    demands: Vec<Demand>,
-    demand_bundle: Vec<usize>,
-    rates: Vec<f64>,
-    residual: Vec<f64>,
+    rates: IncrementalMaxMin,
 }
 
 impl FluidNetwork {
@@ -127,17 +156,19 @@ impl FluidNetwork {
     /// A network on `fabric` driven by `policy`.
     pub fn on_fabric(fabric: FabricParams, policy: Box<dyn CoflowPolicy>) -> FluidNetwork {
         let view = NetView::new(fabric);
-        let links = view.links.len();
         let usage = LinkUsage::new(&fabric);
         FluidNetwork {
-            view,
             policy,
             now: Nanos::ZERO,
             wake_at: None,
-            next_completion: None,
             bundles: Vec::new(),
             bundle_of: BTreeMap::new(),
             free_bundles: Vec::new(),
+            emptied: Vec::new(),
+            dirty: Vec::new(),
+            ocs_bundles: BTreeSet::new(),
+            circuits_changed: false,
+            finishes: BinaryHeap::new(),
             slots: BTreeMap::new(),
             planned: BTreeSet::new(),
             coflow_done_bytes: BTreeMap::new(),
@@ -146,12 +177,9 @@ impl FluidNetwork {
             stats: NetStats::default(),
             circuit_log: Vec::new(),
             open_circuits: BTreeMap::new(),
+            rates: IncrementalMaxMin::new(view.links.capacities()),
+            view,
             usage,
-            water: WaterFill::new(links),
-            demands: Vec::new(),
-            demand_bundle: Vec::new(),
-            rates: Vec::new(),
-            residual: Vec::new(),
         }
     }
 
@@ -199,9 +227,10 @@ impl FluidNetwork {
             self.view.insert_flow(spec.clone(), self.now);
             let key = default_key(spec);
             let b = self.bundle_for(key);
-            let joined = self.bundles[b].service;
+            let joined = self.bundles[b].service(self.now);
             let finish = joined + spec.bytes.0 as f64;
             self.bundles[b].insert(finish, spec.id);
+            self.mark_dirty(b);
             self.slots.insert(
                 spec.id,
                 Slot {
@@ -229,10 +258,8 @@ impl FluidNetwork {
             .map(|c| c.up_at)
             .filter(|&t| t > self.now)
             .min();
-        [self.next_completion, circuit, self.wake_at]
-            .into_iter()
-            .flatten()
-            .min()
+        let completion = self.finishes.peek().map(|e| e.0 .0);
+        [completion, circuit, self.wake_at].into_iter().flatten().min()
     }
 
     /// Moves the network to `now`, returning what happened on the way, in time order.
@@ -270,7 +297,8 @@ impl FluidNetwork {
         for (id, f) in flows.iter_mut() {
             let Some(s) = self.slots.get(id) else { continue };
             let b = &self.bundles[s.bundle];
-            let here = b.service - s.joined;
+            let service = b.service(now);
+            let here = service - s.joined;
             let (eps, ocs) = match f.path {
                 Path::Ocs { .. } => (s.sent_eps, s.sent_ocs + here),
                 Path::Eps => (s.sent_eps + here, s.sent_ocs),
@@ -278,7 +306,7 @@ impl FluidNetwork {
             };
             f.sent_eps_bytes = eps;
             f.sent_ocs_bytes = ocs;
-            f.remaining_bytes = (s.finish - b.service).max(0.0);
+            f.remaining_bytes = (s.finish - service).max(0.0);
             f.rate_bytes_per_s = b.rate;
             f.eta = eta(now, f.remaining_bytes, b.rate);
             if let Some(c) = coflows.get_mut(&f.spec.coflow) {
@@ -321,6 +349,11 @@ impl FluidNetwork {
         }
     }
 
+    /// How the rate solver has worked so far (full and partial solves).
+    pub fn solve_stats(&self) -> SolveStats {
+        self.rates.stats()
+    }
+
     /// The bundle for `key`, created if need be.
     fn bundle_for(&mut self, key: BundleKey) -> usize {
         if let Some(&b) = self.bundle_of.get(&key) {
@@ -329,11 +362,13 @@ impl FluidNetwork {
         let fresh = Bundle {
             key: Some(key),
             min_finish: f64::INFINITY,
+            base_time: self.now,
             ..Bundle::default()
         };
         let b = match self.free_bundles.pop() {
             Some(b) => {
-                self.bundles[b] = fresh;
+                let generation = self.bundles[b].generation;
+                self.bundles[b] = Bundle { generation, ..fresh };
                 b
             }
             None => {
@@ -342,28 +377,44 @@ impl FluidNetwork {
             }
         };
         self.bundle_of.insert(key, b);
+        if matches!(key.path, Path::Ocs { .. }) {
+            self.ocs_bundles.insert(b);
+        }
         b
     }
 
+    /// Bundle `b`'s members or route changed: its rate and finish time are
+    /// recomputed at the next [`FluidNetwork::update_rates`].
+    fn mark_dirty(&mut self, b: usize) {
+        if !self.bundles[b].dirty {
+            self.bundles[b].dirty = true;
+            self.dirty.push(b);
+        }
+    }
+
     /// Takes flow `id` out of its bundle (recording what it sent there);
-    /// frees the bundle if it is empty. Returns the slot as it left.
+    /// the bundle is freed after the next rate solve if it is empty.
+    /// Returns the slot as it left.
     fn leave(&mut self, id: FlowId) -> Option<Slot> {
         let mut s = self.slots.remove(&id)?;
+        let now = self.now;
         let b = &mut self.bundles[s.bundle];
         b.remove(s.finish, id);
-        let here = (b.service - s.joined).max(0.0);
+        let service = b.service(now);
+        let here = (service - s.joined).max(0.0);
         match b.key.map(|k| k.path) {
             Some(Path::Ocs { .. }) => s.sent_ocs += here,
             Some(Path::Eps) => s.sent_eps += here,
             _ => {}
         }
-        s.finish = (s.finish - b.service).max(0.0); // now: bytes remaining
+        s.finish = (s.finish - service).max(0.0); // now: bytes remaining
         if b.members.is_empty() {
-            if let Some(k) = b.key.take() {
+            if let Some(k) = b.key {
                 self.bundle_of.remove(&k);
             }
-            self.free_bundles.push(s.bundle);
+            self.emptied.push(s.bundle);
         }
+        self.mark_dirty(s.bundle);
         Some(s)
     }
 
@@ -377,9 +428,10 @@ impl FluidNetwork {
         let remaining = s.finish;
         let b = self.bundle_for(key);
         s.bundle = b;
-        s.joined = self.bundles[b].service;
+        s.joined = self.bundles[b].service(self.now);
         s.finish = s.joined + remaining;
         self.bundles[b].insert(s.finish, id);
+        self.mark_dirty(b);
         self.slots.insert(id, s);
         if let Some(f) = self.view.flows.get_mut(&id) {
             f.path = key.path;
@@ -387,14 +439,11 @@ impl FluidNetwork {
         }
     }
 
-    /// Flows move at their rates from `self.now` to `t` (no event in between).
+    /// Flows move at their rates from `self.now` to `t` (no event in
+    /// between); bundles' service is kept lazily, so only link usage is recorded.
     fn move_to(&mut self, t: Nanos) {
-        let dt = (t - self.now).as_secs_f64();
-        if dt > 0.0 {
+        if t > self.now {
             self.usage.advance(self.now, t);
-            for b in self.bundles.iter_mut().filter(|b| b.rate > 0.0) {
-                b.service += b.rate * dt;
-            }
         }
         self.now = t;
     }
@@ -402,23 +451,38 @@ impl FluidNetwork {
     /// Handles what happens at `self.now`, then asks the policy again.
     fn process(&mut self, events: &mut Vec<NetEvent>) {
         let now = self.now;
-        let mut done = Vec::new();
-        for b in self.bundles.iter().filter(|b| b.eta.is_some_and(|t| t <= now)) {
-            if b.min_finish - b.service > done_within(b.min_finish) {
-                continue;
+        let mut due = Vec::new();
+        while let Some(&Reverse((t, b, generation))) = self.finishes.peek() {
+            if t > now {
+                break;
             }
-            for &(bits, id) in &b.members {
+            self.finishes.pop();
+            if self.bundles[b].generation == generation {
+                due.push(b);
+            }
+        }
+        due.sort_unstable();
+        let mut done = Vec::new();
+        for &b in &due {
+            let bundle = &self.bundles[b];
+            let service = bundle.service(now);
+            for &(bits, id) in &bundle.members {
                 let finish = f64::from_bits(bits);
-                if finish - b.service > done_within(finish) {
+                if finish - service > done_within(finish) {
                     break;
                 }
                 done.push(id);
             }
         }
+        for b in due {
+            // Its finish time is recomputed whether or not a member left.
+            self.mark_dirty(b);
+        }
         for id in done {
             self.finish(id, events);
         }
         for c in self.view.circuits.values().filter(|c| c.up_at == now) {
+            self.circuits_changed = true;
             events.push(NetEvent::Circuit {
                 at: now,
                 src_rack: c.src_rack,
@@ -517,7 +581,7 @@ impl FluidNetwork {
             }
         }
         self.planned = planned;
-        self.compute_rates();
+        self.update_rates();
     }
 
     fn set_up(&mut self, s: CircuitSetup) {
@@ -543,6 +607,7 @@ impl FluidNetwork {
             }
         }
         let up_at = self.now + self.view.fabric.reconfig_delay;
+        self.circuits_changed = true;
         self.view.circuits.insert(
             (s.src_rack, s.port),
             CircuitView {
@@ -575,6 +640,7 @@ impl FluidNetwork {
     }
 
     fn tear_down(&mut self, old: CircuitView) {
+        self.circuits_changed = true;
         if let Some(i) = self.open_circuits.remove(&(old.src_rack, old.port)) {
             self.circuit_log[i].down_at = Some(self.now);
         }
@@ -589,61 +655,89 @@ impl FluidNetwork {
         }
     }
 
-    /// Max-min rates per bundle under the current paths and caps, then finish times.
-    fn compute_rates(&mut self) {
+    /// Hands the changed bundles' demands to the max-min solver, then moves
+    /// the bundles whose rate changed to their new rate, and recomputes the
+    /// finish time of those and of the bundles whose members changed.
+    fn update_rates(&mut self) {
         let now = self.now;
-        self.demands.clear();
-        self.demand_bundle.clear();
-        for (i, b) in self.bundles.iter_mut().enumerate() {
-            b.rate = 0.0;
-            let Some(k) = b.key else { continue };
-            if let Some(links) = route(&self.view.links, &self.view.circuits, k, now) {
-                self.demands.push(Demand {
-                    links,
-                    cap: k.cap.map_or(f64::INFINITY, Bps::bytes_per_sec),
-                    weight: b.members.len() as u32,
-                });
-                self.demand_bundle.push(i);
-            }
+        if std::mem::take(&mut self.circuits_changed) {
+            let ocs: Vec<usize> = self.ocs_bundles.iter().copied().collect();
+            ocs.into_iter().for_each(|b| self.mark_dirty(b));
         }
-        self.residual.clear();
-        self.residual.extend_from_slice(self.view.links.capacities());
-        self.water
-            .fill(&mut self.residual, &self.demands, &mut self.rates);
-        self.usage.clear_rates();
-        for (&i, &r) in self.demand_bundle.iter().zip(&self.rates) {
-            let b = &mut self.bundles[i];
-            b.rate = r;
-            if let Some(k) = b.key.filter(|_| r > 0.0) {
-                let total = r * b.members.len() as f64;
+        let mut touched = std::mem::take(&mut self.dirty);
+        for &b in &touched {
+            let bundle = &mut self.bundles[b];
+            bundle.dirty = false;
+            let demand = match bundle.key {
+                Some(k) if !bundle.members.is_empty() => route(&self.view.links, &self.view.circuits, k, now)
+                    .map(|links| Demand {
+                        links,
+                        cap: k.cap.map_or(f64::INFINITY, Bps::bytes_per_sec),
+                        weight: bundle.members.len() as u32,
+                    }),
+                _ => None,
+            };
+            self.rates.set(b, demand);
+        }
+        let changed = self.rates.solve().to_vec();
+        for b in changed {
+            let b = b as usize;
+            self.bundles[b].set_rate(now, self.rates.rate(b));
+            touched.push(b);
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for &b in &touched {
+            let bundle = &mut self.bundles[b];
+            // Link usage: what the bundle adds to its tracked links.
+            let total = bundle.rate * bundle.members.len() as f64;
+            let delta = total - bundle.usage;
+            bundle.usage = total;
+            if let Some(k) = bundle.key.filter(|_| delta != 0.0) {
                 match k.path {
                     Path::Ocs { port } => self.usage.add_rate(
                         LinkKind::OcsPort {
                             rack: k.src.rack,
                             port,
                         },
-                        total,
+                        delta,
                     ),
                     Path::Eps if k.src.rack != k.dst.rack => {
-                        self.usage.add_rate(LinkKind::TorUp(k.src.rack), total);
-                        self.usage.add_rate(LinkKind::TorDown(k.dst.rack), total);
+                        self.usage.add_rate(LinkKind::TorUp(k.src.rack), delta);
+                        self.usage.add_rate(LinkKind::TorDown(k.dst.rack), delta);
                     }
                     _ => {}
                 }
             }
-        }
-        let mut next = None::<Nanos>;
-        for b in &mut self.bundles {
-            b.eta = if b.min_finish.is_finite() {
-                eta(now, b.min_finish - b.service, b.rate)
-            } else {
-                None
-            };
-            if let Some(t) = b.eta {
-                next = Some(next.map_or(t, |n: Nanos| n.min(t)));
+            bundle.generation = bundle.generation.wrapping_add(1);
+            if bundle.min_finish.is_finite() {
+                let remaining = bundle.min_finish - bundle.service(now);
+                if let Some(t) = eta(now, remaining, bundle.rate) {
+                    self.finishes.push(Reverse((t, b, bundle.generation)));
+                }
             }
         }
-        self.next_completion = next;
+        for b in std::mem::take(&mut self.emptied) {
+            if let Some(k) = self.bundles[b].key.take() {
+                if matches!(k.path, Path::Ocs { .. }) {
+                    self.ocs_bundles.remove(&b);
+                }
+            }
+            self.free_bundles.push(b);
+        }
+        // Drop stale entries when they outnumber the bundles, and keep the
+        // first entry current, for next_event_at.
+        if self.finishes.len() > 4 * self.bundles.len() + 4096 {
+            let bundles = &self.bundles;
+            self.finishes
+                .retain(|&Reverse((_, b, generation))| bundles[b].generation == generation);
+        }
+        while let Some(&Reverse((_, b, generation))) = self.finishes.peek() {
+            if self.bundles[b].generation == generation {
+                break;
+            }
+            self.finishes.pop();
+        }
     }
 }
 

@@ -112,10 +112,17 @@ impl LinkUsage {
         self.rate.iter_mut().for_each(|r| *r = 0.0);
     }
 
-    /// Adds `bytes_per_s` to the current rate of `link` (ignored if untracked).
+    /// Adds `bytes_per_s` (which may be negative: a rate that fell) to the
+    /// current rate of `link` (ignored if untracked). A sum that comes back
+    /// to within float rounding of zero is zero.
     pub fn add_rate(&mut self, link: LinkKind, bytes_per_s: f64) {
         if let Some(i) = self.index(link) {
-            self.rate[i] += bytes_per_s;
+            let r = self.rate[i] + bytes_per_s;
+            self.rate[i] = if r.abs() <= 1e-9 * self.capacity[i].max(1.0) {
+                0.0
+            } else {
+                r
+            };
         }
     }
 
