@@ -85,6 +85,7 @@ fn shuffle_job(topo: &Topology, reduces: u32, partition: Bytes) -> Job {
                 input: Bytes(partition.0 * reduces as u64),
                 replicas: vec![h],
                 duration: Nanos::from_millis(20),
+                written_by: None,
             })
             .collect(),
         reduces: (0..reduces)

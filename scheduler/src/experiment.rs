@@ -376,6 +376,7 @@ impl Experiment {
             host_speed,
             heartbeat: raw.engine.heartbeat,
             record_flows: raw.engine.record_flows,
+            placement_seed: raw.seed,
         };
         crate::engine::Engine::new(
             &topology,

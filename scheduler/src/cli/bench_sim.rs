@@ -1,10 +1,16 @@
-//! `ocslab bench sim`: wall time to replay the FB2010 coflow trace under each
-//! coflow scheduler, and the process's peak memory (VmHWM). The jobs figure
-//! (1000 jobs on coscheduler-paper.toml) is added with the simulation driver.
+//! `ocslab bench sim`: the simulator's speed (issue 3, "Benchmarks"): the
+//! wall time to replay the FB2010 coflow trace under each coflow scheduler,
+//! and to simulate 1000 generated jobs on coscheduler-paper.toml (600
+//! hosts), each the median of `--repeat` runs, with the peak memory of each
+//! figure (VmHWM, reset between figures through /proc/self/clear_refs).
 
 use super::replay::run_replay;
 use crate::coflow::POLICY_NAMES;
+use crate::experiment::NetworkKind;
+use crate::progress::Progress;
+use crate::sim::bench::{bench_jobs, JobsBench};
 use anyhow::{Context, Result};
+use ocslab_emulator::Topology;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,6 +31,16 @@ pub struct SimArgs {
     /// Replay only the first N coflows (default: the whole trace).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Runs per figure; the wall time reported is their median.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Generated jobs to simulate on --jobs-topology (Fair task scheduler,
+    /// fair coflow scheduler, fluid network); 0 skips this figure.
+    #[arg(long, default_value_t = 1000)]
+    pub jobs: u32,
+    /// The topology of the jobs figure.
+    #[arg(long, default_value = "topologies/coscheduler-paper.toml")]
+    pub jobs_topology: PathBuf,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -37,15 +53,36 @@ struct Row {
     coflows: usize,
     flows: usize,
     policy_calls: u64,
+    /// Median wall time of the replays, seconds.
     wall_s: f64,
+    /// Every replay's wall time, seconds.
+    wall_runs_s: Vec<f64>,
+    /// Peak resident memory over these replays, MB (None: not measurable).
+    peak_rss_mb: Option<f64>,
     avg_cct_s: f64,
+}
+
+#[derive(Serialize)]
+struct JobsRow {
+    /// The last run's figures (all runs simulate the same thing).
+    #[serde(flatten)]
+    run: JobsBench,
+    /// Median wall time of the runs, seconds (replaces the last run's `wall_s`).
+    median_wall_s: f64,
+    /// Every run's wall time, seconds.
+    wall_runs_s: Vec<f64>,
+    /// Peak resident memory over these runs, MB.
+    peak_rss_mb: Option<f64>,
 }
 
 #[derive(Serialize)]
 struct Report {
     trace: String,
+    repeat: u32,
     replay: Vec<Row>,
-    /// Peak resident memory of this process after all replays (VmHWM).
+    jobs: Option<JobsRow>,
+    /// Peak resident memory of this process over the whole benchmark, MB,
+    /// when it could not be measured per figure (VmHWM could not be reset).
     peak_rss_mb: Option<f64>,
 }
 
@@ -55,6 +92,24 @@ pub fn peak_rss_mb() -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
+}
+
+/// Resets the peak resident set size (VmHWM) to the current one; false if
+/// the kernel refused (then peaks are over the whole process).
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The median of `xs` (not empty).
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 /// `path` if it exists, else the same path under the source tree (so the
@@ -75,6 +130,10 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     } else {
         a.schedulers
     };
+    let figures = schedulers.len() as u64 + u64::from(a.jobs > 0);
+    let progress = Progress::counting(figures * u64::from(a.repeat), a.json, "runs", false);
+    let per_figure_peak = reset_peak_rss();
+    let figure_peak = || if per_figure_peak { peak_rss_mb() } else { None };
     let mut rows = Vec::new();
     for s in &schedulers {
         let topo = if s == "sunflow" {
@@ -82,11 +141,18 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         } else {
             "fb2010.toml"
         };
-        if !a.json {
-            eprintln!("replaying {} under {s} on {topo} ...", trace.display());
+        reset_peak_rss();
+        let mut walls = Vec::new();
+        let mut last = None;
+        for i in 1..=a.repeat {
+            progress.set_message(format!("replay under {s} on {topo}, run {i}/{}", a.repeat));
+            let run = run_replay(&trace, &topologies.join(topo), s, a.limit, |_, _| {})
+                .with_context(|| format!("replay under {s}"))?;
+            walls.push(run.wall_s);
+            progress.job_done();
+            last = Some(run);
         }
-        let run = run_replay(&trace, &topologies.join(topo), s, a.limit, |_, _| {})
-            .with_context(|| format!("replay under {s}"))?;
+        let Some(run) = last else { continue };
         let n = run.outcome.records.len();
         rows.push(Row {
             scheduler: s.clone(),
@@ -94,7 +160,9 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
             coflows: n,
             flows: run.flows,
             policy_calls: run.outcome.stats.policy_calls,
-            wall_s: run.wall_s,
+            wall_s: median(&walls),
+            wall_runs_s: walls,
+            peak_rss_mb: figure_peak(),
             avg_cct_s: run
                 .outcome
                 .records
@@ -104,10 +172,36 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
                 / n.max(1) as f64,
         });
     }
+    let jobs = if a.jobs > 0 {
+        let path = locate(&a.jobs_topology);
+        let topo = Topology::load(&path)?;
+        reset_peak_rss();
+        let mut walls = Vec::new();
+        let mut last = None;
+        for i in 1..=a.repeat {
+            progress.set_message(format!("{} jobs on {}, run {i}/{}", a.jobs, topo.name, a.repeat));
+            let b = bench_jobs(&topo, a.jobs, 1, NetworkKind::Fluid, "fair", "fair")
+                .with_context(|| format!("simulating {} jobs on {}", a.jobs, path.display()))?;
+            walls.push(b.wall_s);
+            progress.job_done();
+            last = Some(b);
+        }
+        last.map(|run| JobsRow {
+            run,
+            median_wall_s: median(&walls),
+            wall_runs_s: walls,
+            peak_rss_mb: figure_peak(),
+        })
+    } else {
+        None
+    };
+    progress.finish();
     let report = Report {
         trace: trace.display().to_string(),
+        repeat: a.repeat,
         replay: rows,
-        peak_rss_mb: peak_rss_mb(),
+        jobs,
+        peak_rss_mb: if per_figure_peak { None } else { peak_rss_mb() },
     };
     let mut out = std::io::stdout().lock();
     if a.json {
@@ -115,22 +209,64 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(out, "trace replay: {}", report.trace)?;
+    let mb = |m: Option<f64>| m.map_or("-".to_string(), |m| format!("{m:.0}"));
     writeln!(
         out,
-        "{:<9} {:<16} {:>8} {:>8} {:>9} {:>10} {:>11}",
-        "scheduler", "topology", "coflows", "flows", "events", "wall (s)", "avg CCT (s)"
+        "trace replay: {} (median of {} runs)",
+        report.trace, report.repeat
+    )?;
+    writeln!(
+        out,
+        "{:<9} {:<16} {:>8} {:>8} {:>9} {:>10} {:>9} {:>11}",
+        "scheduler", "topology", "coflows", "flows", "events", "wall (s)", "peak MB", "avg CCT (s)"
     )?;
     for r in &report.replay {
         writeln!(
             out,
-            "{:<9} {:<16} {:>8} {:>8} {:>9} {:>10.3} {:>11.3}",
-            r.scheduler, r.topology, r.coflows, r.flows, r.policy_calls, r.wall_s, r.avg_cct_s
+            "{:<9} {:<16} {:>8} {:>8} {:>9} {:>10.3} {:>9} {:>11.3}",
+            r.scheduler,
+            r.topology,
+            r.coflows,
+            r.flows,
+            r.policy_calls,
+            r.wall_s,
+            mb(r.peak_rss_mb),
+            r.avg_cct_s
         )?;
     }
-    match report.peak_rss_mb {
-        Some(mb) => writeln!(out, "peak memory (VmHWM): {mb:.1} MB")?,
-        None => writeln!(out, "peak memory: /proc/self/status not readable")?,
+    if let Some(j) = &report.jobs {
+        writeln!(
+            out,
+            "jobs: {} jobs ({} tasks, {} flows) on {} ({} hosts), {} + {} coflow, {:?} network: \
+             {:.3} s wall (median), {:.0} s simulated, peak {} MB",
+            j.run.jobs,
+            j.run.tasks,
+            j.run.flows,
+            j.run.topology,
+            j.run.hosts,
+            j.run.task_scheduler,
+            j.run.coflow_scheduler,
+            j.run.network,
+            j.median_wall_s,
+            j.run.simulated_s,
+            mb(j.peak_rss_mb)
+        )?;
+    }
+    if let Some(mb) = report.peak_rss_mb {
+        writeln!(out, "peak memory (VmHWM, whole benchmark): {mb:.1} MB")?;
+    } else if !per_figure_peak {
+        writeln!(out, "peak memory: /proc/self/status not readable")?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
 }

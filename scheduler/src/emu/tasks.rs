@@ -216,6 +216,7 @@ mod tests {
                 input: Bytes(1000),
                 replicas: vec![HostId::new(0, 0)],
                 duration: Nanos::from_millis(5),
+                written_by: None,
             }],
             reduces: vec![
                 JobReduce {

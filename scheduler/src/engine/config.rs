@@ -1,7 +1,8 @@
 //! Engine configuration: the cluster-side knobs that are not policies —
 //! reduce slow-start, slot types, whether remote maps read their input over
 //! the network, whether a job's shuffle waits for all its reduces to be
-//! placed, host speeds, and an optional heartbeat.
+//! placed, host speeds, an optional heartbeat, and the seed of where a
+//! child job's input blocks are written.
 
 use ocslab_emulator::{HostId, Nanos};
 use serde::{Deserialize, Serialize};
@@ -60,6 +61,10 @@ pub struct EngineConfig {
     /// Keep a record of every flow (for `flows.csv`). Large trace runs may
     /// turn this off to save memory; per-coflow records are kept either way.
     pub record_flows: bool,
+    /// Seeds the HDFS choice of the second and third replicas of blocks a
+    /// child job reads from its parents' output (placed when the child
+    /// becomes runnable; the experiment's seed).
+    pub placement_seed: u64,
 }
 
 impl Default for EngineConfig {
@@ -73,6 +78,7 @@ impl Default for EngineConfig {
             host_speed: BTreeMap::new(),
             heartbeat: None,
             record_flows: true,
+            placement_seed: 0,
         }
     }
 }

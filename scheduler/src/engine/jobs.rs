@@ -60,9 +60,11 @@ impl Engine {
             .all(|p| self.c.jobs.get(p).is_some_and(|pj| pj.status == JobStatus::Done))
     }
 
-    /// Makes a submitted job runnable: its maps (and, past slow-start, its
-    /// reduces) become pending.
+    /// Makes a submitted job runnable: the blocks its parents wrote are
+    /// placed where they wrote them, then its maps (and, past slow-start,
+    /// its reduces) become pending.
     fn activate(&mut self, now: Nanos, id: JobId, ready: Nanos) {
+        self.place_parent_output(id);
         let Some(job) = self.c.jobs.get_mut(&id) else {
             return;
         };

@@ -35,6 +35,7 @@ mod config;
 mod event;
 mod jobs;
 mod offers;
+mod parent_output;
 mod records;
 mod shuffle;
 mod state;

@@ -43,6 +43,7 @@ fn job(
                 input: Bytes(100_000_000),
                 replicas: vec![*h],
                 duration: Nanos(map_s * S),
+                written_by: None,
             })
             .collect(),
         reduces: (0..reduces)
@@ -430,6 +431,112 @@ fn a_child_job_runs_after_its_parents() {
     let parent_end = r[&JobId(0)].finished.max(r[&JobId(1)].finished);
     assert_eq!(r[&JobId(2)].ready, parent_end);
     assert_eq!(r[&JobId(2)].finished, parent_end.map(|t| t + Nanos(S)));
+}
+
+/// Fifo, remembering each job's block replicas when it became runnable.
+struct ReplicaSpy {
+    inner: Box<dyn crate::policy::TaskPolicy>,
+    seen: std::rc::Rc<std::cell::RefCell<BTreeMap<JobId, Vec<Vec<HostId>>>>>,
+}
+
+impl crate::policy::TaskPolicy for ReplicaSpy {
+    fn name(&self) -> &str {
+        "replica-spy"
+    }
+    fn on_free_slot(&mut self, now: Nanos, view: &ClusterView<'_>, host: HostId) -> Option<TaskChoice> {
+        self.inner.on_free_slot(now, view, host)
+    }
+    fn on_job_arrival(&mut self, _now: Nanos, view: &ClusterView<'_>, job: JobId) {
+        if let Some(j) = view.job(job) {
+            let replicas = j.spec().maps.iter().map(|m| m.replicas.clone()).collect();
+            self.seen.borrow_mut().insert(job, replicas);
+        }
+    }
+}
+
+#[test]
+fn a_child_reads_its_parents_output_where_their_reduces_wrote_it() {
+    // Parents j0 (map on r0h0, two reduces) and j1 (map on r1h0, one
+    // reduce), one slot per host. Child j2 reads two blocks of j0's output,
+    // two of j1's and one base block; its generated replicas all say r2h1.
+    // When it becomes runnable, block k of parent p must have its first
+    // replica on the host of p's reduce k·R/B, the second on another rack
+    // and the third on another host of that rack; the base block stays.
+    let t = topo(3, 2, 1);
+    let placeholder = HostId::new(2, 1);
+    let a = job(0, 0, 0, &[HostId::new(0, 0)], 2, 2, 2);
+    let b = job(1, 1, 0, &[HostId::new(1, 0)], 2, 1, 2);
+    let mut c = job(2, 2, 0, &[placeholder; 5], 1, 0, 0);
+    c.parents = vec![JobId(0), JobId(1)];
+    for (m, p) in [(1, 0), (2, 0), (3, 1), (4, 1)] {
+        c.maps[m].written_by = Some(JobId(p));
+        c.maps[m].replicas = vec![placeholder, HostId::new(0, 1), HostId::new(0, 0)];
+    }
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(BTreeMap::new()));
+    let spy = ReplicaSpy {
+        inner: by_name("fifo", None).expect("fifo"),
+        seen: seen.clone(),
+    };
+    let config = EngineConfig {
+        input_reads: false,
+        placement_seed: 7,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(&t, vec![a, b, c], Box::new(spy), config).expect("engine");
+    let out = Simulation::new(
+        engine,
+        FixedRateNetwork::new(Bps(1_000_000_000)),
+        SimConfig::default(),
+    )
+    .run(|_, _| {})
+    .expect("simulation finishes");
+    let reduce_host = |job: u64, index: u32| {
+        out.records
+            .tasks
+            .iter()
+            .find(|r| r.attempt.task == TaskId::reduce(JobId(job), index) && r.outcome == Outcome::Finished)
+            .map(|r| r.host)
+            .expect("the parent's reduce finished")
+    };
+    let writers = [
+        reduce_host(0, 0),
+        reduce_host(0, 1),
+        reduce_host(1, 0),
+        reduce_host(1, 0),
+    ];
+    assert_ne!(
+        writers[0], writers[2],
+        "the parents' reduces ran on different hosts"
+    );
+    let replicas = seen.borrow()[&JobId(2)].clone();
+    assert_eq!(
+        replicas[0],
+        vec![placeholder],
+        "a base block keeps its HDFS replicas"
+    );
+    for (k, writer) in writers.iter().enumerate() {
+        let r = &replicas[k + 1];
+        assert_eq!(r.len(), 3, "block {}: {r:?}", k + 1);
+        assert_eq!(
+            r[0],
+            *writer,
+            "block {}: first replica on the writing reduce's host",
+            k + 1
+        );
+        assert_ne!(
+            r[1].rack,
+            writer.rack,
+            "block {}: second replica off the writer's rack",
+            k + 1
+        );
+        assert_eq!(
+            r[2].rack,
+            r[1].rack,
+            "block {}: third replica on the second's rack",
+            k + 1
+        );
+        assert_ne!(r[2], r[1]);
+    }
 }
 
 #[test]

@@ -103,6 +103,12 @@ pub struct MapTask {
     pub replicas: Vec<HostId>,
     /// Compute time on a host of speed 1 (input read excluded).
     pub duration: Nanos,
+    /// The parent job whose output this block is, if any. The engine then
+    /// places the block's replicas when the job becomes runnable, where that
+    /// parent's reduces wrote it (`replicas` is only a stand-in until then);
+    /// see docs/engine.md, "DAGs".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_by: Option<JobId>,
 }
 
 /// One reduce task.
@@ -254,7 +260,8 @@ pub struct JobError {
 
 /// Checks a workload against `topo`: ids unique, at least one map per job,
 /// replicas distinct hosts of the topology, shuffle matrix of the right
-/// shape, ratio finite and non-negative, parents known and acyclic.
+/// shape, ratio finite and non-negative, parents known and acyclic, a
+/// block written by a parent naming one of the job's parents.
 pub fn validate_jobs(jobs: &[Job], topo: &Topology) -> Result<(), JobError> {
     let mut index: BTreeMap<JobId, usize> = BTreeMap::new();
     for (i, job) in jobs.iter().enumerate() {
@@ -291,6 +298,13 @@ fn validate_job(job: &Job, topo: &Topology) -> Result<(), JobError> {
                 job.id,
                 &field,
                 "needs at least one host holding the input block",
+            ));
+        }
+        if let Some(p) = map.written_by.filter(|p| !job.parents.contains(p)) {
+            return Err(err(
+                job.id,
+                &format!("maps[{m}].written_by"),
+                format!("names {p}, which is not one of the job's parents"),
             ));
         }
         for (i, h) in map.replicas.iter().enumerate() {
@@ -428,6 +442,7 @@ elephant_threshold = "0B"
                     input: Bytes(100),
                     replicas: vec![HostId::new(0, 0)],
                     duration: Nanos(1),
+                    written_by: None,
                 };
                 2
             ],
@@ -472,6 +487,17 @@ elephant_threshold = "0B"
         assert!(e.message.contains("cycle"), "{e}");
         let e = validate_jobs(&[job(0, vec![9])], &t).unwrap_err();
         assert_eq!(e.field, "parents");
+    }
+
+    #[test]
+    fn a_block_written_by_a_job_that_is_not_a_parent_is_refused() {
+        let t = topo();
+        let mut child = job(2, vec![0]);
+        child.maps[1].written_by = Some(JobId(0));
+        assert!(validate_jobs(&[job(0, vec![]), job(1, vec![]), child.clone()], &t).is_ok());
+        child.maps[1].written_by = Some(JobId(1));
+        let e = validate_jobs(&[job(0, vec![]), job(1, vec![]), child], &t).unwrap_err();
+        assert_eq!(e.field, "maps[1].written_by");
     }
 
     #[test]

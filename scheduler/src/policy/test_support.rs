@@ -36,6 +36,7 @@ pub fn job(id: u64, maps: u32, map_ms: u64, reduces: u32, reduce_ms: u64, home: 
                 input: Bytes(100_000_000),
                 replicas: vec![home],
                 duration: Nanos(map_ms * 1_000_000),
+                written_by: None,
             })
             .collect(),
         reduces: (0..reduces)

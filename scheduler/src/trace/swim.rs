@@ -351,6 +351,7 @@ impl SwimModel {
                     input: Bytes(nominal).scaled_down(byte_scale),
                     replicas: place_replicas(topo, self.replicas, &mut rng),
                     duration: time(nominal as f64, self.map_rate),
+                    written_by: None,
                 });
             }
             let per_reduce = (sj.shuffle.0 + sj.output.0) as f64 / reduces_n.max(1) as f64;

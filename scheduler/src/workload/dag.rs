@@ -281,11 +281,14 @@ pub fn tpch_like(cfg: &QueryConfig) -> Vec<DagJob> {
 }
 
 /// The engine's jobs for a dependent workload on `topo`. A job's input is
-/// its base input plus its parents' outputs (parent input × output ratio);
-/// one reduce per GB of shuffle (1 to 100). Every input block gets HDFS
-/// replicas drawn from `seed`: the engine's job model fixes a child's
-/// blocks at submission, it does not move them to where its parents'
-/// reduces wrote their output (see docs/reproduction.md, Dawn).
+/// its base input, then each parent's output (parent input × output ratio)
+/// in parent order, each cut into blocks; one reduce per GB of shuffle (1
+/// to 100). Base blocks get HDFS replicas drawn from `seed`; a block of a
+/// parent's output is marked [`MapTask::written_by`] that parent, and the
+/// engine places it where the parent's reduces ran when the job becomes
+/// runnable (its generated replicas are only a stand-in).
+///
+/// [`MapTask::written_by`]: crate::model::job::MapTask::written_by
 pub fn to_jobs(dag: &[DagJob], topo: &Topology, block: Bytes, rates: &TaskRates, seed: u64) -> Vec<Job> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xda6_da6);
     let mut outputs: BTreeMap<u64, u64> = BTreeMap::new();
@@ -294,14 +297,32 @@ pub fn to_jobs(dag: &[DagJob], topo: &Topology, block: Bytes, rates: &TaskRates,
     let mut jobs: Vec<Job> = by_id
         .into_iter()
         .map(|d| {
-            let input = d.base_input.0
-                + d.parents
-                    .iter()
-                    .map(|p| outputs.get(p).copied().unwrap_or(0))
-                    .sum::<u64>();
+            let from_parents: Vec<(u64, u64)> = d
+                .parents
+                .iter()
+                .map(|p| (*p, outputs.get(p).copied().unwrap_or(0)))
+                .collect();
+            let input = d.base_input.0 + from_parents.iter().map(|(_, b)| b).sum::<u64>();
             outputs.insert(d.id, (input as f64 * d.output_ratio) as u64);
             let shuffle = input as f64 * d.shuffle_ratio;
             let reduces = ((shuffle / 1e9).ceil() as u32).clamp(1, 100);
+            let mut maps = Vec::new();
+            if d.base_input.0 > 0 {
+                maps = map_tasks(&mut rng, topo, d.base_input, block, rates);
+            }
+            for (p, bytes) in from_parents.into_iter().filter(|(_, b)| *b > 0) {
+                maps.extend(
+                    map_tasks(&mut rng, topo, Bytes(bytes), block, rates)
+                        .into_iter()
+                        .map(|mut m| {
+                            m.written_by = Some(JobId(p));
+                            m
+                        }),
+                );
+            }
+            if maps.is_empty() {
+                maps = map_tasks(&mut rng, topo, Bytes(1), block, rates);
+            }
             Job {
                 id: JobId(d.id),
                 name: d.name.clone(),
@@ -309,7 +330,7 @@ pub fn to_jobs(dag: &[DagJob], topo: &Topology, block: Bytes, rates: &TaskRates,
                 arrival: d.arrival,
                 recurring: false,
                 parents: d.parents.iter().map(|&p| JobId(p)).collect(),
-                maps: map_tasks(&mut rng, topo, Bytes(input.max(1)), block, rates),
+                maps,
                 reduces: (0..reduces)
                     .map(|_| ReduceTask {
                         duration: TaskRates::time(shuffle / f64::from(reduces), rates.reduce_bytes_per_s),
@@ -326,6 +347,14 @@ pub fn to_jobs(dag: &[DagJob], topo: &Topology, block: Bytes, rates: &TaskRates,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    fn topo(racks: u32, hosts: u32) -> Topology {
+        let text = format!(
+            "name = \"t\"\nracks = {racks}\nhosts_per_rack = {hosts}\nsimulation_only = true\n[eps]\nhost_rate = \"1Gbit/s\"\noversubscription = 1.0\n[ocs]\nports_per_rack = 0\nport_rate = \"0bit/s\"\nreconfig_delay = \"0ms\"\nelephant_threshold = \"0B\"\n"
+        );
+        Topology::parse(&text, Path::new("t.toml"), &[]).expect("valid")
+    }
 
     fn check_dag(jobs: &[DagJob]) {
         for j in jobs {
@@ -354,6 +383,49 @@ mod tests {
         assert!(jobs
             .iter()
             .any(|j| j.name.ends_with("/tfidf") && j.parents.len() == 2));
+    }
+
+    #[test]
+    fn a_childs_blocks_of_parent_output_are_marked_with_their_writer() {
+        let topo = topo(6, 6);
+        let dag = iterative_ml(&MlConfig {
+            benchmarks: 3,
+            size_scale: 0.05,
+            ..MlConfig::default()
+        });
+        let rates = TaskRates::default();
+        let jobs = to_jobs(&dag, &topo, Bytes(128_000_000), &rates, 1);
+        crate::model::job::validate_jobs(&jobs, &topo).expect("valid jobs");
+        for (d, j) in dag
+            .iter()
+            .map(|d| (d, jobs.iter().find(|j| j.id.0 == d.id).expect("job")))
+        {
+            let written: u64 = j
+                .maps
+                .iter()
+                .filter(|m| m.written_by.is_some())
+                .map(|m| m.input.0)
+                .sum();
+            let base: u64 = j
+                .maps
+                .iter()
+                .filter(|m| m.written_by.is_none())
+                .map(|m| m.input.0)
+                .sum();
+            assert_eq!(base, d.base_input.0.max(u64::from(written == 0)), "{}", d.name);
+            for p in &d.parents {
+                let parent = jobs.iter().find(|x| x.id.0 == *p).expect("parent");
+                let pd = dag.iter().find(|x| x.id == *p).expect("parent");
+                let from_p: u64 = j
+                    .maps
+                    .iter()
+                    .filter(|m| m.written_by == Some(JobId(*p)))
+                    .map(|m| m.input.0)
+                    .sum();
+                let out = (parent.input_bytes().0 as f64 * pd.output_ratio) as u64;
+                assert_eq!(from_p, out, "{} reads all of {}'s output", d.name, pd.name);
+            }
+        }
     }
 
     #[test]

@@ -218,6 +218,7 @@ impl GeneratedWorkload {
                     input: block,
                     replicas: place_replicas(topo, self.replicas, &mut rng),
                     duration: draw(&mut rng, class.map_duration),
+                    written_by: None,
                 })
                 .collect();
             let reduces = (0..reduces_n)

@@ -323,6 +323,7 @@ pub fn map_tasks(
                 input: Bytes(size),
                 replicas: hdfs_replicas(rng, topo),
                 duration: TaskRates::time(size as f64, rates.map_bytes_per_s),
+                written_by: None,
             }
         })
         .collect()

@@ -497,6 +497,7 @@ elephant_threshold = "1GB"
                         HostId::new((m + 2) % 6, 0),
                     ],
                     duration: Nanos::from_millis(1_000 + 150 * u64::from(m % 5)),
+                    written_by: None,
                 })
                 .collect(),
             reduces: (0..reduces)

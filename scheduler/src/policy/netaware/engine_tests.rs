@@ -173,3 +173,78 @@ fn every_network_aware_policy_finishes_a_dag_workload() {
         assert_eq!(done, jobs.len(), "{p} left jobs unfinished");
     }
 }
+
+/// Fifo, recording the expected output Dawn's view gives job 0 at each offer.
+struct ExpectedOutputSpy {
+    inner: Box<dyn crate::policy::TaskPolicy>,
+    views: super::engine_view::ViewBuilder,
+    seen: std::rc::Rc<std::cell::RefCell<Vec<u64>>>,
+}
+
+impl crate::policy::TaskPolicy for ExpectedOutputSpy {
+    fn name(&self) -> &str {
+        "expected-output-spy"
+    }
+    fn on_free_slot(
+        &mut self,
+        now: Nanos,
+        view: &crate::engine::ClusterView<'_>,
+        host: ocslab_emulator::HostId,
+    ) -> Option<crate::policy::TaskChoice> {
+        let nv = self.views.build(now, view, host, true);
+        if let Some(j) = nv.jobs.iter().find(|j| j.id.0 == 0) {
+            self.seen.borrow_mut().push(j.expected_output.0);
+        }
+        self.inner.on_free_slot(now, view, host)
+    }
+}
+
+#[test]
+fn dawns_expected_output_is_what_the_children_read_from_the_parent() {
+    // j1 reads 200 MB of its own (base input) and 10 MB that j0 wrote: j0's
+    // output is the 10 MB block marked written_by j0, not j1's whole input.
+    let topo = tiny();
+    let h = ocslab_emulator::HostId::new(0, 0);
+    let map = |input: u64, written_by: Option<u64>| crate::model::job::MapTask {
+        input: Bytes(input),
+        replicas: vec![h],
+        duration: Nanos::from_secs_f64(1.0),
+        written_by: written_by.map(crate::model::job::JobId),
+    };
+    let job = |id: u64, parents: Vec<u64>, maps| Job {
+        id: crate::model::job::JobId(id),
+        name: String::new(),
+        user: crate::model::job::UserId(0),
+        arrival: Nanos(0),
+        recurring: false,
+        parents: parents.into_iter().map(crate::model::job::JobId).collect(),
+        maps,
+        reduces: vec![crate::model::job::ReduceTask {
+            duration: Nanos::from_secs_f64(1.0),
+        }],
+        shuffle: crate::model::job::Shuffle::Ratio(0.1),
+    };
+    let jobs = vec![
+        job(0, vec![], vec![map(100_000_000, None)]),
+        job(
+            1,
+            vec![0],
+            vec![
+                map(100_000_000, None),
+                map(100_000_000, None),
+                map(10_000_000, Some(0)),
+            ],
+        ),
+    ];
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let spy = ExpectedOutputSpy {
+        inner: by_name("fifo", None).expect("fifo"),
+        views: super::engine_view::ViewBuilder::default(),
+        seen: seen.clone(),
+    };
+    let mut engine = Engine::new(&topo, jobs, Box::new(spy), EngineConfig::default()).expect("engine");
+    let _ = engine.handle(Nanos(0), Event::Wakeup);
+    let seen = seen.borrow();
+    assert!(!seen.is_empty(), "job 0 was offered a slot");
+    assert!(seen.iter().all(|&b| b == 10_000_000), "{seen:?}");
+}

@@ -16,9 +16,12 @@
 //! - NAS's mean per-map ratio is the engine's observed output/input ratio
 //!   (the same for the engine's ratio-model jobs, where every map of a job
 //!   has one ratio); a recurring job's ratio is known in advance;
-//! - Dawn's output sizes: the engine's job model has none, so a job's
-//!   output is taken as what its children read from it (each child's input
-//!   split evenly over its parents), placed where its reduces ran.
+//! - Dawn's output sizes: a job's output is what its children read from it
+//!   (the child's blocks [`written_by`] it; for a workload that does not
+//!   mark them, the child's input split evenly over its parents), spread
+//!   evenly over the racks its reduces ran on.
+//!
+//! [`written_by`]: crate::model::job::MapTask::written_by
 
 use super::{JobDag, JobKey, JobState, NetView, PendingMap, UserKey};
 use crate::engine::{ClusterView, JobState as EngineJob, Link};
@@ -216,10 +219,16 @@ fn add_dag(view: &ClusterView<'_>, nv: &mut NetView) {
         if parents.is_empty() {
             continue;
         }
+        let written = child.spec().maps.iter().any(|m| m.written_by.is_some());
         let share = child.spec().input_bytes().0 / parents.len() as u64;
         for p in parents {
             dag.add_edge(key(*p), key(child.id()));
-            *expected.entry(*p).or_default() += share;
+            if written {
+                let from_p = child.spec().maps.iter().filter(|m| m.written_by == Some(*p));
+                *expected.entry(*p).or_default() += from_p.map(|m| m.input.0).sum::<u64>();
+            } else {
+                *expected.entry(*p).or_default() += share;
+            }
         }
     }
     for (p, bytes) in &expected {
