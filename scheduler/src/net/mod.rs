@@ -15,6 +15,8 @@
 //! utilization over time, for plots). The model is written
 //! up in `docs/simulator.md`.
 
+#[cfg(test)]
+mod handover_tests;
 pub mod incremental;
 pub mod links;
 pub mod maxmin;

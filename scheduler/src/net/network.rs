@@ -308,7 +308,7 @@ impl FluidNetwork {
             f.sent_ocs_bytes = ocs;
             f.remaining_bytes = (s.finish - service).max(0.0);
             f.rate_bytes_per_s = b.rate;
-            f.eta = eta(now, f.remaining_bytes, b.rate);
+            f.eta = eta(now, f.remaining_bytes, s.finish, b.rate);
             if let Some(c) = coflows.get_mut(&f.spec.coflow) {
                 c.sent_bytes += eps + ocs;
             }
@@ -712,7 +712,7 @@ impl FluidNetwork {
             bundle.generation = bundle.generation.wrapping_add(1);
             if bundle.min_finish.is_finite() {
                 let remaining = bundle.min_finish - bundle.service(now);
-                if let Some(t) = eta(now, remaining, bundle.rate) {
+                if let Some(t) = eta(now, remaining, bundle.min_finish, bundle.rate) {
                     self.finishes.push(Reverse((t, b, bundle.generation)));
                 }
             }
@@ -751,12 +751,18 @@ fn default_key(spec: &FlowSpec) -> BundleKey {
     }
 }
 
-/// When `remaining` bytes at `rate` are done, counted from `now` (rounded up).
-fn eta(now: Nanos, remaining: f64, rate: f64) -> Option<Nanos> {
-    if remaining <= done_within(remaining.max(0.0)) {
+/// When a member with `remaining` bytes to its finish (in service units,
+/// `finish`) counts as done at `rate`, counted from `now`: the first
+/// nanosecond at which at most [`done_within`]`(finish)` is left, the test
+/// [`FluidNetwork::process`] applies. Rounding up the exact quotient instead
+/// would turn float noise (63963136 B / 125 MB/s * 1e9 = 511705088.00000006)
+/// into a finish 1 ns late, and split events that happen together.
+fn eta(now: Nanos, remaining: f64, finish: f64, rate: f64) -> Option<Nanos> {
+    let slack = done_within(finish.max(0.0));
+    if remaining <= slack {
         Some(now)
     } else if rate > 0.0 {
-        let ns = (remaining / rate * 1e9).ceil();
+        let ns = ((remaining - slack) / rate * 1e9).ceil();
         Some(now + Nanos(ns.min(u64::MAX as f64) as u64))
     } else {
         None
