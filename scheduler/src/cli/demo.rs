@@ -113,7 +113,7 @@ fn print_report(out: &DemoOutcome) {
                 row.avg_jct_s,
                 row.vs_baseline.avg_jct,
                 base.scheduler,
-                out.table.ranking_by_avg_jct.join(" < ")
+                out.table.ranking_line()
             );
         }
     }

@@ -104,6 +104,37 @@ impl DemoTable {
     }
 }
 
+/// Average JCTs closer than this (relative to the shorter) are printed as a
+/// tie in the ranking line: real-byte runs of the demo vary by a few
+/// percent from run to run (README: three runs), so a 1 % lead is not a
+/// conclusion.
+pub const RANKING_TIE: f64 = 0.05;
+
+impl DemoTable {
+    /// The ranking as one line, shortest average JCT first: `a < b ≈ c`,
+    /// with `≈` between neighbours within [`RANKING_TIE`] of each other.
+    pub fn ranking_line(&self) -> String {
+        let jct = |name: &str| {
+            self.rows
+                .iter()
+                .find(|r| r.scheduler == name)
+                .map(|r| r.avg_jct_s)
+        };
+        let mut line = String::new();
+        let mut prev: Option<f64> = None;
+        for name in &self.ranking_by_avg_jct {
+            let this = jct(name);
+            if let Some(p) = prev {
+                let tie = this.is_some_and(|t| t <= p * (1.0 + RANKING_TIE));
+                line.push_str(if tie { " ≈ " } else { " < " });
+            }
+            line.push_str(name);
+            prev = this;
+        }
+        line
+    }
+}
+
 fn row(s: &SchedulerSummary) -> DemoRow {
     DemoRow {
         scheduler: s.name.clone(),
@@ -219,9 +250,22 @@ mod tests {
         assert_eq!(t.rows[2].cross_rack_gb, 2.0);
         assert_eq!(t.rows[2].vs_baseline.cross_rack, 0.5);
         assert_eq!(t.ranking_by_avg_jct, ["nas", "fair", "delay"]);
+        assert_eq!(t.ranking_line(), "nas < fair < delay");
         let text = t.to_string();
         assert!(text.contains("10.00 (1.00)"), "{text}");
         assert!(text.contains("0.0 (0.00)"), "{text}");
+    }
+
+    #[test]
+    fn jcts_within_the_tie_margin_rank_as_a_tie() {
+        let t = DemoTable::new(&[
+            summary("fair", 6.61, 1.0, 1, 0),
+            summary("nas", 2.81, 1.0, 1, 0),
+            summary("coscheduler", 6.62, 1.0, 1, 0),
+        ]);
+        assert_eq!(t.ranking_line(), "nas < fair ≈ coscheduler");
+        let t = DemoTable::new(&[summary("fair", 7.0, 1.0, 1, 0), summary("x", 6.0, 1.0, 1, 0)]);
+        assert_eq!(t.ranking_line(), "x < fair");
     }
 
     #[test]
