@@ -19,8 +19,9 @@
 
 use super::Engine;
 use crate::model::job::JobId;
-use ocslab_emulator::{HostId, Topology};
-use rand::{Rng, SeedableRng};
+use crate::workload::generated::replicas_after_writer;
+use ocslab_emulator::HostId;
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 
@@ -48,7 +49,7 @@ impl Engine {
                 let mut rng = ChaCha8Rng::seed_from_u64(
                     self.c.config.placement_seed ^ id.0.rotate_left(24) ^ u64::from(m).rotate_left(48),
                 );
-                placed.push((m, written_replicas(&self.c.topo, writer, n, &mut rng)));
+                placed.push((m, replicas_after_writer(&self.c.topo, writer, n, &mut rng)));
             }
         }
         let Some(job) = self.c.jobs.get_mut(&id) else {
@@ -75,36 +76,4 @@ impl Engine {
             .filter_map(|t| t.done.as_ref().map(|d| d.host))
             .collect()
     }
-}
-
-/// `n` distinct replicas of a block written on `writer`: `writer`, then a
-/// host of another rack, then another host of that rack, then any hosts.
-pub(crate) fn written_replicas(topo: &Topology, writer: HostId, n: usize, rng: &mut impl Rng) -> Vec<HostId> {
-    let n = n.min(topo.hosts());
-    let mut out = vec![writer];
-    if n >= 2 && topo.racks > 1 {
-        let mut rack = rng.random_range(0..topo.racks - 1);
-        if rack >= writer.rack {
-            rack += 1;
-        }
-        let a = rng.random_range(0..topo.hosts_per_rack);
-        out.push(HostId::new(rack, a));
-        if n >= 3 && topo.hosts_per_rack > 1 {
-            let mut b = rng.random_range(0..topo.hosts_per_rack - 1);
-            if b >= a {
-                b += 1;
-            }
-            out.push(HostId::new(rack, b));
-        }
-    }
-    while out.len() < n {
-        let h = HostId::new(
-            rng.random_range(0..topo.racks),
-            rng.random_range(0..topo.hosts_per_rack),
-        );
-        if !out.contains(&h) {
-            out.push(h);
-        }
-    }
-    out
 }

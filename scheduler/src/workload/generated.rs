@@ -255,18 +255,26 @@ fn draw(rng: &mut ChaCha8Rng, range: [Nanos; 2]) -> Nanos {
 /// Never more replicas than hosts.
 pub fn place_replicas(topo: &Topology, n: u32, rng: &mut impl Rng) -> Vec<HostId> {
     let n = (n as usize).min(topo.hosts());
-    let mut out: Vec<HostId> = Vec::with_capacity(n);
     if n == 0 {
-        return out;
+        return Vec::new();
     }
     let first = HostId::new(
         rng.random_range(0..topo.racks),
         rng.random_range(0..topo.hosts_per_rack),
     );
-    out.push(first);
+    replicas_after_writer(topo, first, n, rng)
+}
+
+/// HDFS's placement of a block whose first replica is on `writer` (the
+/// host that wrote it): `writer`, then a host of another random rack, then
+/// another host of that rack, then random hosts not yet used; `n` distinct
+/// replicas at most (never more than hosts).
+pub fn replicas_after_writer(topo: &Topology, writer: HostId, n: usize, rng: &mut impl Rng) -> Vec<HostId> {
+    let n = n.min(topo.hosts());
+    let mut out = vec![writer];
     if n >= 2 && topo.racks > 1 {
         let mut rack = rng.random_range(0..topo.racks - 1);
-        if rack >= first.rack {
+        if rack >= writer.rack {
             rack += 1;
         }
         let a = rng.random_range(0..topo.hosts_per_rack);
