@@ -223,6 +223,7 @@ fn real_bytes_give_a_utilization_timeline_and_engine_load_samples() {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let cfg = EmuConfig {
         load_sample_interval: Some(Nanos::from_millis(200)),
+        engine_load_samples: true,
         ..config("fair")
     };
     let out = emu::run_jobs(

@@ -106,12 +106,12 @@ impl Driver for Emulator {
         exp.topology
             .check_emulable(&exp.topology_file)
             .map_err(|e| fail(e.to_string()))?;
-        let mut cfg = self.config.clone();
+        let mut cfg = self
+            .config
+            .clone()
+            .with_experiment_load_samples(exp.sim.load_sample_interval);
         cfg.coflow_policy = exp.coflow_scheduler.clone();
         cfg.seed = exp.seed;
-        if let Some(every) = exp.sim.load_sample_interval {
-            cfg.load_sample_interval = Some(every);
-        }
         let policy = exp.policy(scheduler).map_err(|e| fail(e.to_string()))?;
         let fabric = FabricChoice::Build {
             topology_file: Some(exp.topology_file.clone()),

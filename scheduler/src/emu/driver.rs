@@ -298,7 +298,7 @@ impl<'a> Driver<'a> {
         };
         let at = self.exp_time(reading.at);
         let loads = self.util.record(at, reading);
-        if loads.is_empty() || self.net.in_flight() == 0 {
+        if !self.cfg.engine_load_samples || loads.is_empty() || self.net.in_flight() == 0 {
             return Ok(());
         }
         self.engine_event(at, Event::LoadSample(loads))

@@ -217,7 +217,9 @@ pub fn run(
     mut progress: impl FnMut(&str),
 ) -> Result<Vec<SchedulerRun>, RunError> {
     let jobs = exp.jobs()?;
-    let mut cfg = cfg.clone();
+    let mut cfg = cfg
+        .clone()
+        .with_experiment_load_samples(exp.sim.load_sample_interval);
     cfg.coflow_policy = exp.coflow_scheduler.clone();
     cfg.seed = exp.seed;
     let timeline = Timeline::of(&exp.perturbations);

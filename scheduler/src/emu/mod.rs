@@ -131,9 +131,13 @@ pub struct EmuConfig {
     /// Agents and control plane.
     pub lab: LabConfig,
     /// Read the kernel counters this often: every reading adds a sample to
-    /// the links' utilization timeline and, while flows are in flight, is
-    /// fed to the engine as link loads (`None`: neither).
+    /// the links' utilization timeline (`None`: no timeline).
     pub load_sample_interval: Option<Nanos>,
+    /// Also feed each reading to the engine as link loads
+    /// (`Event::LoadSample`) while flows are in flight. Set when the
+    /// experiment asks for load samples (`[engine] load_sample_interval`),
+    /// so the policies see the same inputs as under `ocslab sim`.
+    pub engine_load_samples: bool,
     /// Give up after this long (wall time of the run, not the set-up).
     pub time_limit: Duration,
     /// Faults to inject.
@@ -144,6 +148,20 @@ pub struct EmuConfig {
     pub perturbations: crate::perturb::Timeline,
 }
 
+impl EmuConfig {
+    /// Takes the experiment's load-sample interval, if it sets one: the
+    /// timeline is sampled at it and the engine receives the samples, as in
+    /// simulation. Without one the timeline keeps this config's interval
+    /// and the engine gets no load samples (nor does it in simulation).
+    pub fn with_experiment_load_samples(mut self, every: Option<Nanos>) -> EmuConfig {
+        if let Some(every) = every {
+            self.load_sample_interval = Some(every);
+            self.engine_load_samples = true;
+        }
+        self
+    }
+}
+
 impl Default for EmuConfig {
     fn default() -> EmuConfig {
         EmuConfig {
@@ -152,6 +170,7 @@ impl Default for EmuConfig {
             transport: Transport::Tcp,
             lab: LabConfig::default(),
             load_sample_interval: Some(Nanos::from_millis(200)),
+            engine_load_samples: false,
             time_limit: Duration::from_secs(600),
             faults: Vec::new(),
             perturbations: crate::perturb::Timeline::default(),
@@ -350,4 +369,22 @@ fn runtime() -> Result<tokio::runtime::Runtime, EmuError> {
         .enable_all()
         .build()
         .map_err(|e| EmuError::Setup(format!("starting the async runtime: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_engine_gets_load_samples_only_when_the_experiment_asks_for_them() {
+        let plain = EmuConfig::default().with_experiment_load_samples(None);
+        assert!(!plain.engine_load_samples);
+        assert_eq!(
+            plain.load_sample_interval,
+            EmuConfig::default().load_sample_interval
+        );
+        let asked = EmuConfig::default().with_experiment_load_samples(Some(Nanos::from_millis(1000)));
+        assert!(asked.engine_load_samples);
+        assert_eq!(asked.load_sample_interval, Some(Nanos::from_millis(1000)));
+    }
 }
