@@ -16,6 +16,7 @@ use ocslab_agent::protocol::{
     Path, ReduceInput, ReduceTask, TaskFailure, TaskId, TaskOutput, Transport, PROTOCOL_VERSION,
 };
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos};
+use ocslab_tests::agent_binary;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path as FsPath, PathBuf};
@@ -586,29 +587,6 @@ async fn a_hello_of_another_version_or_a_duplicate_host_is_refused() {
     };
     assert!(reason.contains("already connected"), "{reason}");
     drop(first);
-}
-
-/// The `ocslab-agent` binary, built if this test run did not build it
-/// (`cargo test` builds only the binaries of the package under test).
-fn agent_binary() -> PathBuf {
-    if let Some(p) = ocslab_agent::launch::agent_binary() {
-        return p;
-    }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "ocslab-agent",
-            "--bin",
-            "ocslab-agent",
-        ])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building ocslab-agent failed");
-    ocslab_agent::launch::agent_binary().expect("ocslab-agent after building it")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,31 +22,8 @@ use ocslab_scheduler::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
 use ocslab_scheduler::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, TaskId, TaskKind, UserId};
 use ocslab_scheduler::perturb::{Perturbation, Timeline};
 use ocslab_scheduler::policy::{TaskChoice, TaskPolicy};
-use ocslab_tests::{skip, topology, topology_from, topology_path};
-use std::path::PathBuf;
+use ocslab_tests::{agent_binary, skip, topology, topology_from, topology_path};
 use std::time::Duration;
-
-/// The `ocslab-agent` binary, built if this test run did not build it
-/// (`cargo test` builds only the binaries of the package under test).
-fn agent_binary() -> PathBuf {
-    if let Some(p) = ocslab_agent::launch::agent_binary() {
-        return p;
-    }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "ocslab-agent",
-            "--bin",
-            "ocslab-agent",
-        ])
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building ocslab-agent failed");
-    ocslab_agent::launch::agent_binary().expect("ocslab-agent after building it")
-}
 
 fn config(coflow_policy: &str) -> EmuConfig {
     EmuConfig {

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: whether this box lets a test
-//! build fabrics (and why not), the shipped topology files, and TCP
+//! build fabrics (and why not), the agent binary, the shipped topology files, and TCP
 //! transfers between emulated hosts that report bytes and goodput.
 
 use ocslab_emulator::fabric::{probe, Fabric};
@@ -37,6 +37,29 @@ pub fn workspace_root() -> PathBuf {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The `ocslab-agent` binary, built if this test run did not build it
+/// (`cargo test` builds only the binaries of the package under test).
+pub fn agent_binary() -> PathBuf {
+    if let Some(p) = ocslab_agent::launch::agent_binary() {
+        return p;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "ocslab-agent",
+            "--bin",
+            "ocslab-agent",
+        ])
+        .current_dir(workspace_root())
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "building ocslab-agent failed");
+    ocslab_agent::launch::agent_binary().expect("ocslab-agent after building it")
 }
 
 /// Path of a shipped topology file, e.g. `topology_path("tiny")`.
