@@ -122,13 +122,15 @@ fn run(args: AgentArgs) -> Result<()> {
     Ok(())
 }
 
-/// Runs an agent with `args`, logging at `verbose` (0 warn, 1 info, 2+
-/// debug; `RUST_LOG` overrides); returns the process exit code.
-pub fn main_with(args: AgentArgs, verbose: u8) -> ExitCode {
+/// Sends `tracing` logs to stderr at `verbose` (0 warn, 1 info, 2 debug, 3+
+/// trace); `RUST_LOG` overrides. Shared by `ocslab-agent` and `ocslab`, so
+/// `-v` means the same in both.
+pub fn init_logging(verbose: u8) {
     let default = match verbose {
         0 => "warn",
         1 => "info",
-        _ => "debug",
+        2 => "debug",
+        _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
@@ -136,6 +138,12 @@ pub fn main_with(args: AgentArgs, verbose: u8) -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// Runs an agent with `args`, logging at `verbose` (see [`init_logging`]);
+/// returns the process exit code.
+pub fn main_with(args: AgentArgs, verbose: u8) -> ExitCode {
+    init_logging(verbose);
     let host = args.host;
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,

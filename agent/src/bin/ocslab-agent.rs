@@ -18,7 +18,7 @@ use std::process::ExitCode;
 struct Cli {
     #[command(flatten)]
     args: AgentArgs,
-    /// More log output (-v info, -vv debug); RUST_LOG overrides.
+    /// More log output (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
 }

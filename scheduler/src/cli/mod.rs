@@ -14,18 +14,4 @@ pub mod run;
 pub mod sim;
 pub mod topo;
 
-/// Logs go to stderr through `tracing`; `RUST_LOG` overrides `-v`.
-pub fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
+pub use ocslab_agent::cli::init_logging;
