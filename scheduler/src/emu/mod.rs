@@ -357,6 +357,7 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
             circuits,
             makespan,
             links: wire.links.clone(),
+            solve: Default::default(),
         },
         wire,
         net,
