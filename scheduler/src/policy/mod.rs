@@ -182,6 +182,11 @@ pub const POLICIES: &[(&str, &str, Constructor)] = &[
         netaware::policies::dawn,
     ),
     (
+        "dawn-strict",
+        "Dawn with Alg. 1 read literally: a slot no job prefers stays idle (diagnostic)",
+        netaware::policies::dawn_strict,
+    ),
+    (
         "corral",
         "Corral (Jalaparti et al., SIGCOMM'15): planned racks, Fair for ad hoc jobs",
         corral::Corral::from_params,

@@ -24,10 +24,14 @@
 //! Decisions (the paper leaves these open; each has a test):
 //! - *NetworkSaturated* for a heartbeat from rack i: i's cross-rack
 //!   utilization exceeds the threshold (0.8; the paper gives no value).
-//! - No job's selected rack is i (the loop of lines 8-10 runs out): the
-//!   slot is not left idle; it goes to the fairness order's first user with
-//!   a runnable task, that user's earliest such job, as the Fair scheduler
-//!   Dawn extends would do.
+//! - No job's selected rack is i (the loop of lines 8-10 runs out): by
+//!   default ([`Unpreferred::FairOrder`], `dawn`) the slot is not left
+//!   idle; it goes to the fairness order's first user with a runnable task,
+//!   that user's earliest such job, as the Fair scheduler Dawn extends would
+//!   do. [`Unpreferred::Idle`] (`dawn-strict`) reads Alg. 1 literally: no
+//!   job is returned and the slot waits for a later heartbeat, so a job
+//!   runs only on its preferred racks (the aggregation of Sec. III-B.1 at
+//!   the price of idle slots).
 //! - Lines 26-30's node-level choice "adopts the same principle": among the
 //!   tied jobs, the one whose task on this host moves the fewest (saturated)
 //!   or most (not saturated) bytes across nodes — map stage: its pending
@@ -44,17 +48,33 @@ use crate::policy::netaware::{JobState, NetView, SlotKind, TaskPick};
 use ocslab_emulator::HostId;
 use plan::{JobPlan, Stage};
 
+/// What a free slot on rack i gets when no job's selected rack is i
+/// (Alg. 1's loop of lines 8-10 runs out; the paper does not say).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Unpreferred {
+    /// The fairness order's first user with a runnable task, its earliest
+    /// such job (work-conserving; `dawn`).
+    #[default]
+    FairOrder,
+    /// Nothing: the slot stays free until a heartbeat finds a job that
+    /// prefers the rack (Alg. 1 as written; `dawn-strict`).
+    Idle,
+}
+
 /// Dawn's knobs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DawnConfig {
     /// Cross-rack utilization above which the network is saturated (0.8).
     pub saturation_threshold: f64,
+    /// What a slot no job prefers gets.
+    pub unpreferred: Unpreferred,
 }
 
 impl Default for DawnConfig {
     fn default() -> Self {
         DawnConfig {
             saturation_threshold: 0.8,
+            unpreferred: Unpreferred::FairOrder,
         }
     }
 }
@@ -92,7 +112,10 @@ impl Dawn {
         let saturated = view.utilization(host.rack) > self.config.saturation_threshold;
         let chosen = self
             .select(&plans, host, saturated)
-            .or_else(|| fallback(view, &plans))?;
+            .or_else(|| match self.config.unpreferred {
+                Unpreferred::FairOrder => fallback(view, &plans),
+                Unpreferred::Idle => None,
+            })?;
         task_of(chosen, &plans, host)
     }
 

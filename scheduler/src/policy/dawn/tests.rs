@@ -231,3 +231,24 @@ fn fallback_follows_the_fairness_order_when_no_job_prefers_the_rack() {
     );
     assert_eq!(dawn.offer(&v, h(1, 0), SlotKind::Reduce), None);
 }
+
+/// Alg. 1 read literally (`dawn-strict`): the same state leaves rack 1's
+/// slot free, while a slot on rack 0, which both jobs prefer, is taken.
+#[test]
+fn strict_dawn_leaves_a_slot_no_job_prefers_idle() {
+    let mut v = NetView::new(2, 2, 2);
+    v.users = vec![UserKey(1), UserKey(0)];
+    v.jobs = vec![mapping(1, 0, &[3, 0]), mapping(2, 1, &[4, 0])];
+    let mut dawn = Dawn::new(DawnConfig {
+        unpreferred: Unpreferred::Idle,
+        ..DawnConfig::default()
+    });
+    assert_eq!(dawn.offer(&v, h(1, 0), SlotKind::Map), None);
+    assert_eq!(
+        dawn.offer(&v, h(0, 1), SlotKind::Map),
+        Some(TaskPick::Map {
+            job: JobKey(2),
+            index: 0
+        })
+    );
+}

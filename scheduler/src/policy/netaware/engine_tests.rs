@@ -118,7 +118,7 @@ fn run(policy: &str, jobs: Vec<Job>, topo: &Topology) -> (usize, u64) {
     (done, cross)
 }
 
-const POLICIES: [&str; 9] = [
+const POLICIES: [&str; 10] = [
     "shufflewatcher",
     "shufflewatcher-delay",
     "sw-nass",
@@ -128,6 +128,7 @@ const POLICIES: [&str; 9] = [
     "nas-mts-ca",
     "nas-wo-tt",
     "dawn",
+    "dawn-strict",
 ];
 
 #[test]

@@ -8,7 +8,7 @@ use super::engine_view::{key, ViewBuilder};
 use super::{SlotKind, TaskPick};
 use crate::engine::{ClusterView, FreeSlots};
 use crate::model::job::{JobId, TaskId};
-use crate::policy::dawn::{Dawn, DawnConfig};
+use crate::policy::dawn::{Dawn, DawnConfig, Unpreferred};
 use crate::policy::nas::predictor::ClassLimits;
 use crate::policy::nas::{Nas, NasConfig};
 use crate::policy::shufflewatcher::{Fairness, ShuffleWatcher, ShuffleWatcherConfig};
@@ -289,15 +289,26 @@ struct DawnParams {
     saturation_threshold: Option<f64>,
 }
 
-/// Dawn.
-pub fn dawn(params: &toml::Table) -> Result<Box<dyn TaskPolicy>, PolicyError> {
-    let p: DawnParams = parse_params("dawn", params)?;
-    check_fraction("dawn", "saturation_threshold", p.saturation_threshold)?;
+fn build_dawn(
+    name: &'static str,
+    params: &toml::Table,
+    unpreferred: Unpreferred,
+) -> Result<Box<dyn TaskPolicy>, PolicyError> {
+    let p: DawnParams = parse_params(name, params)?;
+    check_fraction(name, "saturation_threshold", p.saturation_threshold)?;
     let c = DawnConfig {
         saturation_threshold: p.saturation_threshold.unwrap_or(0.8),
+        unpreferred,
     };
-    Ok(Box::new(NetAwarePolicy::new(
-        "dawn",
-        Algorithm::Dawn(Dawn::new(c)),
-    )))
+    Ok(Box::new(NetAwarePolicy::new(name, Algorithm::Dawn(Dawn::new(c)))))
+}
+
+/// Dawn (a slot no job prefers goes to the Fair order).
+pub fn dawn(params: &toml::Table) -> Result<Box<dyn TaskPolicy>, PolicyError> {
+    build_dawn("dawn", params, Unpreferred::FairOrder)
+}
+
+/// Dawn with Alg. 1 read literally: a slot no job prefers stays idle.
+pub fn dawn_strict(params: &toml::Table) -> Result<Box<dyn TaskPolicy>, PolicyError> {
+    build_dawn("dawn-strict", params, Unpreferred::Idle)
 }
