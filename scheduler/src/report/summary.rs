@@ -299,9 +299,15 @@ mod tests {
         let (without, _) = run(false);
         // The coflow records add up to what the flow records say.
         assert_eq!((with.eps_bytes, with.ocs_bytes), per_flow);
-        assert!(with.ocs_bytes > 0 && with.eps_bytes + with.ocs_bytes > 0, "{with:?}");
+        assert!(
+            with.ocs_bytes > 0 && with.eps_bytes + with.ocs_bytes > 0,
+            "{with:?}"
+        );
         assert!(with.ocs_share > 0.0);
-        assert_eq!((without.eps_bytes, without.ocs_bytes), (with.eps_bytes, with.ocs_bytes));
+        assert_eq!(
+            (without.eps_bytes, without.ocs_bytes),
+            (with.eps_bytes, with.ocs_bytes)
+        );
         assert_eq!(without.ocs_share, with.ocs_share);
     }
 

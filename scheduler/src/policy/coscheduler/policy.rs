@@ -172,7 +172,7 @@ impl CoScheduler {
         &self,
         view: &ClusterView<'_>,
         job: &JobState,
-        rack: u32,
+        host: HostId,
         maps_fit: bool,
         reduces_fit: bool,
     ) -> JobQueue {
@@ -188,7 +188,10 @@ impl CoScheduler {
         };
         let mut maps = Vec::new();
         if maps_fit && job.has_runnable_map() {
-            let local = job.pending_maps_on_rack(rack).take(LOCAL_MAPS_SEEN);
+            // Node-local maps first: Alg. 2's rules choose by rack and take the first map with data on
+            // it, so this reads a block on this very host from disk rather than over the ToR.
+            let node_local = job.pending_maps_on_host(host).take(LOCAL_MAPS_SEEN);
+            let local = node_local.chain(job.pending_maps_on_rack(host.rack).take(LOCAL_MAPS_SEEN));
             for m in local.chain(job.pending_maps().first().copied()) {
                 if !maps.iter().any(|p: &PendingMap| p.task == m) {
                     maps.push(PendingMap {
@@ -406,7 +409,7 @@ impl TaskPolicy for CoScheduler {
         for u in order {
             let queues: Vec<JobQueue> = by_user[&u]
                 .iter()
-                .map(|j| self.queue(view, j, host.rack, maps_fit, reduces_fit))
+                .map(|j| self.queue(view, j, host, maps_fit, reduces_fit))
                 .collect();
             if let Some(p) = pick(host.rack, &[u.0], &queues) {
                 let job = JobId(p.job);
@@ -746,5 +749,34 @@ elephant_threshold = "1GB"
         assert!(err.contains("t_rem_error"), "{err}");
         let typo: toml::Table = toml::from_str("zone_slak = 0.1").expect("toml");
         assert!(CoScheduler::full_from_params(&typo).is_err());
+    }
+
+    /// Alg. 2 (and Corral) choose maps by rack; among a rack's pending maps the one whose block is on the
+    /// offered host comes first. One map per container, each block on one host only: every map can run
+    /// node-local, and does. (Before, the rack's lowest-numbered map was taken, usually its neighbour's.)
+    #[test]
+    fn a_free_container_takes_the_map_whose_block_is_on_its_own_host() {
+        let mut light = job(0, 0, 0, 24, 1, 1_000_000);
+        for (m, t) in light.maps.iter_mut().enumerate() {
+            let m = m as u32;
+            t.replicas = vec![HostId::new(m / 4, (m / 2) % 2)];
+        }
+        for name in ["coscheduler-ocas", "corral"] {
+            let policy = crate::policy::by_name(name, None).expect("registered");
+            let (starts, _) = run(policy, vec![light.clone()]);
+            let maps: Vec<&(Nanos, TaskId, HostId)> = starts
+                .iter()
+                .filter(|(_, t, _)| t.kind == TaskKind::Map)
+                .collect();
+            assert_eq!(maps.len(), 24, "{name}");
+            let remote: Vec<_> = maps
+                .iter()
+                .filter(|(_, t, h)| !light.maps[t.index as usize].replicas.contains(h))
+                .collect();
+            assert!(
+                remote.is_empty(),
+                "{name}: maps off their block's host: {remote:?}"
+            );
+        }
     }
 }
