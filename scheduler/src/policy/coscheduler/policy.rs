@@ -80,6 +80,8 @@ struct JobInfo {
     forecast: Option<JobForecast>,
     /// Racks its maps were started on.
     map_racks: BTreeSet<u32>,
+    /// Racks holding its input (the three replica sets), when the data placement guideline placed it.
+    data_racks: BTreeSet<u32>,
     /// Its best schedule: reduces still to place per rack.
     plan: Option<BTreeMap<u32, u32>>,
 }
@@ -207,10 +209,11 @@ impl CoScheduler {
         } else {
             Vec::new()
         };
-        let map_guide = match (self.variant.places_data(), heavy, info.and_then(|i| i.r_map)) {
-            (true, true, Some(r_map)) => Some(MapGuide {
+        let map_guide = match (self.variant.places_data(), heavy, info) {
+            (true, true, Some(i)) => i.r_map.map(|r_map| MapGuide {
                 r_map,
-                map_racks: info.map(|i| i.map_racks.clone()).unwrap_or_default(),
+                map_racks: i.map_racks.clone(),
+                room_on_guide: maps_fit && room_on_guide(view, i, r_map, host.rack),
             }),
             _ => None,
         };
@@ -341,6 +344,33 @@ pub fn truth_of(job: &Job) -> JobForecast {
     }
 }
 
+/// Whether a shuffle-heavy job's map offered a container on `rack` (not one of its map racks) could
+/// instead start on its guideline now: a free map container on one of its `R_map` map racks, or, while it
+/// has fewer, on a rack holding its input (unless `rack` holds some itself). Line 9 of Alg. 2 then
+/// passes (see [`super::order`]). Looks at the hosts of at most `3·R_data` racks, stopping at the first
+/// free container.
+fn room_on_guide(view: &ClusterView<'_>, info: &JobInfo, r_map: u32, rack: u32) -> bool {
+    if info.map_racks.contains(&rack) {
+        return false;
+    }
+    let full = info.map_racks.len() >= r_map as usize;
+    if !full && info.data_racks.contains(&rack) {
+        return false;
+    }
+    let hosts = view.topology().hosts_per_rack;
+    let candidates: Box<dyn Iterator<Item = &u32>> = if full {
+        Box::new(info.map_racks.iter())
+    } else {
+        Box::new(info.map_racks.iter().chain(info.data_racks.iter()))
+    };
+    candidates.copied().any(|r| {
+        (0..hosts).any(|h| {
+            view.host(HostId::new(r, h))
+                .is_some_and(|s| s.alive() && s.free().map > 0)
+        })
+    })
+}
+
 /// Replica hosts of `maps` blocks over `sets`: block `b`'s k-th replica on rack `set_k[b mod R]`, host
 /// `(b / R + k) mod hosts_per_rack` (distinct hosts even where sets share racks).
 pub fn replica_hosts(sets: &ReplicaSets, maps: u32, hosts_per_rack: u32) -> Vec<Vec<HostId>> {
@@ -385,6 +415,7 @@ impl TaskPolicy for CoScheduler {
         info.r_map = Some(r_data);
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ splitmix64(job.id.0));
         let sets = ReplicaSets::choose(r_data, topology.racks, &mut rng).ok()?;
+        info.data_racks = sets.sets.iter().flatten().copied().collect();
         Some(replica_hosts(&sets, job.map_count(), topology.hosts_per_rack))
     }
 
