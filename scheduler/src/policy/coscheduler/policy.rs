@@ -549,7 +549,12 @@ elephant_threshold = "1GB"
     /// Runs the engine with a test network in which every flow moves at 1 GB/s; returns
     /// (attempt starts with their time and host, task finishes with their time).
     fn run(policy: Box<dyn TaskPolicy>, jobs: Vec<Job>) -> (Starts, Finishes) {
-        let topo = Topology::parse(TOPO, Path::new("t.toml"), &[]).expect("topology");
+        run_on(TOPO, policy, jobs)
+    }
+
+    /// [`run`] on the topology `text`.
+    fn run_on(text: &str, policy: Box<dyn TaskPolicy>, jobs: Vec<Job>) -> (Starts, Finishes) {
+        let topo = Topology::parse(text, Path::new("t.toml"), &[]).expect("topology");
         let config = EngineConfig {
             slow_start: 1.0,
             hold_shuffle_until_reduces_placed: true,
@@ -809,5 +814,35 @@ elephant_threshold = "1GB"
                 "{name}: maps off their block's host: {remote:?}"
             );
         }
+    }
+
+    /// Line 9 does not run a shuffle-heavy job's map off its guideline while a container on its guideline
+    /// is free. An idle 9-rack cluster, one job of 8 maps x 0.5 GB (SIR 1: R_data = R_map = 2, its input on
+    /// 3 x 2 of the 9 racks): every container is free and offered in turn, so a rack without its data may
+    /// be offered first; its maps must still start only on racks holding its input, on at most R_map of
+    /// them (2 racks x 4 containers hold all 8).
+    #[test]
+    fn an_idle_cluster_keeps_a_shuffle_heavy_jobs_maps_on_its_guideline() {
+        let topo_text = TOPO.replace("racks = 6", "racks = 9");
+        let topo = Topology::parse(&topo_text, Path::new("t.toml"), &[]).expect("topology");
+        let heavy = job(0, 0, 0, 8, 2, 500_000_000);
+        let mut probe = crate::policy::by_name("coscheduler", None).expect("registered");
+        let placed = probe
+            .place_input(&topo, &heavy)
+            .expect("the guideline places the input");
+        let data_racks: BTreeSet<u32> = placed.iter().flatten().map(|h| h.rack).collect();
+        assert_eq!(data_racks.len(), 6, "three disjoint sets of R_data = 2 racks");
+        let policy = crate::policy::by_name("coscheduler", None).expect("registered");
+        let (starts, _) = run_on(&topo_text, policy, vec![heavy]);
+        let map_racks: BTreeSet<u32> = starts
+            .iter()
+            .filter(|(_, t, _)| t.kind == TaskKind::Map)
+            .map(|(_, _, h)| h.rack)
+            .collect();
+        assert!(
+            map_racks.is_subset(&data_racks),
+            "maps on {map_racks:?}, data on {data_racks:?}"
+        );
+        assert!(map_racks.len() <= 2, "maps on {map_racks:?} for R_map = 2");
     }
 }
