@@ -12,7 +12,7 @@
 //! queue's limit: the policy asks to be woken at the first such crossing.
 
 use crate::coflow::priority::PriorityFill;
-use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView};
+use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, Triggers};
 use crate::model::coflow::CoflowId;
 use ocslab_emulator::Nanos;
 use std::collections::BTreeMap;
@@ -52,12 +52,21 @@ impl CoflowPolicy for Aalo {
     fn name(&self) -> &'static str {
         "aalo"
     }
-    fn schedule(&mut self, now: Nanos, view: &NetView) -> Decision {
+    fn triggers(&self) -> Triggers {
+        // The set of active flows (the rates); queue changes come through wake_at.
+        Triggers::EVERY_FLOW
+    }
+    fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let scale = view.fabric.scale;
+        let sent: BTreeMap<CoflowId, f64> = view
+            .coflows
+            .iter()
+            .map(|(&id, c)| (id, progress.sent_bytes(id, c)))
+            .collect();
         let mut order: Vec<(u32, Nanos, CoflowId)> = view
             .coflows
             .iter()
-            .map(|(&id, c)| (queue_of(c.sent_bytes, scale), c.arrival, id))
+            .map(|(&id, c)| (queue_of(sent[&id], scale), c.arrival, id))
             .collect();
         order.sort();
         let ids: Vec<CoflowId> = order.iter().map(|&(_, _, id)| id).collect();
@@ -77,7 +86,7 @@ impl CoflowPolicy for Aalo {
             .filter_map(|&(q, _, id)| {
                 let limit = limit_of(q, scale)?;
                 let rate = *per_coflow.get(&id)?;
-                let sent = view.coflows.get(&id)?.sent_bytes;
+                let sent = *sent.get(&id)?;
                 (rate > 0.0).then(|| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1))
             })
             .min();

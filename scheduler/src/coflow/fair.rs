@@ -2,7 +2,7 @@
 //! each link max-min fairly, as long-lived TCP flows do. The baseline of
 //! coflow papers (Varys, Aalo: "per-flow fairness").
 
-use crate::coflow::{CoflowPolicy, Decision, NetView};
+use crate::coflow::{CoflowPolicy, Decision, NetView, Progress, Triggers};
 use ocslab_emulator::Nanos;
 
 /// Per-flow max-min fair sharing over EPS.
@@ -13,10 +13,10 @@ impl CoflowPolicy for Fair {
     fn name(&self) -> &'static str {
         "fair"
     }
-    fn reads_progress(&self) -> bool {
-        false
+    fn triggers(&self) -> Triggers {
+        Triggers::NEVER // the decision is always the same: nothing planned
     }
-    fn schedule(&mut self, _now: Nanos, _view: &NetView) -> Decision {
+    fn decide(&mut self, _now: Nanos, _view: &NetView, _progress: &dyn Progress) -> Decision {
         Decision::default()
     }
 }

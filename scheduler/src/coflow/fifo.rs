@@ -4,7 +4,7 @@
 //! Varys (Chowdhury, Zhong & Stoica, SIGCOMM'14, Sec. 7) and Orchestra.
 
 use crate::coflow::priority::PriorityFill;
-use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView};
+use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, Triggers};
 use crate::model::coflow::CoflowId;
 use ocslab_emulator::Nanos;
 
@@ -18,10 +18,11 @@ impl CoflowPolicy for Fifo {
     fn name(&self) -> &'static str {
         "fifo"
     }
-    fn reads_progress(&self) -> bool {
-        false // arrival order only
+    fn triggers(&self) -> Triggers {
+        // Arrival order and the set of active flows; no progress, no circuits.
+        Triggers::EVERY_FLOW
     }
-    fn schedule(&mut self, _now: Nanos, view: &NetView) -> Decision {
+    fn decide(&mut self, _now: Nanos, view: &NetView, _progress: &dyn Progress) -> Decision {
         let mut order: Vec<(Nanos, CoflowId)> = view.coflows.iter().map(|(&id, c)| (c.arrival, id)).collect();
         order.sort();
         let order: Vec<CoflowId> = order.into_iter().map(|(_, id)| id).collect();

@@ -9,9 +9,11 @@
 //! their progress, active coflows, circuits), and the answer is plain data.
 //! The same policy therefore drives the fluid simulator ([`crate::net`]) and
 //! the kernel fabric (the emulation driver); see [`decision`] for how each
-//! part of a [`Decision`] is carried out on both. The network calls
-//! `schedule` when a flow arrives or finishes, when a circuit comes up, and
-//! at the policy's own `wake_at`; never on a tick.
+//! part of a [`Decision`] is carried out on both. Progress (bytes left and
+//! sent) is read on demand through [`Progress`]. Each policy says which
+//! events can change its decision ([`CoflowPolicy::triggers`]): the fluid
+//! network calls it at those events and at its own `wake_at` only (the
+//! emulation driver calls it at every flow and circuit event); never on a tick.
 //!
 //! Policies are chosen by name from one table, [`by_name`]:
 //!
@@ -37,7 +39,7 @@ pub mod varys;
 pub mod view;
 
 pub use decision::{CircuitSetup, Decision, FlowPlan};
-pub use view::{CircuitView, CoflowView, FabricParams, FlowView, NetView, Path};
+pub use view::{CircuitView, CoflowView, FabricParams, FlowView, NetView, Path, Progress, StoredProgress};
 
 use ocslab_emulator::Nanos;
 
@@ -58,8 +60,10 @@ use ocslab_emulator::Nanos;
 ///   dark time δ on both affected port sides (not-all-stop: other ports keep
 ///   running) and reports when the circuit is up.
 /// - [`Decision::wake_at`] asks for a call at that time even if nothing else
-///   happens; the network calls anyway on flow arrival and departure and on
-///   circuit events.
+///   happens; the network also calls at the events the policy's
+///   [`CoflowPolicy::triggers`] name (the emulation driver at every flow
+///   and circuit event). A call at any other event must return the same
+///   decision as the last one, so that skipping it changes nothing.
 pub trait CoflowPolicy: Send {
     /// The name in [`by_name`].
     fn name(&self) -> &'static str;
@@ -68,14 +72,80 @@ pub trait CoflowPolicy: Send {
     fn uses_ocs(&self) -> bool {
         false
     }
-    /// Whether `schedule` reads per-flow progress (remaining and sent
-    /// bytes, rates) or coflows' bytes sent; if not, the network skips
-    /// bringing them up to date before each call.
-    fn reads_progress(&self) -> bool {
-        true
+    /// The events after which this policy's decision may differ from its
+    /// last one; the network may skip calling it at any other event (its own
+    /// `wake_at` always calls it). The default is every event.
+    fn triggers(&self) -> Triggers {
+        Triggers::EVERY_EVENT
     }
-    /// The plan from `now` on, given the network as it is at `now`.
-    fn schedule(&mut self, now: Nanos, view: &NetView) -> Decision;
+    /// The plan from `now` on, given the network as it is at `now`, with
+    /// progress as stored in the view ([`StoredProgress`]).
+    fn schedule(&mut self, now: Nanos, view: &NetView) -> Decision {
+        self.decide(now, view, &StoredProgress)
+    }
+    /// The plan from `now` on, given the network as it is at `now` and its
+    /// progress read through `progress` (the view's own progress fields may be stale).
+    fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision;
+}
+
+/// Which flow arrivals can change a policy's decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrivals {
+    /// None.
+    Never,
+    /// Arrivals of flows that may use a circuit ([`FlowView::elephant`]),
+    /// including the one that makes its coflow's rack pair cross the
+    /// elephant threshold (its earlier flows become elephants with it).
+    Elephants,
+    /// Every arrival.
+    Every,
+}
+
+/// Which flow departures can change a policy's decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Departures {
+    /// None.
+    Never,
+    /// The departure of a coflow's last active elephant between two racks
+    /// (the rack pair's demand is done).
+    ElephantPairDone,
+    /// Every departure.
+    Every,
+}
+
+/// The events after which a policy wants to be called
+/// ([`CoflowPolicy::triggers`]); between them its last decision stands (flows
+/// that arrive in between go over EPS uncapped, as unplanned flows do).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Triggers {
+    /// Flow arrivals.
+    pub arrivals: Arrivals,
+    /// Flow departures.
+    pub departures: Departures,
+    /// A circuit coming up (its dark time over).
+    pub circuit_up: bool,
+}
+
+impl Triggers {
+    /// Every flow arrival and departure and every circuit coming up.
+    pub const EVERY_EVENT: Triggers = Triggers {
+        arrivals: Arrivals::Every,
+        departures: Departures::Every,
+        circuit_up: true,
+    };
+    /// Every flow arrival and departure, not circuits: policies whose rates
+    /// depend on the set of active flows but that never use circuits.
+    pub const EVERY_FLOW: Triggers = Triggers {
+        arrivals: Arrivals::Every,
+        departures: Departures::Every,
+        circuit_up: false,
+    };
+    /// Nothing: a policy whose decision never changes.
+    pub const NEVER: Triggers = Triggers {
+        arrivals: Arrivals::Never,
+        departures: Departures::Never,
+        circuit_up: false,
+    };
 }
 
 /// The names [`by_name`] knows, in the order reports list them.

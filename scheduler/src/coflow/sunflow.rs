@@ -24,11 +24,22 @@
 //! pair's demand is done; lower-priority coflows take ports the higher ones
 //! leave idle (work conservation), and keep them until done even if a
 //! shorter coflow arrives. Only the affected ports go dark (not-all-stop).
-//! One circuit per pair at a time. Rescheduling happens on coflow arrival and
-//! flow departure (the network calls on every flow event and circuit event).
+//! One circuit per pair at a time.
+//!
+//! When it is called ([`Sunflow::triggers`]): when elephants arrive (a
+//! coflow's new rack pair, more flows for a reserved one, or a pair crossing
+//! the elephant threshold) and when a coflow's last elephant of a rack pair
+//! leaves (its reservation ends). Nothing else changes the decision: after
+//! a call, every pair left without a reservation found no free port, and
+//! ports are freed only when a reservation ends, so a call in between would
+//! keep the same reservations, circuits and plans whatever the coflows'
+//! order; mice do not enter it, and a circuit coming up changes no input
+//! (the network starts the flows waiting on it by itself).
 
 use crate::coflow::lower_bound::ocs_lower_bound;
-use crate::coflow::{CircuitSetup, CoflowPolicy, Decision, FlowPlan, NetView};
+use crate::coflow::{
+    Arrivals, CircuitSetup, CoflowPolicy, Decision, Departures, FlowPlan, NetView, Progress, Triggers,
+};
 use crate::model::coflow::CoflowId;
 use ocslab_emulator::{Bytes, Nanos};
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,7 +76,14 @@ impl CoflowPolicy for Sunflow {
     fn uses_ocs(&self) -> bool {
         true
     }
-    fn schedule(&mut self, _now: Nanos, view: &NetView) -> Decision {
+    fn triggers(&self) -> Triggers {
+        Triggers {
+            arrivals: Arrivals::Elephants,
+            departures: Departures::ElephantPairDone,
+            circuit_up: false,
+        }
+    }
+    fn decide(&mut self, _now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let fabric = &view.fabric;
         let mut demand: Demand = BTreeMap::new();
         for f in view.flows.values().filter(|f| f.elephant) {
@@ -73,7 +91,7 @@ impl CoflowPolicy for Sunflow {
                 .entry(f.spec.coflow)
                 .or_default()
                 .entry((f.spec.src.rack, f.spec.dst.rack))
-                .or_default() += f.remaining_bytes;
+                .or_default() += progress.remaining_bytes(f);
         }
         let open = |c: CoflowId, i: u32, j: u32| demand.get(&c).and_then(|d| d.get(&(i, j))).is_some();
         self.reservations.retain(|&(i, _), r| open(r.coflow, i, r.dst));

@@ -17,7 +17,7 @@
 //! All flows over EPS, paced at the computed rates.
 
 use crate::coflow::priority::PriorityFill;
-use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView};
+use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, Triggers};
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::net::links::LinkId;
 use ocslab_emulator::Nanos;
@@ -34,7 +34,7 @@ pub struct Varys {
 impl Varys {
     /// Bytes of `coflow`'s remaining flows on each link (into `self.load`,
     /// links listed in `self.touched`).
-    fn load_of(&mut self, view: &NetView, coflow: CoflowId) {
+    fn load_of(&mut self, view: &NetView, progress: &dyn Progress, coflow: CoflowId) {
         if self.load.len() != view.links.len() {
             self.load = vec![0.0; view.links.len()];
         }
@@ -47,14 +47,14 @@ impl Varys {
                 if self.load[l as usize] == 0.0 {
                     self.touched.push(l);
                 }
-                self.load[l as usize] += f.remaining_bytes.max(f64::MIN_POSITIVE);
+                self.load[l as usize] += progress.remaining_bytes(f).max(f64::MIN_POSITIVE);
             }
         }
     }
 
     /// The time `coflow` needs alone on links of capacity `cap`: its Γ (seconds).
-    fn bottleneck(&mut self, view: &NetView, coflow: CoflowId, cap: &[f64]) -> f64 {
-        self.load_of(view, coflow);
+    fn bottleneck(&mut self, view: &NetView, progress: &dyn Progress, coflow: CoflowId, cap: &[f64]) -> f64 {
+        self.load_of(view, progress, coflow);
         self.touched
             .iter()
             .map(|&l| {
@@ -73,12 +73,24 @@ impl CoflowPolicy for Varys {
     fn name(&self) -> &'static str {
         "varys"
     }
-    fn schedule(&mut self, _now: Nanos, view: &NetView) -> Decision {
+    fn triggers(&self) -> Triggers {
+        // Every departure too: backfilled rates make a coflow's flows finish
+        // apart, and a departure frees capacity that MADD and backfilling
+        // hand out again (as they did when the network called on every event).
+        Triggers::EVERY_FLOW
+    }
+    fn decide(&mut self, _now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let capacity = view.links.capacities();
         let ids: Vec<CoflowId> = view.coflows.keys().copied().collect();
         let mut order: Vec<(f64, Nanos, CoflowId)> = ids
             .into_iter()
-            .map(|id| (self.bottleneck(view, id, capacity), view.coflows[&id].arrival, id))
+            .map(|id| {
+                (
+                    self.bottleneck(view, progress, id, capacity),
+                    view.coflows[&id].arrival,
+                    id,
+                )
+            })
             .collect();
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         let order: Vec<CoflowId> = order.into_iter().map(|(_, _, id)| id).collect();
@@ -87,12 +99,12 @@ impl CoflowPolicy for Varys {
         let mut residual = capacity.to_vec();
         let mut rates: BTreeMap<FlowId, f64> = BTreeMap::new();
         for &c in &order {
-            let gamma = self.bottleneck(view, c, &residual);
+            let gamma = self.bottleneck(view, progress, c, &residual);
             if !(gamma.is_finite() && gamma > 0.0) {
                 continue;
             }
             for f in view.flows_of(c) {
-                let r = f.remaining_bytes / gamma;
+                let r = progress.remaining_bytes(f) / gamma;
                 for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
                     residual[l as usize] = (residual[l as usize] - r).max(0.0);
                 }

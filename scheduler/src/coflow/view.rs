@@ -3,6 +3,13 @@
 //! coflows, circuits). The simulator keeps its whole state in a `NetView`
 //! and lends it to the policy; the emulation driver builds one from agent
 //! reports. A test builds one by hand.
+//!
+//! Progress (bytes each flow still has to send, bytes each coflow has sent)
+//! moves continuously, so it is read on demand through [`Progress`] rather
+//! than written into every [`FlowView`] before each policy call: the fluid
+//! network answers from its bundles' service counters, for the flows a
+//! policy actually looks at; views that store progress in their fields
+//! (the emulation driver's, hand-made ones) answer with [`StoredProgress`].
 
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use crate::net::links::LinkMap;
@@ -91,7 +98,9 @@ pub struct FlowView {
     pub spec: FlowSpec,
     /// When it joined the network.
     pub started: Nanos,
-    /// Bytes still to send (fluid, so fractional).
+    /// Bytes still to send (fluid, so fractional), as last stored: the fluid
+    /// network brings it up to date only on `sync_progress`, so policies
+    /// read [`Progress::remaining_bytes`] instead.
     pub remaining_bytes: f64,
     /// Bytes sent so far over EPS.
     pub sent_eps_bytes: f64,
@@ -137,7 +146,9 @@ pub struct CoflowView {
     pub flows: BTreeSet<FlowId>,
     /// Bytes of all flows it has had so far (active and finished).
     pub known_bytes: Bytes,
-    /// Bytes it has sent so far (all its flows, both fabrics): what Aalo's queues look at.
+    /// Bytes it has sent so far (all its flows, both fabrics), as last
+    /// stored (see [`FlowView::remaining_bytes`]); policies read
+    /// [`Progress::sent_bytes`] instead.
     pub sent_bytes: f64,
     /// Bytes of all flows it has had so far (active and finished) per
     /// (source rack, destination rack): the per-rack-pair aggregate the
@@ -263,5 +274,30 @@ impl NetView {
             .into_iter()
             .flat_map(|c| c.flows.iter())
             .filter_map(|id| self.flows.get(id))
+    }
+}
+
+/// Per-flow and per-coflow progress at the instant of a policy call, read on
+/// demand: a policy asks only about the flows and coflows it looks at.
+pub trait Progress {
+    /// Bytes `flow` still has to send (fluid, so fractional).
+    fn remaining_bytes(&self, flow: &FlowView) -> f64;
+    /// Bytes coflow `id` (whose view is `coflow`) has sent so far: its
+    /// finished flows and what its active ones sent, over both fabrics.
+    fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64;
+}
+
+/// Progress as stored in the view's own fields ([`FlowView::remaining_bytes`],
+/// [`CoflowView::sent_bytes`]): for views kept up to date from agent reports,
+/// and views built by hand.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoredProgress;
+
+impl Progress for StoredProgress {
+    fn remaining_bytes(&self, flow: &FlowView) -> f64 {
+        flow.remaining_bytes
+    }
+    fn sent_bytes(&self, _id: CoflowId, coflow: &CoflowView) -> f64 {
+        coflow.sent_bytes
     }
 }

@@ -6,7 +6,7 @@
 
 use super::links::LinkKind;
 use super::{FluidNetwork, NetEvent};
-use crate::coflow::{self, CircuitSetup, CoflowPolicy, Decision, FabricParams, FlowPlan, NetView};
+use crate::coflow::{self, CircuitSetup, CoflowPolicy, Decision, FabricParams, FlowPlan, NetView, Progress};
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos};
 
@@ -40,7 +40,7 @@ impl CoflowPolicy for EpsThenCircuit {
     fn uses_ocs(&self) -> bool {
         true
     }
-    fn schedule(&mut self, now: Nanos, view: &NetView) -> Decision {
+    fn decide(&mut self, now: Nanos, view: &NetView, _progress: &dyn Progress) -> Decision {
         let (dst, on_circuit) = match self.down_at {
             Some(t) if now >= t => (2, false),
             _ => (1, true),

@@ -23,6 +23,8 @@ pub mod maxmin;
 mod network;
 pub mod replay;
 pub mod summary;
+#[cfg(test)]
+mod trigger_tests;
 pub mod usage;
 
 pub use network::FluidNetwork;

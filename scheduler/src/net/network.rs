@@ -14,8 +14,11 @@
 //! An event then costs O(bundles) rather than O(flows): with 150 racks a
 //! bundle holds all flows of one rack pair, however many coflows they serve.
 //! A policy that changes a flow's plan moves it to another bundle (O(log)).
-//! Per-flow progress in the [`NetView`] is brought up to date before each
-//! call of a policy that [reads it](CoflowPolicy::reads_progress).
+//!
+//! The policy reads progress on demand ([`Progress`], answered from the
+//! bundles' counters for the flows it asks about) and is called only at the
+//! events its [`Triggers`] name and at its own wake-up; at other events its
+//! last decision stands and only rates are recomputed.
 
 use super::incremental::{IncrementalMaxMin, SolveStats};
 use super::links::{LinkKind, LinkMap, Links};
@@ -23,7 +26,8 @@ use super::maxmin::Demand;
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
 use crate::coflow::{
-    self, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, FabricParams, FlowPlan, NetView, Path,
+    self, Arrivals, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, Departures, FabricParams, FlowPlan,
+    FlowView, NetView, Path, Progress, Triggers,
 };
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
@@ -101,6 +105,65 @@ struct Slot {
     sent_ocs: f64,
 }
 
+/// A flow's progress at one instant, from its slot and its bundle's counter.
+struct FlowProgress {
+    sent_eps: f64,
+    sent_ocs: f64,
+    remaining: f64,
+    rate: f64,
+}
+
+impl FlowProgress {
+    /// Progress at `now` of a flow on `path` whose place is `s`.
+    fn of(bundles: &[Bundle], s: &Slot, path: Path, now: Nanos) -> FlowProgress {
+        let b = &bundles[s.bundle];
+        let service = b.service(now);
+        let here = service - s.joined;
+        let (sent_eps, sent_ocs) = match path {
+            Path::Ocs { .. } => (s.sent_eps, s.sent_ocs + here),
+            Path::Eps => (s.sent_eps + here, s.sent_ocs),
+            Path::Wait => (s.sent_eps, s.sent_ocs),
+        };
+        FlowProgress {
+            sent_eps,
+            sent_ocs,
+            remaining: (s.finish - service).max(0.0),
+            rate: b.rate,
+        }
+    }
+}
+
+/// [`Progress`] read from the network's bundles at `now`, for the flows a policy asks about.
+struct LiveProgress<'a> {
+    now: Nanos,
+    bundles: &'a [Bundle],
+    slots: &'a BTreeMap<FlowId, Slot>,
+    done_bytes: &'a BTreeMap<CoflowId, f64>,
+    flows: &'a BTreeMap<FlowId, FlowView>,
+}
+
+impl LiveProgress<'_> {
+    fn of(&self, f: &FlowView) -> Option<FlowProgress> {
+        let s = self.slots.get(&f.spec.id)?;
+        Some(FlowProgress::of(self.bundles, s, f.path, self.now))
+    }
+}
+
+impl Progress for LiveProgress<'_> {
+    fn remaining_bytes(&self, flow: &FlowView) -> f64 {
+        self.of(flow).map_or(flow.remaining_bytes, |p| p.remaining)
+    }
+    fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64 {
+        let mut sent = self.done_bytes.get(&id).copied().unwrap_or(0.0);
+        for f in coflow.flows.iter().filter_map(|f| self.flows.get(f)) {
+            if let Some(p) = self.of(f) {
+                sent += p.sent_eps + p.sent_ocs;
+            }
+        }
+        sent
+    }
+}
+
 /// Service within this of a member's finish counts as done (fluid rounding).
 fn done_within(finish: f64) -> f64 {
     1e-6 + finish * 1e-12
@@ -110,6 +173,11 @@ fn done_within(finish: f64) -> f64 {
 pub struct FluidNetwork {
     view: NetView,
     policy: Box<dyn CoflowPolicy>,
+    /// The events after which the policy is called (its [`CoflowPolicy::triggers`]).
+    triggers: Triggers,
+    /// Active flows per (coflow, source rack, destination rack), to tell
+    /// when a coflow's rack pair is done.
+    pair_flows: BTreeMap<(CoflowId, u32, u32), u32>,
     now: Nanos,
     wake_at: Option<Nanos>,
     bundles: Vec<Bundle>,
@@ -158,7 +226,9 @@ impl FluidNetwork {
         let view = NetView::new(fabric);
         let usage = LinkUsage::new(&fabric);
         FluidNetwork {
+            triggers: policy.triggers(),
             policy,
+            pair_flows: BTreeMap::new(),
             now: Nanos::ZERO,
             wake_at: None,
             bundles: Vec::new(),
@@ -218,6 +288,7 @@ impl FluidNetwork {
             let events = self.advance_to(now);
             self.pending.extend(events);
         }
+        let mut ask = false;
         for spec in flows {
             if !self.view.coflows.contains_key(&spec.coflow) {
                 if let Some(c) = self.dormant.remove(&spec.coflow) {
@@ -225,6 +296,15 @@ impl FluidNetwork {
                 }
             }
             self.view.insert_flow(spec.clone(), self.now);
+            *self
+                .pair_flows
+                .entry((spec.coflow, spec.src.rack, spec.dst.rack))
+                .or_default() += 1;
+            ask |= match self.triggers.arrivals {
+                Arrivals::Never => false,
+                Arrivals::Elephants => self.view.flows.get(&spec.id).is_some_and(|f| f.elephant),
+                Arrivals::Every => true,
+            };
             let key = default_key(spec);
             let b = self.bundle_for(key);
             let joined = self.bundles[b].service(self.now);
@@ -243,7 +323,7 @@ impl FluidNetwork {
             );
         }
         if !flows.is_empty() {
-            self.reschedule();
+            self.reschedule(ask);
         }
         Ok(())
     }
@@ -281,13 +361,15 @@ impl FluidNetwork {
     }
 
     /// The network as the policy sees it. Per-flow progress (remaining and
-    /// sent bytes, rate, finish time) and coflows' bytes sent are as of the
-    /// last policy call; call [`FluidNetwork::sync_progress`] first for now.
+    /// sent bytes, rate, finish time) and coflows' bytes sent in it are as of
+    /// the last [`FluidNetwork::sync_progress`] (policies read progress on
+    /// demand instead); call that first for their values now.
     pub fn view(&self) -> &NetView {
         &self.view
     }
 
-    /// Brings per-flow progress and coflows' bytes sent in the view up to date.
+    /// Brings per-flow progress and coflows' bytes sent in the view up to
+    /// date (O(active flows); policies do not need it).
     pub fn sync_progress(&mut self) {
         let now = self.now;
         for c in self.view.coflows.iter_mut() {
@@ -296,21 +378,14 @@ impl FluidNetwork {
         let NetView { flows, coflows, .. } = &mut self.view;
         for (id, f) in flows.iter_mut() {
             let Some(s) = self.slots.get(id) else { continue };
-            let b = &self.bundles[s.bundle];
-            let service = b.service(now);
-            let here = service - s.joined;
-            let (eps, ocs) = match f.path {
-                Path::Ocs { .. } => (s.sent_eps, s.sent_ocs + here),
-                Path::Eps => (s.sent_eps + here, s.sent_ocs),
-                Path::Wait => (s.sent_eps, s.sent_ocs),
-            };
-            f.sent_eps_bytes = eps;
-            f.sent_ocs_bytes = ocs;
-            f.remaining_bytes = (s.finish - service).max(0.0);
-            f.rate_bytes_per_s = b.rate;
-            f.eta = eta(now, f.remaining_bytes, s.finish, b.rate);
+            let p = FlowProgress::of(&self.bundles, s, f.path, now);
+            f.sent_eps_bytes = p.sent_eps;
+            f.sent_ocs_bytes = p.sent_ocs;
+            f.remaining_bytes = p.remaining;
+            f.rate_bytes_per_s = p.rate;
+            f.eta = eta(now, p.remaining, s.finish, p.rate);
             if let Some(c) = coflows.get_mut(&f.spec.coflow) {
-                c.sent_bytes += eps + ocs;
+                c.sent_bytes += p.sent_eps + p.sent_ocs;
             }
         }
     }
@@ -478,11 +553,13 @@ impl FluidNetwork {
             // Its finish time is recomputed whether or not a member left.
             self.mark_dirty(b);
         }
+        let mut ask = false;
         for id in done {
-            self.finish(id, events);
+            ask |= self.finish(id, events);
         }
         for c in self.view.circuits.values().filter(|c| c.up_at == now) {
             self.circuits_changed = true;
+            ask |= self.triggers.circuit_up;
             events.push(NetEvent::Circuit {
                 at: now,
                 src_rack: c.src_rack,
@@ -493,16 +570,36 @@ impl FluidNetwork {
         }
         if self.wake_at.is_some_and(|t| t <= now) {
             self.wake_at = None;
+            ask = true;
         }
-        self.reschedule();
+        self.reschedule(ask);
         events.append(&mut self.pending);
     }
 
-    fn finish(&mut self, id: FlowId, events: &mut Vec<NetEvent>) {
-        let Some(s) = self.leave(id) else { return };
+    /// Flow `id` is done: it leaves, and its event is recorded. Returns
+    /// whether its departure is one the policy wants to be called at.
+    fn finish(&mut self, id: FlowId, events: &mut Vec<NetEvent>) -> bool {
+        let Some(s) = self.leave(id) else { return false };
         self.planned.remove(&id);
         let Some(f) = self.view.flows.remove(&id) else {
-            return;
+            return false;
+        };
+        let pair = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
+        let pair_done = match self.pair_flows.get_mut(&pair) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            _ => {
+                self.pair_flows.remove(&pair);
+                true
+            }
+        };
+        let ask = match self.triggers.departures {
+            Departures::Never => false,
+            // All active flows of a coflow's rack pair are elephants or none are.
+            Departures::ElephantPairDone => pair_done && f.elephant,
+            Departures::Every => true,
         };
         let size = f.spec.bytes;
         *self.coflow_done_bytes.entry(f.spec.coflow).or_default() += size.0 as f64;
@@ -536,15 +633,29 @@ impl FluidNetwork {
             eps_bytes: eps,
             ocs_bytes: ocs,
         });
+        ask
     }
 
-    /// Asks the policy, applies its decision, recomputes rates and finish times.
-    fn reschedule(&mut self) {
-        let now = self.now;
-        if self.policy.reads_progress() {
-            self.sync_progress();
+    /// Asks the policy if `ask` (an event it is triggered by) and applies its
+    /// decision, then recomputes rates and finish times.
+    fn reschedule(&mut self, ask: bool) {
+        if ask {
+            self.ask_policy();
         }
-        let decision = self.policy.schedule(now, &self.view);
+        self.update_rates();
+    }
+
+    /// Asks the policy and applies its decision (paths, caps, circuits, wake-up).
+    fn ask_policy(&mut self) {
+        let now = self.now;
+        let progress = LiveProgress {
+            now,
+            bundles: &self.bundles,
+            slots: &self.slots,
+            done_bytes: &self.coflow_done_bytes,
+            flows: &self.view.flows,
+        };
+        let decision = self.policy.decide(now, &self.view, &progress);
         self.stats.policy_calls += 1;
         self.wake_at = decision.wake_at.filter(|&t| t > now);
         for setup in &decision.circuits {
@@ -581,7 +692,6 @@ impl FluidNetwork {
             }
         }
         self.planned = planned;
-        self.update_rates();
     }
 
     fn set_up(&mut self, s: CircuitSetup) {

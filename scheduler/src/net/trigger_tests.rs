@@ -1,0 +1,196 @@
+//! Tests of when [`FluidNetwork`] calls its policy and what progress the
+//! policy reads: a policy called only at the events its
+//! [`CoflowPolicy::triggers`] name gives the same flows, finish times and
+//! bytes per fabric as the same policy called at every event, with fewer
+//! calls; progress read on demand equals the hand-computed bytes.
+
+use super::{FluidNetwork, NetEvent};
+use crate::coflow::{self, CoflowPolicy, Decision, FabricParams, NetView, Progress, Triggers};
+use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+use ocslab_emulator::{Bps, Bytes, HostId, Nanos};
+use std::sync::{Arc, Mutex};
+
+/// Four racks of two hosts; EPS uplinks 1 MB/s, two OCS ports per rack at
+/// 5 MB/s, δ = 10 ms, elephants from 100 kB per coflow and rack pair.
+fn fabric() -> FabricParams {
+    FabricParams {
+        racks: 4,
+        hosts_per_rack: 2,
+        host_rate: Bps(80_000_000),
+        uplink_rate: Bps(8_000_000),
+        ocs_ports: 2,
+        ocs_port_rate: Bps(40_000_000),
+        reconfig_delay: Nanos::from_millis(10),
+        elephant_threshold: Bytes(100_000),
+        scale: 1.0,
+    }
+}
+
+/// The wrapped policy, called at every event.
+struct EveryEvent(Box<dyn CoflowPolicy>);
+
+impl CoflowPolicy for EveryEvent {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn uses_ocs(&self) -> bool {
+        self.0.uses_ocs()
+    }
+    fn triggers(&self) -> Triggers {
+        Triggers::EVERY_EVENT
+    }
+    fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
+        self.0.decide(now, view, progress)
+    }
+}
+
+fn flow(id: u64, coflow: u64, src: (u32, u32), dst: (u32, u32), bytes: u64) -> FlowSpec {
+    FlowSpec {
+        id: FlowId(id),
+        coflow: CoflowId(coflow),
+        src: HostId::new(src.0, src.1),
+        dst: HostId::new(dst.0, dst.1),
+        bytes: Bytes(bytes),
+    }
+}
+
+/// Coflows arriving over 60 ms: elephant rack pairs that share racks (so
+/// Sunflow's reservations wait for each other), mice, flows inside a rack,
+/// a pair that crosses the elephant threshold with its third flow, and
+/// more flows for a pair already served.
+fn workload() -> Vec<(Nanos, Vec<FlowSpec>)> {
+    let ms = Nanos::from_millis;
+    vec![
+        (
+            ms(0),
+            vec![
+                flow(1, 1, (0, 0), (1, 0), 300_000),
+                flow(2, 1, (0, 1), (1, 1), 200_000),
+                flow(3, 1, (0, 0), (2, 0), 150_000),
+                flow(4, 1, (1, 0), (2, 1), 20_000),
+                flow(5, 1, (3, 0), (3, 1), 50_000),
+            ],
+        ),
+        (
+            ms(5),
+            vec![
+                flow(6, 2, (0, 1), (1, 0), 120_000),
+                flow(7, 2, (2, 0), (1, 1), 400_000),
+                flow(8, 2, (3, 1), (0, 0), 30_000),
+            ],
+        ),
+        (ms(12), vec![flow(9, 3, (2, 1), (3, 0), 40_000)]),
+        (ms(20), vec![flow(10, 3, (2, 0), (3, 1), 40_000)]),
+        (
+            ms(31),
+            vec![
+                flow(11, 3, (2, 1), (3, 1), 40_000),
+                flow(12, 1, (0, 1), (1, 0), 60_000),
+            ],
+        ),
+        (ms(60), vec![flow(13, 4, (1, 1), (0, 1), 500_000)]),
+    ]
+}
+
+/// Runs the workload; every flow done as (flow, finished at, EPS bytes,
+/// OCS bytes), and the number of policy calls.
+fn run(policy: Box<dyn CoflowPolicy>) -> (Vec<(u64, Nanos, u64, u64)>, u64) {
+    let mut net = FluidNetwork::on_fabric(fabric(), policy);
+    let mut events = Vec::new();
+    for (at, flows) in workload() {
+        events.extend(net.advance_to(at));
+        net.add_flows(at, &flows);
+    }
+    while let Some(t) = net.next_event_at() {
+        events.extend(net.advance_to(t));
+    }
+    let done = events
+        .into_iter()
+        .filter_map(|e| match e {
+            NetEvent::FlowDone {
+                flow,
+                at,
+                eps_bytes,
+                ocs_bytes,
+                ..
+            } => Some((flow.0, at, eps_bytes.0, ocs_bytes.0)),
+            NetEvent::Circuit { .. } => None,
+        })
+        .collect();
+    (done, net.stats().policy_calls)
+}
+
+#[test]
+fn each_policy_called_at_its_triggers_only_decides_as_if_called_at_every_event() {
+    for name in coflow::POLICY_NAMES {
+        let policy = || coflow::by_name(name).expect("known policy");
+        let (every, every_calls) = run(Box::new(EveryEvent(policy())));
+        let (triggered, calls) = run(policy());
+        assert_eq!(every.len(), 13, "{name}: all flows finish");
+        assert_eq!(triggered, every, "{name}: same finishes and bytes per fabric");
+        assert!(calls <= every_calls, "{name}: {calls} calls > {every_calls}");
+        if name == "sunflow" {
+            assert!(
+                every.iter().any(|f| f.3 > 0),
+                "sunflow: some bytes go over circuits"
+            );
+            assert!(
+                calls < every_calls,
+                "sunflow: {calls} calls, {every_calls} at every event"
+            );
+        }
+        if name == "fair" {
+            assert_eq!(calls, 0, "fair: its decision never changes");
+        }
+    }
+}
+
+/// Records, at each call, what [`Progress`] says of flow 1 and coflow 1.
+struct Recorder(Arc<Mutex<Vec<(Nanos, f64, f64)>>>);
+
+impl CoflowPolicy for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+    fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
+        let remaining = view.flows.get(&FlowId(1)).map(|f| progress.remaining_bytes(f));
+        let sent = view
+            .coflows
+            .get(&CoflowId(1))
+            .map(|c| progress.sent_bytes(CoflowId(1), c));
+        if let (Some(r), Some(s)) = (remaining, sent) {
+            if let Ok(mut log) = self.0.lock() {
+                log.push((now, r, s));
+            }
+        }
+        Decision::default()
+    }
+}
+
+#[test]
+fn progress_read_on_demand_is_what_the_flows_sent() {
+    // Rack 0 → rack 1 over EPS (1 MB/s uplink). Flow 1 (1 MB) alone for
+    // 100 ms: 100,000 B sent. Flow 2 (coflow 1, 50 kB) joins: 0.5 MB/s
+    // each, done at 200 ms; flow 1 has then sent 150,000 B, coflow 1
+    // 200,000 B (flow 2's 50,000 B count once it is done).
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut net = FluidNetwork::on_fabric(fabric(), Box::new(Recorder(log.clone())));
+    let ms = Nanos::from_millis;
+    net.add_flows(ms(0), &[flow(1, 1, (0, 0), (1, 0), 1_000_000)]);
+    net.add_flows(ms(100), &[flow(2, 1, (0, 1), (1, 1), 50_000)]);
+    net.advance_to(ms(250));
+    let log = log.lock().map(|l| l.clone()).unwrap_or_default();
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-3;
+    let at = |t: Nanos| log.iter().find(|e| e.0 == t).copied();
+    let (_, r0, s0) = at(ms(0)).expect("called at 0");
+    assert!(close(r0, 1_000_000.0) && close(s0, 0.0), "{log:?}");
+    let (_, r1, s1) = at(ms(100)).expect("called at 100 ms");
+    assert!(close(r1, 900_000.0) && close(s1, 100_000.0), "{log:?}");
+    let (_, r2, s2) = at(ms(200)).expect("called at 200 ms");
+    assert!(close(r2, 850_000.0) && close(s2, 200_000.0), "{log:?}");
+    // The view's own progress fields are brought up to date on request only.
+    assert_eq!(net.view().flows[&FlowId(1)].remaining_bytes, 1_000_000.0);
+    net.sync_progress();
+    let f = &net.view().flows[&FlowId(1)];
+    assert!(close(f.remaining_bytes, 800_000.0) && close(f.sent_eps_bytes, 200_000.0));
+}
