@@ -159,12 +159,17 @@ pub struct CoflowRecord {
     pub first_start: Nanos,
     /// Last flow end so far.
     pub last_end: Option<Nanos>,
-    /// Bytes delivered over EPS.
+    /// Bytes delivered over EPS (intra-rack flows included: they cross
+    /// the ToR only).
     pub eps_bytes: Bytes,
     /// Bytes delivered over circuits.
     pub ocs_bytes: Bytes,
     /// Bytes between racks.
     pub cross_rack_bytes: Bytes,
+    /// Of the bytes between racks, those that crossed the EPS core.
+    pub cross_rack_eps_bytes: Bytes,
+    /// Of the bytes between racks, those carried by circuits.
+    pub cross_rack_ocs_bytes: Bytes,
     /// Flows not yet finished.
     pub open_flows: u32,
 }

@@ -226,6 +226,8 @@ impl Engine {
                 eps_bytes: Bytes(0),
                 ocs_bytes: Bytes(0),
                 cross_rack_bytes: Bytes(0),
+                cross_rack_eps_bytes: Bytes(0),
+                cross_rack_ocs_bytes: Bytes(0),
                 open_flows: 0,
             });
         rec.flows += 1;
@@ -267,6 +269,8 @@ impl Engine {
             rec.ocs_bytes += ocs;
             if cross {
                 rec.cross_rack_bytes += bytes;
+                rec.cross_rack_eps_bytes += eps;
+                rec.cross_rack_ocs_bytes += ocs;
             }
         }
         if self.c.config.record_flows {

@@ -314,15 +314,25 @@ impl Corral {
         self.planner.as_ref().map(|p| p.plan())
     }
 
-    fn queue(view: &ClusterView<'_>, job: &JobState, rack: u32, free: FreeSlots) -> CorralQueue {
+    /// Corral's view of `job` for a free container on `host`. Its pending maps
+    /// are listed node-local first, then rack-local, then any: the rack-level
+    /// rules pick the first map with data on the rack, so a block on this
+    /// very host is read from disk rather than over the ToR (Hadoop's
+    /// node-before-rack locality; Corral's plan is per rack and says nothing
+    /// against it).
+    fn queue(view: &ClusterView<'_>, job: &JobState, host: HostId, free: FreeSlots) -> CorralQueue {
         let spec = job.spec();
-        let mut maps = Vec::new();
+        let mut maps: Vec<PendingMap> = Vec::new();
         if free.map > 0 && job.has_runnable_map() {
             for m in job
-                .pending_maps_on_rack(rack)
+                .pending_maps_on_host(host)
                 .take(1)
+                .chain(job.pending_maps_on_rack(host.rack).take(1))
                 .chain(job.pending_maps().first().copied())
             {
+                if maps.iter().any(|p| p.task == m) {
+                    continue;
+                }
                 let replica_racks = spec
                     .maps
                     .get(m as usize)
@@ -412,7 +422,7 @@ impl TaskPolicy for Corral {
         let planned: Vec<CorralQueue> = view
             .active_jobs()
             .filter(|j| fits(j) && plan.racks_of(j.id().0).is_some_and(|r| r.contains(&rack)))
-            .map(|j| Corral::queue(view, j, rack, free))
+            .map(|j| Corral::queue(view, j, host, free))
             .collect();
         let choice = pick(rack, &[], &planned, plan).or_else(|| {
             // Then Fair over users, their unplanned jobs.
@@ -429,7 +439,7 @@ impl TaskPolicy for Corral {
             order.into_iter().find_map(|u| {
                 let queues: Vec<CorralQueue> = by_user[&u]
                     .iter()
-                    .map(|j| Corral::queue(view, j, rack, free))
+                    .map(|j| Corral::queue(view, j, host, free))
                     .collect();
                 pick(rack, &[u.0], &queues, plan)
             })

@@ -170,6 +170,8 @@ struct CoflowRow {
     eps_bytes: u64,
     ocs_bytes: u64,
     cross_rack_bytes: u64,
+    cross_rack_eps_bytes: u64,
+    cross_rack_ocs_bytes: u64,
 }
 
 #[derive(Serialize)]
@@ -262,6 +264,8 @@ pub fn write_records(dir: &Path, r: &Records) -> Result<(), ResultsError> {
             eps_bytes: c.eps_bytes.0,
             ocs_bytes: c.ocs_bytes.0,
             cross_rack_bytes: c.cross_rack_bytes.0,
+            cross_rack_eps_bytes: c.cross_rack_eps_bytes.0,
+            cross_rack_ocs_bytes: c.cross_rack_ocs_bytes.0,
         }),
     )?;
     csv_file(

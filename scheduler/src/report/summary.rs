@@ -15,7 +15,9 @@
 //! (`eps_bytes` + `ocs_bytes`), where `eps_bytes` are the cross-rack bytes
 //! that crossed the EPS core and `ocs_bytes` those carried by circuits;
 //! input reads and shuffle alike, intra-rack bytes in neither). The
-//! simulator counts it from its flow records ([`summarize`]); the emulation
+//! simulator counts it from the engine's coflow records, which add up every
+//! finished cross-rack flow's bytes per fabric whether or not flow records
+//! are kept (`[engine] record_flows`) ([`summarize`]); the emulation
 //! measures it on the wire, from the kernel counters of the ToR EPS uplinks
 //! and the OCS ports ([`SchedulerSummary::with_wire_bytes`]).
 //! `fabric_bytes_from` says which.
@@ -60,7 +62,8 @@ pub struct SchedulerSummary {
     /// `ocs_bytes` ÷ (`eps_bytes` + `ocs_bytes`), 0 when nothing crossed.
     pub ocs_share: f64,
     /// Where `eps_bytes` and `ocs_bytes` come from: `"flow records"`
-    /// (payload of cross-rack flows, simulation) or `"kernel counters"`
+    /// (payload of cross-rack flows as the engine's coflow records sum it,
+    /// simulation) or `"kernel counters"`
     /// (frames on the ToR uplinks and OCS ports, emulation).
     pub fabric_bytes_from: String,
     /// Circuits set up.
@@ -178,13 +181,14 @@ impl SchedulerSummary {
     }
 }
 
-/// Cross-rack payload bytes over (EPS, OCS) from the flow records: every
-/// flow between racks that moved bytes, useful or not (its bytes crossed).
+/// Cross-rack payload bytes over (EPS, OCS) from the coflow records: every
+/// finished flow between racks, useful or not (its bytes crossed). Flow
+/// records are not needed, so the figure is the same with `record_flows`
+/// off.
 pub fn cross_rack_bytes_by_fabric(r: &crate::engine::Records) -> (u64, u64) {
-    r.flows
-        .iter()
-        .filter(|f| f.src.rack != f.dst.rack)
-        .fold((0, 0), |(e, o), f| (e + f.eps_bytes.0, o + f.ocs_bytes.0))
+    r.coflows.values().fold((0, 0), |(e, o), c| {
+        (e + c.cross_rack_eps_bytes.0, o + c.cross_rack_ocs_bytes.0)
+    })
 }
 
 fn share(eps: u64, ocs: u64) -> f64 {
@@ -237,40 +241,74 @@ mod tests {
 
     #[test]
     fn the_ocs_share_counts_cross_rack_bytes_only() {
-        use crate::engine::{AttemptId, FlowRecord, Records};
-        use crate::model::coflow::{CoflowId, FlowId};
-        use crate::model::job::{JobId, TaskId, TaskKind};
-        use ocslab_emulator::{Bytes, HostId};
-        let flow = |id: u64, dst: HostId, eps: u64, ocs: u64| FlowRecord {
-            flow: FlowId(id),
-            coflow: CoflowId(0),
-            job: JobId(0),
+        use crate::engine::{CoflowRecord, Records};
+        use crate::model::coflow::CoflowId;
+        use crate::model::job::JobId;
+        use ocslab_emulator::Bytes;
+        let coflow = |id: u64, eps: u64, ocs: u64, cross_eps: u64, cross_ocs: u64| CoflowRecord {
+            coflow: CoflowId(id),
+            job: JobId(id),
             kind: FlowKind::Shuffle,
-            attempt: AttemptId {
-                task: TaskId {
-                    job: JobId(0),
-                    kind: TaskKind::Reduce,
-                    index: 0,
-                },
-                n: 0,
-            },
-            src: HostId::new(0, 0),
-            dst,
+            flows: 1,
             bytes: Bytes(eps + ocs),
-            started: Nanos::ZERO,
-            finished: Some(Nanos(1)),
+            first_start: Nanos::ZERO,
+            last_end: Some(Nanos(1)),
             eps_bytes: Bytes(eps),
             ocs_bytes: Bytes(ocs),
-            useful: true,
+            cross_rack_bytes: Bytes(cross_eps + cross_ocs),
+            cross_rack_eps_bytes: Bytes(cross_eps),
+            cross_rack_ocs_bytes: Bytes(cross_ocs),
+            open_flows: 0,
         };
         let mut r = Records::default();
         // Intra-rack bytes go over the ToR only: in neither fabric's count.
-        r.flows.push(flow(1, HostId::new(0, 1), 1_000_000, 0));
-        r.flows.push(flow(2, HostId::new(1, 0), 100, 0));
-        r.flows.push(flow(3, HostId::new(2, 0), 0, 300));
+        r.coflows.insert(CoflowId(1), coflow(1, 1_000_100, 0, 100, 0));
+        r.coflows.insert(CoflowId(2), coflow(2, 0, 300, 0, 300));
         assert_eq!(cross_rack_bytes_by_fabric(&r), (100, 300));
         assert_eq!(share(100, 300), 0.75);
         assert_eq!(share(0, 0), 0.0);
+    }
+
+    /// The bytes per fabric come from the coflow records, so turning flow
+    /// records off (as the paper-size experiments do) changes nothing; they
+    /// used to read 0 then.
+    #[test]
+    fn bytes_over_ocs_are_the_same_without_flow_records() {
+        use crate::experiment::Experiment;
+        use std::path::Path;
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/coscheduler-lab.toml");
+        let mut exp = match Experiment::load(&file) {
+            Ok(e) => e,
+            Err(e) => panic!("{e}"),
+        };
+        let mut run = |record_flows: bool| {
+            exp.engine.record_flows = record_flows;
+            let jobs = exp.jobs().expect("jobs of coscheduler-lab.toml");
+            let out = crate::sim::run_scheduler(&exp, "coscheduler", jobs, |_, _| {})
+                .expect("coscheduler-lab.toml simulates");
+            assert_eq!(out.records.flows.is_empty(), !record_flows);
+            let per_flow = out
+                .records
+                .flows
+                .iter()
+                .filter(|f| f.src.rack != f.dst.rack)
+                .fold((0, 0), |(e, o), f| (e + f.eps_bytes.0, o + f.ocs_bytes.0));
+            (summarize(&out), per_flow)
+        };
+        let (with, per_flow) = run(true);
+        let (without, _) = run(false);
+        // The coflow records add up to what the flow records say.
+        assert_eq!((with.eps_bytes, with.ocs_bytes), per_flow);
+        assert!(
+            with.ocs_bytes > 0 && with.eps_bytes + with.ocs_bytes > 0,
+            "{with:?}"
+        );
+        assert!(with.ocs_share > 0.0);
+        assert_eq!(
+            (without.eps_bytes, without.ocs_bytes),
+            (with.eps_bytes, with.ocs_bytes)
+        );
+        assert_eq!(without.ocs_share, with.ocs_share);
     }
 
     #[test]

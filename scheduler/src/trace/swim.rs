@@ -15,7 +15,9 @@
 //!   128 MB blocks, at least one; blocks are full but the last.
 //! - **reduces**: one per `reduce_input` of shuffle (1 GB by default), at
 //!   least one when the job shuffles anything; a job that shuffles nothing
-//!   is map-only.
+//!   is map-only. With `reduces_by_shuffle_and_output`, one per
+//!   `reduce_input` of shuffle plus output, as SWIM's replay script sizes
+//!   them.
 //! - **shuffle**: each map emits in proportion to its input (shuffle/input
 //!   ratio of the job), split evenly over the reduces.
 //! - **task durations**: not in the trace (NAS measured them on a
@@ -201,6 +203,13 @@ pub struct SwimModel {
     /// Shuffle bytes per reduce task.
     #[serde(default = "default_reduce_input")]
     pub reduce_input: Bytes,
+    /// Size a shuffling job's reduces by its shuffle **plus output** bytes
+    /// (one reduce per `reduce_input` of them), as SWIM's own replay script
+    /// does (`GenerateReplayScript`: `round((shuffle + output) /
+    /// dataPerReduce)`, at least 1), instead of by its shuffle only.
+    /// Default false.
+    #[serde(default)]
+    pub reduces_by_shuffle_and_output: bool,
     /// Per-task processing rate of a map.
     #[serde(default = "default_rate")]
     pub map_rate: Bps,
@@ -260,6 +269,7 @@ impl Default for SwimModel {
             jobs: None,
             block_size: default_block(),
             reduce_input: default_reduce_input(),
+            reduces_by_shuffle_and_output: false,
             map_rate: default_rate(),
             reduce_rate: default_rate(),
             task_overhead: default_overhead(),
@@ -334,6 +344,8 @@ impl SwimModel {
             let maps_n = sj.input.0.div_ceil(self.block_size.0).max(1);
             let reduces_n = if sj.shuffle.0 == 0 {
                 0
+            } else if self.reduces_by_shuffle_and_output {
+                (sj.shuffle.0 + sj.output.0).div_ceil(self.reduce_input.0).max(1)
             } else {
                 sj.shuffle.0.div_ceil(self.reduce_input.0).max(1)
             };

@@ -10,9 +10,16 @@
 //! - **Which jobs**: `jobs` records drawn without replacement from the whole
 //!   trace ("1000 jobs selected from the workload"), kept in trace order.
 //! - **Map tasks**: one per 256 MB block (the block size of Sec. III-A's
-//!   example), at least one. **Reduce tasks**: one per GB of shuffle (Sec.
-//!   III-A's 10 GB TeraSort "typically" has 10), none for a job that shuffles
-//!   nothing.
+//!   example), at least one. **Reduce tasks**: one per GB of shuffle **plus
+//!   output**, at least one, none for a job that shuffles nothing. The paper
+//!   replayed the jobs with SWIM's tools (Sec. V-A), whose replay script sizes
+//!   reduces exactly so (`GenerateReplayScript`: `round((shuffle + output) /
+//!   dataPerReduce)`); Sec. III-A's 10 GB TeraSort "typically" has 10.
+//!   Before (session 2 figures in docs/reproduction.md) reduces were one per
+//!   GB of shuffle only, so a job writing much more than it shuffles got one
+//!   reduce for all of its output: job15913 (14.7 KB of shuffle, 137 GB of
+//!   output) had one reduce of 1 s + 137 GB at 20 MB/s = 6873 s, which alone
+//!   set the 1000-job makespan (11 158 s) for every scheduler.
 //! - **Task durations**: the paper replayed each job on a single-node Hadoop
 //!   and recorded them; ocslab cannot, so a task takes a 1 s launch overhead
 //!   plus its bytes at 20 MB/s (160 Mbit/s) per task — a map its block, a
@@ -71,6 +78,7 @@ impl Default for Sec5 {
                 jobs: None,
                 block_size: Bytes(256_000_000),
                 reduce_input: Bytes(1_000_000_000),
+                reduces_by_shuffle_and_output: true,
                 map_rate: Bps(160_000_000),
                 reduce_rate: Bps(160_000_000),
                 task_overhead: Nanos::from_millis(1_000),
@@ -177,5 +185,39 @@ mod tests {
         assert_eq!(j.maps.len(), 11 + 1);
         assert_eq!(j.maps[0].duration, Nanos::from_millis(13_800));
         assert_eq!(j.reduces.len(), 2, "1.5 GB of shuffle: 2 reduces");
+    }
+
+    #[test]
+    fn reduces_are_sized_by_shuffle_plus_output_as_swim_replays_them() {
+        // job15913 of FB-2010: 53 KB in, 14.7 KB shuffled, 137 GB written.
+        let heavy_writer = SwimJob {
+            line: 1,
+            name: "writer".into(),
+            submit: Nanos(0),
+            gap: Nanos(0),
+            input: Bytes(53_552),
+            shuffle: Bytes(14_742),
+            output: Bytes(137_439_037_409),
+        };
+        let map_only = SwimJob {
+            name: "maponly".into(),
+            shuffle: Bytes(0),
+            ..heavy_writer.clone()
+        };
+        let sec5 = Sec5 {
+            jobs: 2,
+            ..Sec5::default()
+        };
+        let jobs = sec5.jobs(&[heavy_writer, map_only], &topo(), 1).expect("valid");
+        let writer = jobs.iter().find(|j| j.name == "writer").expect("drawn");
+        // ceil(137.44 GB / 1 GB) = 138 reduces of 1 s + ~996 MB at 20 MB/s each, not one of 6873 s.
+        assert_eq!(writer.reduces.len(), 138);
+        let longest = writer.reduces.iter().map(|r| r.duration).max().expect("reduces");
+        assert!(longest < Nanos::from_millis(51_000), "{longest:?}");
+        let map_only = jobs.iter().find(|j| j.name == "maponly").expect("drawn");
+        assert!(
+            map_only.reduces.is_empty(),
+            "a job that shuffles nothing stays map-only"
+        );
     }
 }

@@ -30,6 +30,14 @@
 //! - Maps stay work-conserving (line 9): a shuffle-heavy job's map may run off
 //!   its guideline when nothing else can; its small map output is then sent
 //!   over EPS, which Sec. IV-E.2 provides for ("disregard" `SM_i < T_e`).
+//!   But not while a container on its guideline is free (`MapGuide::room_on_guide`):
+//!   Sec. IV-G gives lines 8-9 to tasks whose guideline "cannot be found",
+//!   and a free guideline container is one. Without this, an idle cluster
+//!   (every container free at once, offered one by one) ran most of a
+//!   shuffle-heavy job's maps through line 9 on whichever racks were offered
+//!   first: job17294 of the 100-job Sec. V run had maps on 50 racks for
+//!   `R_map` = 10, so `SM_1` (2.2 GB) allowed `R_red` = 1 and its 109 GB
+//!   shuffle went through one OCS port (CCT 9.8 s vs Fair's 6.2 s).
 //! - Within a user, jobs go in arrival order (then id); within a rule, a map
 //!   whose block is on `r` comes before one that is not.
 
@@ -69,6 +77,9 @@ pub struct MapGuide {
     pub r_map: u32,
     /// Racks its maps have been placed on so far.
     pub map_racks: BTreeSet<u32>,
+    /// Whether one of its guideline racks has a free map container now, so that line 9 need not run
+    /// its map off the guideline (see the module doc).
+    pub room_on_guide: bool,
 }
 
 /// One job's pending work as Alg. 2 sees it.
@@ -184,7 +195,13 @@ impl Rule {
             Rule::AnyReduce => free_reduce(job)
                 .or_else(|| planned_reduce(job, rack))
                 .map(TaskRef::Reduce),
-            Rule::AnyMap => local_first(&job.maps, rack).map(TaskRef::Map),
+            Rule::AnyMap => {
+                let waits = heavy && job.map_guide.as_ref().is_some_and(|g| g.room_on_guide);
+                (!waits)
+                    .then(|| local_first(&job.maps, rack))
+                    .flatten()
+                    .map(TaskRef::Map)
+            }
         }
     }
 }
@@ -240,6 +257,7 @@ mod tests {
         b.map_guide = Some(MapGuide {
             r_map: 2,
             map_racks: [3].into(),
+            room_on_guide: false,
         });
         let mut c = job(12, 1, 3, false);
         c.reduces = vec![0];
@@ -286,6 +304,14 @@ mod tests {
         // B's map off its guideline.
         let only_heavy: Vec<JobQueue> = jobs.iter().filter(|j| j.shuffle_heavy).cloned().collect();
         assert_eq!(at(0, &u, &only_heavy), Some((11, TaskRef::Map(4), Rule::AnyMap)));
+        // ... but not while a container on B's guideline is free: the map waits for it (nothing here).
+        let mut waiting = only_heavy.clone();
+        for j in waiting.iter_mut() {
+            if let Some(g) = j.map_guide.as_mut() {
+                g.room_on_guide = true;
+            }
+        }
+        assert_eq!(at(0, &u, &waiting), None);
         // Fairness first: user 2 ahead of user 1 gets D's map even though user 1 has line-4 work.
         assert_eq!(at(2, &[2, 1], &jobs), Some((20, TaskRef::Map(0), Rule::LightMap)));
     }

@@ -80,6 +80,8 @@ struct JobInfo {
     forecast: Option<JobForecast>,
     /// Racks its maps were started on.
     map_racks: BTreeSet<u32>,
+    /// Racks holding its input (the three replica sets), when the data placement guideline placed it.
+    data_racks: BTreeSet<u32>,
     /// Its best schedule: reduces still to place per rack.
     plan: Option<BTreeMap<u32, u32>>,
 }
@@ -172,7 +174,7 @@ impl CoScheduler {
         &self,
         view: &ClusterView<'_>,
         job: &JobState,
-        rack: u32,
+        host: HostId,
         maps_fit: bool,
         reduces_fit: bool,
     ) -> JobQueue {
@@ -188,7 +190,10 @@ impl CoScheduler {
         };
         let mut maps = Vec::new();
         if maps_fit && job.has_runnable_map() {
-            let local = job.pending_maps_on_rack(rack).take(LOCAL_MAPS_SEEN);
+            // Node-local maps first: Alg. 2's rules choose by rack and take the first map with data on
+            // it, so this reads a block on this very host from disk rather than over the ToR.
+            let node_local = job.pending_maps_on_host(host).take(LOCAL_MAPS_SEEN);
+            let local = node_local.chain(job.pending_maps_on_rack(host.rack).take(LOCAL_MAPS_SEEN));
             for m in local.chain(job.pending_maps().first().copied()) {
                 if !maps.iter().any(|p: &PendingMap| p.task == m) {
                     maps.push(PendingMap {
@@ -204,10 +209,11 @@ impl CoScheduler {
         } else {
             Vec::new()
         };
-        let map_guide = match (self.variant.places_data(), heavy, info.and_then(|i| i.r_map)) {
-            (true, true, Some(r_map)) => Some(MapGuide {
+        let map_guide = match (self.variant.places_data(), heavy, info) {
+            (true, true, Some(i)) => i.r_map.map(|r_map| MapGuide {
                 r_map,
-                map_racks: info.map(|i| i.map_racks.clone()).unwrap_or_default(),
+                map_racks: i.map_racks.clone(),
+                room_on_guide: maps_fit && room_on_guide(view, i, r_map, host.rack),
             }),
             _ => None,
         };
@@ -338,6 +344,33 @@ pub fn truth_of(job: &Job) -> JobForecast {
     }
 }
 
+/// Whether a shuffle-heavy job's map offered a container on `rack` (not one of its map racks) could
+/// instead start on its guideline now: a free map container on one of its `R_map` map racks, or, while it
+/// has fewer, on a rack holding its input (unless `rack` holds some itself). Line 9 of Alg. 2 then
+/// passes (see [`super::order`]). Looks at the hosts of at most `3·R_data` racks, stopping at the first
+/// free container.
+fn room_on_guide(view: &ClusterView<'_>, info: &JobInfo, r_map: u32, rack: u32) -> bool {
+    if info.map_racks.contains(&rack) {
+        return false;
+    }
+    let full = info.map_racks.len() >= r_map as usize;
+    if !full && info.data_racks.contains(&rack) {
+        return false;
+    }
+    let hosts = view.topology().hosts_per_rack;
+    let candidates: Box<dyn Iterator<Item = &u32>> = if full {
+        Box::new(info.map_racks.iter())
+    } else {
+        Box::new(info.map_racks.iter().chain(info.data_racks.iter()))
+    };
+    candidates.copied().any(|r| {
+        (0..hosts).any(|h| {
+            view.host(HostId::new(r, h))
+                .is_some_and(|s| s.alive() && s.free().map > 0)
+        })
+    })
+}
+
 /// Replica hosts of `maps` blocks over `sets`: block `b`'s k-th replica on rack `set_k[b mod R]`, host
 /// `(b / R + k) mod hosts_per_rack` (distinct hosts even where sets share racks).
 pub fn replica_hosts(sets: &ReplicaSets, maps: u32, hosts_per_rack: u32) -> Vec<Vec<HostId>> {
@@ -382,6 +415,7 @@ impl TaskPolicy for CoScheduler {
         info.r_map = Some(r_data);
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ splitmix64(job.id.0));
         let sets = ReplicaSets::choose(r_data, topology.racks, &mut rng).ok()?;
+        info.data_racks = sets.sets.iter().flatten().copied().collect();
         Some(replica_hosts(&sets, job.map_count(), topology.hosts_per_rack))
     }
 
@@ -406,7 +440,7 @@ impl TaskPolicy for CoScheduler {
         for u in order {
             let queues: Vec<JobQueue> = by_user[&u]
                 .iter()
-                .map(|j| self.queue(view, j, host.rack, maps_fit, reduces_fit))
+                .map(|j| self.queue(view, j, host, maps_fit, reduces_fit))
                 .collect();
             if let Some(p) = pick(host.rack, &[u.0], &queues) {
                 let job = JobId(p.job);
@@ -515,7 +549,12 @@ elephant_threshold = "1GB"
     /// Runs the engine with a test network in which every flow moves at 1 GB/s; returns
     /// (attempt starts with their time and host, task finishes with their time).
     fn run(policy: Box<dyn TaskPolicy>, jobs: Vec<Job>) -> (Starts, Finishes) {
-        let topo = Topology::parse(TOPO, Path::new("t.toml"), &[]).expect("topology");
+        run_on(TOPO, policy, jobs)
+    }
+
+    /// [`run`] on the topology `text`.
+    fn run_on(text: &str, policy: Box<dyn TaskPolicy>, jobs: Vec<Job>) -> (Starts, Finishes) {
+        let topo = Topology::parse(text, Path::new("t.toml"), &[]).expect("topology");
         let config = EngineConfig {
             slow_start: 1.0,
             hold_shuffle_until_reduces_placed: true,
@@ -746,5 +785,64 @@ elephant_threshold = "1GB"
         assert!(err.contains("t_rem_error"), "{err}");
         let typo: toml::Table = toml::from_str("zone_slak = 0.1").expect("toml");
         assert!(CoScheduler::full_from_params(&typo).is_err());
+    }
+
+    /// Alg. 2 (and Corral) choose maps by rack; among a rack's pending maps the one whose block is on the
+    /// offered host comes first. One map per container, each block on one host only: every map can run
+    /// node-local, and does. (Before, the rack's lowest-numbered map was taken, usually its neighbour's.)
+    #[test]
+    fn a_free_container_takes_the_map_whose_block_is_on_its_own_host() {
+        let mut light = job(0, 0, 0, 24, 1, 1_000_000);
+        for (m, t) in light.maps.iter_mut().enumerate() {
+            let m = m as u32;
+            t.replicas = vec![HostId::new(m / 4, (m / 2) % 2)];
+        }
+        for name in ["coscheduler-ocas", "corral"] {
+            let policy = crate::policy::by_name(name, None).expect("registered");
+            let (starts, _) = run(policy, vec![light.clone()]);
+            let maps: Vec<&(Nanos, TaskId, HostId)> = starts
+                .iter()
+                .filter(|(_, t, _)| t.kind == TaskKind::Map)
+                .collect();
+            assert_eq!(maps.len(), 24, "{name}");
+            let remote: Vec<_> = maps
+                .iter()
+                .filter(|(_, t, h)| !light.maps[t.index as usize].replicas.contains(h))
+                .collect();
+            assert!(
+                remote.is_empty(),
+                "{name}: maps off their block's host: {remote:?}"
+            );
+        }
+    }
+
+    /// Line 9 does not run a shuffle-heavy job's map off its guideline while a container on its guideline
+    /// is free. An idle 9-rack cluster, one job of 8 maps x 0.5 GB (SIR 1: R_data = R_map = 2, its input on
+    /// 3 x 2 of the 9 racks): every container is free and offered in turn, so a rack without its data may
+    /// be offered first; its maps must still start only on racks holding its input, on at most R_map of
+    /// them (2 racks x 4 containers hold all 8).
+    #[test]
+    fn an_idle_cluster_keeps_a_shuffle_heavy_jobs_maps_on_its_guideline() {
+        let topo_text = TOPO.replace("racks = 6", "racks = 9");
+        let topo = Topology::parse(&topo_text, Path::new("t.toml"), &[]).expect("topology");
+        let heavy = job(0, 0, 0, 8, 2, 500_000_000);
+        let mut probe = crate::policy::by_name("coscheduler", None).expect("registered");
+        let placed = probe
+            .place_input(&topo, &heavy)
+            .expect("the guideline places the input");
+        let data_racks: BTreeSet<u32> = placed.iter().flatten().map(|h| h.rack).collect();
+        assert_eq!(data_racks.len(), 6, "three disjoint sets of R_data = 2 racks");
+        let policy = crate::policy::by_name("coscheduler", None).expect("registered");
+        let (starts, _) = run_on(&topo_text, policy, vec![heavy]);
+        let map_racks: BTreeSet<u32> = starts
+            .iter()
+            .filter(|(_, t, _)| t.kind == TaskKind::Map)
+            .map(|(_, _, h)| h.rack)
+            .collect();
+        assert!(
+            map_racks.is_subset(&data_racks),
+            "maps on {map_racks:?}, data on {data_racks:?}"
+        );
+        assert!(map_racks.len() <= 2, "maps on {map_racks:?} for R_map = 2");
     }
 }
