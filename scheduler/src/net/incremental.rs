@@ -43,13 +43,15 @@
 //!
 //! Any lower bound of `φ` is also a valid floor. The solver counts the
 //! members that stay in a bundle on a link with arrivals as arriving too
-//! (`w·x ≥ w·min(r, x)`, so the root only gets smaller), and computes a root
-//! exactly only when the cheap lower
-//! bounds `C_l / (W_U + W_l)` and `(C_l − load_U) / W_l` are below the floor
-//! found so far (Newton steps from the cheap bound, stopped once above the
-//! floor: every step is itself a lower bound of the root). A route or cap change is a departure from the old plus an
-//! arrival on the new. For FB2010 under fair sharing this turns most of the
-//! full solves that arrivals used to force into partial ones.
+//! (`w·x ≥ w·min(r, x)`, so the root only gets smaller). Per link it first
+//! takes the cheap lower bounds `C_l / (W_U + W_l)` and
+//! `(C_l − load_U) / W_l`; only when they are below the floor found so far
+//! does it take Newton steps from them (`B` is concave, so every step stays
+//! a lower bound of the root), stopping at the root or once above the floor.
+//! A route or cap change is a departure from the old plus an arrival on the
+//! new. So an arrival no longer forces a full solve; on a fabric where every
+//! link is busy (FB2010) its floor is still low, though, and most bundles
+//! are filled again anyway.
 //!
 //! **No scan of idle slots.** Moving slots sit in buckets by rate (16 per
 //! octave, a bitmap of non-empty buckets), so the part at or above the
@@ -62,7 +64,7 @@
 //! pushing a new finish time. Every kept rate is within [`NOISE`] of the
 //! value this solve computed; the link loads are summed from the rates
 //! actually kept; a full solve (at least every [`FULL_EVERY`] solves, or
-//! when a partial one would cover nearly all of the moving slots)
+//! when a partial one would cover more than half of the moving slots)
 //! recomputes every rate from the capacities and every load from scratch,
 //! so neither rates nor loads drift over a long run.
 //!
@@ -89,8 +91,8 @@ pub const FULL_EVERY: u32 = 1024;
 /// A partial solve that would cover more than `FULL_SHARE_NUM /
 /// FULL_SHARE_DEN` of the moving slots is done in full instead (it costs
 /// about as much, and resets the loads).
-const FULL_SHARE_NUM: usize = 9;
-const FULL_SHARE_DEN: usize = 10;
+const FULL_SHARE_NUM: usize = 1;
+const FULL_SHARE_DEN: usize = 2;
 
 /// Arrival roots are lowered by this (relative), so that the float error
 /// of the walk cannot put the floor above the exact root.
@@ -99,7 +101,7 @@ const ROOT_MARGIN: f64 = 1e-12;
 /// How the solves went, for benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SolveStats {
-    /// Solves over every demand (a partial one would cover nearly all, or
+    /// Solves over every demand (a partial one would cover more than half, or
     /// [`FULL_EVERY`] solves since the last full one).
     pub full: u64,
     /// Solves over the demands at or above the floor of the changes.
@@ -414,7 +416,10 @@ impl IncrementalMaxMin {
                     subset.push(s);
                 }
             });
-            let arriving = self.pending_list.iter().filter(|&&s| self.demand[s as usize].is_some());
+            let arriving = self
+                .pending_list
+                .iter()
+                .filter(|&&s| self.demand[s as usize].is_some());
             self.subset.extend(arriving);
             full = FULL_SHARE_DEN * self.subset.len()
                 > FULL_SHARE_NUM * (self.buckets.len + self.pending_list.len());
@@ -429,7 +434,10 @@ impl IncrementalMaxMin {
                     subset.push(s);
                 }
             });
-            let arriving = self.pending_list.iter().filter(|&&s| self.demand[s as usize].is_some());
+            let arriving = self
+                .pending_list
+                .iter()
+                .filter(|&&s| self.demand[s as usize].is_some());
             self.subset.extend(arriving);
             self.load.iter_mut().for_each(|l| *l = 0.0);
             self.weight.iter_mut().for_each(|w| *w = 0);
@@ -681,7 +689,10 @@ mod tests {
         inc.set(4, Some(l(&[1])));
         let changed = inc.solve().to_vec();
         assert_eq!(changed, vec![2, 4]);
-        assert_eq!((inc.rate(0), inc.rate(2), inc.rate(3), inc.rate(4)), (0.5, 5.0, 4.0, 5.0));
+        assert_eq!(
+            (inc.rate(0), inc.rate(2), inc.rate(3), inc.rate(4)),
+            (0.5, 5.0, 4.0, 5.0)
+        );
         let stats = inc.stats();
         assert_eq!((stats.full, stats.partial, stats.demands_filled), (1, 1, 6));
         assert_eq!(stats.roots_walked, walked + 1, "the root on link 1 was walked");
