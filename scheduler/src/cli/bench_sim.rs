@@ -7,7 +7,6 @@
 use super::replay::run_replay;
 use crate::coflow::POLICY_NAMES;
 use crate::experiment::NetworkKind;
-use crate::net::incremental::SolveStats;
 use crate::progress::Progress;
 use crate::sim::bench::{bench_jobs, JobsBench};
 use anyhow::{Context, Result};
@@ -61,8 +60,6 @@ struct Row {
     /// Peak resident memory over these replays, MB (None: not measurable).
     peak_rss_mb: Option<f64>,
     avg_cct_s: f64,
-    /// The max-min solver's work in the last replay.
-    solve: SolveStats,
 }
 
 #[derive(Serialize)]
@@ -173,7 +170,6 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
                 .map(|r| r.cct.as_secs_f64())
                 .sum::<f64>()
                 / n.max(1) as f64,
-            solve: run.outcome.solve,
         });
     }
     let jobs = if a.jobs > 0 {
@@ -236,19 +232,6 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
             r.wall_s,
             mb(r.peak_rss_mb),
             r.avg_cct_s
-        )?;
-    }
-    writeln!(
-        out,
-        "max-min solves (last run): {:<9} {:>7} {:>8} {:>14} {:>12} {:>12}",
-        "scheduler", "full", "partial", "demands filled", "changed", "kept (noise)"
-    )?;
-    for r in &report.replay {
-        let s = r.solve;
-        writeln!(
-            out,
-            "                           {:<9} {:>7} {:>8} {:>14} {:>12} {:>12}",
-            r.scheduler, s.full, s.partial, s.demands_filled, s.changed, s.kept_as_noise
         )?;
     }
     if let Some(j) = &report.jobs {

@@ -357,7 +357,6 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
             circuits,
             makespan,
             links: wire.links.clone(),
-            solve: Default::default(),
         },
         wire,
         net,

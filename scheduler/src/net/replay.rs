@@ -86,8 +86,6 @@ pub struct ReplayOutcome {
     pub makespan: Nanos,
     /// Utilization of the EPS uplinks and OCS ports from 0 to the makespan.
     pub links: Vec<LinkSeries>,
-    /// How the max-min solver worked (zero when no fluid network ran).
-    pub solve: super::incremental::SolveStats,
 }
 
 struct Open {
@@ -200,6 +198,5 @@ pub fn replay(
         circuits: net.circuit_log().to_vec(),
         links: net.usage().series(makespan),
         makespan,
-        solve: net.solve_stats(),
     })
 }
