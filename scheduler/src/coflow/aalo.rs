@@ -95,8 +95,8 @@ impl CoflowPolicy for Aalo {
                 .into_iter()
                 .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
                 .collect(),
-            circuits: Vec::new(),
             wake_at,
+            ..Decision::default()
         }
     }
 }

@@ -9,7 +9,7 @@
 //!   itself), and `wake_at` into a timer.
 
 use crate::coflow::view::Path;
-use crate::model::coflow::FlowId;
+use crate::model::coflow::{CoflowId, FlowId};
 use ocslab_emulator::{Bps, Nanos};
 use serde::Serialize;
 
@@ -71,12 +71,34 @@ pub struct CircuitSetup {
     pub port: u32,
 }
 
-/// A policy's decision at one instant. Flows not listed in `plans` go over
-/// EPS with no cap (fair sharing), so "all fair" is the empty decision.
+/// One plan for all active flows of coflow `coflow` from rack `src_rack` to
+/// rack `dst_rack`: what a circuit reservation serves (Sunflow decides per
+/// rack pair). The fluid network keeps each pair's current plan, so a plan
+/// repeated unchanged from one decision to the next costs nothing to apply;
+/// the emulation driver expands it into per-flow plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PairPlan {
+    /// The coflow.
+    pub coflow: CoflowId,
+    /// Sending rack.
+    pub src_rack: u32,
+    /// Receiving rack.
+    pub dst_rack: u32,
+    /// The plan of each of those flows.
+    pub plan: FlowPlan,
+}
+
+/// A policy's decision at one instant. Flows listed neither in `plans` nor
+/// (through their coflow and racks) in `pair_plans` go over EPS with no cap
+/// (fair sharing), so "all fair" is the empty decision. A flow covered by a
+/// pair plan takes that plan; `plans` is for the other flows (a policy uses
+/// one kind or the other for a given flow).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Decision {
     /// Per-flow plans.
     pub plans: Vec<(FlowId, FlowPlan)>,
+    /// Per-(coflow, rack pair) plans, at most one per pair.
+    pub pair_plans: Vec<PairPlan>,
     /// Circuits to set up now.
     pub circuits: Vec<CircuitSetup>,
     /// Call the policy again at this time even if nothing else happens

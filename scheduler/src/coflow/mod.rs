@@ -38,7 +38,7 @@ pub mod sunflow;
 pub mod varys;
 pub mod view;
 
-pub use decision::{CircuitSetup, Decision, FlowPlan};
+pub use decision::{CircuitSetup, Decision, FlowPlan, PairPlan};
 pub use view::{CircuitView, CoflowView, FabricParams, FlowView, NetView, Path, Progress, StoredProgress};
 
 use ocslab_emulator::Nanos;
@@ -48,7 +48,8 @@ use ocslab_emulator::Nanos;
 ///
 /// Contract:
 /// - `schedule` returns the complete plan until the next call: flows not
-///   listed in [`Decision::plans`] go over EPS with no cap.
+///   listed in [`Decision::plans`] nor covered by [`Decision::pair_plans`]
+///   go over EPS with no cap.
 /// - A [`FlowPlan`] with [`Path::Ocs`] is only honoured for flows that
 ///   [`NetView::may_use_ocs`] (elephants: flows between racks whose coflow
 ///   has, so far, at least the elephant threshold between those two racks);

@@ -20,6 +20,9 @@
 //! other elephants: wait
 //! ```
 //!
+//! The plans are per (coflow, rack pair) ([`PairPlan`]), so the network
+//! applies only the pairs whose plan changed.
+//!
 //! A reservation lasts δ (if the circuit is new) + bytes/rate, i.e. until the
 //! pair's demand is done; lower-priority coflows take ports the higher ones
 //! leave idle (work conservation), and keep them until done even if a
@@ -38,7 +41,8 @@
 
 use crate::coflow::lower_bound::ocs_lower_bound;
 use crate::coflow::{
-    Arrivals, CircuitSetup, CoflowPolicy, Decision, Departures, FlowPlan, NetView, Progress, Triggers,
+    Arrivals, CircuitSetup, CoflowPolicy, Decision, Departures, FlowPlan, NetView, PairPlan, Progress,
+    Triggers,
 };
 use crate::model::coflow::CoflowId;
 use ocslab_emulator::{Bytes, Nanos};
@@ -161,19 +165,23 @@ impl CoflowPolicy for Sunflow {
                 });
             }
         }
-        let plans = view
-            .flows
-            .values()
-            .filter(|f| f.elephant)
-            .map(|f| {
-                let key = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
-                let plan = port_of.get(&key).map_or(FlowPlan::WAIT, |&w| FlowPlan::ocs(w));
-                (f.spec.id, plan)
+        // One plan per (coflow, rack pair) with elephants: its circuit, or wait.
+        let pair_plans = demand
+            .iter()
+            .flat_map(|(&c, pairs)| pairs.keys().map(move |&(i, j)| (c, i, j)))
+            .map(|(coflow, src_rack, dst_rack)| PairPlan {
+                coflow,
+                src_rack,
+                dst_rack,
+                plan: port_of
+                    .get(&(coflow, src_rack, dst_rack))
+                    .map_or(FlowPlan::WAIT, |&w| FlowPlan::ocs(w)),
             })
             .collect();
         Decision {
-            plans,
+            pair_plans,
             circuits,
+            plans: Vec::new(),
             wake_at: None,
         }
     }

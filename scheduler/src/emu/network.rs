@@ -433,7 +433,15 @@ impl EmuNetwork {
 
     fn apply_plans(&mut self, decision: &Decision, out: &mut Vec<Action>) {
         let fabric = self.view.fabric;
-        let plans: BTreeMap<FlowId, FlowPlan> = decision.plans.iter().copied().collect();
+        let mut plans: BTreeMap<FlowId, FlowPlan> = decision.plans.iter().copied().collect();
+        // Pair plans, expanded: each covers its coflow's flows between its two racks.
+        for pp in &decision.pair_plans {
+            for f in self.view.flows_of(pp.coflow) {
+                if (f.spec.src.rack, f.spec.dst.rack) == (pp.src_rack, pp.dst_rack) {
+                    plans.insert(f.spec.id, pp.plan);
+                }
+            }
+        }
 
         for (id, f) in self.view.flows.iter_mut() {
             let Some(e) = self.flows.get_mut(id) else { continue };

@@ -27,7 +27,7 @@ use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
 use crate::coflow::{
     self, Arrivals, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, Departures, FabricParams, FlowPlan,
-    FlowView, NetView, Path, Progress, Triggers,
+    FlowView, NetView, PairPlan, Path, Progress, Triggers,
 };
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
@@ -176,8 +176,15 @@ pub struct FluidNetwork {
     /// The events after which the policy is called (its [`CoflowPolicy::triggers`]).
     triggers: Triggers,
     /// Active flows per (coflow, source rack, destination rack), to tell
-    /// when a coflow's rack pair is done.
-    pair_flows: BTreeMap<(CoflowId, u32, u32), u32>,
+    /// when a coflow's rack pair is done, with the pair's current plan.
+    pairs: BTreeMap<PairKey, PairFlows>,
+    /// The pair plans last applied, sorted by pair: the next decision's are
+    /// compared with them in one merge walk, so unchanged pairs cost no lookup.
+    pair_planned: Vec<(PairKey, FlowPlan)>,
+    /// Pairs a flow joined since the last call: their plan is applied again
+    /// (the new flow waits over EPS until then, and may have made the pair's
+    /// flows elephants).
+    stale_pairs: BTreeSet<PairKey>,
     now: Nanos,
     wake_at: Option<Nanos>,
     bundles: Vec<Bundle>,
@@ -228,7 +235,9 @@ impl FluidNetwork {
         FluidNetwork {
             triggers: policy.triggers(),
             policy,
-            pair_flows: BTreeMap::new(),
+            pairs: BTreeMap::new(),
+            pair_planned: Vec::new(),
+            stale_pairs: BTreeSet::new(),
             now: Nanos::ZERO,
             wake_at: None,
             bundles: Vec::new(),
@@ -296,10 +305,10 @@ impl FluidNetwork {
                 }
             }
             self.view.insert_flow(spec.clone(), self.now);
-            *self
-                .pair_flows
-                .entry((spec.coflow, spec.src.rack, spec.dst.rack))
-                .or_default() += 1;
+            let pair = (spec.coflow, spec.src.rack, spec.dst.rack);
+            self.pairs.entry(pair).or_default().flows.insert(spec.id);
+            // It joins over EPS, as unplanned flows do, until the next call.
+            self.stale_pairs.insert(pair);
             ask |= match self.triggers.arrivals {
                 Arrivals::Never => false,
                 Arrivals::Elephants => self.view.flows.get(&spec.id).is_some_and(|f| f.elephant),
@@ -585,13 +594,13 @@ impl FluidNetwork {
             return false;
         };
         let pair = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
-        let pair_done = match self.pair_flows.get_mut(&pair) {
-            Some(n) if *n > 1 => {
-                *n -= 1;
+        let pair_done = match self.pairs.get_mut(&pair) {
+            Some(p) if p.flows.len() > 1 => {
+                p.flows.remove(&id);
                 false
             }
             _ => {
-                self.pair_flows.remove(&pair);
+                self.pairs.remove(&pair);
                 true
             }
         };
@@ -661,30 +670,30 @@ impl FluidNetwork {
         for setup in &decision.circuits {
             self.set_up(*setup);
         }
+        self.apply_pair_plans(&decision.pair_plans);
         let fabric = self.view.fabric;
         let mut planned = BTreeSet::new();
         for &(id, plan) in &decision.plans {
             let Some(f) = self.view.flows.get(&id) else {
                 continue;
             };
-            let path = match plan.path {
-                Path::Ocs { port } if port < fabric.ocs_ports && f.elephant => plan.path,
-                Path::Ocs { .. } => Path::Eps,
-                p => p,
-            };
-            let plan = FlowPlan { path, cap: plan.cap };
-            if plan != FlowPlan::EPS {
+            let key = plan_key(&fabric, f, plan);
+            if key != default_key(&f.spec) {
                 planned.insert(id);
             }
-            let key = BundleKey {
-                path,
-                src: f.spec.src,
-                dst: f.spec.dst,
-                cap: plan.cap,
-            };
             self.move_flow(id, key);
         }
-        let back: Vec<FlowId> = self.planned.difference(&planned).copied().collect();
+        let pair_planned = &self.pair_planned;
+        let covered = |f: &FlowView| {
+            let key = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
+            pair_planned.binary_search_by_key(&key, |&(k, _)| k).is_ok()
+        };
+        let back: Vec<FlowId> = self
+            .planned
+            .difference(&planned)
+            .copied()
+            .filter(|id| self.view.flows.get(id).is_some_and(|f| !covered(f)))
+            .collect();
         for id in back {
             if let Some(f) = self.view.flows.get(&id) {
                 let key = default_key(&f.spec);
@@ -692,6 +701,72 @@ impl FluidNetwork {
             }
         }
         self.planned = planned;
+    }
+
+    /// Applies a decision's pair plans. They are compared with the last
+    /// ones in one merge walk (both sorted by pair): only pairs whose plan
+    /// changed, pairs a flow joined since ([`FluidNetwork::stale_pairs`]) and
+    /// pairs that lost their plan (back to EPS, no cap) move their flows, in
+    /// flow-id order as per-flow plans do.
+    fn apply_pair_plans(&mut self, pair_plans: &[PairPlan]) {
+        let mut new: Vec<(PairKey, FlowPlan)> = pair_plans
+            .iter()
+            .map(|p| ((p.coflow, p.src_rack, p.dst_rack), p.plan))
+            .collect();
+        if !new.is_sorted_by_key(|&(k, _)| k) {
+            new.sort_by_key(|&(k, _)| k);
+        }
+        new.dedup_by_key(|&mut (k, _)| k);
+        let old = std::mem::take(&mut self.pair_planned);
+        let mut changed: Vec<(PairKey, Option<FlowPlan>)> = Vec::new();
+        let (mut a, mut b) = (old.iter().peekable(), new.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (None, None) => break,
+                (Some(&&(ka, _)), Some(&&(kb, pb))) if ka == kb => {
+                    if old_plan(&mut a) != pb {
+                        changed.push((kb, Some(pb)));
+                    }
+                    b.next();
+                }
+                (Some(&&(ka, _)), Some(&&(kb, _))) if ka < kb => {
+                    changed.push((ka, None));
+                    a.next();
+                }
+                (Some(&&(ka, _)), None) => {
+                    changed.push((ka, None));
+                    a.next();
+                }
+                (_, Some(&&(kb, pb))) => {
+                    changed.push((kb, Some(pb)));
+                    b.next();
+                }
+            }
+        }
+        for key in std::mem::take(&mut self.stale_pairs) {
+            if let Ok(i) = new.binary_search_by_key(&key, |&(k, _)| k) {
+                changed.push((key, Some(new[i].1)));
+            }
+        }
+        let fabric = self.view.fabric;
+        let mut moves: Vec<(FlowId, BundleKey)> = Vec::new();
+        for (key, plan) in changed {
+            let Some(pair) = self.pairs.get(&key) else {
+                continue;
+            };
+            for id in &pair.flows {
+                if let Some(f) = self.view.flows.get(id) {
+                    let to = plan.map_or_else(|| default_key(&f.spec), |p| plan_key(&fabric, f, p));
+                    moves.push((*id, to));
+                }
+            }
+        }
+        self.pair_planned = new;
+        moves.sort_by_key(|&(id, _)| id);
+        moves.dedup_by_key(|&mut (id, _)| id);
+        for (id, key) in moves {
+            self.move_flow(id, key);
+        }
     }
 
     fn set_up(&mut self, s: CircuitSetup) {
@@ -848,6 +923,36 @@ impl FluidNetwork {
             }
             self.finishes.pop();
         }
+    }
+}
+
+/// A coflow's flows between two racks: (coflow, source rack, destination rack).
+type PairKey = (CoflowId, u32, u32);
+
+/// The active flows of one [`PairKey`].
+#[derive(Clone, Debug, Default)]
+struct PairFlows {
+    flows: BTreeSet<FlowId>,
+}
+
+/// The plan of the next entry of a merge walk over the last pair plans, consumed.
+fn old_plan<'a>(it: &mut impl Iterator<Item = &'a (PairKey, FlowPlan)>) -> FlowPlan {
+    it.next().map_or(FlowPlan::EPS, |&(_, p)| p)
+}
+
+/// The bundle key of flow `f` under `plan`: a circuit only for an
+/// elephant and an existing port, EPS otherwise.
+fn plan_key(fabric: &FabricParams, f: &FlowView, plan: FlowPlan) -> BundleKey {
+    let path = match plan.path {
+        Path::Ocs { port } if port < fabric.ocs_ports && f.elephant => plan.path,
+        Path::Ocs { .. } => Path::Eps,
+        p => p,
+    };
+    BundleKey {
+        path,
+        src: f.spec.src,
+        dst: f.spec.dst,
+        cap: plan.cap,
     }
 }
 
