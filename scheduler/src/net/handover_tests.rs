@@ -74,8 +74,9 @@ fn flow(id: u64, src_rack: u32, dst_rack: u32, bytes: u64) -> FlowSpec {
     }
 }
 
-/// (flow, finished at, EPS bytes, OCS bytes) of the flows done in `events`.
-fn done(events: Vec<NetEvent>) -> Vec<(u64, Nanos, u64, u64)> {
+/// (flow, finished at, EPS bytes, OCS bytes) of the flows done in `events`
+/// (also used by the trigger tests).
+pub(super) fn done(events: Vec<NetEvent>) -> Vec<(u64, Nanos, u64, u64)> {
     events
         .into_iter()
         .filter_map(|e| match e {

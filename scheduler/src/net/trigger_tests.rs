@@ -4,7 +4,8 @@
 //! bytes per fabric as the same policy called at every event, with fewer
 //! calls; progress read on demand equals the hand-computed bytes.
 
-use super::{FluidNetwork, NetEvent};
+use super::handover_tests::done;
+use super::FluidNetwork;
 use crate::coflow::{self, CoflowPolicy, Decision, FabricParams, NetView, Progress, Triggers};
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos};
@@ -104,20 +105,7 @@ fn run(policy: Box<dyn CoflowPolicy>) -> (Vec<(u64, Nanos, u64, u64)>, u64) {
     while let Some(t) = net.next_event_at() {
         events.extend(net.advance_to(t));
     }
-    let done = events
-        .into_iter()
-        .filter_map(|e| match e {
-            NetEvent::FlowDone {
-                flow,
-                at,
-                eps_bytes,
-                ocs_bytes,
-                ..
-            } => Some((flow.0, at, eps_bytes.0, ocs_bytes.0)),
-            NetEvent::Circuit { .. } => None,
-        })
-        .collect();
-    (done, net.stats().policy_calls)
+    (done(events), net.stats().policy_calls)
 }
 
 #[test]
