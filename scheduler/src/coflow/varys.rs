@@ -17,7 +17,7 @@
 //! All flows over EPS, paced at the computed rates.
 
 use crate::coflow::priority::PriorityFill;
-use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, Triggers};
+use crate::coflow::{CoflowPolicy, Decision, FlowPlan, FlowView, NetView, Progress, Triggers};
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::net::links::LinkId;
 use ocslab_emulator::Nanos;
@@ -32,9 +32,9 @@ pub struct Varys {
 }
 
 impl Varys {
-    /// Bytes of `coflow`'s remaining flows on each link (into `self.load`,
-    /// links listed in `self.touched`).
-    fn load_of(&mut self, view: &NetView, progress: &dyn Progress, coflow: CoflowId) {
+    /// Bytes of a coflow's remaining `flows` (with their remaining bytes) on
+    /// each link (into `self.load`, links listed in `self.touched`).
+    fn load_of(&mut self, view: &NetView, flows: &[(&FlowView, f64)]) {
         if self.load.len() != view.links.len() {
             self.load = vec![0.0; view.links.len()];
         }
@@ -42,19 +42,19 @@ impl Varys {
             self.load[l as usize] = 0.0;
         }
         self.touched.clear();
-        for f in view.flows_of(coflow) {
+        for &(f, remaining) in flows {
             for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
                 if self.load[l as usize] == 0.0 {
                     self.touched.push(l);
                 }
-                self.load[l as usize] += progress.remaining_bytes(f).max(f64::MIN_POSITIVE);
+                self.load[l as usize] += remaining.max(f64::MIN_POSITIVE);
             }
         }
     }
 
-    /// The time `coflow` needs alone on links of capacity `cap`: its Γ (seconds).
-    fn bottleneck(&mut self, view: &NetView, progress: &dyn Progress, coflow: CoflowId, cap: &[f64]) -> f64 {
-        self.load_of(view, progress, coflow);
+    /// The time a coflow with `flows` needs alone on links of capacity `cap`: its Γ (seconds).
+    fn bottleneck(&mut self, view: &NetView, flows: &[(&FlowView, f64)], cap: &[f64]) -> f64 {
+        self.load_of(view, flows);
         self.touched
             .iter()
             .map(|&l| {
@@ -81,12 +81,20 @@ impl CoflowPolicy for Varys {
     }
     fn decide(&mut self, _now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let capacity = view.links.capacities();
-        let ids: Vec<CoflowId> = view.coflows.keys().copied().collect();
-        let mut order: Vec<(f64, Nanos, CoflowId)> = ids
-            .into_iter()
-            .map(|id| {
+        // Each coflow's flows with their remaining bytes, read once.
+        let coflows: BTreeMap<CoflowId, Vec<(&FlowView, f64)>> = view
+            .coflows
+            .keys()
+            .map(|&id| {
+                let flows = view.flows_of(id).map(|f| (f, progress.remaining_bytes(f)));
+                (id, flows.collect())
+            })
+            .collect();
+        let mut order: Vec<(f64, Nanos, CoflowId)> = coflows
+            .iter()
+            .map(|(&id, flows)| {
                 (
-                    self.bottleneck(view, progress, id, capacity),
+                    self.bottleneck(view, flows, capacity),
                     view.coflows[&id].arrival,
                     id,
                 )
@@ -98,13 +106,14 @@ impl CoflowPolicy for Varys {
         // MADD on the residual capacity, coflow after coflow.
         let mut residual = capacity.to_vec();
         let mut rates: BTreeMap<FlowId, f64> = BTreeMap::new();
-        for &c in &order {
-            let gamma = self.bottleneck(view, progress, c, &residual);
+        for c in &order {
+            let flows = &coflows[c];
+            let gamma = self.bottleneck(view, flows, &residual);
             if !(gamma.is_finite() && gamma > 0.0) {
                 continue;
             }
-            for f in view.flows_of(c) {
-                let r = progress.remaining_bytes(f) / gamma;
+            for &(f, remaining) in flows {
+                let r = remaining / gamma;
                 for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
                     residual[l as usize] = (residual[l as usize] - r).max(0.0);
                 }
