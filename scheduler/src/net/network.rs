@@ -31,7 +31,7 @@ use crate::coflow::{
 };
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
-use std::cmp::Reverse;
+use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 /// What makes flows share a rate.
@@ -175,9 +175,9 @@ pub struct FluidNetwork {
     policy: Box<dyn CoflowPolicy>,
     /// The events after which the policy is called (its [`CoflowPolicy::triggers`]).
     triggers: Triggers,
-    /// Active flows per (coflow, source rack, destination rack), to tell
-    /// when a coflow's rack pair is done, with the pair's current plan.
-    pairs: BTreeMap<PairKey, PairFlows>,
+    /// Active flows per (coflow, source rack, destination rack): to tell
+    /// when a coflow's rack pair is done, and which flows a pair plan moves.
+    pairs: BTreeMap<PairKey, BTreeSet<FlowId>>,
     /// The pair plans last applied, sorted by pair: the next decision's are
     /// compared with them in one merge walk, so unchanged pairs cost no lookup.
     pair_planned: Vec<(PairKey, FlowPlan)>,
@@ -306,7 +306,7 @@ impl FluidNetwork {
             }
             self.view.insert_flow(spec.clone(), self.now);
             let pair = (spec.coflow, spec.src.rack, spec.dst.rack);
-            self.pairs.entry(pair).or_default().flows.insert(spec.id);
+            self.pairs.entry(pair).or_default().insert(spec.id);
             // It joins over EPS, as unplanned flows do, until the next call.
             self.stale_pairs.insert(pair);
             ask |= match self.triggers.arrivals {
@@ -595,8 +595,8 @@ impl FluidNetwork {
         };
         let pair = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
         let pair_done = match self.pairs.get_mut(&pair) {
-            Some(p) if p.flows.len() > 1 => {
-                p.flows.remove(&id);
+            Some(flows) if flows.len() > 1 => {
+                flows.remove(&id);
                 false
             }
             _ => {
@@ -721,25 +721,32 @@ impl FluidNetwork {
         let mut changed: Vec<(PairKey, Option<FlowPlan>)> = Vec::new();
         let (mut a, mut b) = (old.iter().peekable(), new.iter().peekable());
         loop {
-            match (a.peek(), b.peek()) {
+            let order = match (a.peek(), b.peek()) {
                 (None, None) => break,
-                (Some(&&(ka, _)), Some(&&(kb, pb))) if ka == kb => {
-                    if old_plan(&mut a) != pb {
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(&&(ka, _)), Some(&&(kb, _))) => ka.cmp(&kb),
+            };
+            match order {
+                // Only in the old ones: it lost its plan.
+                Ordering::Less => {
+                    if let Some(&(ka, _)) = a.next() {
+                        changed.push((ka, None));
+                    }
+                }
+                // Only in the new ones.
+                Ordering::Greater => {
+                    if let Some(&(kb, pb)) = b.next() {
                         changed.push((kb, Some(pb)));
                     }
-                    b.next();
                 }
-                (Some(&&(ka, _)), Some(&&(kb, _))) if ka < kb => {
-                    changed.push((ka, None));
-                    a.next();
-                }
-                (Some(&&(ka, _)), None) => {
-                    changed.push((ka, None));
-                    a.next();
-                }
-                (_, Some(&&(kb, pb))) => {
-                    changed.push((kb, Some(pb)));
-                    b.next();
+                // In both: it moves only if its plan changed.
+                Ordering::Equal => {
+                    if let (Some(&(_, pa)), Some(&(kb, pb))) = (a.next(), b.next()) {
+                        if pa != pb {
+                            changed.push((kb, Some(pb)));
+                        }
+                    }
                 }
             }
         }
@@ -751,10 +758,10 @@ impl FluidNetwork {
         let fabric = self.view.fabric;
         let mut moves: Vec<(FlowId, BundleKey)> = Vec::new();
         for (key, plan) in changed {
-            let Some(pair) = self.pairs.get(&key) else {
+            let Some(flows) = self.pairs.get(&key) else {
                 continue;
             };
-            for id in &pair.flows {
+            for id in flows {
                 if let Some(f) = self.view.flows.get(id) {
                     let to = plan.map_or_else(|| default_key(&f.spec), |p| plan_key(&fabric, f, p));
                     moves.push((*id, to));
@@ -928,17 +935,6 @@ impl FluidNetwork {
 
 /// A coflow's flows between two racks: (coflow, source rack, destination rack).
 type PairKey = (CoflowId, u32, u32);
-
-/// The active flows of one [`PairKey`].
-#[derive(Clone, Debug, Default)]
-struct PairFlows {
-    flows: BTreeSet<FlowId>,
-}
-
-/// The plan of the next entry of a merge walk over the last pair plans, consumed.
-fn old_plan<'a>(it: &mut impl Iterator<Item = &'a (PairKey, FlowPlan)>) -> FlowPlan {
-    it.next().map_or(FlowPlan::EPS, |&(_, p)| p)
-}
 
 /// The bundle key of flow `f` under `plan`: a circuit only for an
 /// elephant and an existing port, EPS otherwise.
