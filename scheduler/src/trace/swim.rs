@@ -204,10 +204,10 @@ pub struct SwimModel {
     #[serde(default = "default_reduce_input")]
     pub reduce_input: Bytes,
     /// Size a shuffling job's reduces by its shuffle **plus output** bytes
-    /// (one reduce per `reduce_input` of them), as SWIM's own replay script
-    /// does (`GenerateReplayScript`: `round((shuffle + output) /
-    /// dataPerReduce)`, at least 1), instead of by its shuffle only.
-    /// Default false.
+    /// (one reduce per `reduce_input` of them, rounded up), as SWIM's own
+    /// replay script does (`GenerateReplayScript`: `round((shuffle + output)
+    /// / dataPerReduce)`, at least 1; it rounds to the nearest), instead of
+    /// by its shuffle only. Default false.
     #[serde(default)]
     pub reduces_by_shuffle_and_output: bool,
     /// Per-task processing rate of a map.

@@ -11,10 +11,12 @@
 //!   trace ("1000 jobs selected from the workload"), kept in trace order.
 //! - **Map tasks**: one per 256 MB block (the block size of Sec. III-A's
 //!   example), at least one. **Reduce tasks**: one per GB of shuffle **plus
-//!   output**, at least one, none for a job that shuffles nothing. The paper
-//!   replayed the jobs with SWIM's tools (Sec. V-A), whose replay script sizes
-//!   reduces exactly so (`GenerateReplayScript`: `round((shuffle + output) /
-//!   dataPerReduce)`); Sec. III-A's 10 GB TeraSort "typically" has 10.
+//!   output** (rounded up), at least one, none for a job that shuffles
+//!   nothing. The paper replayed the jobs with SWIM's tools (Sec. V-A), whose
+//!   replay script sizes reduces so (`GenerateReplayScript`:
+//!   `round((shuffle + output) / dataPerReduce)`, to the nearest where ocslab
+//!   rounds up);
+//!   Sec. III-A's 10 GB TeraSort "typically" has 10.
 //!   Before (session 2 figures in docs/reproduction.md) reduces were one per
 //!   GB of shuffle only, so a job writing much more than it shuffles got one
 //!   reduce for all of its output: job15913 (14.7 KB of shuffle, 137 GB of

@@ -358,12 +358,9 @@ fn room_on_guide(view: &ClusterView<'_>, info: &JobInfo, r_map: u32, rack: u32) 
         return false;
     }
     let hosts = view.topology().hosts_per_rack;
-    let candidates: Box<dyn Iterator<Item = &u32>> = if full {
-        Box::new(info.map_racks.iter())
-    } else {
-        Box::new(info.map_racks.iter().chain(info.data_racks.iter()))
-    };
-    candidates.copied().any(|r| {
+    // Its input's racks count too while it has fewer than R_map map racks.
+    let data_racks = (!full).then_some(&info.data_racks).into_iter().flatten();
+    info.map_racks.iter().chain(data_racks).copied().any(|r| {
         (0..hosts).any(|h| {
             view.host(HostId::new(r, h))
                 .is_some_and(|s| s.alive() && s.free().map > 0)
