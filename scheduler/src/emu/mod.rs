@@ -15,7 +15,7 @@
 //! - [`tasks`]: engine task commands ↔ agent tasks (pure);
 //! - [`ocs`]: the thread that applies matchings (δ blocks);
 //! - [`perturb`]: perturbations made real (slow agents, killed and restarted agents; pure);
-//! - [`driver`] (private): the loop;
+//! - `driver` (private): the loop;
 //! - [`metrics`]: what was measured on the wire (FCT, CCT, bytes per fabric
 //!   from the kernel's counters), CSV and JSON;
 //! - [`sampler`]: link utilization over time from the kernel counters,

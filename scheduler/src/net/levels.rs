@@ -8,7 +8,7 @@
 //! progressive filling froze it. So the allocation is held by the links
 //! (a few hundred numbers) plus one bottleneck per slot, and an event that
 //! moves thousands of rates but no bottleneck changes only link levels: the
-//! fluid network keeps one service clock per link ([`super::network`]),
+//! fluid network keeps one service clock per link (`super::clocks`),
 //! and a bundle whose bottleneck stays put costs nothing.
 //!
 //! Each solve is a full progressive filling over the current demands, on
@@ -23,7 +23,7 @@
 //! rounding (the property test below).
 //!
 //! Links that can never bind (a ToR uplink at least as fast as its rack's
-//! NICs, [`super::links::LinkMap::binds`]) stay in the paths so that their
+//! NICs, [`super::links::LinkMap::binding`]) stay in the paths so that their
 //! load is known (the utilization series read it), but take no part in the
 //! filling.
 

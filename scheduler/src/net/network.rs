@@ -2,18 +2,20 @@
 //! moves at a constant rate; at each event (a flow joins or finishes, a
 //! circuit comes up, the policy's wake-up) the coflow policy decides paths,
 //! caps and circuits, and rates are recomputed by max-min water-filling
-//! ([`super::maxmin`]) over the links of [`super::links`]. The next event is
+//! ([`super::levels`]) over the links of [`super::links`]. The next event is
 //! the earliest of: a flow's finish at its rate, a circuit's end of dark
 //! time, the policy's wake-up. Nothing ticks; nothing reads a clock.
 //!
 //! Flows that share a route and a cap (same path, source, destination and
 //! cap) get the same max-min rate, so they are kept together in a *bundle*
-//! with one counter of service (bytes each member has received while in it),
-//! as processor-sharing simulators do with virtual time. A member finishes
-//! when the counter reaches the value recorded at its join plus its size.
-//! An event then costs O(bundles) rather than O(flows): with 150 racks a
-//! bundle holds all flows of one rack pair, however many coflows they serve.
-//! A policy that changes a flow's plan moves it to another bundle (O(log)).
+//! whose service (bytes each member has received while in it) is counted
+//! once, as processor-sharing simulators do with virtual time. A member
+//! finishes when the service reaches the value recorded at its join plus its
+//! size. With 150 racks a bundle holds all flows of one rack pair, however
+//! many coflows they serve. Bundles bottlenecked at the same link share its
+//! service clock ([`super::clocks`]), so an event that changes the link's
+//! level but not the bundle's bottleneck does not touch the bundle. A policy
+//! that changes a flow's plan moves it to another bundle (O(log)).
 //!
 //! The policy reads progress on demand ([`Progress`], answered from the
 //! bundles' counters for the flows it asks about) and is called only at the
@@ -462,7 +464,7 @@ impl FluidNetwork {
         }
     }
 
-    /// How the rate solver has worked so far (full and partial solves).
+    /// How the rate solver has worked so far (solves, bundles filled, bottlenecks moved).
     pub fn solve_stats(&self) -> SolveStats {
         self.rates.stats()
     }

@@ -6,7 +6,7 @@
 //! (eq. 10), where BW is the rack's OCS rate when `D_shu / (R_map·R_red) ≥ T_e`
 //! and its EPS uplink rate otherwise.
 //!
-//! `l_map` and `l_red` come "from the estimated job characteristics" [Corral]:
+//! `l_map` and `l_red` come "from the estimated job characteristics" (Corral, Jalaparti et al. SIGCOMM'15):
 //! ocslab takes them as waves of tasks, `ceil(tasks / (racks · slots per rack)) ·
 //! task duration`, the model Corral uses.
 //!
