@@ -820,3 +820,44 @@ fn the_fetchers_draw_of_hosts_depends_on_the_seed_only() {
     assert_eq!(a, order(&fetch_limit_run(Some(2))));
     assert_ne!(a, (1..=8).map(|i| HostId::new(0, i)).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_reduce_at_its_fetch_limit_moves_on_when_its_source_dies() {
+    // One fetch at a time; maps on r0h1 and r0h2 done at 1 s, the reduce
+    // on r0h0 fetches from one of them. That host dies at 2 s: the fetch
+    // from the other starts at once, not when the lost map has re-run.
+    let t = topo(1, 3, 1);
+    let h = |i: u32| HostId::new(0, i);
+    let reduces = [((JobId(0), 0), h(0))].into_iter().collect();
+    let config = EngineConfig {
+        slow_start: 1.0,
+        input_reads: false,
+        parallel_copies: Some(1),
+        ..EngineConfig::default()
+    };
+    let j = job(0, 0, 0, &[h(1), h(2)], 1, 1, 1);
+    let mut e = Engine::new(&t, vec![j], Box::new(Pinned { reduces }), config).expect("engine");
+    let maps = computes(&e.handle(Nanos::ZERO, Event::Wakeup));
+    assert_eq!(maps.len(), 2);
+    let mut flows = Vec::new();
+    for (a, host, _) in maps {
+        for c in e.handle(Nanos(S), finished(a, host)) {
+            if let Command::StartFlows(f) = c {
+                flows.extend(f);
+            }
+        }
+    }
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    let (first, other) = (flows[0].src, if flows[0].src == h(1) { h(2) } else { h(1) });
+    let next: Vec<HostId> = e
+        .handle(Nanos(2 * S), Event::HostDead(first))
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::StartFlows(f) => Some(f),
+            _ => None,
+        })
+        .flatten()
+        .map(|f| f.src)
+        .collect();
+    assert_eq!(next, vec![other]);
+}
