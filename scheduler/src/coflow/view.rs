@@ -154,6 +154,10 @@ pub struct CoflowView {
     /// (source rack, destination rack): the per-rack-pair aggregate the
     /// elephant test looks at ([`FabricParams::may_use_ocs`]).
     pub pair_bytes: BTreeMap<(u32, u32), Bytes>,
+    /// The flows (active or not) of each rack pair still under the elephant
+    /// threshold: those that become elephants when the pair crosses it.
+    #[serde(skip)]
+    mice: BTreeMap<(u32, u32), Vec<FlowId>>,
 }
 
 impl CoflowView {
@@ -227,13 +231,13 @@ impl NetView {
         let before = *pair;
         *pair += spec.bytes;
         let elephant = self.fabric.may_use_ocs(&spec, *pair);
-        if elephant && !self.fabric.may_use_ocs(&spec, before) {
+        if !elephant {
+            c.mice.entry((i, j)).or_default().push(spec.id);
+        } else if !self.fabric.may_use_ocs(&spec, before) {
             // The pair just crossed the threshold: its earlier flows are elephants too.
-            for id in &c.flows {
-                if let Some(f) = self.flows.get_mut(id) {
-                    if (f.spec.src.rack, f.spec.dst.rack) == (i, j) {
-                        f.elephant = true;
-                    }
+            for id in c.mice.remove(&(i, j)).unwrap_or_default() {
+                if let Some(f) = self.flows.get_mut(&id) {
+                    f.elephant = true;
                 }
             }
         }

@@ -145,6 +145,35 @@ impl LinkMap {
         l
     }
 
+    /// The links an EPS flow from `src` to `dst` crosses, the ToR links
+    /// included even when they cannot bind (the fluid network keeps their
+    /// load; [`LinkMap::binding`] says which links limit rates).
+    pub fn eps_route(&self, src: HostId, dst: HostId) -> Links {
+        let mut l = Links::default();
+        l.push(self.host_up(src));
+        if src.rack != dst.rack {
+            l.push(2 * self.hosts() + src.rack);
+            l.push(2 * self.hosts() + self.racks + dst.rack);
+        }
+        l.push(self.host_down(dst));
+        l
+    }
+
+    /// Per link, whether it can limit a rate: all but the ToR links of a
+    /// fabric whose uplinks are at least as fast as a rack's NICs together.
+    pub fn binding(&self) -> Vec<bool> {
+        let tor = 2 * self.hosts() as usize..2 * (self.hosts() + self.racks) as usize;
+        (0..self.len())
+            .map(|l| self.tor_links_bind || !tor.contains(&l))
+            .collect()
+    }
+
+    /// The id of the first link [`super::usage::LinkUsage`] tracks (the
+    /// ToR uplinks, downlinks and OCS ports follow in its order).
+    pub fn first_tracked(&self) -> LinkId {
+        2 * self.hosts()
+    }
+
     /// The links a flow from `src` to `dst` crosses over the circuit on `port`.
     pub fn ocs_path(&self, src: HostId, dst: HostId, port: u32) -> Links {
         let mut l = Links::default();

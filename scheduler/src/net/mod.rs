@@ -8,16 +8,17 @@
 //! happened in between. Time is always an argument; nothing reads a clock.
 //!
 //! Modules: [`links`] (the links of the fluid model and the paths over
-//! them), [`maxmin`] (water-filling), [`incremental`] (max-min rates kept
-//! up to date across events), the network itself ([`FluidNetwork`]),
+//! them), [`maxmin`] (water-filling), [`levels`] (max-min rates as one level per
+//! link), the per-link service clocks, the network itself ([`FluidNetwork`]),
 //! [`replay`] (a whole coflow trace through a network, with per-coflow
 //! records), [`summary`] (CCT percentiles and bins) and [`usage`] (link
 //! utilization over time, for plots). The model is written
 //! up in `docs/simulator.md`.
 
+mod clocks;
 #[cfg(test)]
 mod handover_tests;
-pub mod incremental;
+pub mod levels;
 pub mod links;
 pub mod maxmin;
 mod network;

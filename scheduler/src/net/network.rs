@@ -20,8 +20,9 @@
 //! events its [`Triggers`] name and at its own wake-up; at other events its
 //! last decision stands and only rates are recomputed.
 
-use super::incremental::{IncrementalMaxMin, SolveStats};
-use super::links::{LinkKind, LinkMap, Links};
+use super::clocks::Clock;
+use super::levels::{Bottleneck, Changes, LinkLevels, SolveStats};
+use super::links::{LinkId, LinkMap, Links};
 use super::maxmin::Demand;
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
@@ -44,13 +45,18 @@ struct BundleKey {
 }
 
 /// Flows with one key. Its service (bytes each member has received while
-/// in it) grows at `rate` from `base` at `base_time`: kept lazily, so an
-/// event costs nothing for the bundles whose rate it does not change.
+/// in it) is `offset` plus the clock of the link it is bottlenecked at
+/// ([`super::clocks`]), or, off any link clock (held by its cap, or not
+/// moving), grows at `rate` from `base` at `base_time`. Either way it is kept
+/// lazily: an event costs nothing for a bundle whose bottleneck it leaves alone.
 #[derive(Clone, Debug, Default)]
 struct Bundle {
     key: Option<BundleKey>,
     /// Members by (service at which they finish, as f64 bits: order-preserving for >= 0; id).
     members: BTreeSet<(u64, FlowId)>,
+    /// The link clock it runs on, if any.
+    clock: Option<LinkId>,
+    offset: f64,
     base: f64,
     base_time: Nanos,
     rate: f64,
@@ -60,8 +66,6 @@ struct Bundle {
     generation: u32,
     /// Whether its demand (members, route) must be handed to the rate solver again.
     dirty: bool,
-    /// The rate (all members) it adds to its tracked links in [`LinkUsage`].
-    usage: f64,
 }
 
 impl Bundle {
@@ -76,19 +80,24 @@ impl Bundle {
             .first()
             .map_or(f64::INFINITY, |&(bits, _)| f64::from_bits(bits));
     }
-    /// Service at `now` (not before `base_time`).
-    fn service(&self, now: Nanos) -> f64 {
-        if self.rate > 0.0 {
-            self.base + self.rate * (now - self.base_time).as_secs_f64()
-        } else {
-            self.base
+    /// Service at `now` (not before its last change).
+    fn service(&self, clocks: &[Clock], now: Nanos) -> f64 {
+        match self.clock {
+            Some(l) => self.offset + clocks[l as usize].value(now),
+            None if self.rate > 0.0 => self.base + self.rate * (now - self.base_time).as_secs_f64(),
+            None => self.base,
         }
     }
-    /// From `now` on, members move at `rate`.
-    fn set_rate(&mut self, now: Nanos, rate: f64) {
-        self.base = self.service(now);
-        self.base_time = now;
-        self.rate = rate;
+    /// Each member's rate.
+    fn rate(&self, clocks: &[Clock]) -> f64 {
+        self.clock.map_or(self.rate, |l| clocks[l as usize].level())
+    }
+    /// How close to `finish` its service must be at `now` for the member to
+    /// count as done: [`done_within`] of the larger of the numbers the
+    /// service is computed from (on a link clock, the clock's value too).
+    fn slack(&self, clocks: &[Clock], now: Nanos, finish: f64) -> f64 {
+        let scale = self.clock.map_or(0.0, |l| clocks[l as usize].value(now).abs());
+        done_within(finish.abs().max(scale))
     }
 }
 
@@ -115,9 +124,9 @@ struct FlowProgress {
 
 impl FlowProgress {
     /// Progress at `now` of a flow on `path` whose place is `s`.
-    fn of(bundles: &[Bundle], s: &Slot, path: Path, now: Nanos) -> FlowProgress {
+    fn of(bundles: &[Bundle], clocks: &[Clock], s: &Slot, path: Path, now: Nanos) -> FlowProgress {
         let b = &bundles[s.bundle];
-        let service = b.service(now);
+        let service = b.service(clocks, now);
         let here = service - s.joined;
         let (sent_eps, sent_ocs) = match path {
             Path::Ocs { .. } => (s.sent_eps, s.sent_ocs + here),
@@ -128,7 +137,7 @@ impl FlowProgress {
             sent_eps,
             sent_ocs,
             remaining: (s.finish - service).max(0.0),
-            rate: b.rate,
+            rate: b.rate(clocks),
         }
     }
 }
@@ -137,6 +146,7 @@ impl FlowProgress {
 struct LiveProgress<'a> {
     now: Nanos,
     bundles: &'a [Bundle],
+    clocks: &'a [Clock],
     slots: &'a BTreeMap<FlowId, Slot>,
     done_bytes: &'a BTreeMap<CoflowId, f64>,
     flows: &'a BTreeMap<FlowId, FlowView>,
@@ -145,7 +155,7 @@ struct LiveProgress<'a> {
 impl LiveProgress<'_> {
     fn of(&self, f: &FlowView) -> Option<FlowProgress> {
         let s = self.slots.get(&f.spec.id)?;
-        Some(FlowProgress::of(self.bundles, s, f.path, self.now))
+        Some(FlowProgress::of(self.bundles, self.clocks, s, f.path, self.now))
     }
 }
 
@@ -198,9 +208,17 @@ pub struct FluidNetwork {
     ocs_bundles: BTreeSet<usize>,
     /// Whether a circuit was set up, torn down or came up since the last solve.
     circuits_changed: bool,
-    /// Finish times of bundles' first members: (time, bundle, generation);
-    /// entries whose generation is not the bundle's are stale.
+    /// Finish times of the first members of bundles off any link clock:
+    /// (time, bundle, generation); entries whose generation is not the
+    /// bundle's are stale.
     finishes: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
+    /// One service clock per link.
+    clocks: Vec<Clock>,
+    /// Next finish on each link clock: (time, link, clock generation);
+    /// entries whose generation is not the clock's are stale.
+    clock_finishes: BinaryHeap<Reverse<(Nanos, LinkId, u32)>>,
+    /// Clocks whose next finish must be recomputed before the next event.
+    clocks_due: Vec<LinkId>,
     slots: BTreeMap<FlowId, Slot>,
     /// Flows whose current plan is not the default (EPS, no cap).
     planned: BTreeSet<FlowId>,
@@ -213,7 +231,9 @@ pub struct FluidNetwork {
     circuit_log: Vec<CircuitRecord>,
     open_circuits: BTreeMap<(u32, u32), usize>,
     usage: LinkUsage,
-    rates: IncrementalMaxMin,
+    rates: LinkLevels,
+    /// What the last solve changed (kept to reuse its buffers).
+    changes: Changes,
 }
 
 impl FluidNetwork {
@@ -248,6 +268,9 @@ impl FluidNetwork {
             ocs_bundles: BTreeSet::new(),
             circuits_changed: false,
             finishes: BinaryHeap::new(),
+            clocks: vec![Clock::default(); view.links.len()],
+            clock_finishes: BinaryHeap::new(),
+            clocks_due: Vec::new(),
             slots: BTreeMap::new(),
             planned: BTreeSet::new(),
             coflow_done_bytes: BTreeMap::new(),
@@ -256,7 +279,8 @@ impl FluidNetwork {
             stats: NetStats::default(),
             circuit_log: Vec::new(),
             open_circuits: BTreeMap::new(),
-            rates: IncrementalMaxMin::new(view.links.capacities()),
+            changes: Changes::default(),
+            rates: LinkLevels::new(view.links.capacities(), &view.links.binding()),
             view,
             usage,
         }
@@ -316,7 +340,7 @@ impl FluidNetwork {
             };
             let key = default_key(spec);
             let b = self.bundle_for(key);
-            let joined = self.bundles[b].service(self.now);
+            let joined = self.bundles[b].service(&self.clocks, self.now);
             let finish = joined + spec.bytes.0 as f64;
             self.bundles[b].insert(finish, spec.id);
             self.mark_dirty(b);
@@ -348,7 +372,11 @@ impl FluidNetwork {
             .filter(|&t| t > self.now)
             .min();
         let completion = self.finishes.peek().map(|e| e.0 .0);
-        [completion, circuit, self.wake_at].into_iter().flatten().min()
+        let on_clock = self.clock_finishes.peek().map(|e| e.0 .0);
+        [completion, on_clock, circuit, self.wake_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Moves the network to `now`, returning what happened on the way, in time order.
@@ -387,12 +415,13 @@ impl FluidNetwork {
         let NetView { flows, coflows, .. } = &mut self.view;
         for (id, f) in flows.iter_mut() {
             let Some(s) = self.slots.get(id) else { continue };
-            let p = FlowProgress::of(&self.bundles, s, f.path, now);
+            let p = FlowProgress::of(&self.bundles, &self.clocks, s, f.path, now);
             f.sent_eps_bytes = p.sent_eps;
             f.sent_ocs_bytes = p.sent_ocs;
             f.remaining_bytes = p.remaining;
             f.rate_bytes_per_s = p.rate;
-            f.eta = eta(now, p.remaining, s.finish, p.rate);
+            let slack = self.bundles[s.bundle].slack(&self.clocks, now, s.finish);
+            f.eta = eta(now, p.remaining, slack, p.rate);
             if let Some(c) = coflows.get_mut(&f.spec.coflow) {
                 c.sent_bytes += p.sent_eps + p.sent_ocs;
             }
@@ -484,7 +513,7 @@ impl FluidNetwork {
         let now = self.now;
         let b = &mut self.bundles[s.bundle];
         b.remove(s.finish, id);
-        let service = b.service(now);
+        let service = b.service(&self.clocks, now);
         let here = (service - s.joined).max(0.0);
         match b.key.map(|k| k.path) {
             Some(Path::Ocs { .. }) => s.sent_ocs += here,
@@ -512,7 +541,7 @@ impl FluidNetwork {
         let remaining = s.finish;
         let b = self.bundle_for(key);
         s.bundle = b;
-        s.joined = self.bundles[b].service(self.now);
+        s.joined = self.bundles[b].service(&self.clocks, self.now);
         s.finish = s.joined + remaining;
         self.bundles[b].insert(s.finish, id);
         self.mark_dirty(b);
@@ -545,14 +574,38 @@ impl FluidNetwork {
                 due.push(b);
             }
         }
+        while let Some(&Reverse((t, l, generation))) = self.clock_finishes.peek() {
+            if t > now {
+                break;
+            }
+            self.clock_finishes.pop();
+            let li = l as usize;
+            if self.clocks[li].generation != generation {
+                continue;
+            }
+            // The bundles on this clock whose first member is due.
+            while let Some(&Reverse((_, b, g))) = self.clocks[li].finishes.peek() {
+                let bundle = &self.bundles[b];
+                if bundle.generation == g && bundle.clock == Some(l) {
+                    let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
+                    if remaining > bundle.slack(&self.clocks, now, bundle.min_finish) {
+                        break;
+                    }
+                    due.push(b);
+                }
+                self.clocks[li].finishes.pop();
+            }
+            self.clocks_due.push(l);
+        }
         due.sort_unstable();
+        due.dedup();
         let mut done = Vec::new();
         for &b in &due {
             let bundle = &self.bundles[b];
-            let service = bundle.service(now);
+            let service = bundle.service(&self.clocks, now);
             for &(bits, id) in &bundle.members {
                 let finish = f64::from_bits(bits);
-                if finish - service > done_within(finish) {
+                if finish - service > bundle.slack(&self.clocks, now, finish) {
                     break;
                 }
                 done.push(id);
@@ -660,6 +713,7 @@ impl FluidNetwork {
         let progress = LiveProgress {
             now,
             bundles: &self.bundles,
+            clocks: &self.clocks,
             slots: &self.slots,
             done_bytes: &self.coflow_done_bytes,
             flows: &self.view.flows,
@@ -847,9 +901,11 @@ impl FluidNetwork {
         }
     }
 
-    /// Hands the changed bundles' demands to the max-min solver, then moves
-    /// the bundles whose rate changed to their new rate, and recomputes the
-    /// finish time of those and of the bundles whose members changed.
+    /// Hands the changed bundles' demands to the max-min solver; rebases
+    /// the clocks of the links whose level changed, moves the bundles whose
+    /// bottleneck changed to their new clock (or off clocks), and
+    /// recomputes the finish of those and of the bundles whose members
+    /// changed. A bundle whose bottleneck stayed put is not touched.
     fn update_rates(&mut self) {
         let now = self.now;
         if std::mem::take(&mut self.circuits_changed) {
@@ -871,44 +927,47 @@ impl FluidNetwork {
             };
             self.rates.set(b, demand);
         }
-        let changed = self.rates.solve().to_vec();
-        for b in changed {
+        let mut changes = std::mem::take(&mut self.changes);
+        self.rates.solve(&mut changes);
+        for &l in &changes.links {
+            self.clocks[l as usize].set_level(now, self.rates.level(l));
+            self.clocks_due.push(l);
+        }
+        for &b in &changes.slots {
             let b = b as usize;
-            self.bundles[b].set_rate(now, self.rates.rate(b));
+            self.rehome(b);
             touched.push(b);
         }
+        self.changes = changes;
         touched.sort_unstable();
         touched.dedup();
         for &b in &touched {
             let bundle = &mut self.bundles[b];
-            // Link usage: what the bundle adds to its tracked links.
-            let total = bundle.rate * bundle.members.len() as f64;
-            let delta = total - bundle.usage;
-            bundle.usage = total;
-            if let Some(k) = bundle.key.filter(|_| delta != 0.0) {
-                match k.path {
-                    Path::Ocs { port } => self.usage.add_rate(
-                        LinkKind::OcsPort {
-                            rack: k.src.rack,
-                            port,
-                        },
-                        delta,
-                    ),
-                    Path::Eps if k.src.rack != k.dst.rack => {
-                        self.usage.add_rate(LinkKind::TorUp(k.src.rack), delta);
-                        self.usage.add_rate(LinkKind::TorDown(k.dst.rack), delta);
-                    }
-                    _ => {}
-                }
-            }
             bundle.generation = bundle.generation.wrapping_add(1);
-            if bundle.min_finish.is_finite() {
-                let remaining = bundle.min_finish - bundle.service(now);
-                if let Some(t) = eta(now, remaining, bundle.min_finish, bundle.rate) {
-                    self.finishes.push(Reverse((t, b, bundle.generation)));
+            if !bundle.min_finish.is_finite() {
+                continue;
+            }
+            match bundle.clock {
+                Some(l) => {
+                    let (at, generation) = (bundle.min_finish - bundle.offset, bundle.generation);
+                    let bundles = &self.bundles;
+                    self.clocks[l as usize].push_finish(at, b, generation, |b, g| {
+                        bundles[b].generation == g && bundles[b].clock == Some(l)
+                    });
+                    self.clocks_due.push(l);
+                }
+                None => {
+                    let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
+                    let slack = bundle.slack(&self.clocks, now, bundle.min_finish);
+                    if let Some(t) = eta(now, remaining, slack, bundle.rate) {
+                        self.finishes.push(Reverse((t, b, bundle.generation)));
+                    }
                 }
             }
         }
+        self.refresh_clocks();
+        self.usage
+            .set_rates(&self.rates.loads()[self.view.links.first_tracked() as usize..]);
         for b in std::mem::take(&mut self.emptied) {
             if let Some(k) = self.bundles[b].key.take() {
                 if matches!(k.path, Path::Ocs { .. }) {
@@ -929,6 +988,76 @@ impl FluidNetwork {
                 break;
             }
             self.finishes.pop();
+        }
+    }
+
+    /// Bundle `b`'s bottleneck (or demand) changed at the last solve: it
+    /// leaves its clock with the service it has, and joins the clock of its
+    /// new bottleneck link, or runs on its own at its cap (or stands still).
+    fn rehome(&mut self, b: usize) {
+        let now = self.now;
+        let service = self.bundles[b].service(&self.clocks, now);
+        if let Some(l) = self.bundles[b].clock.take() {
+            self.clocks[l as usize].detach(now);
+            self.clocks_due.push(l);
+        }
+        let bundle = &mut self.bundles[b];
+        match self.rates.bottleneck(b) {
+            Bottleneck::Link(l) => {
+                let clock = &mut self.clocks[l as usize];
+                clock.attach();
+                bundle.clock = Some(l);
+                bundle.offset = service - clock.value(now);
+            }
+            Bottleneck::Cap | Bottleneck::Idle => {
+                bundle.base = service;
+                bundle.base_time = now;
+                bundle.rate = self.rates.rate(b);
+            }
+        }
+    }
+
+    /// Recomputes the next finish of every clock in `clocks_due`, and drops
+    /// stale entries from the front of the event heap (for next_event_at).
+    fn refresh_clocks(&mut self) {
+        let now = self.now;
+        let mut due = std::mem::take(&mut self.clocks_due);
+        due.sort_unstable();
+        due.dedup();
+        for &l in &due {
+            let li = l as usize;
+            let bundles = &self.bundles;
+            let clock = &mut self.clocks[li];
+            while let Some(&Reverse((_, b, g))) = clock.finishes.peek() {
+                if bundles[b].generation == g && bundles[b].clock == Some(l) {
+                    break;
+                }
+                clock.finishes.pop();
+            }
+            clock.generation = clock.generation.wrapping_add(1);
+            let Some(&Reverse((_, b, _))) = clock.finishes.peek() else {
+                continue;
+            };
+            let bundle = &bundles[b];
+            let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
+            let slack = bundle.slack(&self.clocks, now, bundle.min_finish);
+            let clock = &self.clocks[li];
+            if let Some(t) = eta(now, remaining, slack, clock.level()) {
+                self.clock_finishes.push(Reverse((t, l, clock.generation)));
+            }
+        }
+        self.clocks_due = due;
+        self.clocks_due.clear();
+        if self.clock_finishes.len() > 4 * self.clocks.len() + 4096 {
+            let clocks = &self.clocks;
+            self.clock_finishes
+                .retain(|&Reverse((_, l, g))| clocks[l as usize].generation == g);
+        }
+        while let Some(&Reverse((_, l, g))) = self.clock_finishes.peek() {
+            if self.clocks[l as usize].generation == g {
+                break;
+            }
+            self.clock_finishes.pop();
         }
     }
 }
@@ -962,14 +1091,12 @@ fn default_key(spec: &FlowSpec) -> BundleKey {
     }
 }
 
-/// When a member with `remaining` bytes to its finish (in service units,
-/// `finish`) counts as done at `rate`, counted from `now`: the first
-/// nanosecond at which at most [`done_within`]`(finish)` is left, the test
-/// [`FluidNetwork::process`] applies. Rounding up the exact quotient instead
+/// When a member with `remaining` bytes to its finish counts as done at
+/// `rate`, counted from `now`: the first nanosecond at which at most
+/// `slack` ([`Bundle::slack`]) is left, the test [`FluidNetwork::process`] applies. Rounding up the exact quotient instead
 /// would turn float noise (63963136 B / 125 MB/s * 1e9 = 511705088.00000006)
 /// into a finish 1 ns late, and split events that happen together.
-fn eta(now: Nanos, remaining: f64, finish: f64, rate: f64) -> Option<Nanos> {
-    let slack = done_within(finish.max(0.0));
+fn eta(now: Nanos, remaining: f64, slack: f64, rate: f64) -> Option<Nanos> {
     if remaining <= slack {
         Some(now)
     } else if rate > 0.0 {
@@ -989,7 +1116,7 @@ fn route(
     now: Nanos,
 ) -> Option<Links> {
     match key.path {
-        Path::Eps => Some(links.eps_path(key.src, key.dst)),
+        Path::Eps => Some(links.eps_route(key.src, key.dst)),
         Path::Wait => None,
         Path::Ocs { port } => circuits
             .get(&(key.src.rack, port))

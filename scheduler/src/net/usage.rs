@@ -126,6 +126,15 @@ impl LinkUsage {
         }
     }
 
+    /// Sets the current rate of every tracked link, in tracking order
+    /// (uplinks, downlinks, OCS ports: the order of their ids in
+    /// [`super::links::LinkMap`] from [`super::links::LinkMap::first_tracked`]).
+    pub fn set_rates(&mut self, bytes_per_s: &[f64]) {
+        for (r, &new) in self.rate.iter_mut().zip(bytes_per_s) {
+            *r = new;
+        }
+    }
+
     /// The links carried their current rates from `from` to `to`.
     pub fn advance(&mut self, from: Nanos, to: Nanos) {
         if to <= from {

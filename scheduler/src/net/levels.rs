@@ -1,0 +1,564 @@
+//! Max-min fair rates kept as one *level* per link ([`LinkLevels`]).
+//!
+//! In a max-min fair allocation every flow has a bottleneck: a saturated
+//! link on which no flow gets more than it does (Bertsekas & Gallager,
+//! *Data Networks*, Sec. 6.5.2), or its own cap. Call the rate of the flows
+//! bottlenecked at link `l` its level `λ_l`; then a flow's rate is
+//! `min(cap, min over its links of λ_l)`, the level of the link where
+//! progressive filling froze it. So the allocation is held by the links
+//! (a few hundred numbers) plus one bottleneck per slot, and an event that
+//! moves thousands of rates but no bottleneck changes only link levels: the
+//! fluid network keeps one service clock per link ([`super::network`]),
+//! and a bundle whose bottleneck stays put costs nothing.
+//!
+//! Each solve is a full progressive filling over the current demands, on
+//! per-link lists of the slots that cross each link, kept up to date as
+//! demands change (no adjacency is rebuilt): the link with the smallest
+//! share (remaining capacity ÷ unfrozen flows) or the smallest unmet cap
+//! freezes its flows at that share, charging every link they cross; links
+//! wait in a heap by share, updated lazily (freezing only raises other
+//! links' shares, so a stale entry is too small: the share is recomputed,
+//! and the entry pushed again, only when it reaches the top). Ties go to the lower link id, so results never depend
+//! on iteration order; they equal [`super::maxmin::max_min`]'s up to float
+//! rounding (the property test below).
+//!
+//! Links that can never bind (a ToR uplink at least as fast as its rack's
+//! NICs, [`super::links::LinkMap::binds`]) stay in the paths so that their
+//! load is known (the utilization series read it), but take no part in the
+//! filling.
+
+use super::links::{LinkId, Links};
+use super::maxmin::Demand;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+/// What sets a slot's rate after a solve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bottleneck {
+    /// The level of this link.
+    Link(LinkId),
+    /// Its own cap.
+    Cap,
+    /// It has no demand (it does not move).
+    Idle,
+}
+
+/// How the solves went, for benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SolveStats {
+    /// Solves.
+    pub solves: u64,
+    /// Demands water-filled, summed over all solves.
+    pub demands_filled: u64,
+    /// Slots whose bottleneck changed, summed over all solves.
+    pub bottlenecks_moved: u64,
+}
+
+/// What a solve changed: slots in slot order, links in id order.
+#[derive(Clone, Debug, Default)]
+pub struct Changes {
+    /// Slots whose demand or bottleneck changed (a slot whose bottleneck
+    /// stayed put only moved if its link's level did).
+    pub slots: Vec<u32>,
+    /// Links whose level changed.
+    pub links: Vec<LinkId>,
+}
+
+/// A slot as the list of one of its binding links holds it: everything a
+/// freeze needs, so that a link's list is read in order and the slot's own
+/// record is not visited.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    slot: u32,
+    weight: u32,
+    links: Links,
+    capped: bool,
+    /// Whether this link was the slot's bottleneck at the last solve.
+    here: bool,
+}
+
+/// Max-min fair rates of a changing set of demands, one per *slot* (a
+/// bundle of identical flows), on fixed link capacities. Change demands with
+/// [`LinkLevels::set`], then call [`LinkLevels::solve`]; read a slot's rate
+/// with [`LinkLevels::rate`], its bottleneck with [`LinkLevels::bottleneck`],
+/// a link's level with [`LinkLevels::level`] and its load with [`LinkLevels::load`].
+#[derive(Clone, Debug, Default)]
+pub struct LinkLevels {
+    capacity: Vec<f64>,
+    binds: Vec<bool>,
+    demand: Vec<Option<Demand>>,
+    /// Slots crossing each binding link, in no particular order.
+    on_link: Vec<Vec<Entry>>,
+    /// Where each slot sits in the list of each of its links (by path position).
+    at: Vec<[u32; 4]>,
+    /// Capped slots by (cap as f64 bits, slot).
+    capped: BTreeSet<(u64, u32)>,
+    /// Σ weight of the slots on each link.
+    weight: Vec<u64>,
+    bottleneck: Vec<Bottleneck>,
+    /// Per link: the rate of the slots bottlenecked there (infinite if none).
+    level: Vec<f64>,
+    /// Per link: Σ rate × weight of the slots crossing it.
+    load: Vec<f64>,
+    /// Slots set since the last solve.
+    pending: Vec<u32>,
+    is_pending: Vec<bool>,
+    // Scratch space of a solve.
+    residual: Vec<f64>,
+    count: Vec<u64>,
+    share: Vec<f64>,
+    /// Whether a link's share is older than its residual and count.
+    stale: Vec<bool>,
+    new_level: Vec<f64>,
+    /// The epoch (solve) in which a capped slot froze.
+    frozen: Vec<u32>,
+    /// The epoch in which a link froze its slots: a slot crossing a link
+    /// frozen in this epoch is frozen.
+    link_frozen: Vec<u32>,
+    epoch: u32,
+    heap: BinaryHeap<Reverse<(u64, LinkId)>>,
+    changes: Changes,
+    stats: SolveStats,
+}
+
+impl LinkLevels {
+    /// No demands yet, on links of `capacity` (bytes per second), of which
+    /// those with `binds[l] == false` never limit a rate.
+    pub fn new(capacity: &[f64], binds: &[bool]) -> LinkLevels {
+        let n = capacity.len();
+        LinkLevels {
+            capacity: capacity.to_vec(),
+            binds: (0..n).map(|l| binds.get(l).copied().unwrap_or(true)).collect(),
+            on_link: vec![Vec::new(); n],
+            weight: vec![0; n],
+            level: vec![f64::INFINITY; n],
+            load: vec![0.0; n],
+            residual: vec![0.0; n],
+            count: vec![0; n],
+            share: vec![0.0; n],
+            stale: vec![false; n],
+            new_level: vec![f64::INFINITY; n],
+            link_frozen: vec![0; n],
+            ..LinkLevels::default()
+        }
+    }
+
+    /// Slot `slot` now has `demand` (`None`: it does not move). Rates
+    /// change at the next [`LinkLevels::solve`].
+    pub fn set(&mut self, slot: usize, demand: Option<Demand>) {
+        if slot >= self.demand.len() {
+            let n = slot + 1;
+            self.demand.resize(n, None);
+            self.at.resize(n, [0; 4]);
+            self.bottleneck.resize(n, Bottleneck::Idle);
+            self.is_pending.resize(n, false);
+            self.frozen.resize(n, 0);
+        }
+        if self.demand[slot] == demand {
+            return;
+        }
+        if let Some(old) = self.demand[slot].take() {
+            self.detach(slot, old);
+        }
+        if let Some(new) = demand {
+            self.attach(slot, new);
+        }
+        self.demand[slot] = demand;
+        if !self.is_pending[slot] {
+            self.is_pending[slot] = true;
+            self.pending.push(slot as u32);
+        }
+    }
+
+    fn attach(&mut self, slot: usize, d: Demand) {
+        let entry = Entry {
+            slot: slot as u32,
+            weight: d.weight,
+            links: d.links,
+            capped: d.cap.is_finite(),
+            here: false,
+        };
+        for (k, &l) in d.links.as_slice().iter().enumerate() {
+            let li = l as usize;
+            self.weight[li] += u64::from(d.weight);
+            if self.binds[li] {
+                self.at[slot][k] = self.on_link[li].len() as u32;
+                self.on_link[li].push(entry);
+            }
+        }
+        if d.cap.is_finite() {
+            self.capped.insert((d.cap.max(0.0).to_bits(), slot as u32));
+        }
+    }
+
+    fn detach(&mut self, slot: usize, d: Demand) {
+        for (k, &l) in d.links.as_slice().iter().enumerate() {
+            let li = l as usize;
+            self.weight[li] -= u64::from(d.weight);
+            if !self.binds[li] {
+                continue;
+            }
+            let i = self.at[slot][k] as usize;
+            let list = &mut self.on_link[li];
+            list.swap_remove(i);
+            if let Some(moved) = list.get(i) {
+                // The slot that took its place: find which of its links this is.
+                if let Some(km) = moved.links.as_slice().iter().position(|&x| x == l) {
+                    self.at[moved.slot as usize][km] = i as u32;
+                }
+            }
+        }
+        if d.cap.is_finite() {
+            self.capped.remove(&(d.cap.max(0.0).to_bits(), slot as u32));
+        }
+    }
+
+    /// The per-flow rate of `slot` as of the last solve (0 if it does not move).
+    pub fn rate(&self, slot: usize) -> f64 {
+        match self.bottleneck.get(slot) {
+            Some(Bottleneck::Link(l)) => self.level[*l as usize],
+            Some(Bottleneck::Cap) => self.demand[slot].map_or(0.0, |d| d.cap.max(0.0)),
+            _ => 0.0,
+        }
+    }
+
+    /// What set the rate of `slot` at the last solve.
+    pub fn bottleneck(&self, slot: usize) -> Bottleneck {
+        self.bottleneck.get(slot).copied().unwrap_or(Bottleneck::Idle)
+    }
+
+    /// The rate of the slots bottlenecked at `link` (infinite if none).
+    pub fn level(&self, link: LinkId) -> f64 {
+        self.level[link as usize]
+    }
+
+    /// Σ rate × weight of the slots crossing `link` as of the last solve.
+    pub fn load(&self, link: LinkId) -> f64 {
+        self.load[link as usize]
+    }
+
+    /// The loads of all links, by id.
+    pub fn loads(&self) -> &[f64] {
+        &self.load
+    }
+
+    /// Solves so far.
+    pub fn stats(&self) -> SolveStats {
+        self.stats
+    }
+
+    /// Recomputes the allocation after the changes since the last call and
+    /// writes what changed to `changes` (cleared first).
+    pub fn solve(&mut self, changes: &mut Changes) {
+        std::mem::swap(&mut self.changes, changes);
+        self.solve_into();
+        std::mem::swap(&mut self.changes, changes);
+    }
+
+    fn solve_into(&mut self) {
+        self.changes.slots.clear();
+        self.changes.links.clear();
+        if self.pending.is_empty() {
+            return;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.frozen.iter_mut().for_each(|f| *f = 0);
+            self.epoch = 1;
+        }
+        self.residual.copy_from_slice(&self.capacity);
+        self.count.copy_from_slice(&self.weight);
+        self.load.iter_mut().for_each(|l| *l = 0.0);
+        self.new_level.iter_mut().for_each(|l| *l = f64::INFINITY);
+        self.heap.clear();
+        for l in 0..self.capacity.len() {
+            if self.binds[l] && self.count[l] > 0 {
+                self.share[l] = self.residual[l].max(0.0) / self.count[l] as f64;
+                self.heap.push(Reverse((self.share[l].to_bits(), l as LinkId)));
+            }
+        }
+        // Taken out for the loop (freezing never changes it).
+        let capped = std::mem::take(&mut self.capped);
+        let mut caps = capped.iter().peekable();
+        loop {
+            // The bottleneck link: smallest share, then smallest id.
+            let mut best: Option<(f64, LinkId)> = None;
+            while let Some(&Reverse((bits, l))) = self.heap.peek() {
+                let li = l as usize;
+                if self.stale[li] && self.count[li] > 0 {
+                    self.share[li] = self.residual[li].max(0.0) / self.count[li] as f64;
+                    self.stale[li] = false;
+                }
+                if self.count[li] == 0 {
+                    self.heap.pop();
+                } else if self.share[li].to_bits() != bits {
+                    self.heap.pop();
+                    self.heap.push(Reverse((self.share[li].to_bits(), l)));
+                } else {
+                    best = Some((self.share[li], l));
+                    break;
+                }
+            }
+            while caps
+                .next_if(|&&(_, s)| self.frozen[s as usize] == self.epoch)
+                .is_some()
+            {}
+            let cap = caps.peek().map(|&&(bits, s)| (f64::from_bits(bits), s));
+            match (best, cap) {
+                (None, None) => break,
+                (Some((share, link)), c) if c.is_none_or(|(cv, _)| share <= cv) => {
+                    self.freeze_link(link, share)
+                }
+                (_, Some((cv, s))) => {
+                    if let Some(d) = self.demand[s as usize] {
+                        let e = Entry {
+                            slot: s,
+                            weight: d.weight,
+                            links: d.links,
+                            capped: true,
+                            here: false,
+                        };
+                        if self.bottleneck[s as usize] != Bottleneck::Cap {
+                            self.bottleneck[s as usize] = Bottleneck::Cap;
+                            self.changes.slots.push(s);
+                        }
+                        self.freeze(e, cv, LinkId::MAX);
+                    }
+                }
+                (Some(_), None) => unreachable!("the guard above takes every link when there is no cap"),
+            }
+        }
+        self.capped = capped;
+        for &s in &self.pending {
+            let s = s as usize;
+            self.is_pending[s] = false;
+            if self.demand[s].is_none() {
+                self.bottleneck[s] = Bottleneck::Idle;
+            }
+            self.changes.slots.push(s as u32);
+        }
+        self.pending.clear();
+        self.changes.slots.sort_unstable();
+        self.changes.slots.dedup();
+        // Each list entry says whether its link is the slot's bottleneck.
+        for i in 0..self.changes.slots.len() {
+            let s = self.changes.slots[i] as usize;
+            let Some(d) = self.demand[s] else { continue };
+            for (k, &l) in d.links.as_slice().iter().enumerate() {
+                if self.binds[l as usize] {
+                    let here = self.bottleneck[s] == Bottleneck::Link(l);
+                    self.on_link[l as usize][self.at[s][k] as usize].here = here;
+                }
+            }
+        }
+        for l in 0..self.level.len() {
+            if self.level[l].to_bits() != self.new_level[l].to_bits() {
+                self.level[l] = self.new_level[l];
+                self.changes.links.push(l as LinkId);
+            }
+        }
+        self.stats.solves += 1;
+        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
+    }
+
+    /// Link `link` is the bottleneck at `share`: every slot on it that no
+    /// earlier link or cap froze freezes at that share.
+    fn freeze_link(&mut self, link: LinkId, share: f64) {
+        let li = link as usize;
+        self.new_level[li] = share;
+        self.link_frozen[li] = self.epoch;
+        let list = std::mem::take(&mut self.on_link[li]);
+        // What the slots frozen here add to this link, summed apart (every
+        // entry would otherwise wait on the last one's store).
+        let mut weight_here = 0u64;
+        for e in &list {
+            let frozen_before = e
+                .links
+                .as_slice()
+                .iter()
+                .any(|&k| k != link && self.link_frozen[k as usize] == self.epoch)
+                || (e.capped && self.frozen[e.slot as usize] == self.epoch);
+            if !frozen_before {
+                if !e.here {
+                    self.bottleneck[e.slot as usize] = Bottleneck::Link(link);
+                    self.changes.slots.push(e.slot);
+                }
+                weight_here += u64::from(e.weight);
+                self.freeze(*e, share, link);
+            }
+        }
+        self.on_link[li] = list;
+        self.count[li] = 0;
+        self.load[li] += share * weight_here as f64;
+    }
+
+    /// Freezes the slot of `e` at `rate`, charging its links but `by`
+    /// (the link freezing it, which sums its own load).
+    fn freeze(&mut self, e: Entry, rate: f64, by: LinkId) {
+        if e.capped {
+            self.frozen[e.slot as usize] = self.epoch;
+        }
+        self.stats.demands_filled += 1;
+        let w = u64::from(e.weight);
+        let total = rate * w as f64;
+        for &l in e.links.as_slice() {
+            if l == by {
+                continue;
+            }
+            let li = l as usize;
+            self.load[li] += total;
+            if self.binds[li] {
+                // Its share is recomputed when it reaches the top of the heap.
+                self.residual[li] -= total;
+                self.count[li] = self.count[li].saturating_sub(w);
+                self.stale[li] = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::links::Links;
+    use crate::net::maxmin::max_min;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// One to four links, as paths are (NIC up, [ToR up, ToR down,] NIC
+    /// down); capped if none of them binds (a rate must be finite).
+    fn demand(rng: &mut ChaCha8Rng, binds: &[bool]) -> Demand {
+        let n = rng.random_range(1..=4usize);
+        let mut ids: Vec<u32> = (0..n).map(|_| rng.random_range(0..binds.len() as u32)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut d = Demand::new(Links::new(&ids).expect("at most 4 links"));
+        d.weight = rng.random_range(1..=5);
+        if rng.random_bool(0.1) || !ids.iter().any(|&l| binds[l as usize]) {
+            d.cap = rng.random_range(1.0..50.0);
+        }
+        d
+    }
+
+    /// Random arrivals, departures, shrinking bundles and changes of route
+    /// on random link sets, some of which never bind: after every solve each
+    /// slot's rate equals the from-scratch max-min rate (computed on the
+    /// binding links only), each slot's rate is its bottleneck's level, each
+    /// link's load is the sum over the slots crossing it, and the slots
+    /// reported changed are exactly those whose bottleneck or demand changed.
+    #[test]
+    fn levels_equal_from_scratch_max_min_on_random_events() {
+        for seed in 0..20u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let links = rng.random_range(2..12u32);
+            let capacity: Vec<f64> = (0..links).map(|_| rng.random_range(10.0..200.0)).collect();
+            let binds: Vec<bool> = (0..links).map(|_| rng.random_bool(0.8)).collect();
+            let slots = 30usize;
+            let mut current: Vec<Option<Demand>> = vec![None; slots];
+            let mut lv = LinkLevels::new(&capacity, &binds);
+            let mut before: Vec<Bottleneck> = vec![Bottleneck::Idle; slots];
+            for step in 0..300 {
+                let mut set = BTreeSet::new();
+                for _ in 0..rng.random_range(1..=3) {
+                    let s = rng.random_range(0..slots);
+                    let next = match (current[s], rng.random_range(0..10)) {
+                        (Some(d), 0..=5) if d.weight > 1 => Some(Demand {
+                            weight: d.weight - rng.random_range(1..d.weight),
+                            ..d
+                        }),
+                        (Some(_), 0..=6) => None,
+                        (None, 0..=3) | (Some(_), _) => Some(demand(&mut rng, &binds)),
+                        (None, _) => None,
+                    };
+                    if current[s] != next {
+                        set.insert(s as u32);
+                    }
+                    current[s] = next;
+                    lv.set(s, next);
+                }
+                let mut c = Changes::default();
+                lv.solve(&mut c);
+                let changed = c.slots;
+                // The reference: max-min over the binding links only.
+                let live: Vec<usize> = (0..slots).filter(|&s| current[s].is_some()).collect();
+                let ds: Vec<Demand> = live
+                    .iter()
+                    .filter_map(|&s| current[s])
+                    .map(|d| {
+                        let kept: Vec<u32> = d
+                            .links
+                            .as_slice()
+                            .iter()
+                            .copied()
+                            .filter(|&l| binds[l as usize])
+                            .collect();
+                        Demand {
+                            links: Links::new(&kept).expect("at most 4"),
+                            ..d
+                        }
+                    })
+                    .collect();
+                let want = max_min(&capacity, &ds);
+                let mut load = vec![0.0; links as usize];
+                for (&s, &w) in live.iter().zip(&want) {
+                    let got = lv.rate(s);
+                    assert!(
+                        (got - w).abs() <= 1e-9 * w.abs().max(1.0),
+                        "seed {seed} step {step} slot {s}: {got} != {w}"
+                    );
+                    let d = current[s].expect("live");
+                    match lv.bottleneck(s) {
+                        Bottleneck::Link(l) => {
+                            assert!(binds[l as usize] && d.links.as_slice().contains(&l));
+                            assert_eq!(got.to_bits(), lv.level(l).to_bits());
+                        }
+                        Bottleneck::Cap => assert_eq!(got, d.cap),
+                        Bottleneck::Idle => panic!("seed {seed} step {step}: live slot {s} idle"),
+                    }
+                    for &l in d.links.as_slice() {
+                        load[l as usize] += got * f64::from(d.weight);
+                    }
+                }
+                for l in 0..links {
+                    let (a, b) = (lv.load(l), load[l as usize]);
+                    assert!(
+                        (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                        "load of link {l}: {a} != {b}"
+                    );
+                }
+                for s in (0..slots).filter(|&s| current[s].is_none()) {
+                    assert_eq!(lv.rate(s), 0.0);
+                }
+                let expect: Vec<u32> = (0..slots as u32)
+                    .filter(|&s| set.contains(&s) || lv.bottleneck(s as usize) != before[s as usize])
+                    .collect();
+                assert_eq!(changed, expect, "seed {seed} step {step}");
+                before = (0..slots).map(|s| lv.bottleneck(s)).collect();
+            }
+        }
+    }
+
+    #[test]
+    fn a_departure_moves_levels_not_bottlenecks() {
+        // Link 0 (cap 1) carries a and b; link 1 (cap 10) carries b, c, d.
+        // a = b = 0.5 at link 0; c = d = 4.75 at link 1. When d leaves, link
+        // 1's level rises to 9.5: c's rate changes, but no bottleneck moves,
+        // so only the departed slot and link 1 are reported.
+        let l = |ids: &[u32]| Demand::new(Links::new(ids).expect("links"));
+        let mut lv = LinkLevels::new(&[1.0, 10.0], &[true, true]);
+        lv.set(0, Some(l(&[0])));
+        lv.set(1, Some(l(&[0, 1])));
+        lv.set(2, Some(l(&[1])));
+        lv.set(3, Some(l(&[1])));
+        let mut c = Changes::default();
+        lv.solve(&mut c);
+        assert_eq!((lv.rate(0), lv.rate(1), lv.rate(2)), (0.5, 0.5, 4.75));
+        assert_eq!(lv.bottleneck(1), Bottleneck::Link(0));
+        lv.set(3, None);
+        lv.solve(&mut c);
+        assert_eq!(c.slots, vec![3]);
+        assert_eq!(c.links, vec![1]);
+        assert_eq!((lv.rate(1), lv.rate(2), lv.rate(3)), (0.5, 9.5, 0.0));
+        assert_eq!(lv.load(1), 10.0);
+    }
+}
