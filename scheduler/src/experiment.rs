@@ -103,6 +103,10 @@ pub struct RawEngine {
     /// Shuffle flows wait until all of a job's reduces are placed. Default false.
     #[serde(default)]
     pub hold_shuffle_until_reduces_placed: bool,
+    /// Fetch flows in flight per reduce attempt (Hadoop's
+    /// `mapreduce.reduce.shuffle.parallelcopies`, 5). Default: no limit.
+    #[serde(default)]
+    pub parallel_copies: Option<u32>,
     /// Fraction of slots reduces waiting on maps may hold. Default 0.5.
     #[serde(default = "default_rampup")]
     pub reduce_rampup_limit: f64,
@@ -129,6 +133,7 @@ impl Default for RawEngine {
         RawEngine {
             input_reads: true,
             hold_shuffle_until_reduces_placed: false,
+            parallel_copies: None,
             reduce_rampup_limit: default_rampup(),
             slots: None,
             heartbeat: None,
@@ -373,6 +378,7 @@ impl Experiment {
             reduce_rampup_limit: raw.engine.reduce_rampup_limit,
             input_reads: raw.engine.input_reads,
             hold_shuffle_until_reduces_placed: raw.engine.hold_shuffle_until_reduces_placed,
+            parallel_copies: raw.engine.parallel_copies,
             host_speed,
             heartbeat: raw.engine.heartbeat,
             record_flows: raw.engine.record_flows,
@@ -624,6 +630,13 @@ arrivals = { process = "poisson", mean_gap = "10s" }
         assert_eq!((e.line, e.field.as_str()), (Some(12), "workload.jobs"));
         let e = Experiment::parse(&GOOD.replace("seed = 3", "seed = 3\nslow_start = 2.0"), &f).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (Some(4), "slow_start"));
+        let zero = GOOD.replace("[workload]", "[engine]\nparallel_copies = 0\n\n[workload]");
+        let e = Experiment::parse(&zero, &f).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (Some(11), "engine.parallel_copies"));
+        assert!(e.message.contains("at least 1"), "{e}");
+        let five = GOOD.replace("[workload]", "[engine]\nparallel_copies = 5\n\n[workload]");
+        let e = Experiment::parse(&five, &f).unwrap();
+        assert_eq!(e.engine.parallel_copies, Some(5));
         let e = Experiment::parse(&GOOD.replace("varys", "varis"), &f).unwrap_err();
         assert_eq!(e.field, "coflow_scheduler");
         assert!(

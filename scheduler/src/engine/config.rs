@@ -1,8 +1,9 @@
 //! Engine configuration: the cluster-side knobs that are not policies —
 //! reduce slow-start, slot types, whether remote maps read their input over
 //! the network, whether a job's shuffle waits for all its reduces to be
-//! placed, host speeds, an optional heartbeat, and the seed of where a
-//! child job's input blocks are written.
+//! placed, how many hosts a reduce fetches from at once, host speeds, an
+//! optional heartbeat, and the seed of where a child job's input blocks are
+//! written and of which host a reduce's fetcher goes to next.
 
 use ocslab_emulator::{HostId, Nanos};
 use serde::{Deserialize, Serialize};
@@ -27,7 +28,8 @@ pub enum SlotConfig {
 /// The engine's knobs. `Default` is Hadoop's behaviour on a homogeneous
 /// cluster: slow-start 0.05, shared slots, remote maps read their input
 /// over the network, the shuffle starts as soon as a reduce and a finished
-/// map meet, all hosts at speed 1, no heartbeat.
+/// map meet, a reduce fetches from every ready host at once, all hosts at
+/// speed 1, no heartbeat.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineConfig {
     /// Fraction of a job's maps that must be done before its reduces may
@@ -50,6 +52,15 @@ pub struct EngineConfig {
     /// have been placed (Co-scheduler Sec. IV-A); when false, a flow starts
     /// as soon as its map is done and its reduce is running (Hadoop).
     pub hold_shuffle_until_reduces_placed: bool,
+    /// When set, a reduce attempt has at most this many fetch flows in
+    /// flight, each from one source host carrying every partition ready
+    /// there (Hadoop's `mapreduce.reduce.shuffle.parallelcopies` fetcher
+    /// threads, default 5 in Hadoop 1 and 2); the next host is drawn at
+    /// random among those with partitions ready and no flow in flight, as
+    /// Hadoop's `ShuffleSchedulerImpl.getHost` does, seeded by
+    /// `placement_seed`. When unset, a reduce fetches from every such host
+    /// at once (no limit). At least 1.
+    pub parallel_copies: Option<u32>,
     /// Relative compute speed of hosts (default 1.0): a task's compute time
     /// on host h is its duration ÷ speed(h).
     pub host_speed: BTreeMap<HostId, f64>,
@@ -63,7 +74,8 @@ pub struct EngineConfig {
     pub record_flows: bool,
     /// Seeds the HDFS choice of the second and third replicas of blocks a
     /// child job reads from its parents' output (placed when the child
-    /// becomes runnable; the experiment's seed).
+    /// becomes runnable) and, under `parallel_copies`, the fetchers' choice
+    /// of the next source host (the experiment's seed).
     pub placement_seed: u64,
 }
 
@@ -75,6 +87,7 @@ impl Default for EngineConfig {
             reduce_rampup_limit: 0.5,
             input_reads: true,
             hold_shuffle_until_reduces_placed: false,
+            parallel_copies: None,
             host_speed: BTreeMap::new(),
             heartbeat: None,
             record_flows: true,

@@ -164,7 +164,7 @@ impl Engine {
             .map(|j| j.spec.id)
             .collect();
         for id in jobs {
-            self.lose_outputs(id, h);
+            self.lose_outputs(now, id, h);
         }
         let inputs: Vec<_> = self
             .flows
@@ -182,8 +182,9 @@ impl Engine {
     }
 
     /// Re-runs the maps of job `id` whose output on dead host `h` some
-    /// unfinished reduce still lacks, and abandons fetches from `h`.
-    fn lose_outputs(&mut self, id: JobId, h: HostId) {
+    /// unfinished reduce still lacks, and abandons fetches from `h` (a
+    /// reduce held at `parallel_copies` then fetches from another host).
+    fn lose_outputs(&mut self, now: Nanos, id: JobId, h: HostId) {
         let Some(job) = self.c.jobs.get(&id) else { return };
         let live: Vec<_> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
         let pending_reduce = job.reduces.iter().any(|t| t.status == TaskStatus::Pending);
@@ -214,6 +215,9 @@ impl Engine {
                     f.useful = false;
                 }
             }
+        }
+        for a in &live {
+            self.pump(now, *a);
         }
         let Some(job) = self.c.jobs.get_mut(&id) else {
             return;

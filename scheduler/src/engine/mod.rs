@@ -377,6 +377,13 @@ fn check_config(topo: &Topology, c: &EngineConfig) -> Result<(), EngineError> {
             );
         }
     }
+    if c.parallel_copies == Some(0) {
+        return bad(
+            "parallel_copies",
+            "must be at least 1 (Hadoop's default is 5), or left out to fetch from every ready host at once"
+                .into(),
+        );
+    }
     if c.heartbeat == Some(Nanos::ZERO) {
         return bad("heartbeat", "must be more than 0, e.g. \"3s\"".into());
     }

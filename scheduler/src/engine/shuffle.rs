@@ -1,6 +1,8 @@
 //! The shuffle in the engine: which partitions a reduce attempt still
 //! lacks, the flows that fetch them (one per source host at a time,
-//! carrying every partition ready there), and what a finished flow unlocks.
+//! carrying every partition ready there; under `parallel_copies` at most
+//! that many hosts at once, the next drawn at random as Hadoop's fetchers
+//! do), and what a finished flow unlocks.
 
 use super::event::AttemptId;
 use super::records::{CoflowRecord, FlowKind, FlowRecord};
@@ -8,6 +10,8 @@ use super::{shuffle_coflow, Engine, FlowRt};
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use crate::model::job::TaskKind;
 use ocslab_emulator::{Bytes, HostId, Nanos};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 impl Engine {
     /// A reduce attempt got its slot: it queues every done map's partition,
@@ -68,9 +72,10 @@ impl Engine {
         }
     }
 
-    /// Starts a fetch flow from every host that has partitions waiting for
-    /// attempt `id` and no flow to it in flight (unless the job's shuffle
-    /// is held until all its reduces are placed).
+    /// Starts fetch flows for attempt `id` from hosts that have partitions
+    /// waiting and no flow to it in flight: from every such host, or under
+    /// `parallel_copies` until that many are in flight, the hosts drawn at
+    /// random (nothing starts while the job's shuffle is held).
     pub(super) fn pump(&mut self, now: Nanos, id: AttemptId) {
         let Some(job) = self.c.jobs.get(&id.task.job) else {
             return;
@@ -78,17 +83,27 @@ impl Engine {
         if self.shuffle_held(job) {
             return;
         }
+        let limit = self.c.config.parallel_copies.map_or(usize::MAX, |p| p as usize);
+        let seed = self.c.config.placement_seed;
         let Some(att) = self.c.attempts.get_mut(&id) else {
             return;
         };
         let dst = att.host;
         let Some(fetch) = att.fetch.as_mut() else { return };
-        let ready: Vec<HostId> = fetch
+        let free = limit.saturating_sub(fetch.inflight.len());
+        if free == 0 {
+            return;
+        }
+        let mut ready: Vec<HostId> = fetch
             .waiting
             .keys()
             .filter(|h| !fetch.inflight.contains_key(h))
             .copied()
             .collect();
+        if ready.len() > free {
+            ready = draw_hosts(ready, free, fetcher_seed(seed, id, fetch.draws));
+            fetch.draws += 1;
+        }
         let mut batches = Vec::with_capacity(ready.len());
         for src in ready {
             if let Some(maps) = fetch.waiting.remove(&src) {
@@ -326,4 +341,29 @@ impl Engine {
             }
         }
     }
+}
+
+/// The seed of a reduce attempt's `draw`-th choice of source hosts: the
+/// experiment's seed mixed with the attempt, so each attempt draws its own
+/// sequence and a run is the same for the same seed.
+fn fetcher_seed(seed: u64, id: AttemptId, draw: u32) -> u64 {
+    seed ^ id.task.job.0.rotate_left(17)
+        ^ u64::from(id.task.index).rotate_left(37)
+        ^ u64::from(id.n).rotate_left(53)
+        ^ u64::from(draw).rotate_left(5)
+        ^ 0x9e37_79b9_7f4a_7c15
+}
+
+/// `n` of the `ready` hosts, each drawn uniformly from those not drawn yet:
+/// Hadoop's fetcher threads each take a random host among the pending ones
+/// (`ShuffleSchedulerImpl.getHost`). A fixed order (e.g. by rack) would send
+/// every reduce of the cluster to the same hosts first.
+fn draw_hosts(mut ready: Vec<HostId>, n: usize, seed: u64) -> Vec<HostId> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut drawn = Vec::with_capacity(n);
+    while drawn.len() < n && !ready.is_empty() {
+        let i = rng.random_range(0..ready.len());
+        drawn.push(ready.swap_remove(i));
+    }
+    drawn
 }

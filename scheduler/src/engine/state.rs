@@ -70,8 +70,11 @@ pub(crate) struct Fetch {
     /// Done maps whose partitions wait to be fetched, by the host holding them.
     pub(crate) waiting: BTreeMap<HostId, Vec<u32>>,
     /// At most one flow per source host in flight (Hadoop's fetcher takes
-    /// all outputs ready on a host in one connection), with its maps.
+    /// all outputs ready on a host in one connection), with its maps; at
+    /// most `parallel_copies` of them when that is set.
     pub(crate) inflight: BTreeMap<HostId, (FlowId, Vec<u32>)>,
+    /// How many random draws of source hosts this attempt made (seeds the next).
+    pub(crate) draws: u32,
     pub(crate) bytes_fetched: Bytes,
 }
 
