@@ -245,3 +245,57 @@ fn a_coflow_done_policy_is_called_when_a_coflows_last_flow_leaves_only() {
     assert_eq!(calls, vec![ms(50), ms(400), ms(600)]);
     assert_eq!(net.stats().policy_calls, 3);
 }
+
+/// Sunflow with its kept demand, checked at every call against the same
+/// Sunflow (same reservations) that reads every elephant again.
+struct CheckedSunflow {
+    kept: coflow::sunflow::Sunflow,
+    calls: Arc<Mutex<u64>>,
+    every_event: bool,
+}
+
+impl CoflowPolicy for CheckedSunflow {
+    fn name(&self) -> &'static str {
+        "checked-sunflow"
+    }
+    fn uses_ocs(&self) -> bool {
+        true
+    }
+    fn triggers(&self) -> Triggers {
+        if self.every_event {
+            Triggers::EVERY_EVENT
+        } else {
+            self.kept.triggers()
+        }
+    }
+    fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
+        let mut fresh = self.kept.clone();
+        fresh.forget_demand();
+        let kept = self.kept.decide(now, view, progress);
+        let read_again = fresh.decide(now, view, progress);
+        assert_eq!(kept, read_again, "at {now}");
+        assert_eq!(self.kept.reservations(), fresh.reservations(), "at {now}");
+        if let Ok(mut calls) = self.calls.lock() {
+            *calls += 1;
+        }
+        kept
+    }
+}
+
+#[test]
+fn sunflow_keeping_demand_between_calls_decides_as_reading_every_elephant_again() {
+    for every_event in [false, true] {
+        let calls = Arc::new(Mutex::new(0));
+        let policy = CheckedSunflow {
+            kept: coflow::sunflow::Sunflow::default(),
+            calls: calls.clone(),
+            every_event,
+        };
+        let (finished, _) = run(Box::new(policy));
+        let (plain, _) = run(coflow::by_name("sunflow").expect("known policy"));
+        assert_eq!(finished, plain, "every event: {every_event}");
+        assert!(finished.iter().any(|f| f.3 > 0), "some bytes go over circuits");
+        let calls = calls.lock().map(|c| *c).unwrap_or(0);
+        assert!(calls > 5, "{calls} calls");
+    }
+}
