@@ -124,12 +124,14 @@ pub const DEFAULT_SCOPE: [(&str, Option<usize>, &str); 5] = [
     ),
 ];
 
+/// Schedulers to replay, each over its first N coflows (`None`: all).
+type Runs = Vec<(String, Option<usize>)>;
+/// Whole-trace replays left out, with why.
+type LeftOut = Vec<(String, String)>;
+
 /// Which schedulers to replay, each over how many coflows (`None`: all),
 /// and the whole-trace replays left out of the default, with why.
-fn scope(
-    schedulers: &[String],
-    limit: Option<usize>,
-) -> (Vec<(String, Option<usize>)>, Vec<(String, String)>) {
+fn scope(schedulers: &[String], limit: Option<usize>) -> (Runs, LeftOut) {
     if !schedulers.is_empty() || limit.is_some() {
         let names: Vec<String> = if schedulers.is_empty() {
             POLICY_NAMES.iter().map(|s| s.to_string()).collect()

@@ -346,6 +346,10 @@ impl Sunflow {
     }
 }
 
+/// A waiting pair that may get a port: its coflow's priority (T(C),
+/// arrival, id), its bytes left, and its racks.
+type Candidate = ((Nanos, Nanos, CoflowId), f64, (u32, u32));
+
 impl CoflowPolicy for Sunflow {
     fn name(&self) -> &'static str {
         "sunflow"
@@ -375,7 +379,7 @@ impl CoflowPolicy for Sunflow {
         let mut tx_busy: BTreeSet<(u32, u32)> = self.reservations.keys().copied().collect();
         let mut rx_busy: BTreeSet<(u32, u32)> =
             self.reservations.iter().map(|(&(_, w), r)| (r.dst, w)).collect();
-        let mut candidates: Vec<((Nanos, Nanos, CoflowId), f64, (u32, u32))> = Vec::new();
+        let mut candidates: Vec<Candidate> = Vec::new();
         for i in (0..fabric.racks).filter(|&i| (0..ports).any(|w| !tx_busy.contains(&(i, w)))) {
             let from_i = self
                 .waiting
