@@ -24,16 +24,18 @@
 //! applies only the pairs whose plan changed.
 //!
 //! A call costs what changed, not O(elephants): the policy keeps each
-//! coflow's pairs (their flows and remaining bytes) from call to call.
-//! Waiting pairs do not move, so their bytes stand; reserved pairs (on
-//! their circuits) are read again at every call; a coflow is read again
-//! whole when flows joined it, or when more of its flows left than its
-//! reserved pairs account for. Only pairs with a free sending side at their
-//! source rack and a free receiving side at their destination rack at the
-//! start of the greedy pass can get a port in it (ports are only taken
-//! during the pass), so the pass walks those candidates only, in the order
-//! above, and T(C) is computed for their coflows only: the same
-//! reservations as the full pass.
+//! coflow's pairs (their flows and remaining bytes) from call to call, with
+//! the row and column sums of t_ij that give its T(C) in O(racks).
+//! Waiting pairs do not move, so their bytes stand (as read when the pair
+//! was last read; the network's counter for a flow that changed bundles
+//! since may differ in the last bit); reserved pairs (on their circuits)
+//! are read again at every call; a coflow is read again whole when flows
+//! joined it, or when more of its flows left than its reserved pairs
+//! account for. Only pairs with a free sending side at their source rack
+//! and a free receiving side at their destination rack at the start of the
+//! greedy pass can get a port in it (ports are only taken during the
+//! pass), so the pass walks those candidates only, in the order above: the
+//! same reservations as the full pass.
 //!
 //! A reservation lasts δ (if the circuit is new) + bytes/rate, i.e. until the
 //! pair's demand is done; lower-priority coflows take ports the higher ones
