@@ -109,13 +109,13 @@ pub const DEFAULT_SCOPE: [(&str, Option<usize>, &str); 5] = [
     ),
     (
         "varys",
-        Some(250),
+        Some(100),
         "a whole-trace replay takes ~100 s of CPU (~1,050 calls with up to 155,000 flows active)",
     ),
     (
         "aalo",
-        Some(250),
-        "a whole-trace replay takes minutes (coflow events plus queue crossings)",
+        Some(100),
+        "a whole-trace replay takes ~120 s of CPU (coflow events and queue crossings)",
     ),
     (
         "sunflow",
