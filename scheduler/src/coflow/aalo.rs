@@ -10,10 +10,21 @@
 //! the coflows before it left — as CoflowSim's `CoflowSimulatorDark` does
 //! (MB = 2^20 bytes there and here). A coflow moves down when it crosses its
 //! queue's limit: the policy asks to be woken at the first such crossing.
+//!
+//! When: the coordinator reorders coflows when one arrives, when one
+//! completes and when one crosses a queue limit (Sec. 4-5; CoflowSim's
+//! `CoflowSimulatorDark` recomputes in `afterJobAdmission` and
+//! `afterJobDeparture`, and moves coflows between queues there); here also
+//! when a flow of a known coflow arrives (it needs a rate). Between those
+//! events the rates stand ([`HeldPlans`]). The crossing is foreseen from
+//! the rates set: a wake-up at which no coflow has changed queue (one of
+//! its flows finished, so it sends slower than foreseen) only re-arms the
+//! wake-up from the rates still standing.
 
+use crate::coflow::held::HeldPlans;
 use crate::coflow::priority::PriorityFill;
 use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, Triggers};
-use crate::model::coflow::CoflowId;
+use crate::model::coflow::{CoflowId, FlowId};
 use ocslab_emulator::Nanos;
 use std::collections::BTreeMap;
 
@@ -46,6 +57,11 @@ pub fn limit_of(q: u32, scale: f64) -> Option<f64> {
 #[derive(Clone, Debug, Default)]
 pub struct Aalo {
     fill: PriorityFill,
+    held: HeldPlans,
+    /// Each active coflow's queue when the held plans were computed, in id order.
+    queues: Vec<u32>,
+    /// The wake-up asked for with them.
+    wake_at: Option<Nanos>,
 }
 
 impl CoflowPolicy for Aalo {
@@ -53,8 +69,9 @@ impl CoflowPolicy for Aalo {
         "aalo"
     }
     fn triggers(&self) -> Triggers {
-        // The set of active flows (the rates); queue changes come through wake_at.
-        Triggers::EVERY_FLOW
+        // Coflow arrivals and completions (and flows joining a coflow);
+        // queue crossings come through wake_at.
+        Triggers::COFLOW_EVENTS
     }
     fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let scale = view.fabric.scale;
@@ -63,10 +80,24 @@ impl CoflowPolicy for Aalo {
             .iter()
             .map(|(&id, c)| (id, progress.sent_bytes(id, c)))
             .collect();
+        let queues: Vec<u32> = sent.values().map(|&s| queue_of(s, scale)).collect();
+        if queues == self.queues {
+            if let Some(plans) = self.held.still(view) {
+                if self.wake_at.is_none_or(|t| t <= now) {
+                    self.wake_at = rearm(now, view, &plans, &sent, scale);
+                }
+                return Decision {
+                    plans,
+                    wake_at: self.wake_at,
+                    ..Decision::default()
+                };
+            }
+        }
         let mut order: Vec<(u32, Nanos, CoflowId)> = view
             .coflows
             .iter()
-            .map(|(&id, c)| (queue_of(sent[&id], scale), c.arrival, id))
+            .zip(&queues)
+            .map(|((&id, c), &q)| (q, c.arrival, id))
             .collect();
         order.sort();
         let ids: Vec<CoflowId> = order.iter().map(|&(_, _, id)| id).collect();
@@ -90,13 +121,41 @@ impl CoflowPolicy for Aalo {
                 (rate > 0.0).then(|| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1))
             })
             .min();
+        let plans: Vec<(FlowId, FlowPlan)> = rates
+            .into_iter()
+            .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
+            .collect();
+        self.held.hold(view, &plans);
+        self.queues = queues;
+        self.wake_at = wake_at;
         Decision {
-            plans: rates
-                .into_iter()
-                .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
-                .collect(),
+            plans,
             wake_at,
             ..Decision::default()
         }
     }
+}
+
+/// The first time a coflow reaches its queue's limit at the rates of the
+/// standing `plans` (flow-id order, one per flow of `view`), having sent `sent`.
+fn rearm(
+    now: Nanos,
+    view: &NetView,
+    plans: &[(FlowId, FlowPlan)],
+    sent: &BTreeMap<CoflowId, f64>,
+    scale: f64,
+) -> Option<Nanos> {
+    let mut rate: BTreeMap<CoflowId, f64> = BTreeMap::new();
+    for (f, (_, plan)) in view.flows.values().zip(plans) {
+        if let Some(cap) = plan.cap {
+            *rate.entry(f.spec.coflow).or_default() += cap.bytes_per_sec();
+        }
+    }
+    rate.iter()
+        .filter_map(|(id, &r)| {
+            let sent = *sent.get(id)?;
+            let limit = limit_of(queue_of(sent, scale), scale)?;
+            (r > 0.0).then(|| now + Nanos(((limit - sent).max(0.0) / r * 1e9).ceil() as u64 + 1))
+        })
+        .min()
 }

@@ -31,14 +31,29 @@ pub fn ocs_lower_bound(
     let mut rows: BTreeMap<u32, u128> = BTreeMap::new();
     let mut cols: BTreeMap<u32, u128> = BTreeMap::new();
     for (&(i, j), &c) in demand {
-        if i == j || c.0 == 0 {
+        if i == j {
             continue;
         }
-        let t = port_rate.time_to_send(c)?.0 as u128 + delta.0 as u128; // eq. 1
+        let t = ocs_pair_time(c, port_rate, delta)?;
         *rows.entry(i).or_default() += t;
         *cols.entry(j).or_default() += t;
     }
     let longest = rows.values().chain(cols.values()).copied().max().unwrap_or(0);
+    ocs_bound_of_longest(longest, wavelengths)
+}
+
+/// `t_ij` of eq. 1 in nanoseconds: `C_ij / BW_OCS + δ`, zero when there
+/// are no bytes; `None` if there are bytes and `port_rate` is 0.
+pub fn ocs_pair_time(bytes: Bytes, port_rate: Bps, delta: Nanos) -> Option<u128> {
+    if bytes.0 == 0 {
+        return Some(0);
+    }
+    Some(port_rate.time_to_send(bytes)?.0 as u128 + delta.0 as u128)
+}
+
+/// T(C) from the longest row or column sum of `t_ij` (eq. 2), divided by
+/// the `wavelengths` (eq. 15); `None` if there is demand and no wavelength.
+pub fn ocs_bound_of_longest(longest: u128, wavelengths: u32) -> Option<Nanos> {
     if longest == 0 {
         return Some(Nanos::ZERO);
     }

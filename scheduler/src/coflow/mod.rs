@@ -32,6 +32,7 @@ pub mod aalo;
 pub mod decision;
 pub mod fair;
 pub mod fifo;
+pub mod held;
 pub mod lower_bound;
 pub mod priority;
 pub mod sunflow;
@@ -110,6 +111,9 @@ pub enum Departures {
     /// The departure of a coflow's last active elephant between two racks
     /// (the rack pair's demand is done).
     ElephantPairDone,
+    /// The departure of a coflow's last active flow (the coflow is done,
+    /// until more of its flows arrive).
+    CoflowDone,
     /// Every departure.
     Every,
 }
@@ -139,6 +143,15 @@ impl Triggers {
     pub const EVERY_FLOW: Triggers = Triggers {
         arrivals: Arrivals::Every,
         departures: Departures::Every,
+        circuit_up: false,
+    };
+    /// Every flow arrival and a coflow's completion (its last active flow
+    /// leaving), not circuits: policies that recompute their schedule at
+    /// coflow events only, as Varys and Aalo do (Varys, SIGCOMM'14, Sec.
+    /// 5.3; CoflowSim's `afterJobAdmission`/`afterJobDeparture`).
+    pub const COFLOW_EVENTS: Triggers = Triggers {
+        arrivals: Arrivals::Every,
+        departures: Departures::CoflowDone,
         circuit_up: false,
     };
     /// Nothing: a policy whose decision never changes.

@@ -15,7 +15,15 @@
 //!    max-min fairly inside each coflow ("backfilling").
 //!
 //! All flows over EPS, paced at the computed rates.
+//!
+//! When: Varys reschedules when a coflow arrives and when one completes
+//! (Sec. 5.3; CoflowSim's SEBF recomputes rates only in `afterJobAdmission`
+//! and `afterJobDeparture` too), and here also when a flow of a known
+//! coflow arrives (it needs a rate). Between those events the rates stand
+//! ([`HeldPlans`]): a flow that finishes before its coflow leaves its
+//! bandwidth idle until the next coflow event, as in the paper.
 
+use crate::coflow::held::HeldPlans;
 use crate::coflow::priority::PriorityFill;
 use crate::coflow::{CoflowPolicy, Decision, FlowPlan, FlowView, NetView, Progress, Triggers};
 use crate::model::coflow::{CoflowId, FlowId};
@@ -29,6 +37,7 @@ pub struct Varys {
     fill: PriorityFill,
     load: Vec<f64>,
     touched: Vec<LinkId>,
+    held: HeldPlans,
 }
 
 impl Varys {
@@ -74,12 +83,30 @@ impl CoflowPolicy for Varys {
         "varys"
     }
     fn triggers(&self) -> Triggers {
-        // Every departure too: backfilled rates make a coflow's flows finish
-        // apart, and a departure frees capacity that MADD and backfilling
-        // hand out again (as they did when the network called on every event).
-        Triggers::EVERY_FLOW
+        // Coflow arrivals and completions (and flows joining a coflow); at
+        // any other event the held rates stand.
+        Triggers::COFLOW_EVENTS
     }
     fn decide(&mut self, _now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
+        let plans = match self.held.still(view) {
+            Some(plans) => plans,
+            None => {
+                let plans = self.schedule_now(view, progress);
+                self.held.hold(view, &plans);
+                plans
+            }
+        };
+        Decision {
+            plans,
+            ..Decision::default()
+        }
+    }
+}
+
+impl Varys {
+    /// SEBF order, MADD rates and backfilling for the flows of `view` now,
+    /// in flow-id order.
+    fn schedule_now(&mut self, view: &NetView, progress: &dyn Progress) -> Vec<(FlowId, FlowPlan)> {
         let capacity = view.links.capacities();
         // Each coflow's flows with their remaining bytes, read once.
         let coflows: BTreeMap<CoflowId, Vec<(&FlowView, f64)>> = view
@@ -126,12 +153,9 @@ impl CoflowPolicy for Varys {
         for (f, r) in extra {
             *rates.entry(f).or_default() += r;
         }
-        Decision {
-            plans: rates
-                .into_iter()
-                .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
-                .collect(),
-            ..Decision::default()
-        }
+        rates
+            .into_iter()
+            .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
+            .collect()
     }
 }

@@ -663,6 +663,12 @@ impl FluidNetwork {
             Departures::Never => false,
             // All active flows of a coflow's rack pair are elephants or none are.
             Departures::ElephantPairDone => pair_done && f.elephant,
+            // Its coflow still lists it: the coflow is done if it is the last.
+            Departures::CoflowDone => self
+                .view
+                .coflows
+                .get(&f.spec.coflow)
+                .is_none_or(|c| c.flows.len() <= 1),
             Departures::Every => true,
         };
         let size = f.spec.bytes;

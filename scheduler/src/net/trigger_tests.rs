@@ -127,6 +127,14 @@ fn each_policy_called_at_its_triggers_only_decides_as_if_called_at_every_event()
                 "sunflow: {calls} calls, {every_calls} at every event"
             );
         }
+        if name == "varys" || name == "aalo" {
+            // Called at coflow arrivals and completions (and Aalo's queue
+            // crossings), not at the departures inside a coflow.
+            assert!(
+                calls < every_calls,
+                "{name}: {calls} calls, {every_calls} at every event"
+            );
+        }
         if name == "fair" {
             assert_eq!(calls, 0, "fair: its decision never changes");
         }
@@ -181,4 +189,113 @@ fn progress_read_on_demand_is_what_the_flows_sent() {
     net.sync_progress();
     let f = &net.view().flows[&FlowId(1)];
     assert!(close(f.remaining_bytes, 800_000.0) && close(f.sent_eps_bytes, 200_000.0));
+}
+
+/// Records when it is called; called only when a coflow completes.
+struct CoflowDoneLog(Arc<Mutex<Vec<Nanos>>>);
+
+impl CoflowPolicy for CoflowDoneLog {
+    fn name(&self) -> &'static str {
+        "coflow-done-log"
+    }
+    fn triggers(&self) -> Triggers {
+        Triggers {
+            arrivals: coflow::Arrivals::Never,
+            departures: coflow::Departures::CoflowDone,
+            circuit_up: false,
+        }
+    }
+    fn decide(&mut self, now: Nanos, _view: &NetView, _progress: &dyn Progress) -> Decision {
+        if let Ok(mut log) = self.0.lock() {
+            log.push(now);
+        }
+        Decision::default()
+    }
+}
+
+#[test]
+fn a_coflow_done_policy_is_called_when_a_coflows_last_flow_leaves_only() {
+    // Coflow 1: flows 1 (100 kB) and 2 (300 kB) from rack 0 to rack 1 share
+    // its 1 MB/s uplink: flow 1 leaves at 200 ms (coflow 1 goes on), flow 2
+    // at 400 ms (coflow 1 done). Coflow 2: flow 3 (50 kB), rack 2 to rack 3,
+    // done at 50 ms. Coflow 1 resumes with flow 4 (100 kB) at 500 ms, done
+    // at 600 ms. Departures that leave their coflow active call nothing.
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut net = FluidNetwork::on_fabric(fabric(), Box::new(CoflowDoneLog(log.clone())));
+    let ms = Nanos::from_millis;
+    net.add_flows(
+        ms(0),
+        &[
+            flow(1, 1, (0, 0), (1, 0), 100_000),
+            flow(2, 1, (0, 1), (1, 1), 300_000),
+            flow(3, 2, (2, 0), (3, 0), 50_000),
+        ],
+    );
+    let mut events = net.advance_to(ms(500));
+    net.add_flows(ms(500), &[flow(4, 1, (0, 0), (1, 0), 100_000)]);
+    while let Some(t) = net.next_event_at() {
+        events.extend(net.advance_to(t));
+    }
+    let finished: Vec<(u64, Nanos)> = done(events).into_iter().map(|f| (f.0, f.1)).collect();
+    assert_eq!(
+        finished,
+        vec![(3, ms(50)), (1, ms(200)), (2, ms(400)), (4, ms(600))]
+    );
+    let calls = log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert_eq!(calls, vec![ms(50), ms(400), ms(600)]);
+    assert_eq!(net.stats().policy_calls, 3);
+}
+
+/// Sunflow with its kept demand, checked at every call against the same
+/// Sunflow (same reservations) that reads every elephant again.
+struct CheckedSunflow {
+    kept: coflow::sunflow::Sunflow,
+    calls: Arc<Mutex<u64>>,
+    every_event: bool,
+}
+
+impl CoflowPolicy for CheckedSunflow {
+    fn name(&self) -> &'static str {
+        "checked-sunflow"
+    }
+    fn uses_ocs(&self) -> bool {
+        true
+    }
+    fn triggers(&self) -> Triggers {
+        if self.every_event {
+            Triggers::EVERY_EVENT
+        } else {
+            self.kept.triggers()
+        }
+    }
+    fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
+        let mut fresh = self.kept.clone();
+        fresh.forget_demand();
+        let kept = self.kept.decide(now, view, progress);
+        let read_again = fresh.decide(now, view, progress);
+        assert_eq!(kept, read_again, "at {now}");
+        assert_eq!(self.kept.reservations(), fresh.reservations(), "at {now}");
+        if let Ok(mut calls) = self.calls.lock() {
+            *calls += 1;
+        }
+        kept
+    }
+}
+
+#[test]
+fn sunflow_keeping_demand_between_calls_decides_as_reading_every_elephant_again() {
+    for every_event in [false, true] {
+        let calls = Arc::new(Mutex::new(0));
+        let policy = CheckedSunflow {
+            kept: coflow::sunflow::Sunflow::default(),
+            calls: calls.clone(),
+            every_event,
+        };
+        let (finished, _) = run(Box::new(policy));
+        let (plain, _) = run(coflow::by_name("sunflow").expect("known policy"));
+        assert_eq!(finished, plain, "every event: {every_event}");
+        assert!(finished.iter().any(|f| f.3 > 0), "some bytes go over circuits");
+        let calls = calls.lock().map(|c| *c).unwrap_or(0);
+        assert!(calls > 5, "{calls} calls");
+    }
 }
