@@ -120,7 +120,7 @@ pub const DEFAULT_SCOPE: [(&str, Option<usize>, &str); 5] = [
     (
         "sunflow",
         Some(100),
-        "on fb2010-ocs.toml almost every flow is an elephant with its own circuit:          tens of thousands of calls and reconfigurations",
+        "on fb2010-ocs.toml almost every flow is an elephant with its own circuit: tens of thousands of calls and reconfigurations",
     ),
 ];
 
