@@ -28,9 +28,9 @@
 //! filling.
 
 use super::links::{LinkId, Links};
-use super::maxmin::Demand;
+use super::maxmin::{top_link, Demand, ShareHeap};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BTreeSet;
 
 /// What sets a slot's rate after a solve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +116,7 @@ pub struct LinkLevels {
     /// frozen in this epoch is frozen.
     link_frozen: Vec<u32>,
     epoch: u32,
-    heap: BinaryHeap<Reverse<(u64, LinkId)>>,
+    heap: ShareHeap,
     changes: Changes,
     stats: SolveStats,
 }
@@ -282,23 +282,15 @@ impl LinkLevels {
         let mut caps = capped.iter().peekable();
         loop {
             // The bottleneck link: smallest share, then smallest id.
-            let mut best: Option<(f64, LinkId)> = None;
-            while let Some(&Reverse((bits, l))) = self.heap.peek() {
-                let li = l as usize;
-                if self.stale[li] && self.count[li] > 0 {
-                    self.share[li] = self.residual[li].max(0.0) / self.count[li] as f64;
-                    self.stale[li] = false;
+            let (count, share, stale, residual) =
+                (&self.count, &mut self.share, &mut self.stale, &self.residual);
+            let best = top_link(&mut self.heap, |l| {
+                if stale[l] && count[l] > 0 {
+                    share[l] = residual[l].max(0.0) / count[l] as f64;
+                    stale[l] = false;
                 }
-                if self.count[li] == 0 {
-                    self.heap.pop();
-                } else if self.share[li].to_bits() != bits {
-                    self.heap.pop();
-                    self.heap.push(Reverse((self.share[li].to_bits(), l)));
-                } else {
-                    best = Some((self.share[li], l));
-                    break;
-                }
-            }
+                (count[l] > 0).then(|| share[l])
+            });
             while caps
                 .next_if(|&&(_, s)| self.frozen[s as usize] == self.epoch)
                 .is_some()

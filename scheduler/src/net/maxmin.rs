@@ -55,7 +55,7 @@ pub struct WaterFill {
     frozen: Vec<bool>,
     capped: Vec<(f64, u32)>,
     /// Links by (share as f64 bits: order-preserving for shares >= 0, id); lazily updated.
-    heap: BinaryHeap<Reverse<(u64, LinkId)>>,
+    heap: ShareHeap,
 }
 
 impl WaterFill {
@@ -128,19 +128,8 @@ impl WaterFill {
 
         loop {
             // The bottleneck link: smallest share, then smallest id.
-            let mut best: Option<(f64, LinkId)> = None;
-            while let Some(&Reverse((bits, l))) = self.heap.peek() {
-                let li = l as usize;
-                if self.count[li] == 0 {
-                    self.heap.pop();
-                } else if self.share[li].to_bits() != bits {
-                    self.heap.pop();
-                    self.heap.push(Reverse((self.share[li].to_bits(), l)));
-                } else {
-                    best = Some((self.share[li], l));
-                    break;
-                }
-            }
+            let (count, share) = (&self.count, &self.share);
+            let best = top_link(&mut self.heap, |l| (count[l] > 0).then(|| share[l]));
             while next_cap < self.capped.len() && self.frozen[self.capped[next_cap].1 as usize] {
                 next_cap += 1;
             }
@@ -180,6 +169,35 @@ impl WaterFill {
             }
         }
     }
+}
+
+/// Links waiting by share (as f64 bits: order-preserving for shares >= 0,
+/// then id), updated lazily.
+pub(super) type ShareHeap = BinaryHeap<Reverse<(u64, LinkId)>>;
+
+/// The bottleneck link: the smallest current share, then the smallest id.
+/// `share(l)` is link `l`'s current share (`None` once it has no unfrozen
+/// flow: its entries are dropped). Freezing only raises shares, so an entry
+/// older than its link's share is too small: it is pushed again with the
+/// current one, and a link taken from the top with its current share is the
+/// one a scan of all links would find.
+pub(super) fn top_link(
+    heap: &mut ShareHeap,
+    mut share: impl FnMut(usize) -> Option<f64>,
+) -> Option<(f64, LinkId)> {
+    while let Some(&Reverse((bits, l))) = heap.peek() {
+        match share(l as usize) {
+            None => {
+                heap.pop();
+            }
+            Some(now) if now.to_bits() != bits => {
+                heap.pop();
+                heap.push(Reverse((now.to_bits(), l)));
+            }
+            Some(now) => return Some((now, l)),
+        }
+    }
+    None
 }
 
 /// Max-min fair rates of `flows` on links of `capacity` (bytes per second).
