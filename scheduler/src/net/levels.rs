@@ -77,6 +77,19 @@ struct Entry {
     here: bool,
 }
 
+impl Entry {
+    /// The entry of `slot` with demand `d`, not (yet) bottlenecked here.
+    fn of(slot: u32, d: Demand) -> Entry {
+        Entry {
+            slot,
+            weight: d.weight,
+            links: d.links,
+            capped: d.cap.is_finite(),
+            here: false,
+        }
+    }
+}
+
 /// Max-min fair rates of a changing set of demands, one per *slot* (a
 /// bundle of identical flows), on fixed link capacities. Change demands with
 /// [`LinkLevels::set`], then call [`LinkLevels::solve`]; read a slot's rate
@@ -171,13 +184,7 @@ impl LinkLevels {
     }
 
     fn attach(&mut self, slot: usize, d: Demand) {
-        let entry = Entry {
-            slot: slot as u32,
-            weight: d.weight,
-            links: d.links,
-            capped: d.cap.is_finite(),
-            here: false,
-        };
+        let entry = Entry::of(slot as u32, d);
         for (k, &l) in d.links.as_slice().iter().enumerate() {
             let li = l as usize;
             self.weight[li] += u64::from(d.weight);
@@ -303,18 +310,11 @@ impl LinkLevels {
                 }
                 (_, Some((cv, s))) => {
                     if let Some(d) = self.demand[s as usize] {
-                        let e = Entry {
-                            slot: s,
-                            weight: d.weight,
-                            links: d.links,
-                            capped: true,
-                            here: false,
-                        };
                         if self.bottleneck[s as usize] != Bottleneck::Cap {
                             self.bottleneck[s as usize] = Bottleneck::Cap;
                             self.changes.slots.push(s);
                         }
-                        self.freeze(e, cv, LinkId::MAX);
+                        self.freeze(Entry::of(s, d), cv, LinkId::MAX);
                     }
                 }
                 (Some(_), None) => unreachable!("the guard above takes every link when there is no cap"),

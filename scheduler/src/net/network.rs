@@ -101,6 +101,12 @@ impl Bundle {
         let scale = self.clock.map_or(0.0, |l| clocks[l as usize].value(now).abs());
         done_within(finish.abs().max(scale))
     }
+    /// When its first member finishes at its current rate ([`eta`]), if it moves.
+    fn first_finish(&self, clocks: &[Clock], now: Nanos) -> Option<Nanos> {
+        let remaining = self.min_finish - self.service(clocks, now);
+        let slack = self.slack(clocks, now, self.min_finish);
+        eta(now, remaining, slack, self.rate(clocks))
+    }
 }
 
 /// Where a flow is.
@@ -965,9 +971,7 @@ impl FluidNetwork {
                     self.clocks_due.push(l);
                 }
                 None => {
-                    let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
-                    let slack = bundle.slack(&self.clocks, now, bundle.min_finish);
-                    if let Some(t) = eta(now, remaining, slack, bundle.rate) {
+                    if let Some(t) = bundle.first_finish(&self.clocks, now) {
                         self.finishes.push(Reverse((t, b, bundle.generation)));
                     }
                 }
@@ -1046,12 +1050,10 @@ impl FluidNetwork {
             let Some(&Reverse((_, b, _))) = clock.finishes.peek() else {
                 continue;
             };
-            let bundle = &bundles[b];
-            let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
-            let slack = bundle.slack(&self.clocks, now, bundle.min_finish);
-            let clock = &self.clocks[li];
-            if let Some(t) = eta(now, remaining, slack, clock.level()) {
-                self.clock_finishes.push(Reverse((t, l, clock.generation)));
+            // The first of the clock's bundles moves at the clock's level.
+            if let Some(t) = bundles[b].first_finish(&self.clocks, now) {
+                self.clock_finishes
+                    .push(Reverse((t, l, self.clocks[li].generation)));
             }
         }
         self.clocks_due = due;

@@ -107,25 +107,6 @@ impl LinkUsage {
         })
     }
 
-    /// Sets every tracked link's rate to 0 (before adding the new rates).
-    pub fn clear_rates(&mut self) {
-        self.rate.iter_mut().for_each(|r| *r = 0.0);
-    }
-
-    /// Adds `bytes_per_s` (which may be negative: a rate that fell) to the
-    /// current rate of `link` (ignored if untracked). A sum that comes back
-    /// to within float rounding of zero is zero.
-    pub fn add_rate(&mut self, link: LinkKind, bytes_per_s: f64) {
-        if let Some(i) = self.index(link) {
-            let r = self.rate[i] + bytes_per_s;
-            self.rate[i] = if r.abs() <= 1e-9 * self.capacity[i].max(1.0) {
-                0.0
-            } else {
-                r
-            };
-        }
-    }
-
     /// Sets the current rate of every tracked link, in tracking order
     /// (uplinks, downlinks, OCS ports: the order of their ids in
     /// [`super::links::LinkMap`] from [`super::links::LinkMap::first_tracked`]).
@@ -268,8 +249,13 @@ mod tests {
     #[test]
     fn current_utilization_is_rate_over_capacity() {
         let mut u = LinkUsage::new(&fabric());
-        u.add_rate(LinkKind::TorDown(1), 250_000.0);
-        u.add_rate(LinkKind::OcsPort { rack: 0, port: 0 }, 5_000_000.0);
+        set(
+            &mut u,
+            &[
+                (LinkKind::TorDown(1), 250_000.0),
+                (LinkKind::OcsPort { rack: 0, port: 0 }, 5_000_000.0),
+            ],
+        );
         let now: Vec<(LinkKind, f64)> = u.current().filter(|&(_, x)| x > 0.0).collect();
         assert_eq!(
             now,
@@ -284,7 +270,7 @@ mod tests {
     fn a_stretch_is_split_exactly_over_the_bins_it_crosses() {
         // Uplink of rack 0: 1 MB/s. Half its rate from 5 ms to 25 ms.
         let mut u = LinkUsage::new(&fabric());
-        u.add_rate(LinkKind::TorUp(0), 500_000.0);
+        set(&mut u, &[(LinkKind::TorUp(0), 500_000.0)]);
         u.advance(Nanos::from_millis(5), Nanos::from_millis(25));
         let s = &u.series(Nanos::from_millis(30))[0];
         let got: Vec<(u64, f64)> = s.samples.iter().map(|&(t, x)| (t.0 / 1_000_000, x)).collect();
@@ -304,7 +290,7 @@ mod tests {
     #[test]
     fn the_last_bin_is_averaged_over_its_part_before_the_end() {
         let mut u = LinkUsage::new(&fabric());
-        u.add_rate(LinkKind::OcsPort { rack: 1, port: 0 }, 10_000_000.0);
+        set(&mut u, &[(LinkKind::OcsPort { rack: 1, port: 0 }, 10_000_000.0)]);
         u.advance(Nanos::ZERO, Nanos::from_millis(15));
         let s = &u.series(Nanos::from_millis(15))[5];
         assert_eq!(s.samples.len(), 2);
@@ -315,7 +301,7 @@ mod tests {
     #[test]
     fn long_runs_merge_bins_without_losing_bytes() {
         let mut u = LinkUsage::new(&fabric());
-        u.add_rate(LinkKind::TorUp(1), 1_000_000.0);
+        set(&mut u, &[(LinkKind::TorUp(1), 1_000_000.0)]);
         let end = Nanos::from_millis(10 * MAX_BINS as u64 * 3);
         u.advance(Nanos::ZERO, end);
         assert_eq!(u.bin_width(), Nanos(FIRST_BIN.0 * 4));
@@ -333,6 +319,16 @@ mod tests {
             dst: HostId::new(dst.0, dst.1),
             bytes: Bytes(bytes),
         }
+    }
+
+    /// Sets the rates of `links` and every other tracked link's to 0, as
+    /// the fluid network sets them after a solve.
+    fn set(u: &mut LinkUsage, links: &[(LinkKind, f64)]) {
+        let mut rates = vec![0.0; u.links.len()];
+        for &(l, r) in links {
+            rates[u.index(l).expect("tracked link")] = r;
+        }
+        u.set_rates(&rates);
     }
 
     fn run(net: &mut FluidNetwork) -> Nanos {
@@ -387,9 +383,9 @@ mod tests {
     #[test]
     fn rates_reset_between_stretches() {
         let mut u = LinkUsage::new(&fabric());
-        u.add_rate(LinkKind::TorUp(0), 1_000_000.0);
+        set(&mut u, &[(LinkKind::TorUp(0), 1_000_000.0)]);
         u.advance(Nanos::ZERO, Nanos::from_millis(10));
-        u.clear_rates();
+        set(&mut u, &[]);
         u.advance(Nanos::from_millis(10), Nanos::from_millis(20));
         let s = &u.series(Nanos::from_millis(20))[0];
         assert_eq!(s.samples.iter().map(|x| x.1).collect::<Vec<_>>(), [1.0, 0.0]);
