@@ -270,7 +270,9 @@ impl LinkLevels {
         }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
+            // Wrapped: no stamp may look like this solve's.
             self.frozen.iter_mut().for_each(|f| *f = 0);
+            self.link_frozen.iter_mut().for_each(|f| *f = 0);
             self.epoch = 1;
         }
         self.residual.copy_from_slice(&self.capacity);
