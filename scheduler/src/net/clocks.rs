@@ -90,8 +90,19 @@ impl Clock {
     ) {
         self.finishes
             .push(Reverse((at.max(0.0).to_bits(), bundle, generation)));
-        if self.finishes.len() > 2 * self.attached as usize + 64 {
-            self.finishes.retain(|&Reverse((_, b, g))| live(b, g));
-        }
+        let limit = 2 * self.attached as usize + 64;
+        drop_stale(&mut self.finishes, limit, |&(_, b, g)| live(b, g));
+    }
+}
+
+/// Keeps a heap of generation-stamped entries lean: drops every entry
+/// `live` rejects once the heap holds more than `limit`, and the rejected
+/// ones at its front in any case, so that its first entry is current.
+pub(super) fn drop_stale<T: Ord>(heap: &mut BinaryHeap<Reverse<T>>, limit: usize, live: impl Fn(&T) -> bool) {
+    if heap.len() > limit {
+        heap.retain(|Reverse(e)| live(e));
+    }
+    while heap.peek().is_some_and(|Reverse(e)| !live(e)) {
+        heap.pop();
     }
 }

@@ -22,7 +22,7 @@
 //! events its [`Triggers`] name and at its own wake-up; at other events its
 //! last decision stands and only rates are recomputed.
 
-use super::clocks::Clock;
+use super::clocks::{drop_stale, Clock};
 use super::levels::{Bottleneck, Changes, LinkLevels, SolveStats};
 use super::links::{LinkId, LinkMap, Links};
 use super::maxmin::Demand;
@@ -988,19 +988,12 @@ impl FluidNetwork {
             }
             self.free_bundles.push(b);
         }
-        // Drop stale entries when they outnumber the bundles, and keep the
+        // Stale entries dropped when they outnumber the bundles, and the
         // first entry current, for next_event_at.
-        if self.finishes.len() > 4 * self.bundles.len() + 4096 {
-            let bundles = &self.bundles;
-            self.finishes
-                .retain(|&Reverse((_, b, generation))| bundles[b].generation == generation);
-        }
-        while let Some(&Reverse((_, b, generation))) = self.finishes.peek() {
-            if self.bundles[b].generation == generation {
-                break;
-            }
-            self.finishes.pop();
-        }
+        let bundles = &self.bundles;
+        drop_stale(&mut self.finishes, 4 * bundles.len() + 4096, |&(_, b, g)| {
+            bundles[b].generation == g
+        });
     }
 
     /// Bundle `b`'s bottleneck (or demand) changed at the last solve: it
@@ -1040,12 +1033,9 @@ impl FluidNetwork {
             let li = l as usize;
             let bundles = &self.bundles;
             let clock = &mut self.clocks[li];
-            while let Some(&Reverse((_, b, g))) = clock.finishes.peek() {
-                if bundles[b].generation == g && bundles[b].clock == Some(l) {
-                    break;
-                }
-                clock.finishes.pop();
-            }
+            drop_stale(&mut clock.finishes, usize::MAX, |&(_, b, g)| {
+                bundles[b].generation == g && bundles[b].clock == Some(l)
+            });
             clock.generation = clock.generation.wrapping_add(1);
             let Some(&Reverse((_, b, _))) = clock.finishes.peek() else {
                 continue;
@@ -1058,17 +1048,10 @@ impl FluidNetwork {
         }
         self.clocks_due = due;
         self.clocks_due.clear();
-        if self.clock_finishes.len() > 4 * self.clocks.len() + 4096 {
-            let clocks = &self.clocks;
-            self.clock_finishes
-                .retain(|&Reverse((_, l, g))| clocks[l as usize].generation == g);
-        }
-        while let Some(&Reverse((_, l, g))) = self.clock_finishes.peek() {
-            if self.clocks[l as usize].generation == g {
-                break;
-            }
-            self.clock_finishes.pop();
-        }
+        let clocks = &self.clocks;
+        drop_stale(&mut self.clock_finishes, 4 * clocks.len() + 4096, |&(_, l, g)| {
+            clocks[l as usize].generation == g
+        });
     }
 }
 
