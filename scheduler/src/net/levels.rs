@@ -50,7 +50,8 @@ pub struct SolveStats {
     pub solves: u64,
     /// Demands water-filled, summed over all solves.
     pub demands_filled: u64,
-    /// Slots whose bottleneck changed, summed over all solves.
+    /// Slots reported changed (demand set since the last solve, or a
+    /// bottleneck that moved), summed over all solves.
     pub bottlenecks_moved: u64,
 }
 

@@ -135,23 +135,21 @@ impl LinkMap {
 
     /// The links an EPS flow from `src` to `dst` crosses.
     pub fn eps_path(&self, src: HostId, dst: HostId) -> Links {
-        let mut l = Links::default();
-        l.push(self.host_up(src));
-        if src.rack != dst.rack && self.tor_links_bind {
-            l.push(2 * self.hosts() + src.rack);
-            l.push(2 * self.hosts() + self.racks + dst.rack);
-        }
-        l.push(self.host_down(dst));
-        l
+        self.eps(src, dst, self.tor_links_bind)
     }
 
     /// The links an EPS flow from `src` to `dst` crosses, the ToR links
     /// included even when they cannot bind (the fluid network keeps their
     /// load; [`LinkMap::binding`] says which links limit rates).
     pub fn eps_route(&self, src: HostId, dst: HostId) -> Links {
+        self.eps(src, dst, true)
+    }
+
+    /// NIC up, the ToR links if the flow leaves its rack and `with_tor`, NIC down.
+    fn eps(&self, src: HostId, dst: HostId, with_tor: bool) -> Links {
         let mut l = Links::default();
         l.push(self.host_up(src));
-        if src.rack != dst.rack {
+        if src.rack != dst.rack && with_tor {
             l.push(2 * self.hosts() + src.rack);
             l.push(2 * self.hosts() + self.racks + dst.rack);
         }
