@@ -14,6 +14,7 @@
 //! never be the bottleneck (its load is at most the rack's NIC-up load), so
 //! paths leave it out: same rates, fewer links for the water-filling.
 
+use super::pair_matrix::HostPairs;
 use crate::coflow::view::FabricParams;
 use ocslab_emulator::HostId;
 use serde::Serialize;
@@ -164,6 +165,19 @@ impl LinkMap {
         (0..self.len())
             .map(|l| self.tor_links_bind || !tor.contains(&l))
             .collect()
+    }
+
+    /// Where the host and ToR links are, when the ToR links never bind and
+    /// there are few enough hosts for [`super::pair_matrix`]'s matrix: EPS
+    /// flows then meet only at NICs, and the rate solver keeps them by host pair.
+    pub fn host_pairs(&self) -> Option<HostPairs> {
+        let hosts = self.hosts();
+        (!self.tor_links_bind && hosts <= HostPairs::MAX_HOSTS).then(|| HostPairs {
+            hosts,
+            hosts_per_rack: self.hosts_per_rack,
+            tor_up: 2 * hosts,
+            tor_down: 2 * hosts + self.racks,
+        })
     }
 
     /// The id of the first link [`super::usage::LinkUsage`] tracks (the

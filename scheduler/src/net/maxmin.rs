@@ -17,6 +17,7 @@
 
 use crate::net::links::{LinkId, Links};
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 
 /// One flow's claim (or `weight` identical flows' claims): the links it
@@ -185,15 +186,14 @@ pub(super) fn top_link(
     heap: &mut ShareHeap,
     mut share: impl FnMut(usize) -> Option<f64>,
 ) -> Option<(f64, LinkId)> {
-    while let Some(&Reverse((bits, l))) = heap.peek() {
+    while let Some(mut top) = heap.peek_mut() {
+        let Reverse((bits, l)) = *top;
         match share(l as usize) {
             None => {
-                heap.pop();
+                PeekMut::pop(top);
             }
-            Some(now) if now.to_bits() != bits => {
-                heap.pop();
-                heap.push(Reverse((now.to_bits(), l)));
-            }
+            // Sifted down in place when `top` is dropped.
+            Some(now) if now.to_bits() != bits => *top = Reverse((now.to_bits(), l)),
             Some(now) => return Some((now, l)),
         }
     }

@@ -9,7 +9,8 @@
 //!
 //! Modules: [`links`] (the links of the fluid model and the paths over
 //! them), [`maxmin`] (water-filling), [`levels`] (max-min rates as one level per
-//! link), the per-link service clocks, the network itself ([`FluidNetwork`]),
+//! link), [`pair_matrix`] (its host × host demands on a big switch), the
+//! per-link service clocks, the network itself ([`FluidNetwork`]),
 //! [`replay`] (a whole coflow trace through a network, with per-coflow
 //! records), [`summary`] (CCT percentiles and bins) and [`usage`] (link
 //! utilization over time, for plots). The model is written
@@ -22,6 +23,7 @@ pub mod levels;
 pub mod links;
 pub mod maxmin;
 mod network;
+pub mod pair_matrix;
 pub mod replay;
 pub mod summary;
 #[cfg(test)]

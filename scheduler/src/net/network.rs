@@ -288,7 +288,12 @@ impl FluidNetwork {
             circuit_log: Vec::new(),
             open_circuits: BTreeMap::new(),
             changes: Changes::default(),
-            rates: LinkLevels::new(view.links.capacities(), &view.links.binding()),
+            rates: match view.links.host_pairs() {
+                Some(pairs) => {
+                    LinkLevels::with_host_pairs(view.links.capacities(), &view.links.binding(), pairs)
+                }
+                None => LinkLevels::new(view.links.capacities(), &view.links.binding()),
+            },
             view,
             usage,
         }

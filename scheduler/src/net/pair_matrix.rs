@@ -1,0 +1,401 @@
+//! Host-to-host demands on a fabric whose core never binds, held as a dense
+//! host × host matrix of weights ([`PairMatrix`]) for [`super::levels`].
+//!
+//! When the ToR links cannot limit a rate ([`super::links::LinkMap::binding`]),
+//! an uncapped EPS flow is limited only by its source's NIC up and its
+//! destination's NIC down: the fabric is a *big switch*, the model CoflowSim
+//! and Varys use (150 ports for the FB2010 trace). Its max-min allocation is
+//! a water-filling on a bipartite graph, and with a few hundred ports most
+//! port pairs carry a flow, so the demands are best kept as a matrix:
+//! freezing NIC up `i` at level `λ` charges every unfrozen NIC down `j` with
+//! `W[i][j] · λ` in one pass over row `i` (column `j` for a NIC down, kept
+//! transposed), straight-line arithmetic over contiguous arrays instead of
+//! a walk over per-slot entries. The level itself still comes from
+//! [`super::levels::LinkLevels`]' heap, which also keeps the other demands
+//! (capped, or over a circuit) in its per-link lists; both kinds charge the
+//! same residual capacities.
+//!
+//! A pair's flows are bottlenecked at whichever of its two NICs froze first
+//! (ties: the NIC up, the lower link id). As the NICs freeze, each NIC up
+//! takes a copy of the set of NIC downs frozen before it (a bit per host),
+//! so after a solve the pairs whose bottleneck moved are the bits in which
+//! a row's set differs from the last solve's, among the pairs that carry
+//! flows: a few words per host, not a comparison per pair.
+//!
+//! Link ids follow [`super::links::LinkMap`]: NIC up of host `h` (hosts
+//! numbered rack-major) is `h`, its NIC down `hosts + h`.
+
+use super::links::LinkId;
+
+/// Where the host links and the ToR links of a fabric are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostPairs {
+    /// Hosts (NIC up `h` is link `h`, NIC down `hosts + h`).
+    pub hosts: u32,
+    /// Hosts per rack (host `h` is in rack `h / hosts_per_rack`).
+    pub hosts_per_rack: u32,
+    /// Link id of rack 0's ToR uplink (rack `r`'s is `tor_up + r`).
+    pub tor_up: LinkId,
+    /// Link id of rack 0's ToR downlink.
+    pub tor_down: LinkId,
+}
+
+impl HostPairs {
+    /// Largest number of hosts kept as a matrix (two matrices of
+    /// `hosts²` weights: 16 MB at this size).
+    pub const MAX_HOSTS: u32 = 1024;
+
+    fn rack(&self, host: usize) -> u32 {
+        host as u32 / self.hosts_per_rack
+    }
+
+    /// The pair `(i, j)` a demand over `links` is, if it goes from NIC up `i`
+    /// to NIC down `j` through nothing but its racks' ToR links (left out
+    /// when both hosts share a rack).
+    pub fn pair_of(&self, links: &[LinkId]) -> Option<(u32, u32)> {
+        let n = self.hosts;
+        let (&up, &down) = (links.first()?, links.last()?);
+        if up >= n || down < n || down >= 2 * n {
+            return None;
+        }
+        let (i, j) = (up, down - n);
+        let (ri, rj) = (self.rack(i as usize), self.rack(j as usize));
+        let through_tors = match links.len() {
+            2 => ri == rj,
+            4 => ri != rj && links[1] == self.tor_up + ri && links[2] == self.tor_down + rj,
+            _ => false,
+        };
+        through_tors.then_some((i, j))
+    }
+}
+
+const NONE: u32 = u32::MAX;
+
+/// The dense demands of a [`super::levels::LinkLevels`]: weights per host
+/// pair, the slots on each pair, and per solve which NICs froze when.
+#[derive(Clone, Debug)]
+pub struct PairMatrix {
+    layout: HostPairs,
+    n: usize,
+    /// `W[i][j]`, row-major: Σ weight of the slots from NIC up `i` to NIC down `j`.
+    rows: Vec<f64>,
+    /// The same, column-major.
+    cols: Vec<f64>,
+    /// Σ of each row of `W` and of each column (NIC up `i` at `i`, NIC down `j` at `n + j`).
+    sums: Vec<f64>,
+    /// Words per row of a bit set over the hosts.
+    words: usize,
+    /// Bit `j` of row `i`: whether `W[i][j] > 0`.
+    nonzero: Vec<u64>,
+    /// Bit `j` of row `i`: whether NIC down `j` froze before NIC up `i`
+    /// (the pair's bottleneck is NIC down `j`), at the last solve and at this one.
+    down_first: Vec<u64>,
+    down_first_now: Vec<u64>,
+    /// The NIC downs frozen so far in this solve.
+    downs_frozen: Vec<u64>,
+    /// First slot on each pair, then `next` from slot to slot (doubly linked).
+    head: Vec<u32>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    /// The pair (row-major index) of each slot, `NONE` for slots not here.
+    pair: Vec<u32>,
+    // Per solve, by host link: 1.0 until it freezes, whether it froze, and its level.
+    alive: Vec<f64>,
+    froze: Vec<bool>,
+    level: Vec<f64>,
+}
+
+impl PairMatrix {
+    /// No demands, on the hosts of `layout`.
+    pub fn new(layout: HostPairs) -> PairMatrix {
+        let n = layout.hosts as usize;
+        let words = n.div_ceil(64);
+        PairMatrix {
+            layout,
+            n,
+            rows: vec![0.0; n * n],
+            cols: vec![0.0; n * n],
+            sums: vec![0.0; 2 * n],
+            words,
+            nonzero: vec![0; n * words],
+            down_first: vec![0; n * words],
+            down_first_now: vec![0; n * words],
+            downs_frozen: vec![0; words],
+            head: vec![NONE; n * n],
+            next: Vec::new(),
+            prev: Vec::new(),
+            pair: Vec::new(),
+            alive: vec![1.0; 2 * n],
+            froze: vec![false; 2 * n],
+            level: vec![f64::INFINITY; 2 * n],
+        }
+    }
+
+    /// Where the host and ToR links are.
+    pub fn layout(&self) -> &HostPairs {
+        &self.layout
+    }
+
+    /// Whether `slot` is held here.
+    pub fn holds(&self, slot: usize) -> bool {
+        self.pair.get(slot).is_some_and(|&p| p != NONE)
+    }
+
+    /// Slot `slot` now carries `weight` flows from NIC up `i` to NIC down `j`.
+    pub fn add(&mut self, slot: usize, (i, j): (u32, u32), weight: u32) {
+        if slot >= self.pair.len() {
+            self.pair.resize(slot + 1, NONE);
+            self.next.resize(slot + 1, NONE);
+            self.prev.resize(slot + 1, NONE);
+        }
+        let p = i as usize * self.n + j as usize;
+        self.pair[slot] = p as u32;
+        let first = self.head[p];
+        if first != NONE {
+            self.prev[first as usize] = slot as u32;
+        }
+        (self.prev[slot], self.next[slot]) = (NONE, first);
+        self.head[p] = slot as u32;
+        self.charge(i as usize, j as usize, f64::from(weight));
+    }
+
+    /// Slot `slot`, added with `weight`, leaves.
+    pub fn remove(&mut self, slot: usize, weight: u32) {
+        let p = self.pair[slot] as usize;
+        let (before, after) = (self.prev[slot], self.next[slot]);
+        if before == NONE {
+            self.head[p] = after;
+        } else {
+            self.next[before as usize] = after;
+        }
+        if after != NONE {
+            self.prev[after as usize] = before;
+        }
+        self.pair[slot] = NONE;
+        self.charge(p / self.n, p % self.n, -f64::from(weight));
+    }
+
+    fn charge(&mut self, i: usize, j: usize, w: f64) {
+        let (n, p) = (self.n, i * self.n + j);
+        self.rows[p] += w;
+        self.cols[j * n + i] += w;
+        self.sums[i] += w;
+        self.sums[n + j] += w;
+        let (word, bit) = (i * self.words + j / 64, 1u64 << (j % 64));
+        if self.rows[p] > 0.0 {
+            self.nonzero[word] |= bit;
+        } else {
+            self.nonzero[word] &= !bit;
+        }
+    }
+
+    /// Starts a solve: no host link has frozen.
+    pub fn begin(&mut self) {
+        self.alive.fill(1.0);
+        self.froze.fill(false);
+        self.level.fill(f64::INFINITY);
+        self.downs_frozen.fill(0);
+    }
+
+    /// Host link `link` freezes at `level`: the pairs on it whose other end
+    /// has not frozen freeze with it,
+    /// charging that end's `residual` and `count` (indexed by link id).
+    /// Returns the ids of the links whose share this may have raised (the
+    /// other side), or `None` if `link` is not a host link.
+    pub fn freeze(
+        &mut self,
+        link: LinkId,
+        level: f64,
+        residual: &mut [f64],
+        count: &mut [f64],
+    ) -> Option<std::ops::Range<usize>> {
+        let (n, l) = (self.n, link as usize);
+        if l >= 2 * n {
+            return None;
+        }
+        self.alive[l] = 0.0;
+        self.froze[l] = true;
+        self.level[l] = level;
+        if l < n {
+            let row = l * self.words..(l + 1) * self.words;
+            self.down_first_now[row].copy_from_slice(&self.downs_frozen);
+        } else {
+            self.downs_frozen[(l - n) / 64] |= 1 << ((l - n) % 64);
+        }
+        if self.sums[l] == 0.0 {
+            return None;
+        }
+        let (weights, other) = if l < n {
+            (&self.rows[l * n..(l + 1) * n], n..2 * n)
+        } else {
+            (&self.cols[(l - n) * n..(l - n + 1) * n], 0..n)
+        };
+        charge_line(
+            weights,
+            &self.alive[other.clone()],
+            level,
+            &mut residual[other.clone()],
+            &mut count[other.clone()],
+        );
+        Some(other)
+    }
+
+    /// The link that froze `slot` at the last solve (after [`PairMatrix::moved`]):
+    /// the first of its pair's two NICs to freeze.
+    pub fn bottleneck(&self, slot: usize) -> Option<LinkId> {
+        let p = *self.pair.get(slot).filter(|&&p| p != NONE)? as usize;
+        let (i, j) = (p / self.n, p % self.n);
+        let down = self.down_first[i * self.words + j / 64] & (1 << (j % 64)) != 0;
+        Some(if down { self.n + j } else { i } as LinkId)
+    }
+
+    /// After a solve: calls `moved(slot, bottleneck)` for every slot whose
+    /// pair's bottleneck is not the one it had at the last call (pairs added
+    /// since may be reported too), pairs in row-major order.
+    pub fn moved(&mut self, mut moved: impl FnMut(u32, LinkId)) {
+        let (n, words) = (self.n, self.words);
+        for i in (0..n).filter(|&i| self.sums[i] > 0.0) {
+            let row = i * words..(i + 1) * words;
+            if !self.froze[i] {
+                // Every pair on it froze at its NIC down.
+                self.down_first_now[row.clone()].copy_from_slice(&self.downs_frozen);
+            }
+            for w in row {
+                let now = self.down_first_now[w];
+                let mut flips = (now ^ self.down_first[w]) & self.nonzero[w];
+                self.down_first[w] = now;
+                while flips != 0 {
+                    let bit = flips.trailing_zeros() as usize;
+                    flips &= flips - 1;
+                    let j = (w - i * words) * 64 + bit;
+                    let at = if now & (1 << bit) != 0 { n + j } else { i } as LinkId;
+                    let mut s = self.head[i * n + j];
+                    while s != NONE {
+                        moved(s, at);
+                        s = self.next[s as usize];
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds what the pairs put on the ToR links to `load` (indexed by link
+    /// id), given `dense_load`, the load of each host link from the pairs
+    /// alone (NIC up `i` at `i`, NIC down `j` at `n + j`): a NIC's load less
+    /// what goes to or comes from its own rack.
+    pub fn add_tor_loads(&self, dense_load: &[f64], load: &mut [f64]) {
+        let (n, k) = (self.n, self.layout.hosts_per_rack as usize);
+        // What pair (i, j) carries: its weight at the level of whichever
+        // NIC froze first (a pair with no weight may have neither frozen).
+        let carried = |w: f64, i: usize, j: usize| {
+            if w > 0.0 {
+                w * self.level[i].min(self.level[n + j])
+            } else {
+                0.0
+            }
+        };
+        for i in (0..n).filter(|&i| self.sums[i] > 0.0) {
+            let rack = i / k;
+            let local: f64 = (rack * k..(rack + 1) * k)
+                .map(|j| carried(self.rows[i * n + j], i, j))
+                .sum();
+            load[(self.layout.tor_up as usize) + rack] += (dense_load[i] - local).max(0.0);
+        }
+        for j in (0..n).filter(|&j| self.sums[n + j] > 0.0) {
+            let rack = j / k;
+            let local: f64 = (rack * k..(rack + 1) * k)
+                .map(|i| carried(self.cols[j * n + i], i, j))
+                .sum();
+            load[(self.layout.tor_down as usize) + rack] += (dense_load[n + j] - local).max(0.0);
+        }
+    }
+}
+
+/// One row (or column) of the matrix freezes at `level`: each unfrozen
+/// link `j` on the other side gives up `weights[j] · level` of its residual
+/// capacity and `weights[j]` of its unfrozen flows. `alive[j]` is 1.0 for
+/// an unfrozen link and 0.0 for a frozen one, so the loop has no branch and
+/// the compiler vectorizes it.
+fn charge_line(weights: &[f64], alive: &[f64], level: f64, residual: &mut [f64], count: &mut [f64]) {
+    for (((w, a), r), c) in weights.iter().zip(alive).zip(residual).zip(count) {
+        let m = w * a;
+        *r -= m * level;
+        *c -= m;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(hosts: u32, per_rack: u32) -> HostPairs {
+        HostPairs {
+            hosts,
+            hosts_per_rack: per_rack,
+            tor_up: 2 * hosts,
+            tor_down: 2 * hosts + hosts / per_rack,
+        }
+    }
+
+    #[test]
+    fn pairs_are_nic_to_nic_through_their_own_tors_only() {
+        // 4 hosts, 2 per rack: NIC up 0..4, NIC down 4..8, ToR up 8..10, ToR down 10..12.
+        let l = layout(4, 2);
+        assert_eq!(l.pair_of(&[0, 5]), Some((0, 1)), "same rack, no ToR links");
+        assert_eq!(l.pair_of(&[1, 8, 11, 6]), Some((1, 2)), "rack 0 to rack 1");
+        assert_eq!(l.pair_of(&[0, 6]), None, "other racks without their ToR links");
+        assert_eq!(l.pair_of(&[1, 9, 11, 6]), None, "the wrong ToR uplink");
+        assert_eq!(l.pair_of(&[0, 8, 10, 5]), None, "ToR links within a rack");
+        assert_eq!(l.pair_of(&[0, 12, 5]), None, "a third link (a circuit)");
+        assert_eq!(l.pair_of(&[4, 1]), None, "down then up");
+    }
+
+    #[test]
+    fn freezing_a_row_charges_only_unfrozen_columns() {
+        // Hosts 0..3, one per rack. W[0][1] = 2, W[0][2] = 1, W[1][2] = 3.
+        let mut m = PairMatrix::new(layout(3, 1));
+        m.add(0, (0, 1), 2);
+        m.add(1, (0, 2), 1);
+        m.add(2, (1, 2), 3);
+        let mut residual = vec![10.0; 12];
+        let mut count = vec![0.0; 12];
+        for (l, c) in [(0, 3.0), (1, 3.0), (4, 2.0), (5, 4.0)] {
+            count[l] = c;
+        }
+        m.begin();
+        // NIC down 2 (link 5) freezes first at 2.5: it charges NIC ups 0 and 1.
+        assert_eq!(m.freeze(5, 2.5, &mut residual, &mut count), Some(0..3));
+        assert_eq!((residual[0], count[0]), (7.5, 2.0));
+        assert_eq!((residual[1], count[1]), (2.5, 0.0));
+        // NIC up 0 (link 0) at 3.75: only NIC down 1 (link 4) is unfrozen.
+        assert_eq!(m.freeze(0, 3.75, &mut residual, &mut count), Some(3..6));
+        assert_eq!((residual[4], count[4]), (2.5, 0.0));
+        assert_eq!(residual[5], 10.0, "a frozen link is not charged again");
+        // NIC up 1 never froze: its pair froze at NIC down 2. All three
+        // pairs are new, so all are reported; their bottlenecks:
+        let mut moved = Vec::new();
+        m.moved(|s, l| moved.push((s, l)));
+        assert_eq!(
+            moved,
+            vec![(1, 5), (2, 5)],
+            "pair (0, 1) is at NIC up 0, as a new pair's bit says"
+        );
+        assert_eq!(
+            [m.bottleneck(0), m.bottleneck(1), m.bottleneck(2)],
+            [Some(0), Some(5), Some(5)]
+        );
+        // The same solve again moves nothing.
+        m.begin();
+        m.freeze(5, 2.5, &mut residual, &mut count);
+        m.freeze(0, 3.75, &mut residual, &mut count);
+        moved.clear();
+        m.moved(|s, l| moved.push((s, l)));
+        assert!(moved.is_empty());
+        // NIC up 0 first now: pair (0, 2) moves to it.
+        m.begin();
+        m.freeze(0, 1.0, &mut residual, &mut count);
+        m.freeze(5, 2.0, &mut residual, &mut count);
+        m.moved(|s, l| moved.push((s, l)));
+        assert_eq!(moved, vec![(1, 0)]);
+    }
+}
