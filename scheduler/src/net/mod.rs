@@ -9,13 +9,15 @@
 //!
 //! Modules: [`links`] (the links of the fluid model and the paths over
 //! them), [`maxmin`] (water-filling), [`levels`] (max-min rates as one level per
-//! link), the per-link service clocks, the network itself ([`FluidNetwork`]),
+//! link), the per-link service clocks, [`fasthash`] (hash maps for lookups by
+//! small integer keys), the network itself ([`FluidNetwork`]),
 //! [`replay`] (a whole coflow trace through a network, with per-coflow
 //! records), [`summary`] (CCT percentiles and bins) and [`usage`] (link
 //! utilization over time, for plots). The model is written
 //! up in `docs/simulator.md`.
 
 mod clocks;
+pub(crate) mod fasthash;
 #[cfg(test)]
 mod handover_tests;
 pub mod levels;

@@ -32,6 +32,7 @@ use crate::coflow::{
     self, Arrivals, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, Departures, FabricParams, FlowPlan,
     FlowView, NetView, PairPlan, Path, Progress, Triggers,
 };
+use crate::coflow::view::FlowTable;
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
 use std::cmp::{Ordering, Reverse};
@@ -157,7 +158,7 @@ struct LiveProgress<'a> {
     clocks: &'a [Clock],
     slots: &'a BTreeMap<FlowId, Slot>,
     done_bytes: &'a BTreeMap<CoflowId, f64>,
-    flows: &'a BTreeMap<FlowId, FlowView>,
+    flows: &'a FlowTable,
 }
 
 impl LiveProgress<'_> {
