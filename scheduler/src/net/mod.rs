@@ -10,7 +10,9 @@
 //! Modules: [`links`] (the links of the fluid model and the paths over
 //! them), [`maxmin`] (water-filling), [`levels`] (max-min rates as one level per
 //! link), the per-link service clocks, [`fasthash`] (hash maps for lookups by
-//! small integer keys), the network itself ([`FluidNetwork`]),
+//! small integer keys), the network itself ([`FluidNetwork`]) with
+//! its per-flow records (`slots`: where each flow is; `pairs`: the flows of
+//! each coflow's rack pair),
 //! [`replay`] (a whole coflow trace through a network, with per-coflow
 //! records), [`summary`] (CCT percentiles and bins) and [`usage`] (link
 //! utilization over time, for plots). The model is written
@@ -24,7 +26,9 @@ pub mod levels;
 pub mod links;
 pub mod maxmin;
 mod network;
+mod pairs;
 pub mod replay;
+mod slots;
 pub mod summary;
 #[cfg(test)]
 mod trigger_tests;
