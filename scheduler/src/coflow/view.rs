@@ -296,12 +296,24 @@ impl NetView {
 /// per removal), with a hash index from id to position. Ids handed out in
 /// increasing order (the engine's and a trace's) are appended; an id lower
 /// than the last one is inserted in place, O(flows).
+///
+/// Each flow also carries a *tag*, a number its owner may set
+/// ([`FlowTable::set_tag`]) to find its own record of the flow without a
+/// lookup of its own: the fluid network keeps there the index of the
+/// flow's slot. It is 0 until set, and not part of the flow's view.
 #[derive(Clone, Debug, Default)]
 pub struct FlowTable {
     /// (id, flow) in id order; `None` for a flow removed since the last compaction.
     entries: Vec<(FlowId, Option<FlowView>)>,
-    /// Position in `entries` of each live flow.
-    index: FastMap<FlowId, u32>,
+    /// Position in `entries` and tag of each live flow.
+    index: FastMap<FlowId, Place>,
+}
+
+/// Where a flow is in a [`FlowTable`], and its tag.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    at: u32,
+    tag: u32,
 }
 
 impl FlowTable {
@@ -322,39 +334,53 @@ impl FlowTable {
 
     /// Flow `id`, if it is in.
     pub fn get(&self, id: &FlowId) -> Option<&FlowView> {
-        let &i = self.index.get(id)?;
-        self.entries[i as usize].1.as_ref()
+        let p = self.index.get(id)?;
+        self.entries[p.at as usize].1.as_ref()
     }
 
     /// Flow `id`, mutably, if it is in.
     pub fn get_mut(&mut self, id: &FlowId) -> Option<&mut FlowView> {
-        let &i = self.index.get(id)?;
-        self.entries[i as usize].1.as_mut()
+        let p = self.index.get(id)?;
+        self.entries[p.at as usize].1.as_mut()
+    }
+
+    /// The tag of flow `id`, if it is in (0 until [`FlowTable::set_tag`]).
+    pub fn tag(&self, id: &FlowId) -> Option<u32> {
+        self.index.get(id).map(|p| p.tag)
+    }
+
+    /// Sets the tag of flow `id`, if it is in.
+    pub fn set_tag(&mut self, id: &FlowId, tag: u32) {
+        if let Some(p) = self.index.get_mut(id) {
+            p.tag = tag;
+        }
     }
 
     /// Adds `flow` under its id (`flow.spec.id`), returning the flow it
-    /// replaces, if one had that id.
+    /// replaces (whose tag it keeps), if one had that id.
     pub fn insert(&mut self, flow: FlowView) -> Option<FlowView> {
         let id = flow.spec.id;
-        if let Some(&i) = self.index.get(&id) {
-            return self.entries[i as usize].1.replace(flow);
+        if let Some(p) = self.index.get(&id) {
+            return self.entries[p.at as usize].1.replace(flow);
         }
         if self.entries.last().is_none_or(|&(last, _)| last < id) {
-            self.index.insert(id, self.entries.len() as u32);
+            let at = self.entries.len() as u32;
+            self.index.insert(id, Place { at, tag: 0 });
             self.entries.push((id, Some(flow)));
             return None;
         }
         // Out of order: in place, after the holes of its id if any.
         let at = self.entries.partition_point(|&(other, _)| other <= id);
         self.entries.insert(at, (id, Some(flow)));
-        self.reindex(at);
+        self.index.insert(id, Place { at: at as u32, tag: 0 });
+        self.reindex(at + 1);
         None
     }
 
     /// Takes flow `id` out, if it is in.
     pub fn remove(&mut self, id: &FlowId) -> Option<FlowView> {
-        let i = self.index.remove(id)?;
-        let flow = self.entries[i as usize].1.take();
+        let p = self.index.remove(id)?;
+        let flow = self.entries[p.at as usize].1.take();
         let holes = self.entries.len() - self.index.len();
         if holes > self.index.len() + 64 {
             self.entries.retain(|(_, f)| f.is_some());
@@ -371,8 +397,8 @@ impl FlowTable {
     /// Records the position of every live flow from position `from` on.
     fn reindex(&mut self, from: usize) {
         for (i, (id, f)) in self.entries.iter().enumerate().skip(from) {
-            if f.is_some() {
-                self.index.insert(*id, i as u32);
+            if let (Some(_), Some(p)) = (f, self.index.get_mut(id)) {
+                p.at = i as u32;
             }
         }
     }
@@ -389,6 +415,14 @@ impl FlowTable {
         self.entries
             .iter_mut()
             .filter_map(|(id, f)| f.as_mut().map(|f| (&*id, f)))
+    }
+
+    /// (tag, flow) in id order, the flows mutably.
+    pub fn tagged_mut(&mut self) -> impl Iterator<Item = (u32, &mut FlowView)> + '_ {
+        let index = &self.index;
+        self.entries
+            .iter_mut()
+            .filter_map(|(id, f)| Some((index.get(id)?.tag, f.as_mut()?)))
     }
 
     /// Ids in order.
@@ -480,14 +514,18 @@ mod tests {
         t.insert(flow(9));
         assert_eq!(ids(&t), [1, 2, 3, 4, 5, 9]);
         assert_eq!(t.len(), 6);
+        assert!(!t.is_empty() && t.contains_key(&FlowId(3)));
         assert_eq!(t[&FlowId(4)].spec.bytes, Bytes(4));
         assert!(t.get(&FlowId(8)).is_none());
         if let Some(f) = t.get_mut(&FlowId(5)) {
             f.elephant = true;
         }
         assert!(t[&FlowId(5)].elephant);
+        t.set_tag(&FlowId(5), 7);
+        t.insert(flow(0));
+        assert_eq!((t.tag(&FlowId(5)), t.tag(&FlowId(0)), t.tag(&FlowId(8))), (Some(7), Some(0), None));
         let values: Vec<u64> = t.values().map(|f| f.spec.id.0).collect();
-        assert_eq!(values, [1, 2, 3, 4, 5, 9]);
+        assert_eq!(values, [0, 1, 2, 3, 4, 5, 9]);
     }
 
     #[test]
@@ -505,6 +543,15 @@ mod tests {
             assert_eq!(t.contains_key(&FlowId(id)), id % 10 == 0, "flow {id}");
         }
         assert_eq!(ids(&t), (0..1000).filter(|id| id % 10 == 0).collect::<Vec<_>>());
+        for id in (0..1000).step_by(10) {
+            t.set_tag(&FlowId(id), id as u32);
+        }
+        // Removing more compacts again: positions move, tags stay.
+        for id in (0..500).step_by(10) {
+            t.remove(&FlowId(id));
+        }
+        assert_eq!(t.tag(&FlowId(990)), Some(990));
+        assert_eq!(t[&FlowId(990)].spec.id, FlowId(990));
         for (_, f) in t.iter_mut() {
             f.remaining_bytes = 0.0;
         }

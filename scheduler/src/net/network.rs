@@ -77,6 +77,8 @@ struct Bundle {
     generation: u32,
     /// Whether its demand (members, route) must be handed to the rate solver again.
     dirty: bool,
+    /// The last rate update ([`FluidNetwork::epoch`]) that recomputed its finish.
+    touched: u64,
 }
 
 /// A bundle's member entry: (finish as f64 bits, id, slot, stamp).
@@ -175,7 +177,7 @@ struct LiveProgress<'a> {
 
 impl LiveProgress<'_> {
     fn of(&self, f: &FlowView) -> Option<FlowProgress> {
-        let s = self.slots.get(&f.spec.id)?;
+        let s = &self.slots[self.flows.tag(&f.spec.id)?];
         Some(FlowProgress::of(self.bundles, self.clocks, s, f.path, self.now))
     }
 }
@@ -230,6 +232,8 @@ pub struct FluidNetwork {
     emptied: Vec<usize>,
     /// Bundles whose demand must be handed to the solver again.
     dirty: Vec<usize>,
+    /// Rate updates so far: tells the bundles an update already took ([`Bundle::touched`]).
+    epoch: u64,
     /// Bundles on a circuit path (their route changes with circuits).
     ocs_bundles: BTreeSet<usize>,
     /// Whether a circuit was set up, torn down or came up since the last solve.
@@ -298,6 +302,7 @@ impl FluidNetwork {
             free_bundles: Vec::new(),
             emptied: Vec::new(),
             dirty: Vec::new(),
+            epoch: 0,
             ocs_bundles: BTreeSet::new(),
             circuits_changed: false,
             finishes: BinaryHeap::new(),
@@ -397,6 +402,7 @@ impl FluidNetwork {
                 pair: pair_ix,
                 stamp: 0,
             });
+            self.view.flows.set_tag(&spec.id, ix);
             self.bundles[b].insert(finish, spec.id, ix, self.slots[ix].stamp);
             self.mark_dirty(b);
         }
@@ -465,8 +471,8 @@ impl FluidNetwork {
             c.1.sent_bytes = self.coflow_done_bytes.get(c.0).copied().unwrap_or(0.0);
         }
         let NetView { flows, coflows, .. } = &mut self.view;
-        for (id, f) in flows.iter_mut() {
-            let Some(s) = self.slots.get(id) else { continue };
+        for (ix, f) in flows.tagged_mut() {
+            let s = &self.slots[ix];
             let p = FlowProgress::of(&self.bundles, &self.clocks, s, f.path, now);
             f.sent_eps_bytes = p.sent_eps;
             f.sent_ocs_bytes = p.sent_ocs;
@@ -592,7 +598,7 @@ impl FluidNetwork {
 
     /// Moves flow `id` to the bundle of `key` (no-op if it is there).
     fn move_flow(&mut self, id: FlowId, key: BundleKey) {
-        let Some(ix) = self.slots.ix(&id) else { return };
+        let Some(ix) = self.view.flows.tag(&id) else { return };
         if self.bundles[self.slots[ix].bundle].key == Some(key) {
             return;
         }
@@ -984,16 +990,20 @@ impl FluidNetwork {
             let ocs: Vec<usize> = self.ocs_bundles.iter().copied().collect();
             ocs.into_iter().for_each(|b| self.mark_dirty(b));
         }
+        // Each bundle once: the dirty ones, then those the solve moved.
+        self.epoch += 1;
+        let epoch = self.epoch;
         let mut touched = std::mem::take(&mut self.dirty);
         for &b in &touched {
             let bundle = &mut self.bundles[b];
             bundle.dirty = false;
+            bundle.touched = epoch;
             let demand = match bundle.key {
-                Some(k) if !bundle.members.is_empty() => route(&self.view.links, &self.view.circuits, k, now)
+                Some(k) if bundle.count > 0 => route(&self.view.links, &self.view.circuits, k, now)
                     .map(|links| Demand {
                         links,
                         cap: k.cap.map_or(f64::INFINITY, Bps::bytes_per_sec),
-                        weight: bundle.members.len() as u32,
+                        weight: bundle.count,
                     }),
                 _ => None,
             };
@@ -1008,11 +1018,12 @@ impl FluidNetwork {
         for &b in &changes.slots {
             let b = b as usize;
             self.rehome(b);
-            touched.push(b);
+            if self.bundles[b].touched != epoch {
+                self.bundles[b].touched = epoch;
+                touched.push(b);
+            }
         }
         self.changes = changes;
-        touched.sort_unstable();
-        touched.dedup();
         for &b in &touched {
             let bundle = &mut self.bundles[b];
             bundle.generation = bundle.generation.wrapping_add(1);
@@ -1035,10 +1046,13 @@ impl FluidNetwork {
                 }
             }
         }
+        touched.clear();
+        self.dirty = touched;
         self.refresh_clocks();
         self.usage
             .set_rates(&self.rates.loads()[self.view.links.first_tracked() as usize..]);
-        for b in std::mem::take(&mut self.emptied) {
+        let mut emptied = std::mem::take(&mut self.emptied);
+        for &b in &emptied {
             if let Some(k) = self.bundles[b].key.take() {
                 if matches!(k.path, Path::Ocs { .. }) {
                     self.ocs_bundles.remove(&b);
@@ -1046,6 +1060,8 @@ impl FluidNetwork {
             }
             self.free_bundles.push(b);
         }
+        emptied.clear();
+        self.emptied = emptied;
         // Stale entries dropped when they outnumber the bundles, and the
         // first entry current, for next_event_at.
         let bundles = &self.bundles;

@@ -3,12 +3,13 @@
 //! sent in earlier bundles), at a dense index of its own.
 //!
 //! The network's per-flow work goes through that index: a bundle lists its
-//! members by it, so a flow that finishes is found without a lookup. Flow
-//! ids are looked up (hash) only when flows join and when a policy names
-//! one. Indexes of finished flows are reused; each slot's stamp (bumped
-//! whenever its flow joins a bundle) tells a bundle's stale member entries.
+//! members by it, so a flow that finishes is found without a lookup. A
+//! flow's index is its tag in the view's flow table
+//! ([`crate::coflow::view::FlowTable::tag`]), looked up only when a policy
+//! names the flow. Indexes of finished flows are reused; each slot's stamp
+//! (bumped whenever its flow leaves a bundle) tells a bundle's stale
+//! member entries.
 
-use super::fasthash::FastMap;
 use crate::model::coflow::FlowId;
 use std::ops::{Index, IndexMut};
 
@@ -28,30 +29,19 @@ pub(super) struct Slot {
     pub(super) sent_ocs: f64,
     /// Its rack pair's index in [`super::pairs::PairFlows`], if pairs are kept.
     pub(super) pair: Option<u32>,
-    /// Bumped whenever the slot's flow joins a bundle (and kept across
+    /// Bumped whenever the slot's flow leaves a bundle (and kept across
     /// reuse): a member entry with another stamp is stale.
     pub(super) stamp: u32,
 }
 
-/// The slots of the active flows, by dense index, and the index of each flow id.
+/// The slots of the active flows, by dense index.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Slots {
     slots: Vec<Slot>,
-    index: FastMap<FlowId, u32>,
     free: Vec<u32>,
 }
 
 impl Slots {
-    /// The index of flow `id`, if it is active.
-    pub(super) fn ix(&self, id: &FlowId) -> Option<u32> {
-        self.index.get(id).copied()
-    }
-
-    /// The slot of flow `id`, if it is active.
-    pub(super) fn get(&self, id: &FlowId) -> Option<&Slot> {
-        self.ix(id).map(|i| &self.slots[i as usize])
-    }
-
     /// Adds `slot` (its stamp is the index's own); returns its index.
     pub(super) fn add(&mut self, slot: Slot) -> u32 {
         let i = match self.free.pop() {
@@ -65,7 +55,6 @@ impl Slots {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.index.insert(slot.id, i);
         i
     }
 
@@ -73,7 +62,6 @@ impl Slots {
     pub(super) fn remove(&mut self, i: u32) {
         let s = &mut self.slots[i as usize];
         s.stamp = s.stamp.wrapping_add(1);
-        self.index.remove(&s.id);
         self.free.push(i);
     }
 }
