@@ -372,7 +372,13 @@ impl FlowTable {
         // Out of order: in place, after the holes of its id if any.
         let at = self.entries.partition_point(|&(other, _)| other <= id);
         self.entries.insert(at, (id, Some(flow)));
-        self.index.insert(id, Place { at: at as u32, tag: 0 });
+        self.index.insert(
+            id,
+            Place {
+                at: at as u32,
+                tag: 0,
+            },
+        );
         self.reindex(at + 1);
         None
     }
@@ -523,7 +529,10 @@ mod tests {
         assert!(t[&FlowId(5)].elephant);
         t.set_tag(&FlowId(5), 7);
         t.insert(flow(0));
-        assert_eq!((t.tag(&FlowId(5)), t.tag(&FlowId(0)), t.tag(&FlowId(8))), (Some(7), Some(0), None));
+        assert_eq!(
+            (t.tag(&FlowId(5)), t.tag(&FlowId(0)), t.tag(&FlowId(8))),
+            (Some(7), Some(0), None)
+        );
         let values: Vec<u64> = t.values().map(|f| f.spec.id.0).collect();
         assert_eq!(values, [0, 1, 2, 3, 4, 5, 9]);
     }

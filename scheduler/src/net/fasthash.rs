@@ -86,7 +86,10 @@ mod tests {
             h.write(b);
             h.finish()
         };
-        assert_ne!(hash(&[1, 2, 3, 4, 5, 6, 7, 8, 9]), hash(&[1, 2, 3, 4, 5, 6, 7, 8, 10]));
+        assert_ne!(
+            hash(&[1, 2, 3, 4, 5, 6, 7, 8, 9]),
+            hash(&[1, 2, 3, 4, 5, 6, 7, 8, 10])
+        );
         assert_ne!(hash(&[1]), hash(&[2]));
     }
 }

@@ -31,11 +31,11 @@ use super::pairs::{PairFlows, PairKey};
 use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
+use crate::coflow::view::FlowTable;
 use crate::coflow::{
     self, Arrivals, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, Departures, FabricParams, FlowPlan,
     FlowView, NetView, PairPlan, Path, Progress, Triggers,
 };
-use crate::coflow::view::FlowTable;
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
 use std::cmp::{Ordering, Reverse};
@@ -598,7 +598,9 @@ impl FluidNetwork {
 
     /// Moves flow `id` to the bundle of `key` (no-op if it is there).
     fn move_flow(&mut self, id: FlowId, key: BundleKey) {
-        let Some(ix) = self.view.flows.tag(&id) else { return };
+        let Some(ix) = self.view.flows.tag(&id) else {
+            return;
+        };
         if self.bundles[self.slots[ix].bundle].key == Some(key) {
             return;
         }
@@ -608,7 +610,7 @@ impl FluidNetwork {
         let s = &mut self.slots[ix];
         s.bundle = b;
         s.joined = joined;
-        s.finish = joined + s.finish;
+        s.finish += joined; // it held the bytes left
         let (finish, stamp) = (s.finish, s.stamp);
         self.bundles[b].insert(finish, id, ix, stamp);
         self.mark_dirty(b);
@@ -999,12 +1001,13 @@ impl FluidNetwork {
             bundle.dirty = false;
             bundle.touched = epoch;
             let demand = match bundle.key {
-                Some(k) if bundle.count > 0 => route(&self.view.links, &self.view.circuits, k, now)
-                    .map(|links| Demand {
+                Some(k) if bundle.count > 0 => {
+                    route(&self.view.links, &self.view.circuits, k, now).map(|links| Demand {
                         links,
                         cap: k.cap.map_or(f64::INFINITY, Bps::bytes_per_sec),
                         weight: bundle.count,
-                    }),
+                    })
+                }
                 _ => None,
             };
             self.rates.set(b, demand);

@@ -44,7 +44,7 @@ pub(super) struct Slots {
 impl Slots {
     /// Adds `slot` (its stamp is the index's own); returns its index.
     pub(super) fn add(&mut self, slot: Slot) -> u32 {
-        let i = match self.free.pop() {
+        match self.free.pop() {
             Some(i) => {
                 let stamp = self.slots[i as usize].stamp;
                 self.slots[i as usize] = Slot { stamp, ..slot };
@@ -54,8 +54,7 @@ impl Slots {
                 self.slots.push(Slot { stamp: 0, ..slot });
                 (self.slots.len() - 1) as u32
             }
-        };
-        i
+        }
     }
 
     /// Frees slot `i` (its flow left the network).
