@@ -12,10 +12,12 @@
 //! (the emulation driver's, hand-made ones) answer with [`StoredProgress`].
 
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+use crate::net::fasthash::FastMap;
 use crate::net::links::LinkMap;
 use ocslab_emulator::{Bps, Bytes, Nanos, Topology};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Index;
 
 /// The fabric's fixed parameters (effective values, already divided by the topology's `scale`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -196,8 +198,8 @@ pub struct NetView {
     pub fabric: FabricParams,
     /// The links of the fluid model, their capacities, and which links a path crosses.
     pub links: LinkMap,
-    /// Active flows.
-    pub flows: BTreeMap<FlowId, FlowView>,
+    /// Active flows, in flow-id order.
+    pub flows: FlowTable,
     /// Coflows with at least one active flow.
     pub coflows: BTreeMap<CoflowId, CoflowView>,
     /// Circuits set up or coming up, keyed by their sending side (rack, port).
@@ -210,7 +212,7 @@ impl NetView {
         NetView {
             links: LinkMap::new(&fabric),
             fabric,
-            flows: BTreeMap::new(),
+            flows: FlowTable::default(),
             coflows: BTreeMap::new(),
             circuits: BTreeMap::new(),
         }
@@ -231,7 +233,10 @@ impl NetView {
         let before = *pair;
         *pair += spec.bytes;
         let elephant = self.fabric.may_use_ocs(&spec, *pair);
-        if !elephant {
+        // A flow no byte count makes an elephant (within a rack, or no OCS)
+        // is not remembered as one that could become one.
+        let could_be = self.fabric.may_use_ocs(&spec, Bytes(u64::MAX));
+        if !elephant && could_be {
             c.mice.entry((i, j)).or_default().push(spec.id);
         } else if !self.fabric.may_use_ocs(&spec, before) {
             // The pair just crossed the threshold: its earlier flows are elephants too.
@@ -243,7 +248,7 @@ impl NetView {
         }
         let mut view = FlowView::new(spec, now);
         view.elephant = elephant;
-        self.flows.insert(view.spec.id, view);
+        self.flows.insert(view);
     }
 
     /// Whether `flow` may use a circuit: [`FabricParams::may_use_ocs`] with
@@ -281,6 +286,180 @@ impl NetView {
     }
 }
 
+/// Active flows by id, read like a `BTreeMap<FlowId, FlowView>` (lookups,
+/// iteration in flow-id order) but cheap to insert into and remove from at
+/// the rate a trace replay does it (hundreds of thousands of flows active,
+/// one arrival or departure every few microseconds).
+///
+/// Flows are kept in a vector in id order, removed ones as holes until they
+/// outnumber the live ones (then the vector is compacted, amortized O(1)
+/// per removal), with a hash index from id to position. Ids handed out in
+/// increasing order (the engine's and a trace's) are appended; an id lower
+/// than the last one is inserted in place, O(flows).
+///
+/// Each flow also carries a *tag*, a number its owner may set
+/// ([`FlowTable::set_tag`]) to find its own record of the flow without a
+/// lookup of its own: the fluid network keeps there the index of the
+/// flow's slot. It is 0 until set, and not part of the flow's view.
+#[derive(Clone, Debug, Default)]
+pub struct FlowTable {
+    /// (id, flow) in id order; `None` for a flow removed since the last compaction.
+    entries: Vec<(FlowId, Option<FlowView>)>,
+    /// Position in `entries` and tag of each live flow.
+    index: FastMap<FlowId, Place>,
+}
+
+/// Where a flow is in a [`FlowTable`], and its tag.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    at: u32,
+    tag: u32,
+}
+
+impl FlowTable {
+    /// Number of flows.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether there is no flow.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Whether flow `id` is in.
+    pub fn contains_key(&self, id: &FlowId) -> bool {
+        self.index.contains_key(id)
+    }
+
+    /// Flow `id`, if it is in.
+    pub fn get(&self, id: &FlowId) -> Option<&FlowView> {
+        let p = self.index.get(id)?;
+        self.entries[p.at as usize].1.as_ref()
+    }
+
+    /// Flow `id`, mutably, if it is in.
+    pub fn get_mut(&mut self, id: &FlowId) -> Option<&mut FlowView> {
+        let p = self.index.get(id)?;
+        self.entries[p.at as usize].1.as_mut()
+    }
+
+    /// The tag of flow `id`, if it is in (0 until [`FlowTable::set_tag`]).
+    pub fn tag(&self, id: &FlowId) -> Option<u32> {
+        self.index.get(id).map(|p| p.tag)
+    }
+
+    /// Sets the tag of flow `id`, if it is in.
+    pub fn set_tag(&mut self, id: &FlowId, tag: u32) {
+        if let Some(p) = self.index.get_mut(id) {
+            p.tag = tag;
+        }
+    }
+
+    /// Adds `flow` under its id (`flow.spec.id`), returning the flow it
+    /// replaces (whose tag it keeps), if one had that id.
+    pub fn insert(&mut self, flow: FlowView) -> Option<FlowView> {
+        let id = flow.spec.id;
+        if let Some(p) = self.index.get(&id) {
+            return self.entries[p.at as usize].1.replace(flow);
+        }
+        if self.entries.last().is_none_or(|&(last, _)| last < id) {
+            let at = self.entries.len() as u32;
+            self.index.insert(id, Place { at, tag: 0 });
+            self.entries.push((id, Some(flow)));
+            return None;
+        }
+        // Out of order: in place, after the holes of its id if any.
+        let at = self.entries.partition_point(|&(other, _)| other <= id);
+        self.entries.insert(at, (id, Some(flow)));
+        self.index.insert(
+            id,
+            Place {
+                at: at as u32,
+                tag: 0,
+            },
+        );
+        self.reindex(at + 1);
+        None
+    }
+
+    /// Takes flow `id` out, if it is in.
+    pub fn remove(&mut self, id: &FlowId) -> Option<FlowView> {
+        let p = self.index.remove(id)?;
+        let flow = self.entries[p.at as usize].1.take();
+        let holes = self.entries.len() - self.index.len();
+        if holes > self.index.len() + 64 {
+            self.entries.retain(|(_, f)| f.is_some());
+            self.reindex(0);
+        } else {
+            // Holes at the end go now, so that appending stays in order.
+            while self.entries.last().is_some_and(|(_, f)| f.is_none()) {
+                self.entries.pop();
+            }
+        }
+        flow
+    }
+
+    /// Records the position of every live flow from position `from` on.
+    fn reindex(&mut self, from: usize) {
+        for (i, (id, f)) in self.entries.iter().enumerate().skip(from) {
+            if let (Some(_), Some(p)) = (f, self.index.get_mut(id)) {
+                p.at = i as u32;
+            }
+        }
+    }
+
+    /// (id, flow) in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (&FlowId, &FlowView)> + '_ {
+        self.entries
+            .iter()
+            .filter_map(|(id, f)| f.as_ref().map(|f| (id, f)))
+    }
+
+    /// (id, flow) in id order, the flows mutably.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&FlowId, &mut FlowView)> + '_ {
+        self.entries
+            .iter_mut()
+            .filter_map(|(id, f)| f.as_mut().map(|f| (&*id, f)))
+    }
+
+    /// (tag, flow) in id order, the flows mutably.
+    pub fn tagged_mut(&mut self) -> impl Iterator<Item = (u32, &mut FlowView)> + '_ {
+        let index = &self.index;
+        self.entries
+            .iter_mut()
+            .filter_map(|(id, f)| Some((index.get(id)?.tag, f.as_mut()?)))
+    }
+
+    /// Ids in order.
+    pub fn keys(&self) -> impl Iterator<Item = &FlowId> + '_ {
+        self.iter().map(|(id, _)| id)
+    }
+
+    /// Flows in id order.
+    pub fn values(&self) -> impl Iterator<Item = &FlowView> + '_ {
+        self.entries.iter().filter_map(|(_, f)| f.as_ref())
+    }
+
+    /// Flows in id order, mutably.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut FlowView> + '_ {
+        self.entries.iter_mut().filter_map(|(_, f)| f.as_mut())
+    }
+}
+
+impl Index<&FlowId> for FlowTable {
+    type Output = FlowView;
+
+    /// # Panics
+    /// If flow `id` is not in, as `BTreeMap`'s index does.
+    fn index(&self, id: &FlowId) -> &FlowView {
+        match self.get(id) {
+            Some(f) => f,
+            None => panic!("flow {id:?} is not in the table"),
+        }
+    }
+}
+
 /// Per-flow and per-coflow progress at the instant of a policy call, read on
 /// demand: a policy asks only about the flows and coflows it looks at.
 pub trait Progress {
@@ -303,5 +482,88 @@ impl Progress for StoredProgress {
     }
     fn sent_bytes(&self, _id: CoflowId, coflow: &CoflowView) -> f64 {
         coflow.sent_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ocslab_emulator::HostId;
+
+    fn flow(id: u64) -> FlowView {
+        let spec = FlowSpec {
+            id: FlowId(id),
+            coflow: CoflowId(1),
+            src: HostId { rack: 0, host: 0 },
+            dst: HostId { rack: 1, host: 0 },
+            bytes: Bytes(id),
+        };
+        FlowView::new(spec, Nanos::ZERO)
+    }
+
+    fn ids(t: &FlowTable) -> Vec<u64> {
+        t.keys().map(|id| id.0).collect()
+    }
+
+    #[test]
+    fn a_flow_table_keeps_id_order_through_removals_and_late_ids() {
+        let mut t = FlowTable::default();
+        for id in [1, 2, 3, 5, 8] {
+            assert!(t.insert(flow(id)).is_none());
+        }
+        assert_eq!(t.remove(&FlowId(3)).map(|f| f.spec.bytes), Some(Bytes(3)));
+        assert_eq!(t.remove(&FlowId(3)), None);
+        assert_eq!(t.remove(&FlowId(8)).map(|f| f.spec.id), Some(FlowId(8)));
+        // Lower than the last id: in place; an id seen before: back in.
+        t.insert(flow(4));
+        t.insert(flow(3));
+        t.insert(flow(9));
+        assert_eq!(ids(&t), [1, 2, 3, 4, 5, 9]);
+        assert_eq!(t.len(), 6);
+        assert!(!t.is_empty() && t.contains_key(&FlowId(3)));
+        assert_eq!(t[&FlowId(4)].spec.bytes, Bytes(4));
+        assert!(t.get(&FlowId(8)).is_none());
+        if let Some(f) = t.get_mut(&FlowId(5)) {
+            f.elephant = true;
+        }
+        assert!(t[&FlowId(5)].elephant);
+        t.set_tag(&FlowId(5), 7);
+        t.insert(flow(0));
+        assert_eq!(
+            (t.tag(&FlowId(5)), t.tag(&FlowId(0)), t.tag(&FlowId(8))),
+            (Some(7), Some(0), None)
+        );
+        let values: Vec<u64> = t.values().map(|f| f.spec.id.0).collect();
+        assert_eq!(values, [0, 1, 2, 3, 4, 5, 9]);
+    }
+
+    #[test]
+    fn a_flow_table_finds_every_flow_after_compactions() {
+        let mut t = FlowTable::default();
+        for id in 0..1000 {
+            t.insert(flow(id));
+        }
+        // Remove all but every tenth: several compactions on the way.
+        for id in (0..1000).filter(|id| id % 10 != 0) {
+            assert!(t.remove(&FlowId(id)).is_some(), "flow {id}");
+        }
+        assert_eq!(t.len(), 100);
+        for id in 0..1000 {
+            assert_eq!(t.contains_key(&FlowId(id)), id % 10 == 0, "flow {id}");
+        }
+        assert_eq!(ids(&t), (0..1000).filter(|id| id % 10 == 0).collect::<Vec<_>>());
+        for id in (0..1000).step_by(10) {
+            t.set_tag(&FlowId(id), id as u32);
+        }
+        // Removing more compacts again: positions move, tags stay.
+        for id in (0..500).step_by(10) {
+            t.remove(&FlowId(id));
+        }
+        assert_eq!(t.tag(&FlowId(990)), Some(990));
+        assert_eq!(t[&FlowId(990)].spec.id, FlowId(990));
+        for (_, f) in t.iter_mut() {
+            f.remaining_bytes = 0.0;
+        }
+        assert!(t.values().all(|f| f.remaining_bytes == 0.0));
     }
 }

@@ -10,13 +10,17 @@
 //! Modules: [`links`] (the links of the fluid model and the paths over
 //! them), [`maxmin`] (water-filling), [`levels`] (max-min rates as one level per
 //! link), [`pair_matrix`] (its host × host demands on a big switch), the
-//! per-link service clocks, the network itself ([`FluidNetwork`]),
+//! per-link service clocks, [`fasthash`] (hash maps for lookups by small
+//! integer keys), the network itself ([`FluidNetwork`]) with its per-flow
+//! records (`slots`: where each flow is; `pairs`: the flows of each coflow's
+//! rack pair),
 //! [`replay`] (a whole coflow trace through a network, with per-coflow
 //! records), [`summary`] (CCT percentiles and bins) and [`usage`] (link
 //! utilization over time, for plots). The model is written
 //! up in `docs/simulator.md`.
 
 mod clocks;
+pub(crate) mod fasthash;
 #[cfg(test)]
 mod handover_tests;
 pub mod levels;
@@ -24,7 +28,9 @@ pub mod links;
 pub mod maxmin;
 mod network;
 pub mod pair_matrix;
+mod pairs;
 pub mod replay;
+mod slots;
 pub mod summary;
 #[cfg(test)]
 mod trigger_tests;

@@ -23,11 +23,15 @@
 //! last decision stands and only rates are recomputed.
 
 use super::clocks::{drop_stale, Clock};
+use super::fasthash::FastMap;
 use super::levels::{Bottleneck, Changes, LinkLevels, SolveStats};
 use super::links::{LinkId, LinkMap, Links};
 use super::maxmin::Demand;
+use super::pairs::{PairFlows, PairKey};
+use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
+use crate::coflow::view::FlowTable;
 use crate::coflow::{
     self, Arrivals, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, Departures, FabricParams, FlowPlan,
     FlowView, NetView, PairPlan, Path, Progress, Triggers,
@@ -38,7 +42,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 /// What makes flows share a rate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct BundleKey {
     path: Path,
     src: HostId,
@@ -54,8 +58,13 @@ struct BundleKey {
 #[derive(Clone, Debug, Default)]
 struct Bundle {
     key: Option<BundleKey>,
-    /// Members by (service at which they finish, as f64 bits: order-preserving for >= 0; id).
-    members: BTreeSet<(u64, FlowId)>,
+    /// Members, first finish first: (service at which it finishes, as f64
+    /// bits: order-preserving for >= 0; id; slot; the slot's stamp when it
+    /// joined). Entries whose stamp is not their slot's are stale: the
+    /// member left ([`Slots`]).
+    members: BinaryHeap<Reverse<Member>>,
+    /// Members, not counting stale entries.
+    count: u32,
     /// The link clock it runs on, if any.
     clock: Option<LinkId>,
     offset: f64,
@@ -68,19 +77,38 @@ struct Bundle {
     generation: u32,
     /// Whether its demand (members, route) must be handed to the rate solver again.
     dirty: bool,
+    /// The last rate update ([`FluidNetwork::epoch`]) that recomputed its finish.
+    touched: u64,
 }
 
+/// A bundle's member entry: (finish as f64 bits, id, slot, stamp).
+type Member = (u64, FlowId, u32, u32);
+
 impl Bundle {
-    fn insert(&mut self, finish: f64, id: FlowId) {
-        self.members.insert((finish.to_bits(), id));
+    /// The flow in slot `ix` (stamp `stamp`) joins, done at service `finish`.
+    fn insert(&mut self, finish: f64, id: FlowId, ix: u32, stamp: u32) {
+        self.members.push(Reverse((finish.to_bits(), id, ix, stamp)));
+        self.count += 1;
         self.min_finish = self.min_finish.min(finish);
     }
-    fn remove(&mut self, finish: f64, id: FlowId) {
-        self.members.remove(&(finish.to_bits(), id));
+    /// A member left (its slot's stamp moved on, so its entry is stale):
+    /// drops stale entries from the front (all of them when they outnumber
+    /// the members), and takes the first finish from what is left.
+    fn remove(&mut self, slots: &Slots) {
+        self.count -= 1;
+        let live = |&(_, _, ix, stamp): &Member| slots[ix].stamp == stamp;
+        if self.count == 0 {
+            self.members.clear();
+        } else if self.members.len() > 2 * self.count as usize + 16 {
+            self.members.retain(|Reverse(m)| live(m));
+        }
+        while self.members.peek().is_some_and(|Reverse(m)| !live(m)) {
+            self.members.pop();
+        }
         self.min_finish = self
             .members
-            .first()
-            .map_or(f64::INFINITY, |&(bits, _)| f64::from_bits(bits));
+            .peek()
+            .map_or(f64::INFINITY, |Reverse((bits, ..))| f64::from_bits(*bits));
     }
     /// Service at `now` (not before its last change).
     fn service(&self, clocks: &[Clock], now: Nanos) -> f64 {
@@ -107,19 +135,6 @@ impl Bundle {
         let slack = self.slack(clocks, now, self.min_finish);
         eta(now, remaining, slack, self.rate(clocks))
     }
-}
-
-/// Where a flow is.
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    bundle: usize,
-    /// The bundle's service when the flow joined it.
-    joined: f64,
-    /// The bundle's service at which the flow is done.
-    finish: f64,
-    /// Bytes sent in earlier bundles, over EPS and over circuits.
-    sent_eps: f64,
-    sent_ocs: f64,
 }
 
 /// A flow's progress at one instant, from its slot and its bundle's counter.
@@ -155,14 +170,14 @@ struct LiveProgress<'a> {
     now: Nanos,
     bundles: &'a [Bundle],
     clocks: &'a [Clock],
-    slots: &'a BTreeMap<FlowId, Slot>,
+    slots: &'a Slots,
     done_bytes: &'a BTreeMap<CoflowId, f64>,
-    flows: &'a BTreeMap<FlowId, FlowView>,
+    flows: &'a FlowTable,
 }
 
 impl LiveProgress<'_> {
     fn of(&self, f: &FlowView) -> Option<FlowProgress> {
-        let s = self.slots.get(&f.spec.id)?;
+        let s = &self.slots[self.flows.tag(&f.spec.id)?];
         Some(FlowProgress::of(self.bundles, self.clocks, s, f.path, self.now))
     }
 }
@@ -195,7 +210,12 @@ pub struct FluidNetwork {
     triggers: Triggers,
     /// Active flows per (coflow, source rack, destination rack): to tell
     /// when a coflow's rack pair is done, and which flows a pair plan moves.
-    pairs: BTreeMap<PairKey, BTreeSet<FlowId>>,
+    /// Kept only for a policy that is ever called ([`FluidNetwork::keeps_pairs`]).
+    pairs: PairFlows,
+    /// Whether the policy's triggers name any event: if not, it is never
+    /// called, and neither rack pairs nor the pairs a flow joined since the
+    /// last call are kept.
+    keeps_pairs: bool,
     /// The pair plans last applied, sorted by pair: the next decision's are
     /// compared with them in one merge walk, so unchanged pairs cost no lookup.
     pair_planned: Vec<(PairKey, FlowPlan)>,
@@ -206,12 +226,14 @@ pub struct FluidNetwork {
     now: Nanos,
     wake_at: Option<Nanos>,
     bundles: Vec<Bundle>,
-    bundle_of: BTreeMap<BundleKey, usize>,
+    bundle_of: FastMap<BundleKey, usize>,
     free_bundles: Vec<usize>,
     /// Bundles emptied since the last rate solve, reused only after it.
     emptied: Vec<usize>,
     /// Bundles whose demand must be handed to the solver again.
     dirty: Vec<usize>,
+    /// Rate updates so far: tells the bundles an update already took ([`Bundle::touched`]).
+    epoch: u64,
     /// Bundles on a circuit path (their route changes with circuits).
     ocs_bundles: BTreeSet<usize>,
     /// Whether a circuit was set up, torn down or came up since the last solve.
@@ -227,7 +249,13 @@ pub struct FluidNetwork {
     clock_finishes: BinaryHeap<Reverse<(Nanos, LinkId, u32)>>,
     /// Clocks whose next finish must be recomputed before the next event.
     clocks_due: Vec<LinkId>,
-    slots: BTreeMap<FlowId, Slot>,
+    slots: Slots,
+    /// Bundles with a member due at the event being processed, and those
+    /// members' slots (kept to reuse their buffers).
+    due: Vec<usize>,
+    done: Vec<u32>,
+    /// The ids of the flows being added (kept to reuse its buffer).
+    adding: Vec<FlowId>,
     /// Flows whose current plan is not the default (EPS, no cap).
     planned: BTreeSet<FlowId>,
     /// Bytes of each coflow's finished flows.
@@ -262,24 +290,29 @@ impl FluidNetwork {
         let usage = LinkUsage::new(&fabric);
         FluidNetwork {
             triggers: policy.triggers(),
+            keeps_pairs: calls_ever(&policy.triggers()),
             policy,
-            pairs: BTreeMap::new(),
+            pairs: PairFlows::default(),
             pair_planned: Vec::new(),
             stale_pairs: BTreeSet::new(),
             now: Nanos::ZERO,
             wake_at: None,
             bundles: Vec::new(),
-            bundle_of: BTreeMap::new(),
+            bundle_of: FastMap::default(),
             free_bundles: Vec::new(),
             emptied: Vec::new(),
             dirty: Vec::new(),
+            epoch: 0,
             ocs_bundles: BTreeSet::new(),
             circuits_changed: false,
             finishes: BinaryHeap::new(),
             clocks: vec![Clock::default(); view.links.len()],
             clock_finishes: BinaryHeap::new(),
             clocks_due: Vec::new(),
-            slots: BTreeMap::new(),
+            slots: Slots::default(),
+            due: Vec::new(),
+            done: Vec::new(),
+            adding: Vec::new(),
             planned: BTreeSet::new(),
             coflow_done_bytes: BTreeMap::new(),
             dormant: BTreeMap::new(),
@@ -316,7 +349,6 @@ impl FluidNetwork {
     /// none of the flows) if one is invalid.
     pub fn try_add_flows(&mut self, now: Nanos, flows: &[FlowSpec]) -> Result<(), NetError> {
         let f = &self.view.fabric;
-        let mut ids = BTreeSet::new();
         for spec in flows {
             for h in [spec.src, spec.dst] {
                 if h.rack >= f.racks || h.host >= f.hosts_per_rack {
@@ -326,13 +358,21 @@ impl FluidNetwork {
                     });
                 }
             }
-            if self.view.flows.contains_key(&spec.id) || !ids.insert(spec.id) {
+            if self.view.flows.contains_key(&spec.id) {
                 return Err(NetError::DuplicateFlow(spec.id));
             }
         }
+        let ids = &mut self.adding;
+        ids.clear();
+        ids.extend(flows.iter().map(|spec| spec.id));
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(NetError::DuplicateFlow(w[0]));
+        }
         if now > self.now {
-            let events = self.advance_to(now);
-            self.pending.extend(events);
+            let mut events = std::mem::take(&mut self.pending);
+            self.advance_into(now, &mut events);
+            self.pending = events;
         }
         let mut ask = false;
         for spec in flows {
@@ -343,9 +383,11 @@ impl FluidNetwork {
             }
             self.view.insert_flow(spec.clone(), self.now);
             let pair = (spec.coflow, spec.src.rack, spec.dst.rack);
-            self.pairs.entry(pair).or_default().insert(spec.id);
-            // It joins over EPS, as unplanned flows do, until the next call.
-            self.stale_pairs.insert(pair);
+            let pair_ix = self.keeps_pairs.then(|| {
+                // It joins over EPS, as unplanned flows do, until the next call.
+                self.stale_pairs.insert(pair);
+                self.pairs.join(pair, spec.id)
+            });
             ask |= match self.triggers.arrivals {
                 Arrivals::Never => false,
                 Arrivals::Elephants => self.view.flows.get(&spec.id).is_some_and(|f| f.elephant),
@@ -355,18 +397,19 @@ impl FluidNetwork {
             let b = self.bundle_for(key);
             let joined = self.bundles[b].service(&self.clocks, self.now);
             let finish = joined + spec.bytes.0 as f64;
-            self.bundles[b].insert(finish, spec.id);
+            let ix = self.slots.add(Slot {
+                id: spec.id,
+                bundle: b,
+                joined,
+                finish,
+                sent_eps: 0.0,
+                sent_ocs: 0.0,
+                pair: pair_ix,
+                stamp: 0,
+            });
+            self.view.flows.set_tag(&spec.id, ix);
+            self.bundles[b].insert(finish, spec.id, ix, self.slots[ix].stamp);
             self.mark_dirty(b);
-            self.slots.insert(
-                spec.id,
-                Slot {
-                    bundle: b,
-                    joined,
-                    finish,
-                    sent_eps: 0.0,
-                    sent_ocs: 0.0,
-                },
-            );
         }
         if !flows.is_empty() {
             self.reschedule(ask);
@@ -394,15 +437,22 @@ impl FluidNetwork {
 
     /// Moves the network to `now`, returning what happened on the way, in time order.
     pub fn advance_to(&mut self, now: Nanos) -> Vec<NetEvent> {
-        let mut events = std::mem::take(&mut self.pending);
+        let mut events = Vec::new();
+        self.advance_into(now, &mut events);
+        events
+    }
+
+    /// Like [`FluidNetwork::advance_to`], but appends what happened to
+    /// `events` (a caller's buffer, reused from call to call).
+    pub fn advance_into(&mut self, now: Nanos, events: &mut Vec<NetEvent>) {
+        events.append(&mut self.pending);
         while let Some(t) = self.next_event_at().filter(|&t| t <= now) {
             self.move_to(t);
-            self.process(&mut events);
+            self.process(events);
         }
         if now > self.now {
             self.move_to(now);
         }
-        events
     }
 
     /// Totals so far (bytes count when their flow finishes).
@@ -426,8 +476,8 @@ impl FluidNetwork {
             c.1.sent_bytes = self.coflow_done_bytes.get(c.0).copied().unwrap_or(0.0);
         }
         let NetView { flows, coflows, .. } = &mut self.view;
-        for (id, f) in flows.iter_mut() {
-            let Some(s) = self.slots.get(id) else { continue };
+        for (ix, f) in flows.tagged_mut() {
+            let s = &self.slots[ix];
             let p = FlowProgress::of(&self.bundles, &self.clocks, s, f.path, now);
             f.sent_eps_bytes = p.sent_eps;
             f.sent_ocs_bytes = p.sent_ocs;
@@ -493,8 +543,14 @@ impl FluidNetwork {
         };
         let b = match self.free_bundles.pop() {
             Some(b) => {
-                let generation = self.bundles[b].generation;
-                self.bundles[b] = Bundle { generation, ..fresh };
+                let old = &mut self.bundles[b];
+                let (generation, mut members) = (old.generation, std::mem::take(&mut old.members));
+                members.clear();
+                self.bundles[b] = Bundle {
+                    generation,
+                    members,
+                    ..fresh
+                };
                 b
             }
             None => {
@@ -518,14 +574,14 @@ impl FluidNetwork {
         }
     }
 
-    /// Takes flow `id` out of its bundle (recording what it sent there);
-    /// the bundle is freed after the next rate solve if it is empty.
-    /// Returns the slot as it left.
-    fn leave(&mut self, id: FlowId) -> Option<Slot> {
-        let mut s = self.slots.remove(&id)?;
+    /// Takes the flow in slot `ix` out of its bundle (recording in the
+    /// slot what it sent there; its `finish` is then the bytes it has
+    /// left); the bundle is freed after the next rate solve if it is empty.
+    fn leave(&mut self, ix: u32) {
         let now = self.now;
+        let s = &mut self.slots[ix];
+        s.stamp = s.stamp.wrapping_add(1);
         let b = &mut self.bundles[s.bundle];
-        b.remove(s.finish, id);
         let service = b.service(&self.clocks, now);
         let here = (service - s.joined).max(0.0);
         match b.key.map(|k| k.path) {
@@ -534,31 +590,35 @@ impl FluidNetwork {
             _ => {}
         }
         s.finish = (s.finish - service).max(0.0); // now: bytes remaining
-        if b.members.is_empty() {
+        let bundle = s.bundle;
+        b.remove(&self.slots);
+        if b.count == 0 {
             if let Some(k) = b.key {
                 self.bundle_of.remove(&k);
             }
-            self.emptied.push(s.bundle);
+            self.emptied.push(bundle);
         }
-        self.mark_dirty(s.bundle);
-        Some(s)
+        self.mark_dirty(bundle);
     }
 
     /// Moves flow `id` to the bundle of `key` (no-op if it is there).
     fn move_flow(&mut self, id: FlowId, key: BundleKey) {
-        let Some(s) = self.slots.get(&id) else { return };
-        if self.bundles[s.bundle].key == Some(key) {
+        let Some(ix) = self.view.flows.tag(&id) else {
+            return;
+        };
+        if self.bundles[self.slots[ix].bundle].key == Some(key) {
             return;
         }
-        let Some(mut s) = self.leave(id) else { return };
-        let remaining = s.finish;
+        self.leave(ix);
         let b = self.bundle_for(key);
+        let joined = self.bundles[b].service(&self.clocks, self.now);
+        let s = &mut self.slots[ix];
         s.bundle = b;
-        s.joined = self.bundles[b].service(&self.clocks, self.now);
-        s.finish = s.joined + remaining;
-        self.bundles[b].insert(s.finish, id);
+        s.joined = joined;
+        s.finish += joined; // it held the bytes left
+        let (finish, stamp) = (s.finish, s.stamp);
+        self.bundles[b].insert(finish, id, ix, stamp);
         self.mark_dirty(b);
-        self.slots.insert(id, s);
         if let Some(f) = self.view.flows.get_mut(&id) {
             f.path = key.path;
             f.cap = key.cap;
@@ -577,7 +637,8 @@ impl FluidNetwork {
     /// Handles what happens at `self.now`, then asks the policy again.
     fn process(&mut self, events: &mut Vec<NetEvent>) {
         let now = self.now;
-        let mut due = Vec::new();
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
         while let Some(&Reverse((t, b, generation))) = self.finishes.peek() {
             if t > now {
                 break;
@@ -612,26 +673,34 @@ impl FluidNetwork {
         }
         due.sort_unstable();
         due.dedup();
-        let mut done = Vec::new();
+        // The due members, taken off their bundles' lists (in finish order
+        // per bundle); they leave the bundles below.
+        let mut done = std::mem::take(&mut self.done);
+        done.clear();
         for &b in &due {
-            let bundle = &self.bundles[b];
+            let bundle = &mut self.bundles[b];
             let service = bundle.service(&self.clocks, now);
-            for &(bits, id) in &bundle.members {
+            while let Some(&Reverse((bits, _, ix, stamp))) = bundle.members.peek() {
                 let finish = f64::from_bits(bits);
-                if finish - service > bundle.slack(&self.clocks, now, finish) {
-                    break;
+                if self.slots[ix].stamp == stamp {
+                    if finish - service > bundle.slack(&self.clocks, now, finish) {
+                        break;
+                    }
+                    done.push(ix);
                 }
-                done.push(id);
+                bundle.members.pop();
             }
         }
-        for b in due {
+        for &b in &due {
             // Its finish time is recomputed whether or not a member left.
             self.mark_dirty(b);
         }
+        self.due = due;
         let mut ask = false;
-        for id in done {
-            ask |= self.finish(id, events);
+        for &ix in &done {
+            ask |= self.finish(ix, events);
         }
+        self.done = done;
         for c in self.view.circuits.values().filter(|c| c.up_at == now) {
             self.circuits_changed = true;
             ask |= self.triggers.circuit_up;
@@ -651,25 +720,22 @@ impl FluidNetwork {
         events.append(&mut self.pending);
     }
 
-    /// Flow `id` is done: it leaves, and its event is recorded. Returns
-    /// whether its departure is one the policy wants to be called at.
-    fn finish(&mut self, id: FlowId, events: &mut Vec<NetEvent>) -> bool {
-        let Some(s) = self.leave(id) else { return false };
-        self.planned.remove(&id);
+    /// The flow in slot `ix` is done (its bundle entry is already off the
+    /// list): it leaves, and its event is recorded. Returns whether its
+    /// departure is one the policy wants to be called at.
+    fn finish(&mut self, ix: u32, events: &mut Vec<NetEvent>) -> bool {
+        self.leave(ix);
+        let s = self.slots[ix];
+        self.slots.remove(ix);
+        let id = s.id;
+        if !self.planned.is_empty() {
+            self.planned.remove(&id);
+        }
         let Some(f) = self.view.flows.remove(&id) else {
             return false;
         };
         let pair = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
-        let pair_done = match self.pairs.get_mut(&pair) {
-            Some(flows) if flows.len() > 1 => {
-                flows.remove(&id);
-                false
-            }
-            _ => {
-                self.pairs.remove(&pair);
-                true
-            }
-        };
+        let pair_done = s.pair.is_none_or(|p| self.pairs.leave(p, pair, id));
         let ask = match self.triggers.departures {
             Departures::Never => false,
             // All active flows of a coflow's rack pair are elephants or none are.
@@ -931,17 +997,22 @@ impl FluidNetwork {
             let ocs: Vec<usize> = self.ocs_bundles.iter().copied().collect();
             ocs.into_iter().for_each(|b| self.mark_dirty(b));
         }
+        // Each bundle once: the dirty ones, then those the solve moved.
+        self.epoch += 1;
+        let epoch = self.epoch;
         let mut touched = std::mem::take(&mut self.dirty);
         for &b in &touched {
             let bundle = &mut self.bundles[b];
             bundle.dirty = false;
+            bundle.touched = epoch;
             let demand = match bundle.key {
-                Some(k) if !bundle.members.is_empty() => route(&self.view.links, &self.view.circuits, k, now)
-                    .map(|links| Demand {
+                Some(k) if bundle.count > 0 => {
+                    route(&self.view.links, &self.view.circuits, k, now).map(|links| Demand {
                         links,
                         cap: k.cap.map_or(f64::INFINITY, Bps::bytes_per_sec),
-                        weight: bundle.members.len() as u32,
-                    }),
+                        weight: bundle.count,
+                    })
+                }
                 _ => None,
             };
             self.rates.set(b, demand);
@@ -955,11 +1026,12 @@ impl FluidNetwork {
         for &b in &changes.slots {
             let b = b as usize;
             self.rehome(b);
-            touched.push(b);
+            if self.bundles[b].touched != epoch {
+                self.bundles[b].touched = epoch;
+                touched.push(b);
+            }
         }
         self.changes = changes;
-        touched.sort_unstable();
-        touched.dedup();
         for &b in &touched {
             let bundle = &mut self.bundles[b];
             bundle.generation = bundle.generation.wrapping_add(1);
@@ -982,10 +1054,13 @@ impl FluidNetwork {
                 }
             }
         }
+        touched.clear();
+        self.dirty = touched;
         self.refresh_clocks();
         self.usage
             .set_rates(&self.rates.loads()[self.view.links.first_tracked() as usize..]);
-        for b in std::mem::take(&mut self.emptied) {
+        let mut emptied = std::mem::take(&mut self.emptied);
+        for &b in &emptied {
             if let Some(k) = self.bundles[b].key.take() {
                 if matches!(k.path, Path::Ocs { .. }) {
                     self.ocs_bundles.remove(&b);
@@ -993,6 +1068,8 @@ impl FluidNetwork {
             }
             self.free_bundles.push(b);
         }
+        emptied.clear();
+        self.emptied = emptied;
         // Stale entries dropped when they outnumber the bundles, and the
         // first entry current, for next_event_at.
         let bundles = &self.bundles;
@@ -1060,8 +1137,18 @@ impl FluidNetwork {
     }
 }
 
-/// A coflow's flows between two racks: (coflow, source rack, destination rack).
-type PairKey = (CoflowId, u32, u32);
+/// Whether a policy with `triggers` is ever called: only at the events its
+/// triggers name (and at wake-ups it asks for when called).
+fn calls_ever(triggers: &Triggers) -> bool {
+    !matches!(
+        triggers,
+        Triggers {
+            arrivals: Arrivals::Never,
+            departures: Departures::Never,
+            circuit_up: false,
+        }
+    )
+}
 
 /// The bundle key of flow `f` under `plan`: a circuit only for an
 /// elephant and an existing port, EPS otherwise.

@@ -131,8 +131,8 @@ pub fn replay(
     let mut open: BTreeMap<CoflowId, Open> = BTreeMap::new();
     let mut done = 0usize;
     let mut handle =
-        |events: Vec<NetEvent>, open: &mut BTreeMap<CoflowId, Open>, records: &mut [CoflowRecord]| {
-            for e in events {
+        |events: &mut Vec<NetEvent>, open: &mut BTreeMap<CoflowId, Open>, records: &mut [CoflowRecord]| {
+            for e in events.drain(..) {
                 let NetEvent::FlowDone {
                     coflow,
                     at,
@@ -161,9 +161,11 @@ pub fn replay(
                 }
             }
         };
+    // One buffer for the events of every advance.
+    let mut events = Vec::new();
     for (index, c) in order.iter().enumerate() {
-        let events = net.advance_to(c.arrival);
-        handle(events, &mut open, &mut records);
+        net.advance_into(c.arrival, &mut events);
+        handle(&mut events, &mut open, &mut records);
         if c.flows.is_empty() {
             continue;
         }
@@ -179,8 +181,8 @@ pub fn replay(
         net.try_add_flows(c.arrival, &c.flows)?;
     }
     while let Some(t) = net.next_event_at() {
-        let events = net.advance_to(t);
-        handle(events, &mut open, &mut records);
+        net.advance_into(t, &mut events);
+        handle(&mut events, &mut open, &mut records);
     }
     if !open.is_empty() {
         return Err(ReplayError::Stalled {

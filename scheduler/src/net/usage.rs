@@ -50,6 +50,8 @@ pub struct LinkUsage {
     capacity: Vec<f64>,
     /// Current rate of each link, bytes per second.
     rate: Vec<f64>,
+    /// The links whose current rate is positive, in tracking order.
+    busy: Vec<usize>,
     /// Bytes per link per bin.
     bins: Vec<Vec<f64>>,
     width: u64,
@@ -79,6 +81,7 @@ impl LinkUsage {
             racks: fabric.racks,
             ports: fabric.ocs_ports,
             rate: vec![0.0; links.len()],
+            busy: Vec::new(),
             bins: vec![Vec::new(); links.len()],
             links,
             capacity,
@@ -111,8 +114,12 @@ impl LinkUsage {
     /// (uplinks, downlinks, OCS ports: the order of their ids in
     /// [`super::links::LinkMap`] from [`super::links::LinkMap::first_tracked`]).
     pub fn set_rates(&mut self, bytes_per_s: &[f64]) {
-        for (r, &new) in self.rate.iter_mut().zip(bytes_per_s) {
+        self.busy.clear();
+        for (i, (r, &new)) in self.rate.iter_mut().zip(bytes_per_s).enumerate() {
             *r = new;
+            if new > 0.0 {
+                self.busy.push(i);
+            }
         }
     }
 
@@ -125,10 +132,8 @@ impl LinkUsage {
             self.coarsen();
         }
         let w = self.width;
-        for (i, &rate) in self.rate.iter().enumerate() {
-            if rate <= 0.0 {
-                continue;
-            }
+        for &i in &self.busy {
+            let rate = self.rate[i];
             let bins = &mut self.bins[i];
             let mut t = from.0;
             while t < to.0 {

@@ -1,0 +1,79 @@
+//! [`Slots`]: where each active flow of the fluid network is (its bundle,
+//! the bundle's service when it joined and at which it is done, what it
+//! sent in earlier bundles), at a dense index of its own.
+//!
+//! The network's per-flow work goes through that index: a bundle lists its
+//! members by it, so a flow that finishes is found without a lookup. A
+//! flow's index is its tag in the view's flow table
+//! ([`crate::coflow::view::FlowTable::tag`]), looked up only when a policy
+//! names the flow. Indexes of finished flows are reused; each slot's stamp
+//! (bumped whenever its flow leaves a bundle) tells a bundle's stale
+//! member entries.
+
+use crate::model::coflow::FlowId;
+use std::ops::{Index, IndexMut};
+
+/// Where a flow is.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Slot {
+    /// The flow.
+    pub(super) id: FlowId,
+    /// Its bundle.
+    pub(super) bundle: usize,
+    /// The bundle's service when the flow joined it.
+    pub(super) joined: f64,
+    /// The bundle's service at which the flow is done.
+    pub(super) finish: f64,
+    /// Bytes sent in earlier bundles, over EPS and over circuits.
+    pub(super) sent_eps: f64,
+    pub(super) sent_ocs: f64,
+    /// Its rack pair's index in [`super::pairs::PairFlows`], if pairs are kept.
+    pub(super) pair: Option<u32>,
+    /// Bumped whenever the slot's flow leaves a bundle (and kept across
+    /// reuse): a member entry with another stamp is stale.
+    pub(super) stamp: u32,
+}
+
+/// The slots of the active flows, by dense index.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Slots {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+impl Slots {
+    /// Adds `slot` (its stamp is the index's own); returns its index.
+    pub(super) fn add(&mut self, slot: Slot) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                let stamp = self.slots[i as usize].stamp;
+                self.slots[i as usize] = Slot { stamp, ..slot };
+                i
+            }
+            None => {
+                self.slots.push(Slot { stamp: 0, ..slot });
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Frees slot `i` (its flow left the network).
+    pub(super) fn remove(&mut self, i: u32) {
+        let s = &mut self.slots[i as usize];
+        s.stamp = s.stamp.wrapping_add(1);
+        self.free.push(i);
+    }
+}
+
+impl Index<u32> for Slots {
+    type Output = Slot;
+    fn index(&self, i: u32) -> &Slot {
+        &self.slots[i as usize]
+    }
+}
+
+impl IndexMut<u32> for Slots {
+    fn index_mut(&mut self, i: u32) -> &mut Slot {
+        &mut self.slots[i as usize]
+    }
+}
