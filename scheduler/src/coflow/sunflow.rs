@@ -54,6 +54,7 @@
 //! (the network starts the flows waiting on it by itself).
 
 use crate::coflow::lower_bound::{ocs_bound_of_longest, ocs_pair_time};
+use crate::coflow::decision::PairPlans;
 use crate::coflow::{
     Arrivals, CircuitSetup, CoflowPolicy, Decision, Departures, FabricParams, FlowPlan, NetView, PairPlan,
     Progress, Triggers,
@@ -71,6 +72,11 @@ pub struct Reservation {
     pub dst: u32,
 }
 
+/// A coflow's rack pair without a reservation: (sending rack, coflow,
+/// receiving rack), or (receiving rack, coflow, sending rack) in the index by
+/// receiving rack.
+type WaitingPair = (u32, CoflowId, u32);
+
 /// Sunflow over the OCS, EPS for the rest.
 #[derive(Clone, Debug, Default)]
 pub struct Sunflow {
@@ -79,21 +85,36 @@ pub struct Sunflow {
     /// The elephants of each active coflow, per rack pair.
     coflows: BTreeMap<CoflowId, CoflowDemand>,
     /// Pairs without a reservation, by (source rack, coflow, destination rack).
-    waiting: BTreeSet<(u32, CoflowId, u32)>,
-    /// One plan per pair of `coflows`, sorted by (coflow, source, destination).
-    plans: Vec<PairPlan>,
+    waiting: BTreeSet<WaitingPair>,
+    /// The same pairs by (destination rack, coflow, source rack).
+    waiting_into: BTreeSet<WaitingPair>,
+    /// Pairs put in `waiting` since the last greedy pass (by source rack):
+    /// the only waiting pairs, besides those at a rack whose port side was
+    /// freed, that may have a port free on both sides.
+    new_waiting: Vec<WaitingPair>,
+    /// The pair plans as the driver holds them after the last decision
+    /// ([`Decision::pair_changes`] are relative to them).
+    plans: PairPlans,
+    /// Changes to `plans` made during the current call, in order.
+    changes: Vec<PairPlan>,
+    /// The (sending rack, receiving rack) of reservations ended during
+    /// the current call.
+    freed: Vec<(u32, u32)>,
 }
 
 /// One coflow's elephants as last read, with the row and column sums of
 /// `t_ij` (Co-scheduler eq. 1) that give its T(C) (eq. 2 / 15).
 #[derive(Clone, Debug, Default)]
 struct CoflowDemand {
-    /// Its bytes so far ([`crate::coflow::CoflowView::known_bytes`]) when read: flows joined if it grew.
-    known: Bytes,
+    /// Its bytes so far ([`crate::coflow::CoflowView::known_bytes`]) when
+    /// read: flows joined if it grew. `None`: read it again.
+    known: Option<Bytes>,
     /// Its active flows (elephants and mice) after the last call.
     active: usize,
     /// Its rack pairs with active elephants.
     pairs: BTreeMap<(u32, u32), PairDemand>,
+    /// Those of `pairs` that hold a reservation.
+    reserved: BTreeSet<(u32, u32)>,
     /// Σ_j t_ij per sending rack i, and Σ_i t_ij per receiving rack j (ns).
     rows: BTreeMap<u32, u128>,
     cols: BTreeMap<u32, u128>,
@@ -153,6 +174,7 @@ impl CoflowDemand {
 
     /// Pair `k` is done.
     fn remove(&mut self, k: (u32, u32)) {
+        self.reserved.remove(&k);
         if let Some(p) = self.pairs.remove(&k) {
             self.count(k, p.t, false);
         }
@@ -180,66 +202,94 @@ impl Sunflow {
         &self.reservations
     }
 
-    /// Forgets what it keeps of the coflows' demand (not the reservations):
-    /// its next call reads every elephant again, as a call without kept
-    /// state would. For tests of the kept state.
+    /// The pair plans of its last decision, as the driver holds them.
+    pub fn pair_plans(&self) -> &PairPlans {
+        &self.plans
+    }
+
+    /// Forgets what it keeps of the coflows' demand (not the reservations,
+    /// nor the plans the driver holds): its next call reads every elephant
+    /// again, as a call without kept state would, and walks every waiting
+    /// pair. For tests of the kept state.
     #[cfg(test)]
     pub(crate) fn forget_demand(&mut self) {
-        self.coflows.clear();
+        for d in self.coflows.values_mut() {
+            *d = CoflowDemand::default();
+        }
         self.waiting.clear();
-        self.plans.clear();
+        self.waiting_into.clear();
+        self.new_waiting.clear();
     }
 
-    /// Where coflow `c`'s plans are (or would go) in `self.plans`.
-    fn plan_range(&self, c: CoflowId) -> std::ops::Range<usize> {
-        let start = self.plans.partition_point(|p| p.coflow < c);
-        let end = self.plans.partition_point(|p| p.coflow <= c);
-        start..end
-    }
-
-    /// Coflow `c`'s plans, from its pairs (after it was read again).
-    fn replan(&mut self, c: CoflowId) {
-        let range = self.plan_range(c);
-        let new: Vec<PairPlan> = self
-            .coflows
-            .get(&c)
-            .into_iter()
-            .flat_map(|d| d.pairs.iter())
-            .map(|(&(src_rack, dst_rack), p)| PairPlan {
-                coflow: c,
-                src_rack,
-                dst_rack,
-                plan: p.port.map_or(FlowPlan::WAIT, FlowPlan::ocs),
-            })
-            .collect();
-        self.plans.splice(range, new);
-    }
-
-    /// The plan of pair (c, i, j): `Some(plan)`, or `None` to drop it.
-    fn set_plan(&mut self, c: CoflowId, i: u32, j: u32, plan: Option<FlowPlan>) {
-        let key = (c, i, j);
-        let found = self
-            .plans
-            .binary_search_by_key(&key, |p| (p.coflow, p.src_rack, p.dst_rack));
-        match (found, plan) {
-            (Ok(at), Some(plan)) => self.plans[at].plan = plan,
-            (Ok(at), None) => {
-                self.plans.remove(at);
-            }
-            (Err(at), Some(plan)) => self.plans.insert(
-                at,
-                PairPlan {
-                    coflow: c,
-                    src_rack: i,
-                    dst_rack: j,
-                    plan,
-                },
-            ),
-            (Err(_), None) => {}
+    /// Pair (i, c, j) waits for a port.
+    fn wait(&mut self, (i, c, j): WaitingPair) {
+        if self.waiting.insert((i, c, j)) {
+            self.waiting_into.insert((j, c, i));
+            self.new_waiting.push((i, c, j));
         }
     }
 
-    /// Brings the per-coflow demand up to date with `view` (see the module doc).
+    /// Pair (i, c, j) no longer waits (it got a port, or it is gone).
+    fn unwait(&mut self, (i, c, j): WaitingPair) {
+        if self.waiting.remove(&(i, c, j)) {
+            self.waiting_into.remove(&(j, c, i));
+        }
+    }
+
+    /// Coflow `c`'s plans, from its pairs (after it was read again): a plan
+    /// per pair, and none for pairs it no longer has.
+    fn replan(&mut self, c: CoflowId) {
+        let Some(d) = self.coflows.get(&c) else { return };
+        let plan = |p: &PairDemand| p.port.map_or(FlowPlan::WAIT, FlowPlan::ocs);
+        let dropped = self
+            .plans
+            .of_coflow(c)
+            .filter(|(k, _)| !d.pairs.contains_key(k))
+            .map(|((i, j), _)| (i, j, None));
+        let kept = d.pairs.iter().map(|(&(i, j), p)| (i, j, Some(plan(p))));
+        let changes = dropped.chain(kept).map(|(src_rack, dst_rack, plan)| PairPlan {
+            coflow: c,
+            src_rack,
+            dst_rack,
+            plan,
+        });
+        self.changes.extend(changes);
+    }
+
+    /// The plan of pair (c, i, j) from now on: `Some(plan)`, or `None` to drop it.
+    fn set_plan(&mut self, coflow: CoflowId, src_rack: u32, dst_rack: u32, plan: Option<FlowPlan>) {
+        self.changes.push(PairPlan {
+            coflow,
+            src_rack,
+            dst_rack,
+            plan,
+        });
+    }
+
+    /// Ends the reservation of coflow `c`'s pair (i, j) on port `w`: its
+    /// port sides are free for this call's pass.
+    fn end_reservation(&mut self, c: CoflowId, (i, j): (u32, u32), w: u32) {
+        if self.reservations.get(&(i, w)) == Some(&Reservation { coflow: c, dst: j }) {
+            self.reservations.remove(&(i, w));
+            self.freed.push((i, j));
+        }
+    }
+
+    /// Ends coflow `c`'s reservations whose pair `keep` rejects.
+    fn end_reservations_of(&mut self, c: CoflowId, keep: impl Fn((u32, u32)) -> bool) {
+        let ended: Vec<((u32, u32), u32)> = self
+            .reservations
+            .iter()
+            .filter(|(&(i, _), r)| r.coflow == c && !keep((i, r.dst)))
+            .map(|(&(i, w), r)| ((i, r.dst), w))
+            .collect();
+        for (k, w) in ended {
+            self.end_reservation(c, k, w);
+        }
+    }
+
+    /// Brings the per-coflow demand up to date with `view` (see the module
+    /// doc); ends the reservations whose pair is done.
     fn sync(&mut self, view: &NetView, progress: &dyn Progress) {
         let fabric = view.fabric;
         let remaining = |ids: &[FlowId]| {
@@ -258,46 +308,49 @@ impl Sunflow {
             if let Some(c) = self.coflows.remove(&id) {
                 for (&(i, j), p) in &c.pairs {
                     if p.port.is_none() {
-                        self.waiting.remove(&(i, id, j));
+                        self.unwait((i, id, j));
                     }
                 }
             }
-            let range = self.plan_range(id);
-            self.plans.drain(range);
-        }
-        // Reserved pairs move: read them again; a pair with no flow left is done.
-        let mut left: BTreeMap<CoflowId, usize> = BTreeMap::new();
-        let reserved: Vec<(CoflowId, u32, u32)> = self
-            .reservations
-            .iter()
-            .map(|(&(i, _), r)| (r.coflow, i, r.dst))
-            .collect();
-        for (c, i, j) in reserved {
-            let Some(d) = self.coflows.get_mut(&c) else {
-                continue;
-            };
-            let Some(p) = d.pairs.get_mut(&(i, j)) else {
-                continue;
-            };
-            let before = p.flows.len();
-            p.flows.retain(|id| view.flows.contains_key(id));
-            *left.entry(c).or_default() += before - p.flows.len();
-            if p.flows.is_empty() {
-                d.remove((i, j));
-                self.set_plan(c, i, j, None);
-            } else {
-                let bytes = remaining(&p.flows);
-                d.set_bytes(&fabric, (i, j), bytes);
+            self.end_reservations_of(id, |_| false);
+            let dropped: Vec<(u32, u32)> = self.plans.of_coflow(id).map(|(k, _)| k).collect();
+            for (i, j) in dropped {
+                self.set_plan(id, i, j, None);
             }
         }
-        // Coflows that gained flows, or lost more than their reserved pairs did: read again.
         for (&id, cv) in &view.coflows {
             let fresh = match self.coflows.get_mut(&id) {
                 None => true,
+                // Flows joined.
+                Some(c) if c.known != Some(cv.known_bytes) => true,
+                // None joined nor left: its pairs stand (reserved ones move,
+                // and are read again only if its T(C) is needed).
+                Some(c) if c.active == cv.flows.len() => false,
+                // Flows left: those of reserved pairs may have (waiting ones
+                // do not move); if more left, mice did: read it again.
                 Some(c) => {
-                    let again = c.known != cv.known_bytes
-                        || c.active.saturating_sub(cv.flows.len()) > left.get(&id).copied().unwrap_or(0);
+                    let mut left = 0;
+                    let mut done = Vec::new();
+                    for &k in &c.reserved {
+                        let Some(p) = c.pairs.get_mut(&k) else { continue };
+                        let before = p.flows.len();
+                        p.flows.retain(|id| view.flows.contains_key(id));
+                        left += before - p.flows.len();
+                        if p.flows.is_empty() {
+                            done.push((k, p.port));
+                        }
+                    }
+                    for &(k, _) in &done {
+                        c.remove(k);
+                    }
+                    let again = c.active.saturating_sub(cv.flows.len()) > left;
                     c.active = cv.flows.len();
+                    for ((i, j), port) in done {
+                        if let Some(w) = port {
+                            self.end_reservation(id, (i, j), w);
+                        }
+                        self.set_plan(id, i, j, None);
+                    }
                     again
                 }
             };
@@ -306,7 +359,7 @@ impl Sunflow {
             }
             let old = self.coflows.remove(&id).unwrap_or_default();
             let mut d = CoflowDemand {
-                known: cv.known_bytes,
+                known: Some(cv.known_bytes),
                 active: cv.flows.len(),
                 ..CoflowDemand::default()
             };
@@ -317,11 +370,8 @@ impl Sunflow {
                     .flows
                     .push(f.spec.id);
             }
-            for (&(i, j), p) in &old.pairs {
-                if p.port.is_none() {
-                    self.waiting.remove(&(i, id, j));
-                }
-            }
+            // Reservations of pairs it no longer has end.
+            self.end_reservations_of(id, |k| d.pairs.contains_key(&k));
             let keys: Vec<(u32, u32)> = d.pairs.keys().copied().collect();
             for k in keys {
                 let was = old.pairs.get(&k);
@@ -329,21 +379,101 @@ impl Sunflow {
                 let held = Reservation { coflow: id, dst: k.1 };
                 p.port = (0..fabric.ocs_ports).find(|&w| self.reservations.get(&(k.0, w)) == Some(&held));
                 let bytes = match was {
-                    // Same flows: waiting ones have not moved, reserved ones were just read.
-                    Some(o) if o.flows == p.flows => o.bytes,
+                    // Same flows, waiting: they have not moved.
+                    Some(o) if o.flows == p.flows && o.port.is_none() => o.bytes,
                     _ => remaining(&p.flows),
                 };
-                if p.port.is_none() {
-                    self.waiting.insert((k.0, id, k.1));
+                if p.port.is_some() {
+                    d.reserved.insert(k);
                 }
                 p.bytes = bytes;
                 p.t = pair_time(&fabric, bytes);
                 let t = p.t;
                 d.count(k, t, true);
             }
+            // Pairs that waited and no longer do (a pair that still waits
+            // stays, and is not new: no port of its racks was free).
+            for (&(i, j), p) in &old.pairs {
+                if p.port.is_none() && d.pairs.get(&(i, j)).is_none_or(|n| n.port.is_some()) {
+                    self.unwait((i, id, j));
+                }
+            }
+            for (&(i, j), p) in &d.pairs {
+                if p.port.is_none() {
+                    self.wait((i, id, j));
+                }
+            }
             // Kept even with no elephants, so that it is not read again at every call.
             self.coflows.insert(id, d);
             self.replan(id);
+        }
+    }
+
+    /// Coflow `c`'s T(C) and arrival, its reserved pairs' bytes read
+    /// again first (they move; its waiting pairs do not).
+    fn priority(&mut self, c: CoflowId, view: &NetView, progress: &dyn Progress) -> (Nanos, Nanos) {
+        let fabric = view.fabric;
+        let arrival = view.coflows.get(&c).map_or(Nanos::ZERO, |v| v.arrival);
+        let Some(d) = self.coflows.get_mut(&c) else {
+            return (Nanos(u64::MAX), arrival);
+        };
+        let reserved: Vec<(u32, u32)> = d.reserved.iter().copied().collect();
+        for k in reserved {
+            let Some(p) = d.pairs.get(&k) else { continue };
+            let bytes = p
+                .flows
+                .iter()
+                .filter_map(|id| view.flows.get(id))
+                .fold(0.0, |sum, f| sum + progress.remaining_bytes(f));
+            d.set_bytes(&fabric, k, bytes);
+        }
+        (d.bound(&fabric), arrival)
+    }
+}
+
+/// Which port sides are reserved, during a greedy pass: the sending side
+/// (rack, port) and the receiving side (rack, port), one flag per side.
+struct PortSides {
+    ports: u32,
+    tx: Vec<bool>,
+    rx: Vec<bool>,
+}
+
+impl PortSides {
+    /// The sides `reservations` hold, on `racks` racks of `ports` ports.
+    fn of(racks: u32, ports: u32, reservations: &BTreeMap<(u32, u32), Reservation>) -> PortSides {
+        let n = racks as usize * ports as usize;
+        let mut sides = PortSides {
+            ports,
+            tx: vec![false; n],
+            rx: vec![false; n],
+        };
+        for (&(i, w), r) in reservations {
+            sides.take(i, r.dst, w);
+        }
+        sides
+    }
+
+    fn at(&self, rack: u32, port: u32) -> usize {
+        rack as usize * self.ports as usize + port as usize
+    }
+
+    /// The ports whose sending side at `i` and receiving side at `j` are
+    /// both free, in port order (a rack outside the fabric has none).
+    fn free(&self, i: u32, j: u32) -> impl Iterator<Item = u32> + Clone + '_ {
+        (0..self.ports).filter(move |&w| {
+            self.tx.get(self.at(i, w)) == Some(&false) && self.rx.get(self.at(j, w)) == Some(&false)
+        })
+    }
+
+    /// Port `w`'s sending side at `i` and receiving side at `j` are taken.
+    fn take(&mut self, i: u32, j: u32, w: u32) {
+        let (t, r) = (self.at(i, w), self.at(j, w));
+        if let Some(side) = self.tx.get_mut(t) {
+            *side = true;
+        }
+        if let Some(side) = self.rx.get_mut(r) {
+            *side = true;
         }
     }
 }
@@ -370,48 +500,68 @@ impl CoflowPolicy for Sunflow {
         let fabric = view.fabric;
         let ports = fabric.ocs_ports;
         self.sync(view, progress);
-        let coflows = &self.coflows;
-        self.reservations.retain(|&(i, _), r| {
-            coflows
-                .get(&r.coflow)
-                .is_some_and(|c| c.pairs.contains_key(&(i, r.dst)))
-        });
+        // Reservations whose pair is done ended in `sync`; their port sides are free.
+        let (mut freed_tx, mut freed_rx): (Vec<u32>, Vec<u32>) = self.freed.drain(..).unzip();
 
-        // Candidates: waiting pairs with a port free on both sides now.
-        let mut tx_busy: BTreeSet<(u32, u32)> = self.reservations.keys().copied().collect();
-        let mut rx_busy: BTreeSet<(u32, u32)> =
-            self.reservations.iter().map(|(&(_, w), r)| (r.dst, w)).collect();
+        // Candidates: waiting pairs with a port free on both sides now. After
+        // the last pass no waiting pair had one, and sides are freed only
+        // when reservations end, so they are among the pairs that started
+        // waiting since then and the waiting pairs from a rack whose
+        // sending side was freed or into one whose receiving side was.
+        let mut sides = PortSides::of(fabric.racks, ports, &self.reservations);
+        let mut maybe: Vec<WaitingPair> = std::mem::take(&mut self.new_waiting);
+        maybe.retain(|k| self.waiting.contains(k));
+        for racks in [&mut freed_tx, &mut freed_rx] {
+            racks.sort_unstable();
+            racks.dedup();
+        }
+        let at_rack = |r: u32| (r, CoflowId(u64::MIN), u32::MIN)..=(r, CoflowId(u64::MAX), u32::MAX);
+        for &i in &freed_tx {
+            maybe.extend(self.waiting.range(at_rack(i)).copied());
+        }
+        for &j in &freed_rx {
+            maybe.extend(self.waiting_into.range(at_rack(j)).map(|&(j, c, i)| (i, c, j)));
+        }
+        maybe.sort_unstable();
+        maybe.dedup();
+        let mut priorities: BTreeMap<CoflowId, (Nanos, Nanos)> = BTreeMap::new();
         let mut candidates: Vec<Candidate> = Vec::new();
-        for i in (0..fabric.racks).filter(|&i| (0..ports).any(|w| !tx_busy.contains(&(i, w)))) {
-            let from_i = self
-                .waiting
-                .range((i, CoflowId(u64::MIN), u32::MIN)..=(i, CoflowId(u64::MAX), u32::MAX));
-            for &(_, c, j) in from_i {
-                if !(0..ports).any(|w| !tx_busy.contains(&(i, w)) && !rx_busy.contains(&(j, w))) {
-                    continue;
-                }
-                let Some(d) = self.coflows.get(&c) else { continue };
-                let Some(p) = d.pairs.get(&(i, j)) else { continue };
-                let arrival = view.coflows.get(&c).map_or(Nanos::ZERO, |v| v.arrival);
-                candidates.push(((d.bound(&fabric), arrival, c), p.bytes, (i, j)));
+        for (i, c, j) in maybe {
+            if sides.free(i, j).next().is_none() {
+                continue;
             }
+            let (bound, arrival) = match priorities.get(&c) {
+                Some(&p) => p,
+                None => {
+                    let p = self.priority(c, view, progress);
+                    priorities.insert(c, p);
+                    p
+                }
+            };
+            let Some(p) = self.coflows.get(&c).and_then(|d| d.pairs.get(&(i, j))) else {
+                continue;
+            };
+            candidates.push(((bound, arrival, c), p.bytes, (i, j)));
         }
         // Shortest coflow first (T(C), arrival, id), then its pairs by demand, largest first.
         candidates.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
 
         for ((_, _, c), _, (i, j)) in candidates {
-            let mut free = (0..ports).filter(|&w| !tx_busy.contains(&(i, w)) && !rx_busy.contains(&(j, w)));
-            let first = free.clone().next();
-            let Some(w) = free.find(|&w| view.circuit(i, j, w).is_some()).or(first) else {
-                continue;
+            let port = {
+                let mut free = sides.free(i, j);
+                let first = free.clone().next();
+                free.find(|&w| view.circuit(i, j, w).is_some()).or(first)
             };
-            tx_busy.insert((i, w));
-            rx_busy.insert((j, w));
+            let Some(w) = port else { continue };
+            sides.take(i, j, w);
             self.reservations
                 .insert((i, w), Reservation { coflow: c, dst: j });
-            self.waiting.remove(&(i, c, j));
-            if let Some(p) = self.coflows.get_mut(&c).and_then(|d| d.pairs.get_mut(&(i, j))) {
-                p.port = Some(w);
+            self.unwait((i, c, j));
+            if let Some(d) = self.coflows.get_mut(&c) {
+                if let Some(p) = d.pairs.get_mut(&(i, j)) {
+                    p.port = Some(w);
+                    d.reserved.insert((i, j));
+                }
             }
             self.set_plan(c, i, j, Some(FlowPlan::ocs(w)));
         }
@@ -426,8 +576,20 @@ impl CoflowPolicy for Sunflow {
                 port: w,
             })
             .collect();
+        let pair_changes = self
+            .plans
+            .apply(&self.changes)
+            .into_iter()
+            .map(|((coflow, src_rack, dst_rack), plan)| PairPlan {
+                coflow,
+                src_rack,
+                dst_rack,
+                plan,
+            })
+            .collect();
+        self.changes.clear();
         Decision {
-            pair_plans: self.plans.clone(),
+            pair_changes,
             circuits,
             plans: Vec::new(),
             wake_at: None,
