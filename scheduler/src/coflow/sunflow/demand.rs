@@ -134,14 +134,29 @@ impl CoflowDemand {
 
     /// Adds a pair (i, j) with `flows` (in id order), `bytes` left and the
     /// reservation `port`, if any.
-    pub(super) fn insert(&mut self, fabric: &FabricParams, k: (u32, u32), flows: Vec<FlowId>, bytes: f64, port: Option<u32>) {
+    pub(super) fn insert(
+        &mut self,
+        fabric: &FabricParams,
+        k: (u32, u32),
+        flows: Vec<FlowId>,
+        bytes: f64,
+        port: Option<u32>,
+    ) {
         let t = pair_time(fabric, bytes);
         self.remove(k);
         self.count(k, t, port.is_some(), true);
         if port.is_some() {
             self.reserved.insert(k);
         }
-        self.pairs.insert(k, PairDemand { flows, bytes, t, port });
+        self.pairs.insert(
+            k,
+            PairDemand {
+                flows,
+                bytes,
+                t,
+                port,
+            },
+        );
     }
 
     /// Pair `k` now has `bytes` left.

@@ -65,14 +65,14 @@
 //! order; mice do not enter it, and a circuit coming up changes no input
 //! (the network starts the flows waiting on it by itself).
 
-
 mod demand;
 mod ports;
 mod waiting;
 
 use crate::coflow::decision::PairPlans;
 use crate::coflow::{
-    Arrivals, CircuitSetup, CoflowPolicy, Decision, Departures, FlowPlan, NetView, PairPlan, Progress, Triggers,
+    Arrivals, CircuitSetup, CoflowPolicy, Decision, Departures, FlowPlan, NetView, PairPlan, Progress,
+    Triggers,
 };
 use crate::model::coflow::{CoflowId, FlowId};
 use demand::CoflowDemand;
@@ -150,19 +150,27 @@ impl Sunflow {
     }
 
     /// Coflow `c`'s plans, from its pairs (after it was read again): a plan
-    /// per pair, and none for pairs it no longer has.
+    /// per pair, and none for pairs it no longer has. Only those that differ
+    /// from the driver's are listed (one walk over both, in pair order),
+    /// unless `c`'s plans already changed during this call (then all are).
     fn replan(&mut self, c: CoflowId) {
         let Some(d) = self.coflows.get(&c) else { return };
-        let dropped = self
-            .plans
-            .of_coflow(c)
-            .filter(|(k, _)| !d.pairs.contains_key(k))
-            .map(|((i, j), _)| (i, j, None));
-        let kept = d
-            .pairs
-            .iter()
-            .map(|(&(i, j), p)| (i, j, Some(p.port.map_or(FlowPlan::WAIT, FlowPlan::ocs))));
-        let changes = dropped.chain(kept).map(|(src_rack, dst_rack, plan)| PairPlan {
+        let plan = |p: &demand::PairDemand| Some(p.port.map_or(FlowPlan::WAIT, FlowPlan::ocs));
+        let all = self.changes.iter().any(|p| p.coflow == c);
+        let mut held = self.plans.of_coflow(c).peekable();
+        let mut changes = Vec::new();
+        for (&k, p) in &d.pairs {
+            while let Some((gone, _)) = held.next_if(|&(h, _)| h < k) {
+                changes.push((gone, None));
+            }
+            let now = plan(p);
+            let before = held.next_if(|&(h, _)| h == k).map(|(_, plan)| plan);
+            if all || before != now {
+                changes.push((k, now));
+            }
+        }
+        changes.extend(held.map(|(gone, _)| (gone, None)));
+        let changes = changes.into_iter().map(|((src_rack, dst_rack), plan)| PairPlan {
             coflow: c,
             src_rack,
             dst_rack,
@@ -212,13 +220,55 @@ impl Sunflow {
                 .filter_map(|id| view.flows.get(id))
                 .fold(0.0, |sum, f| sum + progress.remaining_bytes(f))
         };
-        // Coflows with no active flow left.
-        let gone: Vec<CoflowId> = self
-            .coflows
-            .keys()
-            .filter(|id| !view.coflows.contains_key(id))
-            .copied()
-            .collect();
+        // One walk over the kept coflows and the view's, both in id order:
+        // coflows gone, coflows to read again, and reserved pairs done.
+        let (mut gone, mut fresh, mut done) = (Vec::new(), Vec::new(), Vec::new());
+        let mut kept = self.coflows.iter_mut().peekable();
+        for (&id, cv) in &view.coflows {
+            while let Some((&k, _)) = kept.next_if(|(&k, _)| k < id) {
+                gone.push(k);
+            }
+            let Some((_, c)) = kept.next_if(|(&k, _)| k == id) else {
+                fresh.push(id);
+                continue;
+            };
+            // Flows joined: read it again.
+            if c.known != Some(cv.known_bytes) {
+                fresh.push(id);
+                continue;
+            }
+            // None joined nor left: its pairs stand (reserved ones move,
+            // and are read again only if its T(C) is needed).
+            if c.active == cv.flows.len() {
+                continue;
+            }
+            // Flows left: those of reserved pairs may have (waiting ones
+            // do not move); if more left, mice did: read it again.
+            let departed = c.active.saturating_sub(cv.flows.len());
+            let mut left = 0;
+            let mut emptied = Vec::new();
+            for &k in &c.reserved {
+                if left >= departed {
+                    break; // every flow that left is found
+                }
+                let Some(p) = c.pairs.get_mut(&k) else { continue };
+                let before = p.flows.len();
+                p.flows.retain(|f| cv.flows.contains(f));
+                left += before - p.flows.len();
+                if p.flows.is_empty() {
+                    emptied.push((k, p.port));
+                }
+            }
+            for &(k, port) in &emptied {
+                c.remove(k);
+                done.push((id, k, port));
+            }
+            c.active = cv.flows.len();
+            if departed > left {
+                fresh.push(id);
+            }
+        }
+        gone.extend(kept.map(|(&k, _)| k));
         for id in gone {
             if let Some(c) = self.coflows.remove(&id) {
                 for (&(i, j), p) in &c.pairs {
@@ -233,49 +283,14 @@ impl Sunflow {
                 self.set_plan(id, i, j, None);
             }
         }
-        for (&id, cv) in &view.coflows {
-            let fresh = match self.coflows.get_mut(&id) {
-                None => true,
-                // Flows joined.
-                Some(c) if c.known != Some(cv.known_bytes) => true,
-                // None joined nor left: its pairs stand (reserved ones move,
-                // and are read again only if its T(C) is needed).
-                Some(c) if c.active == cv.flows.len() => false,
-                // Flows left: those of reserved pairs may have (waiting ones
-                // do not move); if more left, mice did: read it again.
-                Some(c) => {
-                    let gone = c.active.saturating_sub(cv.flows.len());
-                    let mut left = 0;
-                    let mut done = Vec::new();
-                    for &k in &c.reserved {
-                        if left >= gone {
-                            break; // every flow that left is found
-                        }
-                        let Some(p) = c.pairs.get_mut(&k) else { continue };
-                        let before = p.flows.len();
-                        p.flows.retain(|id| cv.flows.contains(id));
-                        left += before - p.flows.len();
-                        if p.flows.is_empty() {
-                            done.push((k, p.port));
-                        }
-                    }
-                    for &(k, _) in &done {
-                        c.remove(k);
-                    }
-                    let again = gone > left;
-                    c.active = cv.flows.len();
-                    for ((i, j), port) in done {
-                        if let Some(w) = port {
-                            self.end_reservation(id, (i, j), w);
-                        }
-                        self.set_plan(id, i, j, None);
-                    }
-                    again
-                }
-            };
-            if !fresh {
-                continue;
+        for (id, (i, j), port) in done {
+            if let Some(w) = port {
+                self.end_reservation(id, (i, j), w);
             }
+            self.set_plan(id, i, j, None);
+        }
+        for id in fresh {
+            let Some(cv) = view.coflows.get(&id) else { continue };
             let old = self.coflows.remove(&id).unwrap_or_default();
             let mut flows: BTreeMap<(u32, u32), Vec<FlowId>> = BTreeMap::new();
             for f in view.flows_of(id).filter(|f| f.elephant) {
@@ -409,21 +424,19 @@ impl CoflowPolicy for Sunflow {
             racks.sort_unstable();
             racks.dedup();
         }
+        let free = |i: u32, j: u32| sides.free(i, j).next().is_some();
         for &i in &freed_tx {
-            let to: Vec<u32> = (0..fabric.racks).filter(|&j| sides.free(i, j).next().is_some()).collect();
-            self.waiting.from_rack(i, &to, &mut maybe);
+            self.waiting.from_rack(i, |j| free(i, j), &mut maybe);
         }
         for &j in &freed_rx {
-            let from: Vec<u32> = (0..fabric.racks).filter(|&i| sides.free(i, j).next().is_some()).collect();
-            self.waiting.into_rack(j, &from, &mut maybe);
+            self.waiting.into_rack(j, |i| free(i, j), &mut maybe);
         }
+        maybe.retain(|&(i, j, _)| free(i, j));
         maybe.sort_unstable();
         maybe.dedup();
-        maybe.retain(|&(i, j, _)| sides.free(i, j).next().is_some());
         let mut priorities: BTreeMap<CoflowId, Priority> = BTreeMap::new();
         for &(_, _, c) in &maybe {
-            let (Entry::Vacant(e), Some(d)) = (priorities.entry(c), self.coflows.get(&c))
-            else {
+            let (Entry::Vacant(e), Some(d)) = (priorities.entry(c), self.coflows.get(&c)) else {
                 continue;
             };
             // A coflow read at this call has its T(C) exactly.
@@ -439,8 +452,12 @@ impl CoflowPolicy for Sunflow {
         self.order(&mut priorities, view, progress);
         let mut candidates: Vec<Candidate> = Vec::with_capacity(maybe.len());
         for (i, j, c) in maybe {
-            let (Some(p), Some(d)) = (priorities.get(&c), self.coflows.get(&c)) else { continue };
-            let Some(pair) = d.pairs.get(&(i, j)) else { continue };
+            let (Some(p), Some(d)) = (priorities.get(&c), self.coflows.get(&c)) else {
+                continue;
+            };
+            let Some(pair) = d.pairs.get(&(i, j)) else {
+                continue;
+            };
             let arrival = view.coflows.get(&c).map_or(Nanos::ZERO, |v| v.arrival);
             candidates.push(((p.low, arrival, c), pair.bytes, (i, j)));
         }

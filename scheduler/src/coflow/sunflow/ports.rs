@@ -70,6 +70,10 @@ mod tests {
         sides.take(2, 0, 1);
         assert_eq!(sides.free(2, 0).collect::<Vec<_>>(), vec![0]);
         assert_eq!(sides.free(1, 0).collect::<Vec<_>>(), vec![0]);
-        assert_eq!(sides.free(5, 0).count(), 0, "a rack outside the fabric has no port");
+        assert_eq!(
+            sides.free(5, 0).count(),
+            0,
+            "a rack outside the fabric has no port"
+        );
     }
 }
