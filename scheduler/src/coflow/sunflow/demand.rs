@@ -217,3 +217,49 @@ impl CoflowDemand {
         (low, high)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ocslab_emulator::Bps;
+
+    /// One port per rack at 1 MB/s, no reconfiguration delay.
+    fn fabric() -> FabricParams {
+        FabricParams {
+            racks: 4,
+            hosts_per_rack: 1,
+            host_rate: Bps(80_000_000),
+            uplink_rate: Bps(80_000_000),
+            ocs_ports: 1,
+            ocs_port_rate: Bps(8_000_000),
+            reconfig_delay: Nanos::ZERO,
+            elephant_threshold: Bytes(1),
+            scale: 1.0,
+        }
+    }
+
+    #[test]
+    fn t_c_is_bounded_by_the_sums_with_and_without_reserved_pairs() {
+        let f = fabric();
+        let s = Nanos::from_millis;
+        let mut d = CoflowDemand::new(Bytes(0), 3, 1);
+        d.insert(&f, (0, 1), vec![FlowId(1)], 1e6, None);
+        d.insert(&f, (0, 2), vec![FlowId(2)], 2e6, None);
+        d.insert(&f, (3, 1), vec![FlowId(3)], 5e5, None);
+        // Row 0: 1 s + 2 s; column 1: 1 s + 0.5 s; nothing reserved: exact.
+        assert_eq!(d.bounds(&f), (s(3000), s(3000)));
+        d.reserve((0, 1), 0);
+        // Without the reserved pair row 0 and column 2 carry 2 s.
+        assert_eq!(d.bounds(&f), (s(2000), s(3000)));
+        // It moved: 0.25 MB left.
+        d.set_bytes(&f, (0, 1), 2.5e5);
+        assert_eq!(d.bounds(&f), (s(2000), s(2250)));
+        d.remove((0, 1));
+        assert_eq!(d.bounds(&f), (s(2000), s(2000)));
+        assert!(d.reserved.is_empty());
+        d.remove((0, 2));
+        assert_eq!(d.bound(&f), s(500));
+        d.remove((3, 1));
+        assert_eq!(d.bound(&f), Nanos::ZERO);
+    }
+}

@@ -426,10 +426,10 @@ impl CoflowPolicy for Sunflow {
         }
         let free = |i: u32, j: u32| sides.free(i, j).next().is_some();
         for &i in &freed_tx {
-            self.waiting.from_rack(i, |j| free(i, j), &mut maybe);
+            self.waiting.leaving(i, |j| free(i, j), &mut maybe);
         }
         for &j in &freed_rx {
-            self.waiting.into_rack(j, |i| free(i, j), &mut maybe);
+            self.waiting.entering(j, |i| free(i, j), &mut maybe);
         }
         maybe.retain(|&(i, j, _)| free(i, j));
         maybe.sort_unstable();

@@ -63,7 +63,7 @@ impl Waiting {
 
     /// Appends to `out` the pairs waiting from rack `i` to a rack `j` with
     /// `to(j)`: O(racks `i` has pairs waiting to + pairs appended).
-    pub(super) fn from_rack(&self, i: u32, to: impl Fn(u32) -> bool, out: &mut Vec<Pair>) {
+    pub(super) fn leaving(&self, i: u32, to: impl Fn(u32) -> bool, out: &mut Vec<Pair>) {
         for (&(_, j), coflows) in self.from.range((i, u32::MIN)..=(i, u32::MAX)) {
             if to(j) {
                 out.extend(coflows.iter().map(|&c| (i, j, c)));
@@ -72,8 +72,8 @@ impl Waiting {
     }
 
     /// Appends to `out` the pairs waiting into rack `j` from a rack `i`
-    /// with `from(i)`, as [`Waiting::from_rack`] does.
-    pub(super) fn into_rack(&self, j: u32, from: impl Fn(u32) -> bool, out: &mut Vec<Pair>) {
+    /// with `from(i)`, as [`Waiting::leaving`] does.
+    pub(super) fn entering(&self, j: u32, from: impl Fn(u32) -> bool, out: &mut Vec<Pair>) {
         for &(_, i) in self.into.range((j, u32::MIN)..=(j, u32::MAX)) {
             if from(i) {
                 let coflows = self.from.get(&(i, j)).into_iter().flatten();
@@ -106,13 +106,13 @@ mod tests {
         w.remove((0, 3, c(1)));
         w.remove((1, 2, c(4)));
         let mut out = Vec::new();
-        w.from_rack(0, |j| j != 1, &mut out);
+        w.leaving(0, |j| j != 1, &mut out);
         assert_eq!(out, vec![(0, 2, c(1)), (0, 2, c(2))]);
         out.clear();
-        w.into_rack(2, |_| true, &mut out);
+        w.entering(2, |_| true, &mut out);
         assert_eq!(out, vec![(0, 2, c(1)), (0, 2, c(2)), (3, 2, c(3))]);
         out.clear();
-        w.into_rack(2, |i| i == 3, &mut out);
+        w.entering(2, |i| i == 3, &mut out);
         assert_eq!(out, vec![(3, 2, c(3))]);
         assert!(w.take_new().is_empty());
         w.remove((0, 2, c(2)));
