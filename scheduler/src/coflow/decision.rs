@@ -7,11 +7,19 @@
 //!   port `w`; pace at `cap`, or let TCP share when `cap` is `None`), a
 //!   [`CircuitSetup`] into OCS filter changes (the OCS applies the dark time δ
 //!   itself), and `wake_at` into a timer.
+//!
+//! Per-flow plans are complete: each decision lists every flow it plans.
+//! Pair plans ([`PairPlan`]) *stand*: a driver keeps one table of them from
+//! call to call, and a decision carries only the pairs whose plan changed
+//! since the policy's previous decision ([`Decision::pair_changes`]), so a
+//! call that changes a few reservations costs a few entries, however many
+//! pairs are planned.
 
 use crate::coflow::view::Path;
 use crate::model::coflow::{CoflowId, FlowId};
 use ocslab_emulator::{Bps, Nanos};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// How one flow is to be sent until the next decision.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -71,11 +79,10 @@ pub struct CircuitSetup {
     pub port: u32,
 }
 
-/// One plan for all active flows of coflow `coflow` from rack `src_rack` to
-/// rack `dst_rack`: what a circuit reservation serves (Sunflow decides per
-/// rack pair). The fluid network keeps each pair's current plan, so a plan
-/// repeated unchanged from one decision to the next costs nothing to apply;
-/// the emulation driver expands it into per-flow plans.
+/// A change to the standing plan of coflow `coflow`'s flows from rack
+/// `src_rack` to rack `dst_rack` (Sunflow decides per rack pair: a circuit
+/// reservation serves all of them). The plan covers the pair's active flows
+/// and those that join it later, until a later change replaces or clears it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct PairPlan {
     /// The coflow.
@@ -84,24 +91,106 @@ pub struct PairPlan {
     pub src_rack: u32,
     /// Receiving rack.
     pub dst_rack: u32,
-    /// The plan of each of those flows.
-    pub plan: FlowPlan,
+    /// The plan of each of those flows from now on, or `None`: the pair has
+    /// no plan any more (its flows go over EPS with no cap, as unplanned
+    /// flows do) and leaves the table.
+    pub plan: Option<FlowPlan>,
 }
 
-/// A policy's decision at one instant. Flows listed neither in `plans` nor
-/// (through their coflow and racks) in `pair_plans` go over EPS with no cap
-/// (fair sharing), so "all fair" is the empty decision. A flow covered by a
-/// pair plan takes that plan; `plans` is for the other flows (a policy uses
-/// one kind or the other for a given flow).
+impl PairPlan {
+    /// The pair it is about: (coflow, source rack, destination rack), the
+    /// order pair tables are kept in.
+    pub fn pair(&self) -> (CoflowId, u32, u32) {
+        (self.coflow, self.src_rack, self.dst_rack)
+    }
+}
+
+/// A policy's decision at one instant.
+///
+/// What a flow does until the next decision:
+/// - if its (coflow, source rack, destination rack) has a standing pair
+///   plan, that plan;
+/// - else its entry in `plans`, if any;
+/// - else EPS with no cap (fair sharing), so "all fair" is the empty decision.
+///
+/// A policy uses one kind of plan or the other for a given flow.
+///
+/// **Pair plans are a delta.** A driver starts with an empty table of
+/// standing pair plans and applies each decision's `pair_changes` to it, in
+/// order (a later entry for the same pair wins; `plan: None` removes the
+/// pair). A policy puts in `pair_changes` only what changed since its
+/// previous decision, so a driver must carry out every decision it gets,
+/// in the order it gets them, and one policy instance serves one driver.
+/// A decision that changes nothing has no pair changes (the standing plans
+/// hold). Repeating a pair's current plan is allowed and changes nothing.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Decision {
-    /// Per-flow plans.
+    /// Per-flow plans: every flow the policy plans this way, each time.
     pub plans: Vec<(FlowId, FlowPlan)>,
-    /// Per-(coflow, rack pair) plans, at most one per pair.
-    pub pair_plans: Vec<PairPlan>,
+    /// Changes to the standing per-(coflow, rack pair) plans since the
+    /// policy's previous decision.
+    pub pair_changes: Vec<PairPlan>,
     /// Circuits to set up now.
     pub circuits: Vec<CircuitSetup>,
     /// Call the policy again at this time even if nothing else happens
     /// (e.g. when a coflow will cross an Aalo queue threshold).
     pub wake_at: Option<Nanos>,
+}
+
+/// The standing pair plans a driver keeps: the table [`Decision::pair_changes`]
+/// are applied to, by (coflow, source rack, destination rack).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PairPlans {
+    plans: BTreeMap<(CoflowId, u32, u32), FlowPlan>,
+}
+
+impl PairPlans {
+    /// Applies `changes` in order and returns the pairs whose plan is not
+    /// what it was before (a pair set and cleared again, or set to the plan
+    /// it had, is not listed), in pair order, each with its plan now
+    /// (`None`: no plan).
+    pub fn apply(&mut self, changes: &[PairPlan]) -> Vec<((CoflowId, u32, u32), Option<FlowPlan>)> {
+        let mut before: BTreeMap<(CoflowId, u32, u32), Option<FlowPlan>> = BTreeMap::new();
+        for c in changes {
+            let old = match c.plan {
+                Some(plan) => self.plans.insert(c.pair(), plan),
+                None => self.plans.remove(&c.pair()),
+            };
+            before.entry(c.pair()).or_insert(old);
+        }
+        before
+            .into_iter()
+            .filter_map(|(pair, old)| {
+                let now = self.get(pair);
+                (now != old).then_some((pair, now))
+            })
+            .collect()
+    }
+
+    /// The standing plan of `pair` (coflow, source rack, destination rack), if any.
+    pub fn get(&self, pair: (CoflowId, u32, u32)) -> Option<FlowPlan> {
+        self.plans.get(&pair).copied()
+    }
+
+    /// How many pairs have a plan.
+    pub fn len(&self) -> usize {
+        self.plans.len()
+    }
+
+    /// Whether no pair has a plan.
+    pub fn is_empty(&self) -> bool {
+        self.plans.is_empty()
+    }
+
+    /// The standing plans, in pair order.
+    pub fn iter(&self) -> impl Iterator<Item = ((CoflowId, u32, u32), FlowPlan)> + '_ {
+        self.plans.iter().map(|(&k, &p)| (k, p))
+    }
+
+    /// The standing plans of `coflow`'s pairs, by (source rack, destination rack).
+    pub fn of_coflow(&self, coflow: CoflowId) -> impl Iterator<Item = ((u32, u32), FlowPlan)> + '_ {
+        self.plans
+            .range((coflow, u32::MIN, u32::MIN)..=(coflow, u32::MAX, u32::MAX))
+            .map(|(&(_, i, j), &p)| ((i, j), p))
+    }
 }

@@ -39,7 +39,7 @@ pub mod sunflow;
 pub mod varys;
 pub mod view;
 
-pub use decision::{CircuitSetup, Decision, FlowPlan, PairPlan};
+pub use decision::{CircuitSetup, Decision, FlowPlan, PairPlan, PairPlans};
 pub use view::{CircuitView, CoflowView, FabricParams, FlowView, NetView, Path, Progress, StoredProgress};
 
 use ocslab_emulator::Nanos;
@@ -48,9 +48,11 @@ use ocslab_emulator::Nanos;
 /// the view it is lent.
 ///
 /// Contract:
-/// - `schedule` returns the complete plan until the next call: flows not
-///   listed in [`Decision::plans`] nor covered by [`Decision::pair_plans`]
-///   go over EPS with no cap.
+/// - `schedule` returns the plan until the next call: per-flow plans in
+///   full ([`Decision::plans`]), pair plans as changes to the standing ones
+///   ([`Decision::pair_changes`]; the driver applies every decision, in
+///   order). Flows neither listed nor covered by a standing pair plan go
+///   over EPS with no cap.
 /// - A [`FlowPlan`] with [`Path::Ocs`] is only honoured for flows that
 ///   [`NetView::may_use_ocs`] (elephants: flows between racks whose coflow
 ///   has, so far, at least the elephant threshold between those two racks);
@@ -64,8 +66,9 @@ use ocslab_emulator::Nanos;
 /// - [`Decision::wake_at`] asks for a call at that time even if nothing else
 ///   happens; the network also calls at the events the policy's
 ///   [`CoflowPolicy::triggers`] name (the emulation driver at every flow
-///   and circuit event). A call at any other event must return the same
-///   decision as the last one, so that skipping it changes nothing.
+///   and circuit event). A call at any other event must change nothing
+///   (the same per-flow plans and circuits, no pair plan changes), so
+///   that skipping it changes nothing.
 pub trait CoflowPolicy: Send {
     /// The name in [`by_name`].
     fn name(&self) -> &'static str;

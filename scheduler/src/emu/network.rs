@@ -29,7 +29,9 @@
 //! (not-all-stop) and takes δ to bring the new circuits up. Flows on a
 //! circuit about to be torn down are held first.
 
-use crate::coflow::{CircuitView, CoflowPolicy, CoflowView, Decision, FabricParams, FlowPlan, NetView, Path};
+use crate::coflow::{
+    CircuitView, CoflowPolicy, CoflowView, Decision, FabricParams, FlowPlan, NetView, PairPlans, Path,
+};
 use crate::engine::Circuit;
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_agent::protocol::{self as wire, Command, PartitionId, Transport};
@@ -108,6 +110,8 @@ pub struct EmuNetwork {
     /// Coflows with no active flow, kept so a later flow resumes them.
     dormant: BTreeMap<CoflowId, CoflowView>,
     wake_at: Option<Nanos>,
+    /// The policy's standing pair plans: each decision's changes applied in turn.
+    pair_plans: PairPlans,
     stats: EmuNetStats,
     /// Defer scheduling instants to [`EmuNetwork::flush`].
     batching: bool,
@@ -134,6 +138,7 @@ impl EmuNetwork {
             matching: BTreeMap::new(),
             dormant: BTreeMap::new(),
             wake_at: None,
+            pair_plans: PairPlans::default(),
             stats: EmuNetStats::default(),
             batching: false,
             dirty: false,
@@ -433,19 +438,18 @@ impl EmuNetwork {
 
     fn apply_plans(&mut self, decision: &Decision, out: &mut Vec<Action>) {
         let fabric = self.view.fabric;
-        let mut plans: BTreeMap<FlowId, FlowPlan> = decision.plans.iter().copied().collect();
-        // Pair plans, expanded: each covers its coflow's flows between its two racks.
-        for pp in &decision.pair_plans {
-            for f in self.view.flows_of(pp.coflow) {
-                if (f.spec.src.rack, f.spec.dst.rack) == (pp.src_rack, pp.dst_rack) {
-                    plans.insert(f.spec.id, pp.plan);
-                }
-            }
-        }
+        let plans: BTreeMap<FlowId, FlowPlan> = decision.plans.iter().copied().collect();
+        // Pair plans stand between decisions; each covers its coflow's flows
+        // between its two racks, and takes precedence over a per-flow plan.
+        self.pair_plans.apply(&decision.pair_changes);
 
         for (id, f) in self.view.flows.iter_mut() {
             let Some(e) = self.flows.get_mut(id) else { continue };
-            let mut plan = plans.get(id).copied().unwrap_or(FlowPlan::EPS);
+            let mut plan = self
+                .pair_plans
+                .get((f.spec.coflow, f.spec.src.rack, f.spec.dst.rack))
+                .or_else(|| plans.get(id).copied())
+                .unwrap_or(FlowPlan::EPS);
             if let Path::Ocs { port } = plan.path {
                 if port >= fabric.ocs_ports || !f.elephant {
                     plan.path = Path::Eps;

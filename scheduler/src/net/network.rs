@@ -34,11 +34,11 @@ use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
 use crate::coflow::view::FlowTable;
 use crate::coflow::{
     self, Arrivals, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, Departures, FabricParams, FlowPlan,
-    FlowView, NetView, PairPlan, Path, Progress, Triggers,
+    FlowView, NetView, PairPlan, PairPlans, Path, Progress, Triggers,
 };
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 /// What makes flows share a rate.
@@ -216,9 +216,8 @@ pub struct FluidNetwork {
     /// called, and neither rack pairs nor the pairs a flow joined since the
     /// last call are kept.
     keeps_pairs: bool,
-    /// The pair plans last applied, sorted by pair: the next decision's are
-    /// compared with them in one merge walk, so unchanged pairs cost no lookup.
-    pair_planned: Vec<(PairKey, FlowPlan)>,
+    /// The standing pair plans: each decision's changes are applied to them.
+    pair_planned: PairPlans,
     /// Pairs a flow joined since the last call: their plan is applied again
     /// (the new flow waits over EPS until then, and may have made the pair's
     /// flows elephants).
@@ -293,7 +292,7 @@ impl FluidNetwork {
             keeps_pairs: calls_ever(&policy.triggers()),
             policy,
             pairs: PairFlows::default(),
-            pair_planned: Vec::new(),
+            pair_planned: PairPlans::default(),
             stale_pairs: BTreeSet::new(),
             now: Nanos::ZERO,
             wake_at: None,
@@ -809,7 +808,7 @@ impl FluidNetwork {
         for setup in &decision.circuits {
             self.set_up(*setup);
         }
-        self.apply_pair_plans(&decision.pair_plans);
+        self.apply_pair_plans(&decision.pair_changes);
         let fabric = self.view.fabric;
         let mut planned = BTreeSet::new();
         for &(id, plan) in &decision.plans {
@@ -825,7 +824,7 @@ impl FluidNetwork {
         let pair_planned = &self.pair_planned;
         let covered = |f: &FlowView| {
             let key = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
-            pair_planned.binary_search_by_key(&key, |&(k, _)| k).is_ok()
+            pair_planned.get(key).is_some()
         };
         let back: Vec<FlowId> = self
             .planned
@@ -842,56 +841,18 @@ impl FluidNetwork {
         self.planned = planned;
     }
 
-    /// Applies a decision's pair plans. They are compared with the last
-    /// ones in one merge walk (both sorted by pair): only pairs whose plan
-    /// changed, pairs a flow joined since ([`FluidNetwork::stale_pairs`]) and
-    /// pairs that lost their plan (back to EPS, no cap) move their flows, in
-    /// flow-id order as per-flow plans do.
-    fn apply_pair_plans(&mut self, pair_plans: &[PairPlan]) {
-        let mut new: Vec<(PairKey, FlowPlan)> = pair_plans
-            .iter()
-            .map(|p| ((p.coflow, p.src_rack, p.dst_rack), p.plan))
-            .collect();
-        if !new.is_sorted_by_key(|&(k, _)| k) {
-            new.sort_by_key(|&(k, _)| k);
-        }
-        new.dedup_by_key(|&mut (k, _)| k);
-        let old = std::mem::take(&mut self.pair_planned);
-        let mut changed: Vec<(PairKey, Option<FlowPlan>)> = Vec::new();
-        let (mut a, mut b) = (old.iter().peekable(), new.iter().peekable());
-        loop {
-            let order = match (a.peek(), b.peek()) {
-                (None, None) => break,
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (Some(&&(ka, _)), Some(&&(kb, _))) => ka.cmp(&kb),
-            };
-            match order {
-                // Only in the old ones: it lost its plan.
-                Ordering::Less => {
-                    if let Some(&(ka, _)) = a.next() {
-                        changed.push((ka, None));
-                    }
-                }
-                // Only in the new ones.
-                Ordering::Greater => {
-                    if let Some(&(kb, pb)) = b.next() {
-                        changed.push((kb, Some(pb)));
-                    }
-                }
-                // In both: it moves only if its plan changed.
-                Ordering::Equal => {
-                    if let (Some(&(_, pa)), Some(&(kb, pb))) = (a.next(), b.next()) {
-                        if pa != pb {
-                            changed.push((kb, Some(pb)));
-                        }
-                    }
-                }
-            }
-        }
+    /// Applies a decision's pair plan changes to the standing pair plans
+    /// ([`crate::coflow::Decision`]). Only pairs whose plan is not what it
+    /// was, and pairs a flow joined since the last call
+    /// ([`FluidNetwork::stale_pairs`]) and that have a plan, move their
+    /// flows (a pair that lost its plan goes back to EPS, no cap), in
+    /// flow-id order as per-flow plans do. A pair whose plan stands costs
+    /// nothing.
+    fn apply_pair_plans(&mut self, changes: &[PairPlan]) {
+        let mut changed = self.pair_planned.apply(changes);
         for key in std::mem::take(&mut self.stale_pairs) {
-            if let Ok(i) = new.binary_search_by_key(&key, |&(k, _)| k) {
-                changed.push((key, Some(new[i].1)));
+            if let Some(plan) = self.pair_planned.get(key) {
+                changed.push((key, Some(plan)));
             }
         }
         let fabric = self.view.fabric;
@@ -907,7 +868,6 @@ impl FluidNetwork {
                 }
             }
         }
-        self.pair_planned = new;
         moves.sort_by_key(|&(id, _)| id);
         moves.dedup_by_key(|&mut (id, _)| id);
         for (id, key) in moves {

@@ -275,6 +275,7 @@ impl CoflowPolicy for CheckedSunflow {
         let read_again = fresh.decide(now, view, progress);
         assert_eq!(kept, read_again, "at {now}");
         assert_eq!(self.kept.reservations(), fresh.reservations(), "at {now}");
+        assert_eq!(self.kept.pair_plans(), fresh.pair_plans(), "at {now}");
         if let Ok(mut calls) = self.calls.lock() {
             *calls += 1;
         }
