@@ -32,6 +32,7 @@
 //! load is known (the utilization series read it), but take no part in the
 //! filling.
 
+use super::freeze_log::FreezeLog;
 use super::links::{LinkId, Links};
 use super::maxmin::{top_link, Demand, ShareHeap};
 use super::pair_matrix::{HostPairs, PairMatrix};
@@ -59,6 +60,12 @@ pub struct SolveStats {
     /// Slots reported changed (demand set since the last solve, or a
     /// bottleneck that moved), summed over all solves.
     pub bottlenecks_moved: u64,
+    /// Links frozen (each solve's freezes, summed), when every demand was
+    /// in the matrix.
+    pub freezes: u64,
+    /// Of those, the freezes a solve repeated from the last one's order
+    /// instead of finding them ([`super::freeze_log`]).
+    pub freezes_repeated: u64,
 }
 
 /// What a solve changed: slots in slot order, links in id order.
@@ -117,6 +124,16 @@ pub struct LinkLevels {
     weight: Vec<f64>,
     /// The slots between two hosts, on a fabric whose ToR links never bind.
     pairs: Option<PairMatrix>,
+    /// The order in which the last solve froze the matrix's links, for the
+    /// next solve to resume from ([`super::freeze_log`]).
+    log: FreezeLog,
+    /// Whether solves resume from the log (always, but in tests that
+    /// compare with solves from scratch).
+    resume: bool,
+    /// Slots with a demand that the matrix does not hold.
+    listed: usize,
+    /// Whether this solve's freezes go to the log (every demand is in the matrix).
+    logging: bool,
     bottleneck: Vec<Bottleneck>,
     /// Per link: the rate of the slots bottlenecked there (infinite if none).
     level: Vec<f64>,
@@ -175,8 +192,22 @@ impl LinkLevels {
     pub fn with_host_pairs(capacity: &[f64], binds: &[bool], layout: HostPairs) -> LinkLevels {
         LinkLevels {
             pairs: Some(PairMatrix::new(layout)),
+            log: FreezeLog::new(layout.hosts as usize),
+            resume: true,
             ..LinkLevels::new(capacity, binds)
         }
+    }
+
+    /// With `every = Some(k)`: solves resume from the last one's order,
+    /// with a snapshot every `k` freezes; `None`: every solve starts from
+    /// scratch.
+    #[cfg(test)]
+    fn resuming(mut self, every: Option<usize>) -> LinkLevels {
+        if let (Some(k), Some(pairs)) = (every, self.pairs.as_ref()) {
+            self.log = FreezeLog::with_snapshots_every(pairs.layout().hosts as usize, k);
+        }
+        self.resume = every.is_some();
+        self
     }
 
     /// The host pair of demand `d`, if the matrix holds it: uncapped, and
@@ -221,8 +252,13 @@ impl LinkLevels {
     fn attach(&mut self, slot: usize, d: Demand) {
         let entry = Entry::of(slot as u32, d);
         let pair = self.pair_of(&d);
-        if let (Some(pair), Some(pairs)) = (pair, self.pairs.as_mut()) {
-            pairs.add(slot, pair, d.weight);
+        match (pair, self.pairs.as_mut()) {
+            (Some((i, j)), Some(pairs)) => {
+                pairs.add(slot, (i, j), d.weight);
+                self.log.touch(i);
+                self.log.touch(pairs.layout().hosts + j);
+            }
+            _ => self.listed += 1,
         }
         for (k, &l) in d.links.as_slice().iter().enumerate() {
             let li = l as usize;
@@ -240,10 +276,15 @@ impl LinkLevels {
     fn detach(&mut self, slot: usize, d: Demand) {
         let paired = match self.pairs.as_mut() {
             Some(pairs) if pairs.holds(slot) => {
-                pairs.remove(slot, d.weight);
+                let (i, j) = pairs.remove(slot, d.weight);
+                self.log.touch(i);
+                self.log.touch(pairs.layout().hosts + j);
                 true
             }
-            _ => false,
+            _ => {
+                self.listed -= 1;
+                false
+            }
         };
         for (k, &l) in d.links.as_slice().iter().enumerate() {
             let li = l as usize;
@@ -329,12 +370,23 @@ impl LinkLevels {
         if let Some(pairs) = self.pairs.as_mut() {
             pairs.begin();
         }
+        // Every demand in the matrix: the last solve's order is reused.
+        self.logging = self.pairs.is_some() && self.listed == 0;
+        if self.logging && self.resume {
+            self.resume_last_order();
+        } else {
+            self.log.restart_at(0);
+        }
+        // Built in one pass (heapify), not pushed link by link.
+        let mut heap = std::mem::take(&mut self.heap).into_vec();
         for l in 0..self.capacity.len() {
             if self.binds[l] && self.count[l] > 0.0 {
                 self.share[l] = self.residual[l].max(0.0) / self.count[l];
-                self.heap.push(Reverse((self.share[l].to_bits(), l as LinkId)));
+                self.stale[l] = false;
+                heap.push(Reverse((self.share[l].to_bits(), l as LinkId)));
             }
         }
+        self.heap = ShareHeap::from(heap);
         // Taken out for the loop (freezing never changes it).
         let capped = std::mem::take(&mut self.capped);
         let mut caps = capped.iter().peekable();
@@ -372,6 +424,10 @@ impl LinkLevels {
             }
         }
         self.capped = capped;
+        if self.logging {
+            self.stats.freezes += self.log.freezes() as u64;
+        }
+        self.log.end(self.logging);
         self.settle_pairs();
         for &s in &self.pending {
             let s = s as usize;
@@ -410,6 +466,39 @@ impl LinkLevels {
         self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
     }
 
+    /// Brings the solver's state to where the last solve's order stops
+    /// holding ([`FreezeLog`]): from the last snapshot before that point,
+    /// whose links are marked frozen as they were, the freezes up to it are
+    /// run again.
+    fn resume_last_order(&mut self) {
+        let Some(pairs) = self.pairs.as_mut() else { return };
+        let point = self
+            .log
+            .resume_point(&self.capacity, &self.weight, &self.binds, pairs);
+        self.stats.freezes_repeated += point as u64;
+        let from = match self.log.snapshot_at_or_before(point) {
+            Some((at, residual, charged)) => {
+                let n = residual.len();
+                self.residual[..n].copy_from_slice(residual);
+                for ((c, w), ch) in self.count[..n].iter_mut().zip(&self.weight[..n]).zip(charged) {
+                    *c = w - ch;
+                }
+                for &(link, share) in self.log.order_before(at) {
+                    pairs.mark_frozen(link, share);
+                    self.new_level[link as usize] = share;
+                    self.link_frozen[link as usize] = self.epoch;
+                }
+                at
+            }
+            None => 0,
+        };
+        let again: Vec<(LinkId, f64)> = self.log.order_before(point)[from..].to_vec();
+        self.log.restart_at(from);
+        for (link, share) in again {
+            self.freeze_link(link, share);
+        }
+    }
+
     /// After the filling, the matrix's part: the pairs whose bottleneck
     /// moved are reported (and their slots' bottlenecks set), and the load
     /// of the host links, whose residual is now what nothing took, and of
@@ -437,6 +526,10 @@ impl LinkLevels {
     /// earlier link or cap froze freezes at that share.
     fn freeze_link(&mut self, link: LinkId, share: f64) {
         let li = link as usize;
+        if self.logging {
+            self.log
+                .record(link, share, &self.residual, &self.count, &self.weight);
+        }
         self.new_level[li] = share;
         self.link_frozen[li] = self.epoch;
         if let Some(pairs) = self.pairs.as_mut() {
@@ -666,6 +759,102 @@ mod tests {
                 }
                 d
             });
+        }
+    }
+
+    /// On a big switch of 24 ports, where every demand is in the matrix,
+    /// solves that resume from the last one's order (a snapshot every 3
+    /// freezes, so restores and re-runs happen at every depth) give every
+    /// rate, bottleneck, level, load and change report bit for bit as
+    /// solves from scratch do, and do repeat freezes.
+    #[test]
+    fn resumed_solves_equal_solves_from_scratch_bit_for_bit() {
+        let n = 24u32;
+        let layout = HostPairs {
+            hosts: n,
+            hosts_per_rack: 1,
+            tor_up: 2 * n,
+            tor_down: 3 * n,
+        };
+        let links = 4 * n as usize;
+        let binds: Vec<bool> = (0..links).map(|l| l < 2 * n as usize).collect();
+        for seed in 0..6u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(900 + seed);
+            let capacity: Vec<f64> = (0..links).map(|_| rng.random_range(10.0..200.0)).collect();
+            let mut resumed = LinkLevels::with_host_pairs(&capacity, &binds, layout).resuming(Some(3));
+            let mut scratch = LinkLevels::with_host_pairs(&capacity, &binds, layout).resuming(None);
+            let slots = 300usize;
+            let mut current: Vec<Option<Demand>> = vec![None; slots];
+            for step in 0..400 {
+                // Mostly one or two bundles change, sometimes a burst (an arrival).
+                let changes = if rng.random_bool(0.1) {
+                    40
+                } else {
+                    rng.random_range(1..=2)
+                };
+                for _ in 0..changes {
+                    let s = rng.random_range(0..slots);
+                    current[s] = match current[s] {
+                        Some(d) if d.weight > 1 && rng.random_bool(0.5) => Some(Demand {
+                            weight: d.weight - 1,
+                            ..d
+                        }),
+                        Some(_) if rng.random_bool(0.5) => None,
+                        _ => {
+                            let (i, j) = (rng.random_range(0..n), rng.random_range(0..n));
+                            let ids = if i == j {
+                                vec![i, n + j]
+                            } else {
+                                vec![i, 2 * n + i, 3 * n + j, n + j]
+                            };
+                            let mut d = Demand::new(Links::new(&ids).expect("2 or 4 links"));
+                            d.weight = rng.random_range(1..=4);
+                            Some(d)
+                        }
+                    };
+                    resumed.set(s, current[s]);
+                    scratch.set(s, current[s]);
+                }
+                let (mut a, mut b) = (Changes::default(), Changes::default());
+                resumed.solve(&mut a);
+                scratch.solve(&mut b);
+                let why = format!("seed {seed}, step {step}");
+                assert_eq!(a.slots, b.slots, "{why}: changed slots");
+                assert_eq!(a.links, b.links, "{why}: changed links");
+                for s in 0..slots {
+                    assert_eq!(
+                        resumed.rate(s).to_bits(),
+                        scratch.rate(s).to_bits(),
+                        "{why}: rate of {s}"
+                    );
+                    assert_eq!(
+                        resumed.bottleneck(s),
+                        scratch.bottleneck(s),
+                        "{why}: bottleneck of {s}"
+                    );
+                }
+                for l in 0..links as LinkId {
+                    assert_eq!(
+                        resumed.level(l).to_bits(),
+                        scratch.level(l).to_bits(),
+                        "{why}: level {l}"
+                    );
+                    assert_eq!(
+                        resumed.load(l).to_bits(),
+                        scratch.load(l).to_bits(),
+                        "{why}: load {l}"
+                    );
+                }
+            }
+            let (a, b) = (resumed.stats(), scratch.stats());
+            assert_eq!(a.freezes, b.freezes, "seed {seed}: the same freezes");
+            assert_eq!(b.freezes_repeated, 0);
+            assert!(
+                a.freezes_repeated * 5 > a.freezes,
+                "seed {seed}: {} of {} freezes repeated",
+                a.freezes_repeated,
+                a.freezes
+            );
         }
     }
 

@@ -9,7 +9,8 @@
 //!
 //! Modules: [`links`] (the links of the fluid model and the paths over
 //! them), [`maxmin`] (water-filling), [`levels`] (max-min rates as one level per
-//! link), [`pair_matrix`] (its host × host demands on a big switch), the
+//! link), [`pair_matrix`] (its host × host demands on a big switch),
+//! `freeze_log` (the last solve's freeze order, for the next to resume), the
 //! per-link service clocks, [`fasthash`] (hash maps for lookups by small
 //! integer keys), the network itself ([`FluidNetwork`]) with its per-flow
 //! records (`slots`: where each flow is; `pairs`: the flows of each coflow's
@@ -21,6 +22,7 @@
 
 mod clocks;
 pub(crate) mod fasthash;
+mod freeze_log;
 #[cfg(test)]
 mod handover_tests;
 pub mod levels;

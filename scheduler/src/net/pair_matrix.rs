@@ -159,8 +159,8 @@ impl PairMatrix {
         self.charge(i as usize, j as usize, f64::from(weight));
     }
 
-    /// Slot `slot`, added with `weight`, leaves.
-    pub fn remove(&mut self, slot: usize, weight: u32) {
+    /// Slot `slot`, added with `weight`, leaves; returns its pair.
+    pub fn remove(&mut self, slot: usize, weight: u32) -> (u32, u32) {
         let p = self.pair[slot] as usize;
         let (before, after) = (self.prev[slot], self.next[slot]);
         if before == NONE {
@@ -172,7 +172,9 @@ impl PairMatrix {
             self.prev[after as usize] = before;
         }
         self.pair[slot] = NONE;
-        self.charge(p / self.n, p % self.n, -f64::from(weight));
+        let (i, j) = (p / self.n, p % self.n);
+        self.charge(i, j, -f64::from(weight));
+        (i as u32, j as u32)
     }
 
     fn charge(&mut self, i: usize, j: usize, w: f64) {
@@ -213,15 +215,7 @@ impl PairMatrix {
         if l >= 2 * n {
             return None;
         }
-        self.alive[l] = 0.0;
-        self.froze[l] = true;
-        self.level[l] = level;
-        if l < n {
-            let row = l * self.words..(l + 1) * self.words;
-            self.down_first_now[row].copy_from_slice(&self.downs_frozen);
-        } else {
-            self.downs_frozen[(l - n) / 64] |= 1 << ((l - n) % 64);
-        }
+        self.mark_frozen(link, level);
         if self.sums[l] == 0.0 {
             return None;
         }
@@ -238,6 +232,36 @@ impl PairMatrix {
             &mut count[other.clone()],
         );
         Some(other)
+    }
+
+    /// Host link `link` froze at `level` as it did at an earlier solve,
+    /// whose charges the residuals and counts already hold: only this
+    /// solve's record of which links froze when is updated.
+    pub fn mark_frozen(&mut self, link: LinkId, level: f64) {
+        let (n, l) = (self.n, link as usize);
+        if l >= 2 * n {
+            return;
+        }
+        self.alive[l] = 0.0;
+        self.froze[l] = true;
+        self.level[l] = level;
+        if l < n {
+            let row = l * self.words..(l + 1) * self.words;
+            self.down_first_now[row].copy_from_slice(&self.downs_frozen);
+        } else {
+            self.downs_frozen[(l - n) / 64] |= 1 << ((l - n) % 64);
+        }
+    }
+
+    /// `W` of the pair between host links `a` and `b` (one a NIC up, the
+    /// other a NIC down; 0 for two on the same side).
+    pub fn weight_between(&self, a: usize, b: usize) -> f64 {
+        let n = self.n;
+        match (a < n, b < n) {
+            (true, false) => self.rows[a * n + (b - n)],
+            (false, true) => self.rows[b * n + (a - n)],
+            _ => 0.0,
+        }
     }
 
     /// The link that froze `slot` at the last solve (after [`PairMatrix::moved`]):
