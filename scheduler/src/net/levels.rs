@@ -66,6 +66,9 @@ pub struct SolveStats {
     /// Of those, the freezes a solve repeated from the last one's order
     /// instead of finding them ([`super::freeze_log`]).
     pub freezes_repeated: u64,
+    /// Solves that only took departed slots off their links, every slot
+    /// being at its cap.
+    pub departures_at_caps: u64,
 }
 
 /// What a solve changed: slots in slot order, links in id order.
@@ -141,6 +144,10 @@ pub struct LinkLevels {
     load: Vec<f64>,
     /// Slots set since the last solve.
     pending: Vec<u32>,
+    /// The demand each of them had at the last solve, in the same order.
+    solved: Vec<Option<Demand>>,
+    /// Whether the last solve froze no link: every slot is at its cap.
+    all_capped: bool,
     is_pending: Vec<bool>,
     // Scratch space of a solve.
     residual: Vec<f64>,
@@ -236,6 +243,11 @@ impl LinkLevels {
         if self.demand[slot] == demand {
             return;
         }
+        if !self.is_pending[slot] {
+            self.is_pending[slot] = true;
+            self.pending.push(slot as u32);
+            self.solved.push(self.demand[slot]);
+        }
         if let Some(old) = self.demand[slot].take() {
             self.detach(slot, old);
         }
@@ -243,10 +255,6 @@ impl LinkLevels {
             self.attach(slot, new);
         }
         self.demand[slot] = demand;
-        if !self.is_pending[slot] {
-            self.is_pending[slot] = true;
-            self.pending.push(slot as u32);
-        }
     }
 
     fn attach(&mut self, slot: usize, d: Demand) {
@@ -355,6 +363,10 @@ impl LinkLevels {
         if self.pending.is_empty() {
             return;
         }
+        if self.all_capped && self.pending.iter().all(|&s| self.demand[s as usize].is_none()) {
+            self.solve_departures_at_caps();
+            return;
+        }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             // Wrapped: no stamp may look like this solve's.
@@ -440,6 +452,7 @@ impl LinkLevels {
             self.changes.slots.push(s as u32);
         }
         self.pending.clear();
+        self.solved.clear();
         self.changes.slots.sort_unstable();
         self.changes.slots.dedup();
         // Each list entry says whether its link is the slot's bottleneck.
@@ -456,6 +469,7 @@ impl LinkLevels {
                 }
             }
         }
+        self.all_capped = self.new_level.iter().all(|l| l.is_infinite());
         for l in 0..self.level.len() {
             if self.level[l].to_bits() != self.new_level[l].to_bits() {
                 self.level[l] = self.new_level[l];
@@ -463,6 +477,36 @@ impl LinkLevels {
             }
         }
         self.stats.solves += 1;
+        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
+    }
+
+    /// A solve after the last one left every slot at its cap and slots
+    /// only left since (Varys and Aalo between coflow events: one flow
+    /// leaves at a time): every slot stays at its cap, so the departed
+    /// slots' loads are taken off their links and nothing else changes.
+    /// Each link's share, wherever a filling would compare it with a cap, is
+    /// at least what it was at the last solve (a residual no smaller,
+    /// fewer flows), when it was above that cap; rounding is monotone, so
+    /// this holds in floating point too. Loads differ from a filling's by
+    /// rounding until the next full solve (they feed only the utilization
+    /// series).
+    fn solve_departures_at_caps(&mut self) {
+        for (&s, before) in self.pending.iter().zip(&self.solved) {
+            if let Some(d) = before {
+                let total = d.cap.max(0.0) * u64::from(d.weight) as f64;
+                for &l in d.links.as_slice() {
+                    self.load[l as usize] = (self.load[l as usize] - total).max(0.0);
+                }
+            }
+            self.is_pending[s as usize] = false;
+            self.bottleneck[s as usize] = Bottleneck::Idle;
+            self.changes.slots.push(s);
+        }
+        self.pending.clear();
+        self.solved.clear();
+        self.changes.slots.sort_unstable();
+        self.stats.solves += 1;
+        self.stats.departures_at_caps += 1;
         self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
     }
 
@@ -854,6 +898,88 @@ mod tests {
                 "seed {seed}: {} of {} freezes repeated",
                 a.freezes_repeated,
                 a.freezes
+            );
+        }
+    }
+
+    /// Slots mostly capped below their fair share (Varys' and Aalo's
+    /// rates), arriving and leaving: after every solve each slot's rate and
+    /// bottleneck are bit for bit those of a solve from scratch of the same
+    /// demands, loads agree to rounding, and the solves that only saw
+    /// departures with every slot at its cap took the short way and
+    /// reported only the departed slots.
+    #[test]
+    fn departures_at_caps_keep_every_rate() {
+        for seed in 0..10u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(700 + seed);
+            let capacity: Vec<f64> = (0..8).map(|_| rng.random_range(20.0..40.0)).collect();
+            let binds = vec![true; 8];
+            let mut lv = LinkLevels::new(&capacity, &binds);
+            let slots = 40usize;
+            let mut current: Vec<Option<Demand>> = vec![None; slots];
+            for step in 0..200 {
+                let departures = rng.random_bool(0.6);
+                let mut left = Vec::new();
+                for _ in 0..rng.random_range(1..=2) {
+                    let live: Vec<usize> = (0..slots).filter(|&s| current[s].is_some()).collect();
+                    let s = match live.len() {
+                        n if departures && n > 0 => live[rng.random_range(0..n)],
+                        _ => rng.random_range(0..slots),
+                    };
+                    let next = match current[s] {
+                        Some(_) if departures => None,
+                        Some(d) => Some(d),
+                        None if departures => None,
+                        None => {
+                            let mut d = demand(&mut rng, &binds);
+                            // Now and then one that a link binds.
+                            d.cap = if rng.random_bool(0.05) {
+                                f64::INFINITY
+                            } else {
+                                rng.random_range(0.0..2.0)
+                            };
+                            Some(d)
+                        }
+                    };
+                    if current[s].is_some() && next.is_none() {
+                        left.push(s as u32);
+                    }
+                    current[s] = next;
+                    lv.set(s, next);
+                }
+                let short_ways = lv.stats().departures_at_caps;
+                let mut c = Changes::default();
+                lv.solve(&mut c);
+                let mut fresh = LinkLevels::new(&capacity, &binds);
+                for (s, d) in current.iter().enumerate() {
+                    fresh.set(s, *d);
+                }
+                fresh.solve(&mut Changes::default());
+                let why = format!("seed {seed}, step {step}");
+                for (s, d) in current.iter().enumerate() {
+                    assert_eq!(
+                        lv.rate(s).to_bits(),
+                        fresh.rate(s).to_bits(),
+                        "{why}: rate of {s}"
+                    );
+                    if d.is_some() {
+                        assert_eq!(lv.bottleneck(s), fresh.bottleneck(s), "{why}: bottleneck of {s}");
+                    }
+                }
+                for l in 0..8 {
+                    assert!((lv.load(l) - fresh.load(l)).abs() < 1e-9, "{why}: load of {l}");
+                }
+                if lv.stats().departures_at_caps > short_ways {
+                    left.sort_unstable();
+                    left.dedup();
+                    assert_eq!(c.slots, left, "{why}: only the departed slots are reported");
+                    assert!(c.links.is_empty());
+                }
+            }
+            assert!(
+                lv.stats().departures_at_caps > 50,
+                "seed {seed}: {:?}",
+                lv.stats()
             );
         }
     }
