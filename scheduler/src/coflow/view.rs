@@ -16,7 +16,8 @@ use crate::net::fasthash::FastMap;
 use crate::net::links::LinkMap;
 use ocslab_emulator::{Bps, Bytes, Nanos, Topology};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use serde::Serializer;
+use std::collections::BTreeMap;
 use std::ops::Index;
 
 /// The fabric's fixed parameters (effective values, already divided by the topology's `scale`).
@@ -145,7 +146,7 @@ pub struct CoflowView {
     /// When its first flow joined the network.
     pub arrival: Nanos,
     /// Its active flows.
-    pub flows: BTreeSet<FlowId>,
+    pub flows: FlowIdSet,
     /// Bytes of all flows it has had so far (active and finished).
     pub known_bytes: Bytes,
     /// Bytes it has sent so far (all its flows, both fabrics), as last
@@ -169,6 +170,102 @@ impl CoflowView {
     /// Its bytes so far from rack `src` to rack `dst` (zero if none).
     pub fn bytes_between(&self, src: u32, dst: u32) -> Bytes {
         self.pair_bytes.get(&(src, dst)).copied().unwrap_or(Bytes(0))
+    }
+}
+
+/// A coflow's active flow ids, read like a `BTreeSet<FlowId>` (membership,
+/// iteration in id order) but kept as a vector in id order: ids handed out
+/// in increasing order are appended, and a removal marks its id gone (found
+/// by binary search) instead of rebalancing a tree; gone ids are dropped
+/// when they outnumber the others (amortized O(1) per removal). An id lower
+/// than the last one is inserted in place, O(ids).
+#[derive(Clone, Debug, Default)]
+pub struct FlowIdSet {
+    /// (id, whether it is in), ids increasing.
+    ids: Vec<(FlowId, bool)>,
+    /// Ids in.
+    len: usize,
+}
+
+impl FlowIdSet {
+    /// Number of ids in.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no id is in.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether `id` is in.
+    pub fn contains(&self, id: &FlowId) -> bool {
+        self.position(*id).is_ok_and(|i| self.ids[i].1)
+    }
+
+    /// Adds `id`; returns whether it was not in.
+    pub fn insert(&mut self, id: FlowId) -> bool {
+        if self.ids.last().is_none_or(|&(last, _)| last < id) {
+            self.ids.push((id, true));
+        } else {
+            match self.position(id) {
+                Ok(i) if self.ids[i].1 => return false,
+                Ok(i) => self.ids[i].1 = true,
+                Err(i) => self.ids.insert(i, (id, true)),
+            }
+        }
+        self.len += 1;
+        true
+    }
+
+    /// Takes `id` out; returns whether it was in.
+    pub fn remove(&mut self, id: &FlowId) -> bool {
+        let Some(i) = self.position(*id).ok().filter(|&i| self.ids[i].1) else {
+            return false;
+        };
+        self.ids[i].1 = false;
+        self.len -= 1;
+        if self.ids.len() > 2 * self.len + 16 {
+            self.ids.retain(|&(_, live)| live);
+        } else {
+            while self.ids.last().is_some_and(|&(_, live)| !live) {
+                self.ids.pop();
+            }
+        }
+        true
+    }
+
+    /// The ids in, increasing.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &FlowId> + '_ {
+        self.ids.iter().filter(|(_, live)| *live).map(|(id, _)| id)
+    }
+
+    /// Where `id` is or would go in `ids`.
+    fn position(&self, id: FlowId) -> Result<usize, usize> {
+        self.ids.binary_search_by_key(&id, |&(other, _)| other)
+    }
+}
+
+impl PartialEq for FlowIdSet {
+    fn eq(&self, other: &FlowIdSet) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl FromIterator<FlowId> for FlowIdSet {
+    fn from_iter<I: IntoIterator<Item = FlowId>>(ids: I) -> FlowIdSet {
+        let mut set = FlowIdSet::default();
+        ids.into_iter().for_each(|id| {
+            set.insert(id);
+        });
+        set
+    }
+}
+
+impl Serialize for FlowIdSet {
+    /// As a sequence of ids, increasing (as a `BTreeSet` is).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
     }
 }
 
@@ -701,6 +798,34 @@ mod tests {
         // Empty, the window starts again at the next id.
         t.insert(flow(7));
         assert_eq!(ids(&t), [7]);
+    }
+
+    #[test]
+    fn a_flow_id_set_reads_like_a_btree_set_through_removals_and_late_ids() {
+        let mut set = FlowIdSet::default();
+        let mut like = std::collections::BTreeSet::new();
+        // Appends, removals (enough to compact), late and repeated ids.
+        for id in (0..200).chain([50, 7, 300, 250, 7]) {
+            assert_eq!(set.insert(FlowId(id)), like.insert(FlowId(id)), "insert {id}");
+        }
+        for id in (0..200).filter(|id| id % 3 != 0).chain([300, 1000]) {
+            assert_eq!(set.remove(&FlowId(id)), like.remove(&FlowId(id)), "remove {id}");
+        }
+        assert_eq!(set.insert(FlowId(4)), like.insert(FlowId(4)));
+        assert_eq!(set.len(), like.len());
+        assert!(set.iter().eq(like.iter()));
+        for id in 0..310 {
+            assert_eq!(
+                set.contains(&FlowId(id)),
+                like.contains(&FlowId(id)),
+                "contains {id}"
+            );
+        }
+        assert_eq!(set, like.iter().copied().collect::<FlowIdSet>());
+        for id in like.iter() {
+            assert!(set.remove(id));
+        }
+        assert!(set.is_empty() && set.iter().next().is_none());
     }
 
     #[test]
