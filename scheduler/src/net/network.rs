@@ -81,6 +81,78 @@ struct Bundle {
     touched: u64,
 }
 
+/// The bundle of each key in use. Nearly every flow of a trace replay
+/// takes the default key (EPS, no cap) of its host pair, so those are
+/// found in a vector by host pair (no hashing, one small array), as long
+/// as the fabric's host pairs number at most [`BundleIndex::MAX_PAIRS`];
+/// other keys are hashed.
+#[derive(Clone, Debug, Default)]
+struct BundleIndex {
+    hosts_per_rack: u32,
+    hosts: usize,
+    /// The bundle of each host pair's default key (src × hosts + dst), or
+    /// `u32::MAX`; empty when the fabric has too many host pairs.
+    default: Vec<u32>,
+    /// The other keys' bundles (all keys when `default` is empty).
+    other: FastMap<BundleKey, usize>,
+}
+
+impl BundleIndex {
+    /// Most host pairs whose default keys are held in a vector (16 MB).
+    const MAX_PAIRS: usize = 1 << 22;
+
+    fn new(fabric: &FabricParams) -> BundleIndex {
+        let hosts = fabric.racks as usize * fabric.hosts_per_rack as usize;
+        let pairs = hosts.saturating_mul(hosts);
+        BundleIndex {
+            hosts_per_rack: fabric.hosts_per_rack,
+            hosts,
+            default: if pairs <= Self::MAX_PAIRS {
+                vec![u32::MAX; pairs]
+            } else {
+                Vec::new()
+            },
+            other: FastMap::default(),
+        }
+    }
+
+    /// Where `key`'s bundle is held in `default`, if it is held there.
+    fn pair(&self, key: &BundleKey) -> Option<usize> {
+        if key.path != Path::Eps || key.cap.is_some() || self.default.is_empty() {
+            return None;
+        }
+        let host = |h: HostId| h.rack as usize * self.hosts_per_rack as usize + h.host as usize;
+        Some(host(key.src) * self.hosts + host(key.dst))
+    }
+
+    fn get(&self, key: &BundleKey) -> Option<usize> {
+        match self.pair(key) {
+            Some(p) => Some(self.default[p])
+                .filter(|&b| b != u32::MAX)
+                .map(|b| b as usize),
+            None => self.other.get(key).copied(),
+        }
+    }
+
+    fn insert(&mut self, key: BundleKey, b: usize) {
+        match self.pair(&key) {
+            Some(p) => self.default[p] = b as u32,
+            None => {
+                self.other.insert(key, b);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &BundleKey) {
+        match self.pair(key) {
+            Some(p) => self.default[p] = u32::MAX,
+            None => {
+                self.other.remove(key);
+            }
+        }
+    }
+}
+
 /// A bundle's member entry: (finish as f64 bits, id, slot, stamp).
 type Member = (u64, FlowId, u32, u32);
 
@@ -225,7 +297,7 @@ pub struct FluidNetwork {
     now: Nanos,
     wake_at: Option<Nanos>,
     bundles: Vec<Bundle>,
-    bundle_of: FastMap<BundleKey, usize>,
+    bundle_of: BundleIndex,
     free_bundles: Vec<usize>,
     /// Bundles emptied since the last rate solve, reused only after it.
     emptied: Vec<usize>,
@@ -297,7 +369,7 @@ impl FluidNetwork {
             now: Nanos::ZERO,
             wake_at: None,
             bundles: Vec::new(),
-            bundle_of: FastMap::default(),
+            bundle_of: BundleIndex::new(&fabric),
             free_bundles: Vec::new(),
             emptied: Vec::new(),
             dirty: Vec::new(),
@@ -531,7 +603,7 @@ impl FluidNetwork {
 
     /// The bundle for `key`, created if need be.
     fn bundle_for(&mut self, key: BundleKey) -> usize {
-        if let Some(&b) = self.bundle_of.get(&key) {
+        if let Some(b) = self.bundle_of.get(&key) {
             return b;
         }
         let fresh = Bundle {
