@@ -55,16 +55,13 @@ struct BundleKey {
 /// ([`super::clocks`]), or, off any link clock (held by its cap, or not
 /// moving), grows at `rate` from `base` at `base_time`. Either way it is kept
 /// lazily: an event costs nothing for a bundle whose bottleneck it leaves alone.
+///
+/// Laid out for the cache: what an event reads of a bundle (its service,
+/// first finish, generation, members count, dirty flag) fills the first
+/// 64-byte line, its members' heap and key the second.
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 struct Bundle {
-    key: Option<BundleKey>,
-    /// Members, first finish first: (service at which it finishes, as f64
-    /// bits: order-preserving for >= 0; id; slot; the slot's stamp when it
-    /// joined). Entries whose stamp is not their slot's are stale: the
-    /// member left ([`Slots`]).
-    members: BinaryHeap<Reverse<Member>>,
-    /// Members, not counting stale entries.
-    count: u32,
     /// The link clock it runs on, if any.
     clock: Option<LinkId>,
     offset: f64,
@@ -75,10 +72,17 @@ struct Bundle {
     min_finish: f64,
     /// Bumped whenever its finish time is recomputed: older heap entries are stale.
     generation: u32,
-    /// Whether its demand (members, route) must be handed to the rate solver again.
+    /// Members, not counting stale entries.
+    count: u32,
+    /// Whether its demand (members, route) must be handed to the rate
+    /// solver again; during a rate update, whether the update took it.
     dirty: bool,
-    /// The last rate update ([`FluidNetwork::epoch`]) that recomputed its finish.
-    touched: u64,
+    /// Members, first finish first: (service at which it finishes, as f64
+    /// bits: order-preserving for >= 0; id; slot; the slot's stamp when it
+    /// joined). Entries whose stamp is not their slot's are stale: the
+    /// member left ([`Slots`]).
+    members: BinaryHeap<Reverse<Member>>,
+    key: Option<BundleKey>,
 }
 
 /// The bundle of each key in use. Nearly every flow of a trace replay
@@ -303,8 +307,6 @@ pub struct FluidNetwork {
     emptied: Vec<usize>,
     /// Bundles whose demand must be handed to the solver again.
     dirty: Vec<usize>,
-    /// Rate updates so far: tells the bundles an update already took ([`Bundle::touched`]).
-    epoch: u64,
     /// Bundles on a circuit path (their route changes with circuits).
     ocs_bundles: BTreeSet<usize>,
     /// Whether a circuit was set up, torn down or came up since the last solve.
@@ -373,7 +375,6 @@ impl FluidNetwork {
             free_bundles: Vec::new(),
             emptied: Vec::new(),
             dirty: Vec::new(),
-            epoch: 0,
             ocs_bundles: BTreeSet::new(),
             circuits_changed: false,
             finishes: BinaryHeap::new(),
@@ -1030,13 +1031,10 @@ impl FluidNetwork {
             ocs.into_iter().for_each(|b| self.mark_dirty(b));
         }
         // Each bundle once: the dirty ones, then those the solve moved.
-        self.epoch += 1;
-        let epoch = self.epoch;
+        // A bundle stays dirty until the end: it tells the ones already taken.
         let mut touched = std::mem::take(&mut self.dirty);
         for &b in &touched {
-            let bundle = &mut self.bundles[b];
-            bundle.dirty = false;
-            bundle.touched = epoch;
+            let bundle = &self.bundles[b];
             let demand = match bundle.key {
                 Some(k) if bundle.count > 0 => {
                     route(&self.view.links, &self.view.circuits, k, now).map(|links| Demand {
@@ -1058,14 +1056,15 @@ impl FluidNetwork {
         for &b in &changes.slots {
             let b = b as usize;
             self.rehome(b);
-            if self.bundles[b].touched != epoch {
-                self.bundles[b].touched = epoch;
+            if !self.bundles[b].dirty {
+                self.bundles[b].dirty = true;
                 touched.push(b);
             }
         }
         self.changes = changes;
         for &b in &touched {
             let bundle = &mut self.bundles[b];
+            bundle.dirty = false;
             bundle.generation = bundle.generation.wrapping_add(1);
             if !bundle.min_finish.is_finite() {
                 continue;
@@ -1239,5 +1238,16 @@ fn route(
             .get(&(key.src.rack, port))
             .filter(|c| c.dst_rack == key.dst.rack && c.is_up(now))
             .map(|_| links.ocs_path(key.src, key.dst, port)),
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_is_two_cache_lines() {
+        assert_eq!(std::mem::size_of::<Bundle>(), 128);
+        assert_eq!(std::mem::offset_of!(Bundle, members), 64);
     }
 }
