@@ -16,7 +16,8 @@ use crate::net::fasthash::FastMap;
 use crate::net::links::LinkMap;
 use ocslab_emulator::{Bps, Bytes, Nanos, Topology};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use serde::Serializer;
+use std::collections::BTreeMap;
 use std::ops::Index;
 
 /// The fabric's fixed parameters (effective values, already divided by the topology's `scale`).
@@ -145,7 +146,7 @@ pub struct CoflowView {
     /// When its first flow joined the network.
     pub arrival: Nanos,
     /// Its active flows.
-    pub flows: BTreeSet<FlowId>,
+    pub flows: FlowIdSet,
     /// Bytes of all flows it has had so far (active and finished).
     pub known_bytes: Bytes,
     /// Bytes it has sent so far (all its flows, both fabrics), as last
@@ -154,18 +155,117 @@ pub struct CoflowView {
     pub sent_bytes: f64,
     /// Bytes of all flows it has had so far (active and finished) per
     /// (source rack, destination rack): the per-rack-pair aggregate the
-    /// elephant test looks at ([`FabricParams::may_use_ocs`]).
-    pub pair_bytes: BTreeMap<(u32, u32), Bytes>,
+    /// elephant test looks at ([`FabricParams::may_use_ocs`]), read through
+    /// [`CoflowView::bytes_between`]. Hashed (lookups only, one per flow
+    /// that joins): a wide coflow has thousands of rack pairs.
+    #[serde(skip)]
+    pair_bytes: FastMap<(u32, u32), Bytes>,
     /// The flows (active or not) of each rack pair still under the elephant
     /// threshold: those that become elephants when the pair crosses it.
     #[serde(skip)]
-    mice: BTreeMap<(u32, u32), Vec<FlowId>>,
+    mice: FastMap<(u32, u32), Vec<FlowId>>,
 }
 
 impl CoflowView {
     /// Its bytes so far from rack `src` to rack `dst` (zero if none).
     pub fn bytes_between(&self, src: u32, dst: u32) -> Bytes {
         self.pair_bytes.get(&(src, dst)).copied().unwrap_or(Bytes(0))
+    }
+}
+
+/// A coflow's active flow ids, read like a `BTreeSet<FlowId>` (membership,
+/// iteration in id order) but kept as a vector in id order: ids handed out
+/// in increasing order are appended, and a removal marks its id gone (found
+/// by binary search) instead of rebalancing a tree; gone ids are dropped
+/// when they outnumber the others (amortized O(1) per removal). An id lower
+/// than the last one is inserted in place, O(ids).
+#[derive(Clone, Debug, Default)]
+pub struct FlowIdSet {
+    /// (id, whether it is in), ids increasing.
+    ids: Vec<(FlowId, bool)>,
+    /// Ids in.
+    len: usize,
+}
+
+impl FlowIdSet {
+    /// Number of ids in.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no id is in.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether `id` is in.
+    pub fn contains(&self, id: &FlowId) -> bool {
+        self.position(*id).is_ok_and(|i| self.ids[i].1)
+    }
+
+    /// Adds `id`; returns whether it was not in.
+    pub fn insert(&mut self, id: FlowId) -> bool {
+        if self.ids.last().is_none_or(|&(last, _)| last < id) {
+            self.ids.push((id, true));
+        } else {
+            match self.position(id) {
+                Ok(i) if self.ids[i].1 => return false,
+                Ok(i) => self.ids[i].1 = true,
+                Err(i) => self.ids.insert(i, (id, true)),
+            }
+        }
+        self.len += 1;
+        true
+    }
+
+    /// Takes `id` out; returns whether it was in.
+    pub fn remove(&mut self, id: &FlowId) -> bool {
+        let Some(i) = self.position(*id).ok().filter(|&i| self.ids[i].1) else {
+            return false;
+        };
+        self.ids[i].1 = false;
+        self.len -= 1;
+        if self.ids.len() > 2 * self.len + 16 {
+            self.ids.retain(|&(_, live)| live);
+        } else {
+            while self.ids.last().is_some_and(|&(_, live)| !live) {
+                self.ids.pop();
+            }
+        }
+        true
+    }
+
+    /// The ids in, increasing.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &FlowId> + '_ {
+        self.ids.iter().filter(|(_, live)| *live).map(|(id, _)| id)
+    }
+
+    /// Where `id` is or would go in `ids`.
+    fn position(&self, id: FlowId) -> Result<usize, usize> {
+        self.ids.binary_search_by_key(&id, |&(other, _)| other)
+    }
+}
+
+impl PartialEq for FlowIdSet {
+    fn eq(&self, other: &FlowIdSet) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl FromIterator<FlowId> for FlowIdSet {
+    fn from_iter<I: IntoIterator<Item = FlowId>>(ids: I) -> FlowIdSet {
+        let mut set = FlowIdSet::default();
+        ids.into_iter().for_each(|id| {
+            set.insert(id);
+        });
+        set
+    }
+}
+
+impl Serialize for FlowIdSet {
+    /// As a sequence of ids, increasing (as a `BTreeSet` is).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
     }
 }
 
@@ -293,9 +393,10 @@ impl NetView {
 ///
 /// Flows are kept in a vector in id order, removed ones as holes until they
 /// outnumber the live ones (then the vector is compacted, amortized O(1)
-/// per removal), with a hash index from id to position. Ids handed out in
-/// increasing order (the engine's and a trace's) are appended; an id lower
-/// than the last one is inserted in place, O(flows).
+/// per removal), with an index from id to position ([`IdIndex`]: a plain
+/// vector for ids near the ones seen so far, no hashing). Ids handed out
+/// in increasing order (the engine's and a trace's) are appended; an id
+/// lower than the last one is inserted in place, O(flows).
 ///
 /// Each flow also carries a *tag*, a number its owner may set
 /// ([`FlowTable::set_tag`]) to find its own record of the flow without a
@@ -306,14 +407,134 @@ pub struct FlowTable {
     /// (id, flow) in id order; `None` for a flow removed since the last compaction.
     entries: Vec<(FlowId, Option<FlowView>)>,
     /// Position in `entries` and tag of each live flow.
-    index: FastMap<FlowId, Place>,
+    index: IdIndex,
 }
 
 /// Where a flow is in a [`FlowTable`], and its tag.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Place {
     at: u32,
     tag: u32,
+}
+
+impl Place {
+    /// No flow (in [`IdIndex::dense`]).
+    const NONE: Place = Place { at: u32::MAX, tag: 0 };
+}
+
+/// A [`FlowTable`]'s index from id to [`Place`]. Engines and traces number
+/// flows upwards from some base, so the ids active at once sit in a window
+/// a little wider than their number: those are held in a vector by id minus
+/// the window's base (a lookup is a subtraction and a load), the window
+/// growing with new ids and its front dropped once its lower half is
+/// empty. An id far from the window (below its base, or beyond twice its
+/// width above) goes to a hash map instead, so any ids work.
+#[derive(Clone, Debug, Default)]
+struct IdIndex {
+    /// The id of `dense[0]`.
+    base: u64,
+    /// Places of ids `base..base + dense.len()` ([`Place::NONE`] for no flow).
+    dense: Vec<Place>,
+    /// Live flows in `dense`.
+    dense_len: usize,
+    /// `dense[..head]` holds no flow.
+    head: usize,
+    /// Places of ids outside the window when they came in.
+    sparse: FastMap<FlowId, Place>,
+}
+
+impl IdIndex {
+    /// Ids the window may grow by past its end at once, at least.
+    const REACH: u64 = 4096;
+
+    fn len(&self) -> usize {
+        self.dense_len + self.sparse.len()
+    }
+
+    /// The offset of `id` in the window, if it is inside.
+    fn offset(&self, id: FlowId) -> Option<usize> {
+        let i = id.0.checked_sub(self.base)?;
+        (i < self.dense.len() as u64).then_some(i as usize)
+    }
+
+    fn get(&self, id: FlowId) -> Option<&Place> {
+        if let Some(p) = self
+            .offset(id)
+            .map(|i| &self.dense[i])
+            .filter(|p| p.at != u32::MAX)
+        {
+            return Some(p);
+        }
+        if self.sparse.is_empty() {
+            return None;
+        }
+        self.sparse.get(&id)
+    }
+
+    fn get_mut(&mut self, id: FlowId) -> Option<&mut Place> {
+        if let Some(i) = self.offset(id).filter(|&i| self.dense[i].at != u32::MAX) {
+            return Some(&mut self.dense[i]);
+        }
+        if self.sparse.is_empty() {
+            return None;
+        }
+        self.sparse.get_mut(&id)
+    }
+
+    /// Records `place` for `id`, which has none.
+    fn insert(&mut self, id: FlowId, place: Place) {
+        if self.dense_len == 0 && self.sparse.is_empty() {
+            // Nothing held: the window starts again at this id.
+            self.base = id.0;
+            self.dense.clear();
+            self.head = 0;
+        }
+        let end = self.base.saturating_add(self.dense.len() as u64);
+        let reach = end.saturating_add((self.dense.len() as u64).max(Self::REACH));
+        if id.0 >= self.base && id.0 < reach {
+            let i = (id.0 - self.base) as usize;
+            if i >= self.dense.len() {
+                self.dense.resize(i + 1, Place::NONE);
+            }
+            self.dense[i] = place;
+            self.dense_len += 1;
+            self.head = self.head.min(i);
+        } else {
+            self.sparse.insert(id, place);
+        }
+    }
+
+    /// Drops `id`'s place; returns it, if it had one.
+    fn remove(&mut self, id: FlowId) -> Option<Place> {
+        if let Some(i) = self.offset(id).filter(|&i| self.dense[i].at != u32::MAX) {
+            let p = std::mem::replace(&mut self.dense[i], Place::NONE);
+            self.dense_len -= 1;
+            self.trim();
+            return Some(p);
+        }
+        if self.sparse.is_empty() {
+            return None;
+        }
+        self.sparse.remove(&id)
+    }
+
+    /// Drops the window's empty end, and its empty front once that is
+    /// more than half of it (amortized O(1) per removal: the front is
+    /// walked once, and dropping it moves fewer places than it walked).
+    fn trim(&mut self) {
+        while self.dense.last().is_some_and(|p| p.at == u32::MAX) {
+            self.dense.pop();
+        }
+        self.head = self.head.min(self.dense.len());
+        while self.dense.get(self.head).is_some_and(|p| p.at == u32::MAX) {
+            self.head += 1;
+        }
+        if self.head > 64 && self.head > self.dense.len() / 2 {
+            self.dense.drain(..self.head);
+            self.base += self.head as u64;
+            self.head = 0;
+        }
+    }
 }
 
 impl FlowTable {
@@ -324,34 +545,34 @@ impl FlowTable {
 
     /// Whether there is no flow.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.index.len() == 0
     }
 
     /// Whether flow `id` is in.
     pub fn contains_key(&self, id: &FlowId) -> bool {
-        self.index.contains_key(id)
+        self.index.get(*id).is_some()
     }
 
     /// Flow `id`, if it is in.
     pub fn get(&self, id: &FlowId) -> Option<&FlowView> {
-        let p = self.index.get(id)?;
+        let p = self.index.get(*id)?;
         self.entries[p.at as usize].1.as_ref()
     }
 
     /// Flow `id`, mutably, if it is in.
     pub fn get_mut(&mut self, id: &FlowId) -> Option<&mut FlowView> {
-        let p = self.index.get(id)?;
+        let p = self.index.get(*id)?;
         self.entries[p.at as usize].1.as_mut()
     }
 
     /// The tag of flow `id`, if it is in (0 until [`FlowTable::set_tag`]).
     pub fn tag(&self, id: &FlowId) -> Option<u32> {
-        self.index.get(id).map(|p| p.tag)
+        self.index.get(*id).map(|p| p.tag)
     }
 
     /// Sets the tag of flow `id`, if it is in.
     pub fn set_tag(&mut self, id: &FlowId, tag: u32) {
-        if let Some(p) = self.index.get_mut(id) {
+        if let Some(p) = self.index.get_mut(*id) {
             p.tag = tag;
         }
     }
@@ -360,7 +581,7 @@ impl FlowTable {
     /// replaces (whose tag it keeps), if one had that id.
     pub fn insert(&mut self, flow: FlowView) -> Option<FlowView> {
         let id = flow.spec.id;
-        if let Some(p) = self.index.get(&id) {
+        if let Some(p) = self.index.get(id) {
             return self.entries[p.at as usize].1.replace(flow);
         }
         if self.entries.last().is_none_or(|&(last, _)| last < id) {
@@ -385,10 +606,11 @@ impl FlowTable {
 
     /// Takes flow `id` out, if it is in.
     pub fn remove(&mut self, id: &FlowId) -> Option<FlowView> {
-        let p = self.index.remove(id)?;
+        let p = self.index.remove(*id)?;
         let flow = self.entries[p.at as usize].1.take();
-        let holes = self.entries.len() - self.index.len();
-        if holes > self.index.len() + 64 {
+        let live = self.index.len();
+        let holes = self.entries.len() - live;
+        if holes > live + 64 {
             self.entries.retain(|(_, f)| f.is_some());
             self.reindex(0);
         } else {
@@ -403,7 +625,7 @@ impl FlowTable {
     /// Records the position of every live flow from position `from` on.
     fn reindex(&mut self, from: usize) {
         for (i, (id, f)) in self.entries.iter().enumerate().skip(from) {
-            if let (Some(_), Some(p)) = (f, self.index.get_mut(id)) {
+            if let (Some(_), Some(p)) = (f, self.index.get_mut(*id)) {
                 p.at = i as u32;
             }
         }
@@ -428,7 +650,7 @@ impl FlowTable {
         let index = &self.index;
         self.entries
             .iter_mut()
-            .filter_map(|(id, f)| Some((index.get(id)?.tag, f.as_mut()?)))
+            .filter_map(|(id, f)| Some((index.get(*id)?.tag, f.as_mut()?)))
     }
 
     /// Ids in order.
@@ -535,6 +757,75 @@ mod tests {
         );
         let values: Vec<u64> = t.values().map(|f| f.spec.id.0).collect();
         assert_eq!(values, [0, 1, 2, 3, 4, 5, 9]);
+    }
+
+    #[test]
+    fn a_flow_table_finds_ids_far_from_the_others_and_below_its_window() {
+        let mut t = FlowTable::default();
+        // A window from 1000 up, then ids far above it, below it, and at
+        // the far end of the window once it has grown there.
+        let far = [u64::MAX, 1 << 40, 5, 0, 1000 + 5 * 4096];
+        for id in (1000..1000 + 2 * 4096).chain(far) {
+            assert!(t.insert(flow(id)).is_none(), "flow {id}");
+        }
+        for id in 1000 + 2 * 4096..1000 + 6 * 4096 {
+            if id != 1000 + 5 * 4096 {
+                t.insert(flow(id));
+            }
+        }
+        assert_eq!(t.len(), 6 * 4096 + 4);
+        for (n, id) in far.iter().enumerate() {
+            t.set_tag(&FlowId(*id), n as u32 + 1);
+        }
+        assert_eq!(t.tag(&FlowId(1000 + 5 * 4096)), Some(5));
+        assert_eq!(t.tag(&FlowId(u64::MAX)), Some(1));
+        assert_eq!(t.tag(&FlowId(1 << 40)), Some(2));
+        // Drop the window's lower part: its front goes, lookups still work.
+        for id in 1000..1000 + 5 * 4096 {
+            assert!(t.remove(&FlowId(id)).is_some(), "flow {id}");
+        }
+        assert_eq!(t.tag(&FlowId(1000 + 5 * 4096)), Some(5));
+        assert!(!t.contains_key(&FlowId(1000)) && t.contains_key(&FlowId(1000 + 6 * 4096 - 1)));
+        assert_eq!(ids(&t)[..3], [0, 5, 1000 + 5 * 4096]);
+        // A lower id than the window's new base comes back.
+        t.insert(flow(1000));
+        assert_eq!(t[&FlowId(1000)].spec.id, FlowId(1000));
+        let all: Vec<u64> = ids(&t);
+        for id in all {
+            assert!(t.remove(&FlowId(id)).is_some(), "flow {id}");
+        }
+        assert!(t.is_empty() && t.get(&FlowId(5)).is_none());
+        // Empty, the window starts again at the next id.
+        t.insert(flow(7));
+        assert_eq!(ids(&t), [7]);
+    }
+
+    #[test]
+    fn a_flow_id_set_reads_like_a_btree_set_through_removals_and_late_ids() {
+        let mut set = FlowIdSet::default();
+        let mut like = std::collections::BTreeSet::new();
+        // Appends, removals (enough to compact), late and repeated ids.
+        for id in (0..200).chain([50, 7, 300, 250, 7]) {
+            assert_eq!(set.insert(FlowId(id)), like.insert(FlowId(id)), "insert {id}");
+        }
+        for id in (0..200).filter(|id| id % 3 != 0).chain([300, 1000]) {
+            assert_eq!(set.remove(&FlowId(id)), like.remove(&FlowId(id)), "remove {id}");
+        }
+        assert_eq!(set.insert(FlowId(4)), like.insert(FlowId(4)));
+        assert_eq!(set.len(), like.len());
+        assert!(set.iter().eq(like.iter()));
+        for id in 0..310 {
+            assert_eq!(
+                set.contains(&FlowId(id)),
+                like.contains(&FlowId(id)),
+                "contains {id}"
+            );
+        }
+        assert_eq!(set, like.iter().copied().collect::<FlowIdSet>());
+        for id in like.iter() {
+            assert!(set.remove(id));
+        }
+        assert!(set.is_empty() && set.iter().next().is_none());
     }
 
     #[test]

@@ -55,16 +55,13 @@ struct BundleKey {
 /// ([`super::clocks`]), or, off any link clock (held by its cap, or not
 /// moving), grows at `rate` from `base` at `base_time`. Either way it is kept
 /// lazily: an event costs nothing for a bundle whose bottleneck it leaves alone.
+///
+/// Laid out for the cache: what an event reads of a bundle (its service,
+/// first finish, generation, members count, dirty flag) fills the first
+/// 64-byte line, its members' heap and key the second.
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 struct Bundle {
-    key: Option<BundleKey>,
-    /// Members, first finish first: (service at which it finishes, as f64
-    /// bits: order-preserving for >= 0; id; slot; the slot's stamp when it
-    /// joined). Entries whose stamp is not their slot's are stale: the
-    /// member left ([`Slots`]).
-    members: BinaryHeap<Reverse<Member>>,
-    /// Members, not counting stale entries.
-    count: u32,
     /// The link clock it runs on, if any.
     clock: Option<LinkId>,
     offset: f64,
@@ -75,10 +72,89 @@ struct Bundle {
     min_finish: f64,
     /// Bumped whenever its finish time is recomputed: older heap entries are stale.
     generation: u32,
-    /// Whether its demand (members, route) must be handed to the rate solver again.
+    /// Members, not counting stale entries.
+    count: u32,
+    /// Whether its demand (members, route) must be handed to the rate
+    /// solver again; during a rate update, whether the update took it.
     dirty: bool,
-    /// The last rate update ([`FluidNetwork::epoch`]) that recomputed its finish.
-    touched: u64,
+    /// Members, first finish first: (service at which it finishes, as f64
+    /// bits: order-preserving for >= 0; id; slot; the slot's stamp when it
+    /// joined). Entries whose stamp is not their slot's are stale: the
+    /// member left ([`Slots`]).
+    members: BinaryHeap<Reverse<Member>>,
+    key: Option<BundleKey>,
+}
+
+/// The bundle of each key in use. Nearly every flow of a trace replay
+/// takes the default key (EPS, no cap) of its host pair, so those are
+/// found in a vector by host pair (no hashing, one small array), as long
+/// as the fabric's host pairs number at most [`BundleIndex::MAX_PAIRS`];
+/// other keys are hashed.
+#[derive(Clone, Debug, Default)]
+struct BundleIndex {
+    hosts_per_rack: u32,
+    hosts: usize,
+    /// The bundle of each host pair's default key (src × hosts + dst), or
+    /// `u32::MAX`; empty when the fabric has too many host pairs.
+    default: Vec<u32>,
+    /// The other keys' bundles (all keys when `default` is empty).
+    other: FastMap<BundleKey, usize>,
+}
+
+impl BundleIndex {
+    /// Most host pairs whose default keys are held in a vector (16 MB).
+    const MAX_PAIRS: usize = 1 << 22;
+
+    fn new(fabric: &FabricParams) -> BundleIndex {
+        let hosts = fabric.racks as usize * fabric.hosts_per_rack as usize;
+        let pairs = hosts.saturating_mul(hosts);
+        BundleIndex {
+            hosts_per_rack: fabric.hosts_per_rack,
+            hosts,
+            default: if pairs <= Self::MAX_PAIRS {
+                vec![u32::MAX; pairs]
+            } else {
+                Vec::new()
+            },
+            other: FastMap::default(),
+        }
+    }
+
+    /// Where `key`'s bundle is held in `default`, if it is held there.
+    fn pair(&self, key: &BundleKey) -> Option<usize> {
+        if key.path != Path::Eps || key.cap.is_some() || self.default.is_empty() {
+            return None;
+        }
+        let host = |h: HostId| h.rack as usize * self.hosts_per_rack as usize + h.host as usize;
+        Some(host(key.src) * self.hosts + host(key.dst))
+    }
+
+    fn get(&self, key: &BundleKey) -> Option<usize> {
+        match self.pair(key) {
+            Some(p) => Some(self.default[p])
+                .filter(|&b| b != u32::MAX)
+                .map(|b| b as usize),
+            None => self.other.get(key).copied(),
+        }
+    }
+
+    fn insert(&mut self, key: BundleKey, b: usize) {
+        match self.pair(&key) {
+            Some(p) => self.default[p] = b as u32,
+            None => {
+                self.other.insert(key, b);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &BundleKey) {
+        match self.pair(key) {
+            Some(p) => self.default[p] = u32::MAX,
+            None => {
+                self.other.remove(key);
+            }
+        }
+    }
 }
 
 /// A bundle's member entry: (finish as f64 bits, id, slot, stamp).
@@ -225,14 +301,12 @@ pub struct FluidNetwork {
     now: Nanos,
     wake_at: Option<Nanos>,
     bundles: Vec<Bundle>,
-    bundle_of: FastMap<BundleKey, usize>,
+    bundle_of: BundleIndex,
     free_bundles: Vec<usize>,
     /// Bundles emptied since the last rate solve, reused only after it.
     emptied: Vec<usize>,
     /// Bundles whose demand must be handed to the solver again.
     dirty: Vec<usize>,
-    /// Rate updates so far: tells the bundles an update already took ([`Bundle::touched`]).
-    epoch: u64,
     /// Bundles on a circuit path (their route changes with circuits).
     ocs_bundles: BTreeSet<usize>,
     /// Whether a circuit was set up, torn down or came up since the last solve.
@@ -297,11 +371,10 @@ impl FluidNetwork {
             now: Nanos::ZERO,
             wake_at: None,
             bundles: Vec::new(),
-            bundle_of: FastMap::default(),
+            bundle_of: BundleIndex::new(&fabric),
             free_bundles: Vec::new(),
             emptied: Vec::new(),
             dirty: Vec::new(),
-            epoch: 0,
             ocs_bundles: BTreeSet::new(),
             circuits_changed: false,
             finishes: BinaryHeap::new(),
@@ -531,7 +604,7 @@ impl FluidNetwork {
 
     /// The bundle for `key`, created if need be.
     fn bundle_for(&mut self, key: BundleKey) -> usize {
-        if let Some(&b) = self.bundle_of.get(&key) {
+        if let Some(b) = self.bundle_of.get(&key) {
             return b;
         }
         let fresh = Bundle {
@@ -958,13 +1031,10 @@ impl FluidNetwork {
             ocs.into_iter().for_each(|b| self.mark_dirty(b));
         }
         // Each bundle once: the dirty ones, then those the solve moved.
-        self.epoch += 1;
-        let epoch = self.epoch;
+        // A bundle stays dirty until the end: it tells the ones already taken.
         let mut touched = std::mem::take(&mut self.dirty);
         for &b in &touched {
-            let bundle = &mut self.bundles[b];
-            bundle.dirty = false;
-            bundle.touched = epoch;
+            let bundle = &self.bundles[b];
             let demand = match bundle.key {
                 Some(k) if bundle.count > 0 => {
                     route(&self.view.links, &self.view.circuits, k, now).map(|links| Demand {
@@ -986,14 +1056,15 @@ impl FluidNetwork {
         for &b in &changes.slots {
             let b = b as usize;
             self.rehome(b);
-            if self.bundles[b].touched != epoch {
-                self.bundles[b].touched = epoch;
+            if !self.bundles[b].dirty {
+                self.bundles[b].dirty = true;
                 touched.push(b);
             }
         }
         self.changes = changes;
         for &b in &touched {
             let bundle = &mut self.bundles[b];
+            bundle.dirty = false;
             bundle.generation = bundle.generation.wrapping_add(1);
             if !bundle.min_finish.is_finite() {
                 continue;
@@ -1167,5 +1238,16 @@ fn route(
             .get(&(key.src.rack, port))
             .filter(|c| c.dst_rack == key.dst.rack && c.is_up(now))
             .map(|_| links.ocs_path(key.src, key.dst, port)),
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_is_two_cache_lines() {
+        assert_eq!(std::mem::size_of::<Bundle>(), 128);
+        assert_eq!(std::mem::offset_of!(Bundle, members), 64);
     }
 }
