@@ -144,11 +144,11 @@ pub struct LinkLevels {
     load: Vec<f64>,
     /// Slots set since the last solve.
     pending: Vec<u32>,
-    /// The demand each of them had at the last solve, in the same order.
+    is_pending: Vec<bool>,
+    /// The demand each pending slot had at the last solve, in `pending`'s order.
     solved: Vec<Option<Demand>>,
     /// Whether the last solve froze no link: every slot is at its cap.
     all_capped: bool,
-    is_pending: Vec<bool>,
     // Scratch space of a solve.
     residual: Vec<f64>,
     /// Unfrozen flows per link (whole numbers, as f64 for the matrix passes).
