@@ -135,8 +135,8 @@ pub struct LinkLevels {
     resume: bool,
     /// Slots with a demand that the matrix does not hold.
     listed: usize,
-    /// Whether this solve's freezes go to the log (every demand is in the matrix).
-    logging: bool,
+    /// Scratch: the freezes a resumed solve runs again.
+    again: Vec<(LinkId, f64)>,
     bottleneck: Vec<Bottleneck>,
     /// Per link: the rate of the slots bottlenecked there (infinite if none).
     level: Vec<f64>,
@@ -383,8 +383,7 @@ impl LinkLevels {
             pairs.begin();
         }
         // Every demand in the matrix: the last solve's order is reused.
-        self.logging = self.pairs.is_some() && self.listed == 0;
-        if self.logging && self.resume {
+        if self.logging() && self.resume {
             self.resume_last_order();
         } else {
             self.log.restart_at(0);
@@ -436,10 +435,11 @@ impl LinkLevels {
             }
         }
         self.capped = capped;
-        if self.logging {
+        let logged = self.logging();
+        if logged {
             self.stats.freezes += self.log.freezes() as u64;
         }
-        self.log.end(self.logging);
+        self.log.end(logged);
         self.settle_pairs();
         for &s in &self.pending {
             let s = s as usize;
@@ -469,8 +469,9 @@ impl LinkLevels {
                 }
             }
         }
-        self.all_capped = self.new_level.iter().all(|l| l.is_infinite());
+        self.all_capped = true;
         for l in 0..self.level.len() {
+            self.all_capped &= self.new_level[l].is_infinite();
             if self.level[l].to_bits() != self.new_level[l].to_bits() {
                 self.level[l] = self.new_level[l];
                 self.changes.links.push(l as LinkId);
@@ -536,11 +537,20 @@ impl LinkLevels {
             }
             None => 0,
         };
-        let again: Vec<(LinkId, f64)> = self.log.order_before(point)[from..].to_vec();
+        let mut again = std::mem::take(&mut self.again);
+        again.clear();
+        again.extend_from_slice(&self.log.order_before(point)[from..]);
         self.log.restart_at(from);
-        for (link, share) in again {
+        for &(link, share) in &again {
             self.freeze_link(link, share);
         }
+        self.again = again;
+    }
+
+    /// Whether solves log their freezes for the next to resume from:
+    /// every demand is in the matrix.
+    fn logging(&self) -> bool {
+        self.pairs.is_some() && self.listed == 0
     }
 
     /// After the filling, the matrix's part: the pairs whose bottleneck
@@ -570,7 +580,7 @@ impl LinkLevels {
     /// earlier link or cap froze freezes at that share.
     fn freeze_link(&mut self, link: LinkId, share: f64) {
         let li = link as usize;
-        if self.logging {
+        if self.logging() {
             self.log
                 .record(link, share, &self.residual, &self.count, &self.weight);
         }

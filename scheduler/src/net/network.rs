@@ -286,12 +286,10 @@ pub struct FluidNetwork {
     triggers: Triggers,
     /// Active flows per (coflow, source rack, destination rack): to tell
     /// when a coflow's rack pair is done, and which flows a pair plan moves.
-    /// Kept only for a policy that is ever called ([`FluidNetwork::keeps_pairs`]).
+    /// Kept only for a policy that is ever called (its triggers are not
+    /// [`Triggers::NEVER`]); for one that is not, neither these nor the
+    /// pairs a flow joined since the last call are kept.
     pairs: PairFlows,
-    /// Whether the policy's triggers name any event: if not, it is never
-    /// called, and neither rack pairs nor the pairs a flow joined since the
-    /// last call are kept.
-    keeps_pairs: bool,
     /// The standing pair plans: each decision's changes are applied to them.
     pair_planned: PairPlans,
     /// Pairs a flow joined since the last call: their plan is applied again
@@ -363,7 +361,6 @@ impl FluidNetwork {
         let usage = LinkUsage::new(&fabric);
         FluidNetwork {
             triggers: policy.triggers(),
-            keeps_pairs: calls_ever(&policy.triggers()),
             policy,
             pairs: PairFlows::default(),
             pair_planned: PairPlans::default(),
@@ -455,7 +452,7 @@ impl FluidNetwork {
             }
             self.view.insert_flow(spec.clone(), self.now);
             let pair = (spec.coflow, spec.src.rack, spec.dst.rack);
-            let pair_ix = self.keeps_pairs.then(|| {
+            let pair_ix = (self.triggers != Triggers::NEVER).then(|| {
                 // It joins over EPS, as unplanned flows do, until the next call.
                 self.stale_pairs.insert(pair);
                 self.pairs.join(pair, spec.id)
@@ -1166,19 +1163,6 @@ impl FluidNetwork {
             clocks[l as usize].generation == g
         });
     }
-}
-
-/// Whether a policy with `triggers` is ever called: only at the events its
-/// triggers name (and at wake-ups it asks for when called).
-fn calls_ever(triggers: &Triggers) -> bool {
-    !matches!(
-        triggers,
-        Triggers {
-            arrivals: Arrivals::Never,
-            departures: Departures::Never,
-            circuit_up: false,
-        }
-    )
 }
 
 /// The bundle key of flow `f` under `plan`: a circuit only for an
