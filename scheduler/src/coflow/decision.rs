@@ -97,10 +97,13 @@ pub struct PairPlan {
     pub plan: Option<FlowPlan>,
 }
 
+/// A coflow's flows between two racks: (coflow, source rack, destination
+/// rack), in the order pair tables are kept.
+pub type PairKey = (CoflowId, u32, u32);
+
 impl PairPlan {
-    /// The pair it is about: (coflow, source rack, destination rack), the
-    /// order pair tables are kept in.
-    pub fn pair(&self) -> (CoflowId, u32, u32) {
+    /// The pair it is about.
+    pub fn pair(&self) -> PairKey {
         (self.coflow, self.src_rack, self.dst_rack)
     }
 }
@@ -141,7 +144,7 @@ pub struct Decision {
 /// are applied to, by (coflow, source rack, destination rack).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PairPlans {
-    plans: BTreeMap<(CoflowId, u32, u32), FlowPlan>,
+    plans: BTreeMap<PairKey, FlowPlan>,
 }
 
 impl PairPlans {
@@ -149,8 +152,8 @@ impl PairPlans {
     /// what it was before (a pair set and cleared again, or set to the plan
     /// it had, is not listed), in pair order, each with its plan now
     /// (`None`: no plan).
-    pub fn apply(&mut self, changes: &[PairPlan]) -> Vec<((CoflowId, u32, u32), Option<FlowPlan>)> {
-        let mut before: BTreeMap<(CoflowId, u32, u32), Option<FlowPlan>> = BTreeMap::new();
+    pub fn apply(&mut self, changes: &[PairPlan]) -> Vec<(PairKey, Option<FlowPlan>)> {
+        let mut before: BTreeMap<PairKey, Option<FlowPlan>> = BTreeMap::new();
         for c in changes {
             let old = match c.plan {
                 Some(plan) => self.plans.insert(c.pair(), plan),
@@ -168,7 +171,7 @@ impl PairPlans {
     }
 
     /// The standing plan of `pair` (coflow, source rack, destination rack), if any.
-    pub fn get(&self, pair: (CoflowId, u32, u32)) -> Option<FlowPlan> {
+    pub fn get(&self, pair: PairKey) -> Option<FlowPlan> {
         self.plans.get(&pair).copied()
     }
 
@@ -183,7 +186,7 @@ impl PairPlans {
     }
 
     /// The standing plans, in pair order.
-    pub fn iter(&self) -> impl Iterator<Item = ((CoflowId, u32, u32), FlowPlan)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (PairKey, FlowPlan)> + '_ {
         self.plans.iter().map(|(&k, &p)| (k, p))
     }
 

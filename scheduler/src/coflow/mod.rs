@@ -39,7 +39,7 @@ pub mod sunflow;
 pub mod varys;
 pub mod view;
 
-pub use decision::{CircuitSetup, Decision, FlowPlan, PairPlan, PairPlans};
+pub use decision::{CircuitSetup, Decision, FlowPlan, PairKey, PairPlan, PairPlans};
 pub use view::{CircuitView, CoflowView, FabricParams, FlowView, NetView, Path, Progress, StoredProgress};
 
 use ocslab_emulator::Nanos;

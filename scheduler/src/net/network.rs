@@ -27,14 +27,14 @@ use super::fasthash::FastMap;
 use super::levels::{Bottleneck, Changes, LinkLevels, SolveStats};
 use super::links::{LinkId, LinkMap, Links};
 use super::maxmin::Demand;
-use super::pairs::{PairFlows, PairKey};
+use super::pairs::PairFlows;
 use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
 use crate::coflow::view::FlowTable;
 use crate::coflow::{
     self, Arrivals, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, Departures, FabricParams, FlowPlan,
-    FlowView, NetView, PairPlan, PairPlans, Path, Progress, Triggers,
+    FlowView, NetView, PairKey, PairPlan, PairPlans, Path, Progress, Triggers,
 };
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};

@@ -7,10 +7,8 @@
 //! id order in a vector; the vectors of pairs that emptied are reused.
 
 use super::fasthash::FastMap;
-use crate::model::coflow::{CoflowId, FlowId};
-
-/// A coflow's flows between two racks: (coflow, source rack, destination rack).
-pub(super) type PairKey = (CoflowId, u32, u32);
+use crate::coflow::PairKey;
+use crate::model::coflow::FlowId;
 
 /// Active flows per rack pair.
 #[derive(Clone, Debug, Default)]
@@ -74,6 +72,7 @@ impl PairFlows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::coflow::CoflowId;
 
     #[test]
     fn a_pair_lists_its_flows_in_id_order_until_the_last_leaves() {
