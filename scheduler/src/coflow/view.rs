@@ -457,13 +457,14 @@ impl IdIndex {
         (i < self.dense.len() as u64).then_some(i as usize)
     }
 
+    /// The offset of `id` in the window, if it holds a flow there.
+    fn held(&self, id: FlowId) -> Option<usize> {
+        self.offset(id).filter(|&i| self.dense[i].at != u32::MAX)
+    }
+
     fn get(&self, id: FlowId) -> Option<&Place> {
-        if let Some(p) = self
-            .offset(id)
-            .map(|i| &self.dense[i])
-            .filter(|p| p.at != u32::MAX)
-        {
-            return Some(p);
+        if let Some(i) = self.held(id) {
+            return Some(&self.dense[i]);
         }
         if self.sparse.is_empty() {
             return None;
@@ -472,7 +473,7 @@ impl IdIndex {
     }
 
     fn get_mut(&mut self, id: FlowId) -> Option<&mut Place> {
-        if let Some(i) = self.offset(id).filter(|&i| self.dense[i].at != u32::MAX) {
+        if let Some(i) = self.held(id) {
             return Some(&mut self.dense[i]);
         }
         if self.sparse.is_empty() {
@@ -506,7 +507,7 @@ impl IdIndex {
 
     /// Drops `id`'s place; returns it, if it had one.
     fn remove(&mut self, id: FlowId) -> Option<Place> {
-        if let Some(i) = self.offset(id).filter(|&i| self.dense[i].at != u32::MAX) {
+        if let Some(i) = self.held(id) {
             let p = std::mem::replace(&mut self.dense[i], Place::NONE);
             self.dense_len -= 1;
             self.trim();
