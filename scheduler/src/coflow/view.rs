@@ -425,10 +425,14 @@ impl Place {
 /// A [`FlowTable`]'s index from id to [`Place`]. Engines and traces number
 /// flows upwards from some base, so the ids active at once sit in a window
 /// a little wider than their number: those are held in a vector by id minus
-/// the window's base (a lookup is a subtraction and a load), the window
-/// growing with new ids and its front dropped once its lower half is
-/// empty. An id far from the window (below its base, or beyond twice its
-/// width above) goes to a hash map instead, so any ids work.
+/// the window's base (a lookup is a subtraction and a load). The window
+/// reaches up to the highest id it took, so that the next id in sequence
+/// lands in it even when the flows just below have all left; its front is
+/// dropped once its lower half is empty, and once it is four times wider
+/// than the flows it holds, the few old flows in its lower half (stragglers
+/// that would otherwise pin it) move to a hash map and the half is dropped.
+/// An id far from the window (below its base, or beyond twice its width
+/// above) goes to the hash map too, so any ids work.
 #[derive(Clone, Debug, Default)]
 struct IdIndex {
     /// The id of `dense[0]`.
@@ -484,8 +488,8 @@ impl IdIndex {
 
     /// Records `place` for `id`, which has none.
     fn insert(&mut self, id: FlowId, place: Place) {
-        if self.dense_len == 0 && self.sparse.is_empty() {
-            // Nothing held: the window starts again at this id.
+        if self.dense_len == 0 {
+            // Nothing held in it: the window starts again at this id.
             self.base = id.0;
             self.dense.clear();
             self.head = 0;
@@ -519,22 +523,31 @@ impl IdIndex {
         self.sparse.remove(&id)
     }
 
-    /// Drops the window's empty end, and its empty front once that is
-    /// more than half of it (amortized O(1) per removal: the front is
-    /// walked once, and dropping it moves fewer places than it walked).
+    /// Drops the window's empty front once that is more than half of it,
+    /// and its lower half once the window is four times wider than the
+    /// flows it holds, moving that half's flows to the hash map. Amortized
+    /// O(1) per id: each place of the window is walked and dropped once.
     fn trim(&mut self) {
-        while self.dense.last().is_some_and(|p| p.at == u32::MAX) {
-            self.dense.pop();
-        }
-        self.head = self.head.min(self.dense.len());
         while self.dense.get(self.head).is_some_and(|p| p.at == u32::MAX) {
             self.head += 1;
         }
-        if self.head > 64 && self.head > self.dense.len() / 2 {
-            self.dense.drain(..self.head);
-            self.base += self.head as u64;
-            self.head = 0;
-        }
+        let drop = if self.head > 64 && self.head > self.dense.len() / 2 {
+            self.head
+        } else if self.dense.len() > Self::REACH as usize && self.dense.len() > 4 * self.dense_len {
+            let half = self.dense.len() / 2;
+            for (i, p) in self.dense[..half].iter().enumerate().skip(self.head) {
+                if p.at != u32::MAX {
+                    self.sparse.insert(FlowId(self.base + i as u64), *p);
+                    self.dense_len -= 1;
+                }
+            }
+            half
+        } else {
+            return;
+        };
+        self.dense.drain(..drop);
+        self.base += drop as u64;
+        self.head = 0;
     }
 }
 
@@ -799,6 +812,41 @@ mod tests {
         // Empty, the window starts again at the next id.
         t.insert(flow(7));
         assert_eq!(ids(&t), [7]);
+    }
+
+    #[test]
+    fn a_straggler_does_not_push_later_ids_out_of_the_window() {
+        // Flow 0 lives on while batches of later ids come and go, the
+        // newest of each batch leaving first (as short flows of a trace
+        // replay do): ids must keep landing in the window, the straggler
+        // moving to the hash map once the window is four times too wide.
+        let mut t = FlowTable::default();
+        t.insert(flow(0));
+        let mut next = 1;
+        for _ in 0..100 {
+            let batch: Vec<u64> = (next..next + 500).collect();
+            next += 500;
+            for &id in &batch {
+                t.insert(flow(id));
+            }
+            assert!(
+                t.index.sparse.len() <= 1,
+                "{} ids in the hash map",
+                t.index.sparse.len()
+            );
+            for &id in batch.iter().rev() {
+                assert!(t.remove(&FlowId(id)).is_some(), "flow {id}");
+            }
+        }
+        t.insert(flow(next));
+        assert!(
+            t.index.dense.len() <= 4 * IdIndex::REACH as usize,
+            "window of {}",
+            t.index.dense.len()
+        );
+        assert_eq!(ids(&t), [0, next]);
+        assert!(t.remove(&FlowId(0)).is_some() && t.remove(&FlowId(next)).is_some());
+        assert!(t.is_empty());
     }
 
     #[test]
