@@ -67,15 +67,16 @@ pub fn ocs_bound_of_longest(longest: u128, wavelengths: u32) -> Option<Nanos> {
 /// The EPS isolation bound of `flows`: max over links of bytes ÷ capacity.
 /// `None` if a flow crosses a link of capacity 0.
 pub fn eps_lower_bound<'a>(links: &LinkMap, flows: impl IntoIterator<Item = &'a FlowSpec>) -> Option<Nanos> {
-    let mut load: BTreeMap<u32, u128> = BTreeMap::new();
+    let capacities = links.capacities();
+    let mut load = vec![0u128; capacities.len()];
     for f in flows {
         for &l in links.eps_path(f.src, f.dst).as_slice() {
-            *load.entry(l).or_default() += f.bytes.0 as u128;
+            load[l as usize] += f.bytes.0 as u128;
         }
     }
     let mut worst = 0u64;
-    for (l, bytes) in load {
-        let cap_bits = (links.capacities()[l as usize] * 8.0).round() as u128;
+    for (&bytes, &capacity) in load.iter().zip(capacities) {
+        let cap_bits = (capacity * 8.0).round() as u128;
         if bytes == 0 {
             continue;
         }
@@ -115,7 +116,7 @@ pub fn coflow_lower_bound(
     hybrid: bool,
 ) -> Option<LowerBound> {
     let mut pairs: BTreeMap<(u32, u32), Bytes> = BTreeMap::new();
-    for f in flows {
+    for f in flows.iter().filter(|_| hybrid) {
         *pairs.entry((f.src.rack, f.dst.rack)).or_default() += f.bytes;
     }
     let pair_bytes = |f: &FlowSpec| pairs.get(&(f.src.rack, f.dst.rack)).copied().unwrap_or(f.bytes);

@@ -33,6 +33,7 @@ pub mod decision;
 pub mod fair;
 pub mod fifo;
 pub mod held;
+pub(crate) mod id_index;
 pub mod lower_bound;
 pub mod priority;
 pub mod sunflow;

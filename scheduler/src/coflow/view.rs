@@ -11,6 +11,7 @@
 //! policy actually looks at; views that store progress in their fields
 //! (the emulation driver's, hand-made ones) answer with [`StoredProgress`].
 
+use super::id_index::IdIndex;
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use crate::net::fasthash::FastMap;
 use crate::net::links::LinkMap;
@@ -397,158 +398,12 @@ impl NetView {
 /// vector for ids near the ones seen so far, no hashing). Ids handed out
 /// in increasing order (the engine's and a trace's) are appended; an id
 /// lower than the last one is inserted in place, O(flows).
-///
-/// Each flow also carries a *tag*, a number its owner may set
-/// ([`FlowTable::set_tag`]) to find its own record of the flow without a
-/// lookup of its own: the fluid network keeps there the index of the
-/// flow's slot. It is 0 until set, and not part of the flow's view.
 #[derive(Clone, Debug, Default)]
 pub struct FlowTable {
     /// (id, flow) in id order; `None` for a flow removed since the last compaction.
     entries: Vec<(FlowId, Option<FlowView>)>,
-    /// Position in `entries` and tag of each live flow.
+    /// Position in `entries` of each live flow.
     index: IdIndex,
-}
-
-/// Where a flow is in a [`FlowTable`], and its tag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Place {
-    at: u32,
-    tag: u32,
-}
-
-impl Place {
-    /// No flow (in [`IdIndex::dense`]).
-    const NONE: Place = Place { at: u32::MAX, tag: 0 };
-}
-
-/// A [`FlowTable`]'s index from id to [`Place`]. Engines and traces number
-/// flows upwards from some base, so the ids active at once sit in a window
-/// a little wider than their number: those are held in a vector by id minus
-/// the window's base (a lookup is a subtraction and a load). The window
-/// reaches up to the highest id it took, so that the next id in sequence
-/// lands in it even when the flows just below have all left; its front is
-/// dropped once its lower half is empty, and once it is four times wider
-/// than the flows it holds, the few old flows in its lower half (stragglers
-/// that would otherwise pin it) move to a hash map and the half is dropped.
-/// An id far from the window (below its base, or beyond twice its width
-/// above) goes to the hash map too, so any ids work.
-#[derive(Clone, Debug, Default)]
-struct IdIndex {
-    /// The id of `dense[0]`.
-    base: u64,
-    /// Places of ids `base..base + dense.len()` ([`Place::NONE`] for no flow).
-    dense: Vec<Place>,
-    /// Live flows in `dense`.
-    dense_len: usize,
-    /// `dense[..head]` holds no flow.
-    head: usize,
-    /// Places of ids outside the window when they came in.
-    sparse: FastMap<FlowId, Place>,
-}
-
-impl IdIndex {
-    /// Ids the window may grow by past its end at once, at least.
-    const REACH: u64 = 4096;
-
-    fn len(&self) -> usize {
-        self.dense_len + self.sparse.len()
-    }
-
-    /// The offset of `id` in the window, if it is inside.
-    fn offset(&self, id: FlowId) -> Option<usize> {
-        let i = id.0.checked_sub(self.base)?;
-        (i < self.dense.len() as u64).then_some(i as usize)
-    }
-
-    /// The offset of `id` in the window, if it holds a flow there.
-    fn held(&self, id: FlowId) -> Option<usize> {
-        self.offset(id).filter(|&i| self.dense[i].at != u32::MAX)
-    }
-
-    fn get(&self, id: FlowId) -> Option<&Place> {
-        if let Some(i) = self.held(id) {
-            return Some(&self.dense[i]);
-        }
-        if self.sparse.is_empty() {
-            return None;
-        }
-        self.sparse.get(&id)
-    }
-
-    fn get_mut(&mut self, id: FlowId) -> Option<&mut Place> {
-        if let Some(i) = self.held(id) {
-            return Some(&mut self.dense[i]);
-        }
-        if self.sparse.is_empty() {
-            return None;
-        }
-        self.sparse.get_mut(&id)
-    }
-
-    /// Records `place` for `id`, which has none.
-    fn insert(&mut self, id: FlowId, place: Place) {
-        if self.dense_len == 0 {
-            // Nothing held in it: the window starts again at this id.
-            self.base = id.0;
-            self.dense.clear();
-            self.head = 0;
-        }
-        let end = self.base.saturating_add(self.dense.len() as u64);
-        let reach = end.saturating_add((self.dense.len() as u64).max(Self::REACH));
-        if id.0 >= self.base && id.0 < reach {
-            let i = (id.0 - self.base) as usize;
-            if i >= self.dense.len() {
-                self.dense.resize(i + 1, Place::NONE);
-            }
-            self.dense[i] = place;
-            self.dense_len += 1;
-            self.head = self.head.min(i);
-        } else {
-            self.sparse.insert(id, place);
-        }
-    }
-
-    /// Drops `id`'s place; returns it, if it had one.
-    fn remove(&mut self, id: FlowId) -> Option<Place> {
-        if let Some(i) = self.held(id) {
-            let p = std::mem::replace(&mut self.dense[i], Place::NONE);
-            self.dense_len -= 1;
-            self.trim();
-            return Some(p);
-        }
-        if self.sparse.is_empty() {
-            return None;
-        }
-        self.sparse.remove(&id)
-    }
-
-    /// Drops the window's empty front once that is more than half of it,
-    /// and its lower half once the window is four times wider than the
-    /// flows it holds, moving that half's flows to the hash map. Amortized
-    /// O(1) per id: each place of the window is walked and dropped once.
-    fn trim(&mut self) {
-        while self.dense.get(self.head).is_some_and(|p| p.at == u32::MAX) {
-            self.head += 1;
-        }
-        let drop = if self.head > 64 && self.head > self.dense.len() / 2 {
-            self.head
-        } else if self.dense.len() > Self::REACH as usize && self.dense.len() > 4 * self.dense_len {
-            let half = self.dense.len() / 2;
-            for (i, p) in self.dense[..half].iter().enumerate().skip(self.head) {
-                if p.at != u32::MAX {
-                    self.sparse.insert(FlowId(self.base + i as u64), *p);
-                    self.dense_len -= 1;
-                }
-            }
-            half
-        } else {
-            return;
-        };
-        self.dense.drain(..drop);
-        self.base += drop as u64;
-        self.head = 0;
-    }
 }
 
 impl FlowTable {
@@ -569,59 +424,41 @@ impl FlowTable {
 
     /// Flow `id`, if it is in.
     pub fn get(&self, id: &FlowId) -> Option<&FlowView> {
-        let p = self.index.get(*id)?;
-        self.entries[p.at as usize].1.as_ref()
+        let at = self.index.get(*id)?;
+        self.entries[at as usize].1.as_ref()
     }
 
     /// Flow `id`, mutably, if it is in.
     pub fn get_mut(&mut self, id: &FlowId) -> Option<&mut FlowView> {
-        let p = self.index.get(*id)?;
-        self.entries[p.at as usize].1.as_mut()
-    }
-
-    /// The tag of flow `id`, if it is in (0 until [`FlowTable::set_tag`]).
-    pub fn tag(&self, id: &FlowId) -> Option<u32> {
-        self.index.get(*id).map(|p| p.tag)
-    }
-
-    /// Sets the tag of flow `id`, if it is in.
-    pub fn set_tag(&mut self, id: &FlowId, tag: u32) {
-        if let Some(p) = self.index.get_mut(*id) {
-            p.tag = tag;
-        }
+        let at = self.index.get(*id)?;
+        self.entries[at as usize].1.as_mut()
     }
 
     /// Adds `flow` under its id (`flow.spec.id`), returning the flow it
-    /// replaces (whose tag it keeps), if one had that id.
+    /// replaces, if one had that id.
     pub fn insert(&mut self, flow: FlowView) -> Option<FlowView> {
         let id = flow.spec.id;
-        if let Some(p) = self.index.get(id) {
-            return self.entries[p.at as usize].1.replace(flow);
+        if let Some(at) = self.index.get(id) {
+            return self.entries[at as usize].1.replace(flow);
         }
         if self.entries.last().is_none_or(|&(last, _)| last < id) {
             let at = self.entries.len() as u32;
-            self.index.insert(id, Place { at, tag: 0 });
+            self.index.insert(id, at);
             self.entries.push((id, Some(flow)));
             return None;
         }
         // Out of order: in place, after the holes of its id if any.
         let at = self.entries.partition_point(|&(other, _)| other <= id);
         self.entries.insert(at, (id, Some(flow)));
-        self.index.insert(
-            id,
-            Place {
-                at: at as u32,
-                tag: 0,
-            },
-        );
+        self.index.insert(id, at as u32);
         self.reindex(at + 1);
         None
     }
 
     /// Takes flow `id` out, if it is in.
     pub fn remove(&mut self, id: &FlowId) -> Option<FlowView> {
-        let p = self.index.remove(*id)?;
-        let flow = self.entries[p.at as usize].1.take();
+        let at = self.index.remove(*id)?;
+        let flow = self.entries[at as usize].1.take();
         let live = self.index.len();
         let holes = self.entries.len() - live;
         if holes > live + 64 {
@@ -639,8 +476,8 @@ impl FlowTable {
     /// Records the position of every live flow from position `from` on.
     fn reindex(&mut self, from: usize) {
         for (i, (id, f)) in self.entries.iter().enumerate().skip(from) {
-            if let (Some(_), Some(p)) = (f, self.index.get_mut(*id)) {
-                p.at = i as u32;
+            if let (Some(_), Some(at)) = (f, self.index.get_mut(*id)) {
+                *at = i as u32;
             }
         }
     }
@@ -657,14 +494,6 @@ impl FlowTable {
         self.entries
             .iter_mut()
             .filter_map(|(id, f)| f.as_mut().map(|f| (&*id, f)))
-    }
-
-    /// (tag, flow) in id order, the flows mutably.
-    pub fn tagged_mut(&mut self) -> impl Iterator<Item = (u32, &mut FlowView)> + '_ {
-        let index = &self.index;
-        self.entries
-            .iter_mut()
-            .filter_map(|(id, f)| Some((index.get(*id)?.tag, f.as_mut()?)))
     }
 
     /// Ids in order.
@@ -763,90 +592,10 @@ mod tests {
             f.elephant = true;
         }
         assert!(t[&FlowId(5)].elephant);
-        t.set_tag(&FlowId(5), 7);
         t.insert(flow(0));
-        assert_eq!(
-            (t.tag(&FlowId(5)), t.tag(&FlowId(0)), t.tag(&FlowId(8))),
-            (Some(7), Some(0), None)
-        );
+        assert!(t[&FlowId(5)].elephant && !t[&FlowId(0)].elephant);
         let values: Vec<u64> = t.values().map(|f| f.spec.id.0).collect();
         assert_eq!(values, [0, 1, 2, 3, 4, 5, 9]);
-    }
-
-    #[test]
-    fn a_flow_table_finds_ids_far_from_the_others_and_below_its_window() {
-        let mut t = FlowTable::default();
-        // A window from 1000 up, then ids far above it, below it, and at
-        // the far end of the window once it has grown there.
-        let far = [u64::MAX, 1 << 40, 5, 0, 1000 + 5 * 4096];
-        for id in (1000..1000 + 2 * 4096).chain(far) {
-            assert!(t.insert(flow(id)).is_none(), "flow {id}");
-        }
-        for id in 1000 + 2 * 4096..1000 + 6 * 4096 {
-            if id != 1000 + 5 * 4096 {
-                t.insert(flow(id));
-            }
-        }
-        assert_eq!(t.len(), 6 * 4096 + 4);
-        for (n, id) in far.iter().enumerate() {
-            t.set_tag(&FlowId(*id), n as u32 + 1);
-        }
-        assert_eq!(t.tag(&FlowId(1000 + 5 * 4096)), Some(5));
-        assert_eq!(t.tag(&FlowId(u64::MAX)), Some(1));
-        assert_eq!(t.tag(&FlowId(1 << 40)), Some(2));
-        // Drop the window's lower part: its front goes, lookups still work.
-        for id in 1000..1000 + 5 * 4096 {
-            assert!(t.remove(&FlowId(id)).is_some(), "flow {id}");
-        }
-        assert_eq!(t.tag(&FlowId(1000 + 5 * 4096)), Some(5));
-        assert!(!t.contains_key(&FlowId(1000)) && t.contains_key(&FlowId(1000 + 6 * 4096 - 1)));
-        assert_eq!(ids(&t)[..3], [0, 5, 1000 + 5 * 4096]);
-        // A lower id than the window's new base comes back.
-        t.insert(flow(1000));
-        assert_eq!(t[&FlowId(1000)].spec.id, FlowId(1000));
-        let all: Vec<u64> = ids(&t);
-        for id in all {
-            assert!(t.remove(&FlowId(id)).is_some(), "flow {id}");
-        }
-        assert!(t.is_empty() && t.get(&FlowId(5)).is_none());
-        // Empty, the window starts again at the next id.
-        t.insert(flow(7));
-        assert_eq!(ids(&t), [7]);
-    }
-
-    #[test]
-    fn a_straggler_does_not_push_later_ids_out_of_the_window() {
-        // Flow 0 lives on while batches of later ids come and go, the
-        // newest of each batch leaving first (as short flows of a trace
-        // replay do): ids must keep landing in the window, the straggler
-        // moving to the hash map once the window is four times too wide.
-        let mut t = FlowTable::default();
-        t.insert(flow(0));
-        let mut next = 1;
-        for _ in 0..100 {
-            let batch: Vec<u64> = (next..next + 500).collect();
-            next += 500;
-            for &id in &batch {
-                t.insert(flow(id));
-            }
-            assert!(
-                t.index.sparse.len() <= 1,
-                "{} ids in the hash map",
-                t.index.sparse.len()
-            );
-            for &id in batch.iter().rev() {
-                assert!(t.remove(&FlowId(id)).is_some(), "flow {id}");
-            }
-        }
-        t.insert(flow(next));
-        assert!(
-            t.index.dense.len() <= 4 * IdIndex::REACH as usize,
-            "window of {}",
-            t.index.dense.len()
-        );
-        assert_eq!(ids(&t), [0, next]);
-        assert!(t.remove(&FlowId(0)).is_some() && t.remove(&FlowId(next)).is_some());
-        assert!(t.is_empty());
     }
 
     #[test]
@@ -892,15 +641,13 @@ mod tests {
             assert_eq!(t.contains_key(&FlowId(id)), id % 10 == 0, "flow {id}");
         }
         assert_eq!(ids(&t), (0..1000).filter(|id| id % 10 == 0).collect::<Vec<_>>());
-        for id in (0..1000).step_by(10) {
-            t.set_tag(&FlowId(id), id as u32);
-        }
-        // Removing more compacts again: positions move, tags stay.
+        // Removing more compacts again: positions move, lookups follow.
         for id in (0..500).step_by(10) {
             t.remove(&FlowId(id));
         }
-        assert_eq!(t.tag(&FlowId(990)), Some(990));
-        assert_eq!(t[&FlowId(990)].spec.id, FlowId(990));
+        for id in (500..1000).step_by(10) {
+            assert_eq!(t[&FlowId(id)].spec.bytes, Bytes(id), "flow {id}");
+        }
         for (_, f) in t.iter_mut() {
             f.remaining_bytes = 0.0;
         }

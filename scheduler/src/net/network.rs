@@ -31,6 +31,7 @@ use super::pairs::PairFlows;
 use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
+use crate::coflow::id_index::IdIndex;
 use crate::coflow::view::FlowTable;
 use crate::coflow::{
     self, Arrivals, CircuitSetup, CircuitView, CoflowPolicy, CoflowView, Departures, FabricParams, FlowPlan,
@@ -247,13 +248,14 @@ struct LiveProgress<'a> {
     bundles: &'a [Bundle],
     clocks: &'a [Clock],
     slots: &'a Slots,
+    slot_of: &'a IdIndex,
     done_bytes: &'a BTreeMap<CoflowId, f64>,
     flows: &'a FlowTable,
 }
 
 impl LiveProgress<'_> {
     fn of(&self, f: &FlowView) -> Option<FlowProgress> {
-        let s = &self.slots[self.flows.tag(&f.spec.id)?];
+        let s = &self.slots[self.slot_of.get(f.spec.id)?];
         Some(FlowProgress::of(self.bundles, self.clocks, s, f.path, self.now))
     }
 }
@@ -321,6 +323,8 @@ pub struct FluidNetwork {
     /// Clocks whose next finish must be recomputed before the next event.
     clocks_due: Vec<LinkId>,
     slots: Slots,
+    /// The slot of each active flow.
+    slot_of: IdIndex,
     /// Bundles with a member due at the event being processed, and those
     /// members' slots (kept to reuse their buffers).
     due: Vec<usize>,
@@ -379,6 +383,7 @@ impl FluidNetwork {
             clock_finishes: BinaryHeap::new(),
             clocks_due: Vec::new(),
             slots: Slots::default(),
+            slot_of: IdIndex::default(),
             due: Vec::new(),
             done: Vec::new(),
             adding: Vec::new(),
@@ -427,7 +432,7 @@ impl FluidNetwork {
                     });
                 }
             }
-            if self.view.flows.contains_key(&spec.id) {
+            if self.slot_of.get(spec.id).is_some() {
                 return Err(NetError::DuplicateFlow(spec.id));
             }
         }
@@ -444,19 +449,21 @@ impl FluidNetwork {
             self.pending = events;
         }
         let mut ask = false;
+        let viewed = self.policy_is_called();
         for spec in flows {
-            if !self.view.coflows.contains_key(&spec.coflow) {
-                if let Some(c) = self.dormant.remove(&spec.coflow) {
-                    self.view.coflows.insert(spec.coflow, c);
+            let mut pair_ix = None;
+            if viewed {
+                if !self.view.coflows.contains_key(&spec.coflow) {
+                    if let Some(c) = self.dormant.remove(&spec.coflow) {
+                        self.view.coflows.insert(spec.coflow, c);
+                    }
                 }
-            }
-            self.view.insert_flow(spec.clone(), self.now);
-            let pair = (spec.coflow, spec.src.rack, spec.dst.rack);
-            let pair_ix = (self.triggers != Triggers::NEVER).then(|| {
+                self.view.insert_flow(spec.clone(), self.now);
                 // It joins over EPS, as unplanned flows do, until the next call.
+                let pair = (spec.coflow, spec.src.rack, spec.dst.rack);
                 self.stale_pairs.insert(pair);
-                self.pairs.join(pair, spec.id)
-            });
+                pair_ix = Some(self.pairs.join(pair, spec.id));
+            }
             ask |= match self.triggers.arrivals {
                 Arrivals::Never => false,
                 Arrivals::Elephants => self.view.flows.get(&spec.id).is_some_and(|f| f.elephant),
@@ -466,17 +473,21 @@ impl FluidNetwork {
             let b = self.bundle_for(key);
             let joined = self.bundles[b].service(&self.clocks, self.now);
             let finish = joined + spec.bytes.0 as f64;
-            let ix = self.slots.add(Slot {
-                id: spec.id,
-                bundle: b,
-                joined,
-                finish,
-                sent_eps: 0.0,
-                sent_ocs: 0.0,
-                pair: pair_ix,
-                stamp: 0,
-            });
-            self.view.flows.set_tag(&spec.id, ix);
+            let ix = self.slots.add(
+                Slot {
+                    id: spec.id,
+                    bundle: b,
+                    joined,
+                    finish,
+                    sent_eps: 0.0,
+                    sent_ocs: 0.0,
+                    pair: pair_ix,
+                    stamp: 0,
+                },
+                spec.clone(),
+                self.now,
+            );
+            self.slot_of.insert(spec.id, ix);
             self.bundles[b].insert(finish, spec.id, ix, self.slots[ix].stamp);
             self.mark_dirty(b);
         }
@@ -532,7 +543,9 @@ impl FluidNetwork {
     /// The network as the policy sees it. Per-flow progress (remaining and
     /// sent bytes, rate, finish time) and coflows' bytes sent in it are as of
     /// the last [`FluidNetwork::sync_progress`] (policies read progress on
-    /// demand instead); call that first for their values now.
+    /// demand instead); call that first for their values now. Its flows and
+    /// coflows are kept only for a policy that is ever called (triggers
+    /// other than [`Triggers::NEVER`]): under `fair` they stay empty.
     pub fn view(&self) -> &NetView {
         &self.view
     }
@@ -545,7 +558,10 @@ impl FluidNetwork {
             c.1.sent_bytes = self.coflow_done_bytes.get(c.0).copied().unwrap_or(0.0);
         }
         let NetView { flows, coflows, .. } = &mut self.view;
-        for (ix, f) in flows.tagged_mut() {
+        for f in flows.values_mut() {
+            let Some(ix) = self.slot_of.get(f.spec.id) else {
+                continue;
+            };
             let s = &self.slots[ix];
             let p = FlowProgress::of(&self.bundles, &self.clocks, s, f.path, now);
             f.sent_eps_bytes = p.sent_eps;
@@ -672,7 +688,7 @@ impl FluidNetwork {
 
     /// Moves flow `id` to the bundle of `key` (no-op if it is there).
     fn move_flow(&mut self, id: FlowId, key: BundleKey) {
-        let Some(ix) = self.view.flows.tag(&id) else {
+        let Some(ix) = self.slot_of.get(id) else {
             return;
         };
         if self.bundles[self.slots[ix].bundle].key == Some(key) {
@@ -795,38 +811,12 @@ impl FluidNetwork {
     fn finish(&mut self, ix: u32, events: &mut Vec<NetEvent>) -> bool {
         self.leave(ix);
         let s = self.slots[ix];
+        let (spec, started) = self.slots.flow(ix).clone();
         self.slots.remove(ix);
         let id = s.id;
-        if !self.planned.is_empty() {
-            self.planned.remove(&id);
-        }
-        let Some(f) = self.view.flows.remove(&id) else {
-            return false;
-        };
-        let pair = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
-        let pair_done = s.pair.is_none_or(|p| self.pairs.leave(p, pair, id));
-        let ask = match self.triggers.departures {
-            Departures::Never => false,
-            // All active flows of a coflow's rack pair are elephants or none are.
-            Departures::ElephantPairDone => pair_done && f.elephant,
-            // Its coflow still lists it: the coflow is done if it is the last.
-            Departures::CoflowDone => self
-                .view
-                .coflows
-                .get(&f.spec.coflow)
-                .is_none_or(|c| c.flows.len() <= 1),
-            Departures::Every => true,
-        };
-        let size = f.spec.bytes;
-        *self.coflow_done_bytes.entry(f.spec.coflow).or_default() += size.0 as f64;
-        if let Some(c) = self.view.coflows.get_mut(&f.spec.coflow) {
-            c.flows.remove(&id);
-            if c.flows.is_empty() {
-                if let Some(c) = self.view.coflows.remove(&f.spec.coflow) {
-                    self.dormant.insert(f.spec.coflow, c);
-                }
-            }
-        }
+        self.slot_of.remove(id);
+        let ask = self.policy_is_called() && self.forget(&spec, s.pair);
+        let size = spec.bytes;
         let (eps, ocs) = if s.sent_ocs < 0.5 {
             (size, Bytes(0))
         } else if s.sent_eps < 0.5 {
@@ -838,17 +828,60 @@ impl FluidNetwork {
         self.stats.eps_bytes += eps;
         self.stats.ocs_bytes += ocs;
         self.stats.flows_done += 1;
-        if f.spec.src.rack != f.spec.dst.rack {
+        if spec.src.rack != spec.dst.rack {
             self.stats.cross_rack_bytes += size;
         }
         events.push(NetEvent::FlowDone {
             flow: id,
-            coflow: f.spec.coflow,
-            started: f.started,
+            coflow: spec.coflow,
+            started,
             at: self.now,
             eps_bytes: eps,
             ocs_bytes: ocs,
         });
+        ask
+    }
+
+    /// Whether the policy is ever called (its triggers are not
+    /// [`Triggers::NEVER`]). Only then does the network keep what the
+    /// policy reads: the view's flows and coflows, each coflow's finished
+    /// bytes, the flows of each rack pair.
+    fn policy_is_called(&self) -> bool {
+        self.triggers != Triggers::NEVER
+    }
+
+    /// Takes finished flow `spec` (in rack pair `pair` of
+    /// [`FluidNetwork::pairs`]) out of what the policy reads; returns
+    /// whether its departure is one the policy wants to be called at.
+    fn forget(&mut self, spec: &FlowSpec, pair: Option<u32>) -> bool {
+        let id = spec.id;
+        if !self.planned.is_empty() {
+            self.planned.remove(&id);
+        }
+        let elephant = self.view.flows.remove(&id).is_some_and(|f| f.elephant);
+        let key = (spec.coflow, spec.src.rack, spec.dst.rack);
+        let pair_done = pair.is_none_or(|p| self.pairs.leave(p, key, id));
+        let ask = match self.triggers.departures {
+            Departures::Never => false,
+            // All active flows of a coflow's rack pair are elephants or none are.
+            Departures::ElephantPairDone => pair_done && elephant,
+            // Its coflow still lists it: the coflow is done if it is the last.
+            Departures::CoflowDone => self
+                .view
+                .coflows
+                .get(&spec.coflow)
+                .is_none_or(|c| c.flows.len() <= 1),
+            Departures::Every => true,
+        };
+        *self.coflow_done_bytes.entry(spec.coflow).or_default() += spec.bytes.0 as f64;
+        if let Some(c) = self.view.coflows.get_mut(&spec.coflow) {
+            c.flows.remove(&id);
+            if c.flows.is_empty() {
+                if let Some(c) = self.view.coflows.remove(&spec.coflow) {
+                    self.dormant.insert(spec.coflow, c);
+                }
+            }
+        }
         ask
     }
 
@@ -869,6 +902,7 @@ impl FluidNetwork {
             bundles: &self.bundles,
             clocks: &self.clocks,
             slots: &self.slots,
+            slot_of: &self.slot_of,
             done_bytes: &self.coflow_done_bytes,
             flows: &self.view.flows,
         };

@@ -3,6 +3,7 @@
 //! result is one [`CoflowRecord`] per coflow (CCT, lower bound, bytes per
 //! fabric) plus the network's totals and circuit timeline.
 
+use super::fasthash::FastMap;
 use super::summary::Bin;
 use super::usage::LinkSeries;
 use super::{CircuitRecord, FluidNetwork, NetError, NetEvent, NetStats};
@@ -11,7 +12,6 @@ use crate::coflow::{self, FabricParams, UnknownPolicy};
 use crate::model::coflow::{Coflow, CoflowId};
 use ocslab_emulator::{Bytes, Nanos, Topology};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// Why a replay could not finish.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -128,10 +128,10 @@ pub fn replay(
         })
         .collect();
     let total = records.len();
-    let mut open: BTreeMap<CoflowId, Open> = BTreeMap::new();
+    let mut open: FastMap<CoflowId, Open> = FastMap::default();
     let mut done = 0usize;
     let mut handle =
-        |events: &mut Vec<NetEvent>, open: &mut BTreeMap<CoflowId, Open>, records: &mut [CoflowRecord]| {
+        |events: &mut Vec<NetEvent>, open: &mut FastMap<CoflowId, Open>, records: &mut [CoflowRecord]| {
             for e in events.drain(..) {
                 let NetEvent::FlowDone {
                     coflow,

@@ -4,13 +4,15 @@
 //!
 //! The network's per-flow work goes through that index: a bundle lists its
 //! members by it, so a flow that finishes is found without a lookup. A
-//! flow's index is its tag in the view's flow table
-//! ([`crate::coflow::view::FlowTable::tag`]), looked up only when a policy
-//! names the flow. Indexes of finished flows are reused; each slot's stamp
-//! (bumped whenever its flow leaves a bundle) tells a bundle's stale
-//! member entries.
+//! flow's index is found from its id ([`crate::coflow::id_index::IdIndex`])
+//! only when a policy names the flow. Indexes of finished flows are reused;
+//! each slot's stamp (bumped whenever its flow leaves a bundle) tells a
+//! bundle's stale member entries. Beside each slot, out of the way of the
+//! events that read slots, is what the flow is ([`FlowSpec`]) and when it
+//! started: read when it finishes.
 
-use crate::model::coflow::FlowId;
+use crate::model::coflow::{FlowId, FlowSpec};
+use ocslab_emulator::Nanos;
 use std::ops::{Index, IndexMut};
 
 /// Where a flow is. One cache line (aligned to it): a flow's arrival,
@@ -40,23 +42,33 @@ pub(super) struct Slot {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Slots {
     slots: Vec<Slot>,
+    /// Each slot's flow and when it started.
+    flows: Vec<(FlowSpec, Nanos)>,
     free: Vec<u32>,
 }
 
 impl Slots {
-    /// Adds `slot` (its stamp is the index's own); returns its index.
-    pub(super) fn add(&mut self, slot: Slot) -> u32 {
+    /// Adds `slot` (its stamp is the index's own) for flow `spec`, started
+    /// at `started`; returns its index.
+    pub(super) fn add(&mut self, slot: Slot, spec: FlowSpec, started: Nanos) -> u32 {
         match self.free.pop() {
             Some(i) => {
                 let stamp = self.slots[i as usize].stamp;
                 self.slots[i as usize] = Slot { stamp, ..slot };
+                self.flows[i as usize] = (spec, started);
                 i
             }
             None => {
                 self.slots.push(Slot { stamp: 0, ..slot });
+                self.flows.push((spec, started));
                 (self.slots.len() - 1) as u32
             }
         }
+    }
+
+    /// The flow in slot `i` and when it started.
+    pub(super) fn flow(&self, i: u32) -> &(FlowSpec, Nanos) {
+        &self.flows[i as usize]
     }
 
     /// Frees slot `i` (its flow left the network).
