@@ -543,16 +543,23 @@ impl FluidNetwork {
     /// The network as the policy sees it. Per-flow progress (remaining and
     /// sent bytes, rate, finish time) and coflows' bytes sent in it are as of
     /// the last [`FluidNetwork::sync_progress`] (policies read progress on
-    /// demand instead); call that first for their values now. Its flows and
-    /// coflows are kept only for a policy that is ever called (triggers
-    /// other than [`Triggers::NEVER`]): under `fair` they stay empty.
+    /// demand instead); call that first for their values now. For a policy
+    /// that is never called (triggers [`Triggers::NEVER`], as `fair`) the
+    /// network keeps no view as it runs: the view's flows and coflows are
+    /// those [`FluidNetwork::sync_progress`] last built.
     pub fn view(&self) -> &NetView {
         &self.view
     }
 
     /// Brings per-flow progress and coflows' bytes sent in the view up to
-    /// date (O(active flows); policies do not need it).
+    /// date (O(active flows); policies do not need it). For a policy that
+    /// is never called, first builds the view from the active flows, in id
+    /// order: a coflow's known and sent bytes then count only its active
+    /// flows, and its arrival is its earliest active flow's start.
     pub fn sync_progress(&mut self) {
+        if !self.policy_is_called() {
+            self.build_view();
+        }
         let now = self.now;
         for c in self.view.coflows.iter_mut() {
             c.1.sent_bytes = self.coflow_done_bytes.get(c.0).copied().unwrap_or(0.0);
@@ -572,6 +579,25 @@ impl FluidNetwork {
             f.eta = eta(now, p.remaining, slack, p.rate);
             if let Some(c) = coflows.get_mut(&f.spec.coflow) {
                 c.sent_bytes += p.sent_eps + p.sent_ocs;
+            }
+        }
+    }
+
+    /// For a policy that is never called (the network keeps no view for
+    /// it): the view of the active flows, from their slots.
+    fn build_view(&mut self) {
+        let mut active: Vec<(FlowSpec, Nanos)> = (0..self.slots.len())
+            .filter(|&ix| self.slot_of.get(self.slots[ix].id) == Some(ix))
+            .map(|ix| self.slots.flow(ix).clone())
+            .collect();
+        active.sort_by_key(|(spec, _)| spec.id);
+        self.view.flows = FlowTable::default();
+        self.view.coflows.clear();
+        for (spec, started) in active {
+            let coflow = spec.coflow;
+            self.view.insert_flow(spec, started);
+            if let Some(c) = self.view.coflows.get_mut(&coflow) {
+                c.arrival = c.arrival.min(started);
             }
         }
     }

@@ -66,6 +66,12 @@ impl Slots {
         }
     }
 
+    /// Slot indexes in use or free (the live ones are those their flow's
+    /// id leads to).
+    pub(super) fn len(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
     /// The flow in slot `i` and when it started.
     pub(super) fn flow(&self, i: u32) -> &(FlowSpec, Nanos) {
         &self.flows[i as usize]

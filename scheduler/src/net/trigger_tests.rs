@@ -5,7 +5,7 @@
 //! calls; progress read on demand equals the hand-computed bytes.
 
 use super::handover_tests::done;
-use super::FluidNetwork;
+use super::{FluidNetwork, NetError, NetEvent};
 use crate::coflow::{self, CoflowPolicy, Decision, FabricParams, NetView, Progress, Triggers};
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos};
@@ -299,4 +299,64 @@ fn sunflow_keeping_demand_between_calls_decides_as_reading_every_elephant_again(
         let calls = calls.lock().map(|c| *c).unwrap_or(0);
         assert!(calls > 5, "{calls} calls");
     }
+}
+
+#[test]
+fn a_policy_never_called_gets_a_view_on_request_and_duplicates_are_refused() {
+    // Fair sharing is never called: the network keeps no view for it as it
+    // runs (one is built on request), yet still knows its flows by id and
+    // reports each one's coflow and start.
+    let ms = Nanos::from_millis;
+    let mut net = FluidNetwork::on_fabric(fabric(), coflow::by_name("fair").expect("fair"));
+    net.add_flows(ms(0), &[flow(1, 7, (0, 0), (1, 0), 100_000)]);
+    net.add_flows(ms(10), &[flow(2, 8, (0, 1), (0, 0), 50_000)]);
+    assert!(net.view().flows.is_empty() && net.view().coflows.is_empty());
+    // Asked for, the view is built from the active flows.
+    net.sync_progress();
+    let view = net.view();
+    let ids: Vec<u64> = view.flows.keys().map(|id| id.0).collect();
+    assert_eq!(ids, [1, 2]);
+    assert_eq!(view.flows[&FlowId(2)].started, ms(10));
+    assert!(view.flows[&FlowId(1)].rate_bytes_per_s > 0.0);
+    assert_eq!(
+        (
+            view.coflows[&CoflowId(7)].arrival,
+            view.coflows[&CoflowId(8)].known_bytes
+        ),
+        (ms(0), Bytes(50_000))
+    );
+    assert_eq!(
+        net.try_add_flows(ms(20), &[flow(1, 9, (2, 0), (3, 0), 1)]),
+        Err(NetError::DuplicateFlow(FlowId(1)))
+    );
+    let twice = flow(3, 9, (2, 0), (3, 0), 1);
+    assert_eq!(
+        net.try_add_flows(ms(20), &[twice.clone(), twice]),
+        Err(NetError::DuplicateFlow(FlowId(3)))
+    );
+    let mut finished: Vec<(u64, u64, Nanos)> = net
+        .advance_to(ms(10_000))
+        .into_iter()
+        .filter_map(|e| match e {
+            NetEvent::FlowDone {
+                flow,
+                coflow,
+                started,
+                ..
+            } => Some((flow.0, coflow.0, started)),
+            NetEvent::Circuit { .. } => None,
+        })
+        .collect();
+    finished.sort();
+    assert_eq!(finished, [(1, 7, ms(0)), (2, 8, ms(10))]);
+    assert_eq!(
+        net.stats().cross_rack_bytes,
+        Bytes(100_000),
+        "flow 2 stays in rack 0"
+    );
+    // Gone, its id may come back.
+    assert_eq!(
+        net.try_add_flows(ms(10_001), &[flow(1, 9, (2, 0), (3, 0), 1)]),
+        Ok(())
+    );
 }
