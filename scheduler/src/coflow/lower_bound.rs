@@ -115,9 +115,12 @@ pub fn coflow_lower_bound(
     flows: &[FlowSpec],
     hybrid: bool,
 ) -> Option<LowerBound> {
+    // Per-rack-pair bytes decide which flows are elephants: only with circuits.
     let mut pairs: BTreeMap<(u32, u32), Bytes> = BTreeMap::new();
-    for f in flows.iter().filter(|_| hybrid) {
-        *pairs.entry((f.src.rack, f.dst.rack)).or_default() += f.bytes;
+    if hybrid {
+        for f in flows {
+            *pairs.entry((f.src.rack, f.dst.rack)).or_default() += f.bytes;
+        }
     }
     let pair_bytes = |f: &FlowSpec| pairs.get(&(f.src.rack, f.dst.rack)).copied().unwrap_or(f.bytes);
     let on_ocs = |f: &FlowSpec| hybrid && fabric.may_use_ocs(f, pair_bytes(f));

@@ -475,7 +475,6 @@ impl FluidNetwork {
             let finish = joined + spec.bytes.0 as f64;
             let ix = self.slots.add(
                 Slot {
-                    id: spec.id,
                     bundle: b,
                     joined,
                     finish,
@@ -587,7 +586,7 @@ impl FluidNetwork {
     /// it): the view of the active flows, from their slots.
     fn build_view(&mut self) {
         let mut active: Vec<(FlowSpec, Nanos)> = (0..self.slots.len())
-            .filter(|&ix| self.slot_of.get(self.slots[ix].id) == Some(ix))
+            .filter(|&ix| self.slot_of.get(self.slots.flow(ix).0.id) == Some(ix))
             .map(|ix| self.slots.flow(ix).clone())
             .collect();
         active.sort_by_key(|(spec, _)| spec.id);
@@ -839,7 +838,7 @@ impl FluidNetwork {
         let s = self.slots[ix];
         let (spec, started) = self.slots.flow(ix).clone();
         self.slots.remove(ix);
-        let id = s.id;
+        let id = spec.id;
         self.slot_of.remove(id);
         let ask = self.policy_is_called() && self.forget(&spec, s.pair);
         let size = spec.bytes;

@@ -11,7 +11,7 @@
 //! events that read slots, is what the flow is ([`FlowSpec`]) and when it
 //! started: read when it finishes.
 
-use crate::model::coflow::{FlowId, FlowSpec};
+use crate::model::coflow::FlowSpec;
 use ocslab_emulator::Nanos;
 use std::ops::{Index, IndexMut};
 
@@ -20,8 +20,6 @@ use std::ops::{Index, IndexMut};
 #[derive(Clone, Copy, Debug)]
 #[repr(align(64))]
 pub(super) struct Slot {
-    /// The flow.
-    pub(super) id: FlowId,
     /// Its bundle.
     pub(super) bundle: usize,
     /// The bundle's service when the flow joined it.
@@ -67,7 +65,7 @@ impl Slots {
     }
 
     /// Slot indexes in use or free (the live ones are those their flow's
-    /// id leads to).
+    /// id, in [`Slots::flow`], leads to).
     pub(super) fn len(&self) -> u32 {
         self.slots.len() as u32
     }
