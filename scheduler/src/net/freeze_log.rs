@@ -16,9 +16,13 @@
 //! So the solve can start from the state just before that freeze, the
 //! *resume point*, instead of from the full capacities.
 //!
-//! [`FreezeLog::resume_point`] finds it by walking the last order, carrying
-//! only the touched links' residuals and counts along (the same
-//! floating-point operations, in the same order, as the solve itself). The
+//! [`FreezeLog::resume_point`] finds it. A touched link that only lost
+//! flows (a departure) has, before its own freeze, the residual it had and
+//! fewer flows, so a share no smaller: it pre-empts nothing, and the resume
+//! point is the first touched link's place in the order. Only touched
+//! links that gained flows are carried along the order, with their
+//! residuals and counts (the same floating-point operations, in the same
+//! order, as the solve itself). The
 //! state before every [`FreezeLog::EVERY`]-th freeze is kept: each host
 //! link's residual and the flows charged to it so far (the count is the
 //! link's current weight less those, which stays right for a touched link
@@ -28,7 +32,9 @@
 //! gives (`levels`' tests run both side by side).
 //!
 //! On FB2010 (150 ports, 44,462 solves, ~126 freezes each) the resume
-//! point is on average 61 % of the way along the last order.
+//! point is on average 61 % of the way along the last order. What comes
+//! after it is mostly the same order again, which the solve then tries to
+//! follow without its heap (`LinkLevels::follow_last_order`).
 
 use super::links::LinkId;
 use super::pair_matrix::PairMatrix;
@@ -50,9 +56,12 @@ pub struct FreezeLog {
     /// every demand in the matrix).
     valid: bool,
     /// Host links whose pairs changed since the last solve, as a set and
-    /// as a list.
+    /// as a list, and whether a pair on each gained flows.
     touched: Vec<bool>,
     touched_list: Vec<LinkId>,
+    grew: Vec<bool>,
+    /// Where each host link is in `order` (stale for a link not in it).
+    position: Vec<u32>,
 }
 
 impl FreezeLog {
@@ -71,18 +80,35 @@ impl FreezeLog {
             links: 2 * hosts,
             every: every.max(1),
             touched: vec![false; 2 * hosts],
+            grew: vec![false; 2 * hosts],
+            position: vec![0; 2 * hosts],
             ..FreezeLog::default()
         }
     }
 
-    /// The pairs on host link `link` changed.
-    pub fn touch(&mut self, link: LinkId) {
-        if let Some(t) = self.touched.get_mut(link as usize) {
+    /// The pairs on host link `link` changed: one gained flows (`grew`),
+    /// or lost some.
+    pub fn touch(&mut self, link: LinkId, grew: bool) {
+        let l = link as usize;
+        if let Some(t) = self.touched.get_mut(l) {
             if !*t {
                 *t = true;
                 self.touched_list.push(link);
             }
+            self.grew[l] |= grew;
         }
+    }
+
+    /// Where `link` froze in the last solve's order, if it did.
+    fn position_of(&self, link: LinkId) -> Option<usize> {
+        let at = *self.position.get(link as usize)? as usize;
+        self.order.get(at).filter(|&&(l, _)| l == link).map(|_| at)
+    }
+
+    /// Whether the log holds the last solve's order (it held every demand
+    /// in the matrix).
+    pub fn is_valid(&self) -> bool {
+        self.valid
     }
 
     /// The last solve's order cannot be reused (it held demands outside
@@ -106,38 +132,52 @@ impl FreezeLog {
         if !self.valid {
             return 0;
         }
-        // The touched links that are in the heap, with the residual and
-        // count a solve from scratch would give them as the order goes.
-        let mut live: Vec<(usize, f64, f64)> = self
+        let first_touched = self
+            .touched_list
+            .iter()
+            .filter_map(|&c| self.position_of(c))
+            .min()
+            .unwrap_or(self.order.len());
+        // A touched link that only lost flows has, at every freeze before
+        // its own, the residual it had then and fewer flows: a share no
+        // smaller than it had, so it pre-empts nothing. Those that gained
+        // flows are followed, with the residual and count a solve from
+        // scratch would give them as the order goes, and their share key.
+        let key = |r: f64, n: f64, c: usize| ((r.max(0.0) / n).to_bits(), c as LinkId);
+        let mut live: Vec<(usize, f64, f64, (u64, LinkId))> = self
             .touched_list
             .iter()
             .map(|&c| c as usize)
-            .filter(|&c| binds[c])
-            .map(|c| (c, capacity[c], weight[c]))
+            .filter(|&c| binds[c] && self.grew[c] && weight[c] > 0.0)
+            .map(|c| (c, capacity[c], weight[c], key(capacity[c], weight[c], c)))
             .collect();
+        if live.is_empty() {
+            return first_touched;
+        }
         let hosts = self.links / 2;
-        for (s, &(link, share)) in self.order.iter().enumerate() {
+        for (s, &(link, share)) in self.order[..first_touched].iter().enumerate() {
             let l = link as usize;
-            if self.touched[l] {
+            let at = (share.to_bits(), link);
+            if live.iter().any(|&(.., k)| k < at) {
                 return s;
             }
-            let key = (share.to_bits(), link);
-            let pre_empted = live
-                .iter()
-                .any(|&(c, r, n)| n > 0.0 && ((r.max(0.0) / n).to_bits(), c as LinkId) < key);
-            if pre_empted {
-                return s;
-            }
-            for (c, r, n) in &mut live {
+            for (c, r, n, k) in &mut live {
                 if (*c < hosts) != (l < hosts) {
                     // As `pair_matrix::charge_line` does for an unfrozen link.
                     let m = pairs.weight_between(l, *c) * 1.0;
-                    *r -= m * share;
-                    *n -= m;
+                    if m != 0.0 {
+                        *r -= m * share;
+                        *n -= m;
+                        *k = if *n > 0.0 {
+                            key(*r, *n, *c)
+                        } else {
+                            (u64::MAX, LinkId::MAX)
+                        };
+                    }
                 }
             }
         }
-        self.order.len()
+        first_touched
     }
 
     /// Freezes so far in this solve (all of the last one's, after [`FreezeLog::end`]).
@@ -148,6 +188,11 @@ impl FreezeLog {
     /// The freezes of the last solve before `point`.
     pub fn order_before(&self, point: usize) -> &[(LinkId, f64)] {
         &self.order[..point.min(self.order.len())]
+    }
+
+    /// The freezes of the last solve from `point` on.
+    pub fn order_from(&self, point: usize) -> &[(LinkId, f64)] {
+        &self.order[point.min(self.order.len())..]
     }
 
     /// The latest snapshot at or before freeze `point`: its freeze index,
@@ -181,6 +226,9 @@ impl FreezeLog {
             self.snapshots
                 .extend(weight[..n].iter().zip(&count[..n]).map(|(w, c)| w - c));
         }
+        if let Some(p) = self.position.get_mut(link as usize) {
+            *p = self.order.len() as u32;
+        }
         self.order.push((link, share));
     }
 
@@ -194,6 +242,7 @@ impl FreezeLog {
         }
         for &l in &self.touched_list {
             self.touched[l as usize] = false;
+            self.grew[l as usize] = false;
         }
         self.touched_list.clear();
     }

@@ -22,6 +22,13 @@
 //! on iteration order; they equal [`super::maxmin::max_min`]'s up to float
 //! rounding (the property test below).
 //!
+//! When every demand is in the matrix (below), a solve starts where the
+//! last one's freeze order stops holding ([`super::freeze_log`]) and
+//! goes on along that order as long as it still holds (each freeze the
+//! smallest share among the next few links of the order, levels never
+//! falling, no link left over its capacity), which ~95 % of FB2010's
+//! solves do; the others go back and fill with the heap.
+//!
 //! On a fabric whose ToR links never bind, the uncapped demands between
 //! two hosts are kept as a host × host matrix ([`super::pair_matrix`])
 //! instead of list entries, and freezing a NIC charges a whole row of it in
@@ -69,6 +76,12 @@ pub struct SolveStats {
     /// Solves that only took departed slots off their links, every slot
     /// being at its cap.
     pub departures_at_caps: u64,
+    /// Resumed solves that froze the rest of the links by following the
+    /// last one's order ([`LinkLevels::follow_last_order`]), and those
+    /// that tried and went back to the heap.
+    pub orders_followed: u64,
+    /// See `orders_followed`.
+    pub orders_left: u64,
 }
 
 /// What a solve changed: slots in slot order, links in id order.
@@ -137,6 +150,10 @@ pub struct LinkLevels {
     listed: usize,
     /// Scratch: the freezes a resumed solve runs again.
     again: Vec<(LinkId, f64)>,
+    /// Scratch: the last solve's freezes from the resume point on, which a
+    /// resumed solve tries to follow, and the links it picks from.
+    suffix: Vec<(LinkId, f64)>,
+    candidates: Vec<LinkId>,
     bottleneck: Vec<Bottleneck>,
     /// Per link: the rate of the slots bottlenecked there (infinite if none).
     level: Vec<f64>,
@@ -171,6 +188,13 @@ pub struct LinkLevels {
 }
 
 impl LinkLevels {
+    /// How far ahead in the last solve's order [`LinkLevels::follow_last_order`]
+    /// looks for the next link to freeze. On FB2010 the new order, step by
+    /// step, took the first of the links left in the old one in 52 % of
+    /// the solves, never more than the second in 89 %, the fourth in 94 %
+    /// (2, 4 and 8 time the same).
+    const FOLLOW_AHEAD: usize = 4;
+
     /// No demands yet, on links of `capacity` (bytes per second), of which
     /// those with `binds[l] == false` never limit a rate.
     pub fn new(capacity: &[f64], binds: &[bool]) -> LinkLevels {
@@ -263,8 +287,8 @@ impl LinkLevels {
         match (pair, self.pairs.as_mut()) {
             (Some((i, j)), Some(pairs)) => {
                 pairs.add(slot, (i, j), d.weight);
-                self.log.touch(i);
-                self.log.touch(pairs.layout().hosts + j);
+                self.log.touch(i, true);
+                self.log.touch(pairs.layout().hosts + j, true);
             }
             _ => self.listed += 1,
         }
@@ -285,8 +309,8 @@ impl LinkLevels {
         let paired = match self.pairs.as_mut() {
             Some(pairs) if pairs.holds(slot) => {
                 let (i, j) = pairs.remove(slot, d.weight);
-                self.log.touch(i);
-                self.log.touch(pairs.layout().hosts + j);
+                self.log.touch(i, false);
+                self.log.touch(pairs.layout().hosts + j, false);
                 true
             }
             _ => {
@@ -367,6 +391,72 @@ impl LinkLevels {
             self.solve_departures_at_caps();
             return;
         }
+        self.begin_filling();
+        // Every demand in the matrix: the last solve's order is reused, up
+        // to the resume point and then, if it still holds, to the end.
+        if self.logging() && self.resume && self.log.is_valid() {
+            let from = self.resume_last_order();
+            if self.follow_last_order() {
+                self.stats.orders_followed += 1;
+            } else {
+                self.stats.orders_left += 1;
+                self.begin_filling();
+                self.restore(from);
+                self.fill();
+            }
+        } else {
+            self.log.restart_at(0);
+            self.fill();
+        }
+        let logged = self.logging();
+        if logged {
+            self.stats.freezes += self.log.freezes() as u64;
+        }
+        self.log.end(logged);
+        self.settle_pairs();
+        for &s in &self.pending {
+            let s = s as usize;
+            self.is_pending[s] = false;
+            match self.pairs.as_ref().and_then(|p| p.bottleneck(s)) {
+                Some(l) => self.bottleneck[s] = Bottleneck::Link(l),
+                None if self.demand[s].is_none() => self.bottleneck[s] = Bottleneck::Idle,
+                None => {}
+            }
+            self.changes.slots.push(s as u32);
+        }
+        self.pending.clear();
+        self.solved.clear();
+        self.changes.slots.sort_unstable();
+        self.changes.slots.dedup();
+        // Each list entry says whether its link is the slot's bottleneck.
+        for i in 0..self.changes.slots.len() {
+            let s = self.changes.slots[i] as usize;
+            let Some(d) = self.demand[s] else { continue };
+            if self.pairs.as_ref().is_some_and(|p| p.holds(s)) {
+                continue;
+            }
+            for (k, &l) in d.links.as_slice().iter().enumerate() {
+                if self.binds[l as usize] {
+                    let here = self.bottleneck[s] == Bottleneck::Link(l);
+                    self.on_link[l as usize][self.at[s][k] as usize].here = here;
+                }
+            }
+        }
+        self.all_capped = true;
+        for l in 0..self.level.len() {
+            self.all_capped &= self.new_level[l].is_infinite();
+            if self.level[l].to_bits() != self.new_level[l].to_bits() {
+                self.level[l] = self.new_level[l];
+                self.changes.links.push(l as LinkId);
+            }
+        }
+        self.stats.solves += 1;
+        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
+    }
+
+    /// A filling starts: a new epoch, every link at its capacity with all
+    /// its flows unfrozen, no level, no load.
+    fn begin_filling(&mut self) {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             // Wrapped: no stamp may look like this solve's.
@@ -382,12 +472,11 @@ impl LinkLevels {
         if let Some(pairs) = self.pairs.as_mut() {
             pairs.begin();
         }
-        // Every demand in the matrix: the last solve's order is reused.
-        if self.logging() && self.resume {
-            self.resume_last_order();
-        } else {
-            self.log.restart_at(0);
-        }
+    }
+
+    /// Progressive filling from the current state: the link of smallest
+    /// share, or the smallest unmet cap, freezes, until no flow is left.
+    fn fill(&mut self) {
         // Built in one pass (heapify), not pushed link by link.
         let mut heap = std::mem::take(&mut self.heap).into_vec();
         for l in 0..self.capacity.len() {
@@ -435,50 +524,6 @@ impl LinkLevels {
             }
         }
         self.capped = capped;
-        let logged = self.logging();
-        if logged {
-            self.stats.freezes += self.log.freezes() as u64;
-        }
-        self.log.end(logged);
-        self.settle_pairs();
-        for &s in &self.pending {
-            let s = s as usize;
-            self.is_pending[s] = false;
-            match self.pairs.as_ref().and_then(|p| p.bottleneck(s)) {
-                Some(l) => self.bottleneck[s] = Bottleneck::Link(l),
-                None if self.demand[s].is_none() => self.bottleneck[s] = Bottleneck::Idle,
-                None => {}
-            }
-            self.changes.slots.push(s as u32);
-        }
-        self.pending.clear();
-        self.solved.clear();
-        self.changes.slots.sort_unstable();
-        self.changes.slots.dedup();
-        // Each list entry says whether its link is the slot's bottleneck.
-        for i in 0..self.changes.slots.len() {
-            let s = self.changes.slots[i] as usize;
-            let Some(d) = self.demand[s] else { continue };
-            if self.pairs.as_ref().is_some_and(|p| p.holds(s)) {
-                continue;
-            }
-            for (k, &l) in d.links.as_slice().iter().enumerate() {
-                if self.binds[l as usize] {
-                    let here = self.bottleneck[s] == Bottleneck::Link(l);
-                    self.on_link[l as usize][self.at[s][k] as usize].here = here;
-                }
-            }
-        }
-        self.all_capped = true;
-        for l in 0..self.level.len() {
-            self.all_capped &= self.new_level[l].is_infinite();
-            if self.level[l].to_bits() != self.new_level[l].to_bits() {
-                self.level[l] = self.new_level[l];
-                self.changes.links.push(l as LinkId);
-            }
-        }
-        self.stats.solves += 1;
-        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
     }
 
     /// A solve after the last one left every slot at its cap and slots
@@ -512,39 +557,111 @@ impl LinkLevels {
     }
 
     /// Brings the solver's state to where the last solve's order stops
-    /// holding ([`FreezeLog`]): from the last snapshot before that point,
-    /// whose links are marked frozen as they were, the freezes up to it are
-    /// run again.
-    fn resume_last_order(&mut self) {
-        let Some(pairs) = self.pairs.as_mut() else { return };
+    /// holding ([`FreezeLog`]), and keeps the rest of that order for
+    /// [`LinkLevels::follow_last_order`]. Returns the freeze the state was
+    /// restored at ([`LinkLevels::restore`]).
+    fn resume_last_order(&mut self) -> usize {
+        let Some(pairs) = self.pairs.as_ref() else {
+            return 0;
+        };
         let point = self
             .log
             .resume_point(&self.capacity, &self.weight, &self.binds, pairs);
         self.stats.freezes_repeated += point as u64;
-        let from = match self.log.snapshot_at_or_before(point) {
-            Some((at, residual, charged)) => {
-                let n = residual.len();
-                self.residual[..n].copy_from_slice(residual);
-                for ((c, w), ch) in self.count[..n].iter_mut().zip(&self.weight[..n]).zip(charged) {
-                    *c = w - ch;
-                }
-                for &(link, share) in self.log.order_before(at) {
-                    pairs.mark_frozen(link, share);
-                    self.new_level[link as usize] = share;
-                    self.link_frozen[link as usize] = self.epoch;
-                }
-                at
+        self.suffix.clear();
+        self.suffix.extend_from_slice(self.log.order_from(point));
+        self.again.clear();
+        let from = self.log.snapshot_at_or_before(point).map_or(0, |(at, ..)| at);
+        self.again
+            .extend_from_slice(&self.log.order_before(point)[from..]);
+        self.restore(from);
+        from
+    }
+
+    /// From the snapshot the log took before freeze `from` (or from
+    /// scratch at 0), whose links are marked frozen as they were, the
+    /// freezes kept in `again` are run again.
+    fn restore(&mut self, from: usize) {
+        let Some(pairs) = self.pairs.as_mut() else { return };
+        if let Some((at, residual, charged)) = self.log.snapshot_at_or_before(from) {
+            debug_assert_eq!(at, from);
+            let n = residual.len();
+            self.residual[..n].copy_from_slice(residual);
+            for ((c, w), ch) in self.count[..n].iter_mut().zip(&self.weight[..n]).zip(charged) {
+                *c = w - ch;
             }
-            None => 0,
-        };
-        let mut again = std::mem::take(&mut self.again);
-        again.clear();
-        again.extend_from_slice(&self.log.order_before(point)[from..]);
+            for &(link, share) in self.log.order_before(at) {
+                pairs.mark_frozen(link, share);
+                self.new_level[link as usize] = share;
+                self.link_frozen[link as usize] = self.epoch;
+            }
+        }
         self.log.restart_at(from);
+        let again = std::mem::take(&mut self.again);
         for &(link, share) in &again {
             self.freeze_link(link, share);
         }
         self.again = again;
+    }
+
+    /// Finishes a resumed solve without the heap, if the last solve's
+    /// order still holds: the links freeze in that order, each picked as
+    /// the smallest share (then the lowest id) among the next
+    /// [`LinkLevels::FOLLOW_AHEAD`] of it that still carry flows. Returns
+    /// false, the state spoilt, if the levels so found ever fall, or if a
+    /// link that did not freeze ends with flows or over its capacity; the
+    /// solve then goes back to the resume point and fills with the heap.
+    ///
+    /// When it returns true, each freeze took the smallest share of all the
+    /// unfrozen links, as the heap would have. Say link `q` had a smaller
+    /// share than the level `s` of the link frozen at some step. Freezing a
+    /// link at a level above `q`'s share lowers that share (or leaves it),
+    /// and every later level is at least `s`, so `q` would have frozen
+    /// below `s`, or ended over its capacity, and the check would have
+    /// failed. So the rates are the max-min fair ones; on FB2010 ~95 % of
+    /// resumed solves end this way.
+    fn follow_last_order(&mut self) -> bool {
+        let Some(hosts) = self.pairs.as_ref().map(|p| 2 * p.layout().hosts as usize) else {
+            return false;
+        };
+        let epoch = self.epoch;
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        let mut next = 0;
+        let mut last = f64::NEG_INFINITY;
+        let followed = loop {
+            let count = &self.count;
+            candidates.retain(|&l| count[l as usize] > 0.0);
+            while candidates.len() < Self::FOLLOW_AHEAD && next < self.suffix.len() {
+                let l = self.suffix[next].0;
+                next += 1;
+                if count[l as usize] > 0.0 {
+                    candidates.push(l);
+                }
+            }
+            let best = candidates
+                .iter()
+                .map(|&l| {
+                    let li = l as usize;
+                    (self.residual[li].max(0.0) / self.count[li], l)
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let Some((share, link)) = best else {
+                break true;
+            };
+            if share < last {
+                break false;
+            }
+            last = share;
+            self.freeze_link(link, share);
+        };
+        self.candidates = candidates;
+        followed
+            && (0..hosts).all(|l| {
+                !self.binds[l]
+                    || self.link_frozen[l] == epoch
+                    || (self.count[l] == 0.0 && self.residual[l] >= 0.0)
+            })
     }
 
     /// Whether solves log their freezes for the next to resume from:
@@ -818,9 +935,10 @@ mod tests {
 
     /// On a big switch of 24 ports, where every demand is in the matrix,
     /// solves that resume from the last one's order (a snapshot every 3
-    /// freezes, so restores and re-runs happen at every depth) give every
-    /// rate, bottleneck, level, load and change report bit for bit as
-    /// solves from scratch do, and do repeat freezes.
+    /// freezes, so restores and re-runs happen at every depth) and then
+    /// follow it where it holds give every rate, bottleneck, level, load
+    /// and change report bit for bit as solves from scratch do, and do
+    /// repeat freezes.
     #[test]
     fn resumed_solves_equal_solves_from_scratch_bit_for_bit() {
         let n = 24u32;
@@ -903,6 +1021,14 @@ mod tests {
             let (a, b) = (resumed.stats(), scratch.stats());
             assert_eq!(a.freezes, b.freezes, "seed {seed}: the same freezes");
             assert_eq!(b.freezes_repeated, 0);
+            // Both ends of a resumed solve were taken: following the last
+            // order to the end, and going back to the heap when it broke.
+            assert!(a.orders_followed > 0 && a.orders_left > 0, "seed {seed}: {a:?}");
+            assert_eq!(
+                a.orders_followed + a.orders_left + 1,
+                a.solves,
+                "seed {seed}: all but the first resumed"
+            );
             assert!(
                 a.freezes_repeated * 5 > a.freezes,
                 "seed {seed}: {} of {} freezes repeated",
