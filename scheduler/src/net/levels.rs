@@ -442,14 +442,16 @@ impl LinkLevels {
                 }
             }
         }
-        self.all_capped = true;
-        for l in 0..self.level.len() {
-            self.all_capped &= self.new_level[l].is_infinite();
-            if self.level[l].to_bits() != self.new_level[l].to_bits() {
-                self.level[l] = self.new_level[l];
-                self.changes.links.push(l as LinkId);
+        let mut all_capped = true;
+        let links = &mut self.changes.links;
+        for (l, (level, &new)) in self.level.iter_mut().zip(&self.new_level).enumerate() {
+            all_capped &= new.is_infinite();
+            if level.to_bits() != new.to_bits() {
+                *level = new;
+                links.push(l as LinkId);
             }
         }
+        self.all_capped = all_capped;
         self.stats.solves += 1;
         self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
     }
@@ -685,10 +687,16 @@ impl LinkLevels {
         });
         let hosts = 2 * pairs.layout().hosts as usize;
         self.pair_load.resize(hosts, 0.0);
-        for l in 0..hosts {
-            let total = (self.capacity[l] - self.residual[l]).max(0.0);
-            self.pair_load[l] = (total - self.load[l]).max(0.0);
-            self.load[l] = total;
+        let host_links = self.capacity[..hosts].iter().zip(&self.residual[..hosts]);
+        for ((pair_load, load), (c, r)) in self
+            .pair_load
+            .iter_mut()
+            .zip(&mut self.load[..hosts])
+            .zip(host_links)
+        {
+            let total = (c - r).max(0.0);
+            *pair_load = (total - *load).max(0.0);
+            *load = total;
         }
         pairs.add_tor_loads(&self.pair_load, &mut self.load);
     }
