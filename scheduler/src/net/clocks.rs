@@ -33,9 +33,6 @@ pub(super) struct Clock {
     /// (clock value at which the bundle's first member finishes, as f64
     /// bits: order-preserving for values >= 0; bundle; its generation).
     pub(super) finishes: BinaryHeap<Reverse<(u64, usize, u32)>>,
-    /// Bumped whenever the clock's next finish is recomputed: older
-    /// entries in the network's event heap are stale.
-    pub(super) generation: u32,
 }
 
 impl Clock {

@@ -275,6 +275,9 @@ impl Progress for LiveProgress<'_> {
     }
 }
 
+/// A link clock's next finish when none of its bundles moves.
+const NO_FINISH: Nanos = Nanos(u64::MAX);
+
 /// Service within this of a member's finish counts as done (fluid rounding).
 fn done_within(finish: f64) -> f64 {
     1e-6 + finish * 1e-12
@@ -317,9 +320,11 @@ pub struct FluidNetwork {
     finishes: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
     /// One service clock per link.
     clocks: Vec<Clock>,
-    /// Next finish on each link clock: (time, link, clock generation);
-    /// entries whose generation is not the clock's are stale.
-    clock_finishes: BinaryHeap<Reverse<(Nanos, LinkId, u32)>>,
+    /// Next finish on each link clock ([`NO_FINISH`] if none), by link
+    /// id, and the earliest of them: a scan of a few hundred words per
+    /// event costs less than a heap entry per clock whose level moved.
+    clock_next: Vec<Nanos>,
+    clocks_next: Option<Nanos>,
     /// Clocks whose next finish must be recomputed before the next event.
     clocks_due: Vec<LinkId>,
     slots: Slots,
@@ -380,7 +385,8 @@ impl FluidNetwork {
             circuits_changed: false,
             finishes: BinaryHeap::new(),
             clocks: vec![Clock::default(); view.links.len()],
-            clock_finishes: BinaryHeap::new(),
+            clock_next: vec![NO_FINISH; view.links.len()],
+            clocks_next: None,
             clocks_due: Vec::new(),
             slots: Slots::default(),
             slot_of: IdIndex::default(),
@@ -507,7 +513,7 @@ impl FluidNetwork {
             .filter(|&t| t > self.now)
             .min();
         let completion = self.finishes.peek().map(|e| e.0 .0);
-        let on_clock = self.clock_finishes.peek().map(|e| e.0 .0);
+        let on_clock = self.clocks_next;
         [completion, on_clock, circuit, self.wake_at]
             .into_iter()
             .flatten()
@@ -758,15 +764,12 @@ impl FluidNetwork {
                 due.push(b);
             }
         }
-        while let Some(&Reverse((t, l, generation))) = self.clock_finishes.peek() {
-            if t > now {
-                break;
-            }
-            self.clock_finishes.pop();
-            let li = l as usize;
-            if self.clocks[li].generation != generation {
+        for li in 0..self.clock_next.len() {
+            if self.clock_next[li] > now {
                 continue;
             }
+            self.clock_next[li] = NO_FINISH;
+            let l = li as LinkId;
             // The bundles on this clock whose first member is due.
             while let Some(&Reverse((_, b, g))) = self.clocks[li].finishes.peek() {
                 let bundle = &self.bundles[b];
@@ -1191,8 +1194,8 @@ impl FluidNetwork {
         }
     }
 
-    /// Recomputes the next finish of every clock in `clocks_due`, and drops
-    /// stale entries from the front of the event heap (for next_event_at).
+    /// Recomputes the next finish of every clock in `clocks_due`, and the
+    /// earliest of all clocks' (for next_event_at).
     fn refresh_clocks(&mut self) {
         let now = self.now;
         let mut due = std::mem::take(&mut self.clocks_due);
@@ -1205,22 +1208,15 @@ impl FluidNetwork {
             drop_stale(&mut clock.finishes, usize::MAX, |&(_, b, g)| {
                 bundles[b].generation == g && bundles[b].clock == Some(l)
             });
-            clock.generation = clock.generation.wrapping_add(1);
-            let Some(&Reverse((_, b, _))) = clock.finishes.peek() else {
-                continue;
-            };
+            let first = clock.finishes.peek().map(|&Reverse((_, b, _))| b);
             // The first of the clock's bundles moves at the clock's level.
-            if let Some(t) = bundles[b].first_finish(&self.clocks, now) {
-                self.clock_finishes
-                    .push(Reverse((t, l, self.clocks[li].generation)));
-            }
+            self.clock_next[li] = first
+                .and_then(|b| bundles[b].first_finish(&self.clocks, now))
+                .unwrap_or(NO_FINISH);
         }
         self.clocks_due = due;
         self.clocks_due.clear();
-        let clocks = &self.clocks;
-        drop_stale(&mut self.clock_finishes, 4 * clocks.len() + 4096, |&(_, l, g)| {
-            clocks[l as usize].generation == g
-        });
+        self.clocks_next = self.clock_next.iter().copied().min().filter(|&t| t != NO_FINISH);
     }
 }
 

@@ -132,19 +132,23 @@ impl LinkUsage {
             self.coarsen();
         }
         let w = self.width;
-        for &i in &self.busy {
-            let rate = self.rate[i];
-            let bins = &mut self.bins[i];
-            let mut t = from.0;
-            while t < to.0 {
-                let b = (t / w) as usize;
-                let edge = ((b as u64 + 1) * w).min(to.0);
-                if bins.len() <= b {
-                    bins.resize(b + 1, 0.0);
-                }
-                bins[b] += rate * (edge - t) as f64 / 1e9;
-                t = edge;
+        // Every link has the bins up to the last one this stretch reaches.
+        let reach = (to.0 - 1) / w + 1;
+        if (self.bins.first().map_or(0, Vec::len) as u64) < reach {
+            self.bins
+                .iter_mut()
+                .for_each(|bins| bins.resize(reach as usize, 0.0));
+        }
+        // The stretch bin by bin (mostly one), each busy link within it.
+        let mut t = from.0;
+        while t < to.0 {
+            let b = (t / w) as usize;
+            let edge = ((b as u64 + 1) * w).min(to.0);
+            let span = (edge - t) as f64;
+            for &i in &self.busy {
+                self.bins[i][b] += self.rate[i] * span / 1e9;
             }
+            t = edge;
         }
     }
 
