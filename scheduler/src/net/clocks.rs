@@ -33,6 +33,8 @@ pub(super) struct Clock {
     /// (clock value at which the bundle's first member finishes, as f64
     /// bits: order-preserving for values >= 0; bundle; its generation).
     pub(super) finishes: BinaryHeap<Reverse<(u64, usize, u32)>>,
+    /// Whether it is listed for its next finish to be recomputed.
+    pub(super) due: bool,
 }
 
 impl Clock {

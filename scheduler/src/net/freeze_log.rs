@@ -69,6 +69,10 @@ impl FreezeLog {
     /// average half this many freezes re-run after a restore.
     pub const EVERY: usize = 32;
 
+    /// Most touched links that gained flows [`FreezeLog::resume_point`]
+    /// follows along the order; with more, the solve starts from scratch.
+    pub const MOST_FOLLOWED: usize = 8;
+
     /// An empty log for the `2 · hosts` host links of a matrix.
     pub fn new(hosts: usize) -> FreezeLog {
         FreezeLog::with_snapshots_every(hosts, FreezeLog::EVERY)
@@ -153,6 +157,11 @@ impl FreezeLog {
             .collect();
         if live.is_empty() {
             return first_touched;
+        }
+        if live.len() > Self::MOST_FOLLOWED {
+            // A coflow's arrival: following them all along the order costs
+            // more than the freezes it would save; start from scratch.
+            return 0;
         }
         let hosts = self.links / 2;
         for (s, &(link, share)) in self.order[..first_touched].iter().enumerate() {

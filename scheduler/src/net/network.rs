@@ -179,7 +179,10 @@ impl Bundle {
         } else if self.members.len() > 2 * self.count as usize + 16 {
             self.members.retain(|Reverse(m)| live(m));
         }
-        while self.members.peek().is_some_and(|Reverse(m)| !live(m)) {
+        // An entry per member and none stale: the front is live.
+        while self.members.len() > self.count as usize
+            && self.members.peek().is_some_and(|Reverse(m)| !live(m))
+        {
             self.members.pop();
         }
         self.min_finish = self
@@ -782,7 +785,7 @@ impl FluidNetwork {
                 }
                 self.clocks[li].finishes.pop();
             }
-            self.clocks_due.push(l);
+            Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
         }
         due.sort_unstable();
         due.dedup();
@@ -793,9 +796,12 @@ impl FluidNetwork {
         for &b in &due {
             let bundle = &mut self.bundles[b];
             let service = bundle.service(&self.clocks, now);
+            // With no stale entry (no member ever moved out) the slots need
+            // not be read here: `finish` reads them with the flows' specs.
+            let all_live = bundle.members.len() == bundle.count as usize;
             while let Some(&Reverse((bits, _, ix, stamp))) = bundle.members.peek() {
                 let finish = f64::from_bits(bits);
-                if self.slots[ix].stamp == stamp {
+                if all_live || self.slots[ix].stamp == stamp {
                     if finish - service > bundle.slack(&self.clocks, now, finish) {
                         break;
                     }
@@ -1110,7 +1116,7 @@ impl FluidNetwork {
         self.rates.solve(&mut changes);
         for &l in &changes.links {
             self.clocks[l as usize].set_level(now, self.rates.level(l));
-            self.clocks_due.push(l);
+            Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
         }
         for &b in &changes.slots {
             let b = b as usize;
@@ -1135,7 +1141,7 @@ impl FluidNetwork {
                     self.clocks[l as usize].push_finish(at, b, generation, |b, g| {
                         bundles[b].generation == g && bundles[b].clock == Some(l)
                     });
-                    self.clocks_due.push(l);
+                    Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
                 }
                 None => {
                     if let Some(t) = bundle.first_finish(&self.clocks, now) {
@@ -1176,7 +1182,7 @@ impl FluidNetwork {
         let service = self.bundles[b].service(&self.clocks, now);
         if let Some(l) = self.bundles[b].clock.take() {
             self.clocks[l as usize].detach(now);
-            self.clocks_due.push(l);
+            Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
         }
         let bundle = &mut self.bundles[b];
         match self.rates.bottleneck(b) {
@@ -1194,17 +1200,26 @@ impl FluidNetwork {
         }
     }
 
+    /// Clock `l`'s next finish must be recomputed (once, however often this
+    /// is said before [`FluidNetwork::refresh_clocks`]).
+    fn clock_due(clocks: &mut [Clock], due: &mut Vec<LinkId>, l: LinkId) {
+        let clock = &mut clocks[l as usize];
+        if !clock.due {
+            clock.due = true;
+            due.push(l);
+        }
+    }
+
     /// Recomputes the next finish of every clock in `clocks_due`, and the
     /// earliest of all clocks' (for next_event_at).
     fn refresh_clocks(&mut self) {
         let now = self.now;
-        let mut due = std::mem::take(&mut self.clocks_due);
-        due.sort_unstable();
-        due.dedup();
+        let due = std::mem::take(&mut self.clocks_due);
         for &l in &due {
             let li = l as usize;
             let bundles = &self.bundles;
             let clock = &mut self.clocks[li];
+            clock.due = false;
             drop_stale(&mut clock.finishes, usize::MAX, |&(_, b, g)| {
                 bundles[b].generation == g && bundles[b].clock == Some(l)
             });

@@ -83,6 +83,9 @@ pub struct PairMatrix {
     cols: Vec<f64>,
     /// Σ of each row of `W` and of each column (NIC up `i` at `i`, NIC down `j` at `n + j`).
     sums: Vec<f64>,
+    /// The pairs within a rack, `W[i][j]` at `i · k + j mod k` (`k` hosts
+    /// per rack): what does not cross the ToR links, read together.
+    local: Vec<f64>,
     /// Words per row of a bit set over the hosts.
     words: usize,
     /// Bit `j` of row `i`: whether `W[i][j] > 0`.
@@ -116,6 +119,7 @@ impl PairMatrix {
             rows: vec![0.0; n * n],
             cols: vec![0.0; n * n],
             sums: vec![0.0; 2 * n],
+            local: vec![0.0; n * layout.hosts_per_rack.max(1) as usize],
             words,
             nonzero: vec![0; n * words],
             down_first: vec![0; n * words],
@@ -183,6 +187,10 @@ impl PairMatrix {
         self.cols[j * n + i] += w;
         self.sums[i] += w;
         self.sums[n + j] += w;
+        let k = self.layout.hosts_per_rack as usize;
+        if i / k == j / k {
+            self.local[i * k + j % k] += w;
+        }
         let (word, bit) = (i * self.words + j / 64, 1u64 << (j % 64));
         if self.rows[p] > 0.0 {
             self.nonzero[word] |= bit;
@@ -320,15 +328,15 @@ impl PairMatrix {
         };
         for i in (0..n).filter(|&i| self.sums[i] > 0.0) {
             let rack = i / k;
-            let local: f64 = (rack * k..(rack + 1) * k)
-                .map(|j| carried(self.rows[i * n + j], i, j))
+            let local: f64 = (0..k)
+                .map(|x| carried(self.local[i * k + x], i, rack * k + x))
                 .sum();
             load[(self.layout.tor_up as usize) + rack] += (dense_load[i] - local).max(0.0);
         }
         for j in (0..n).filter(|&j| self.sums[n + j] > 0.0) {
             let rack = j / k;
             let local: f64 = (rack * k..(rack + 1) * k)
-                .map(|i| carried(self.cols[j * n + i], i, j))
+                .map(|i| carried(self.local[i * k + j % k], i, j))
                 .sum();
             load[(self.layout.tor_down as usize) + rack] += (dense_load[n + j] - local).max(0.0);
         }
