@@ -32,7 +32,7 @@
 //! gives (`levels`' tests run both side by side).
 //!
 //! On FB2010 (150 ports, 44,462 solves, ~126 freezes each) the resume
-//! point is on average 61 % of the way along the last order. What comes
+//! point is on average 58 % of the way along the last order. What comes
 //! after it is mostly the same order again, which the solve then tries to
 //! follow without its heap (`LinkLevels::follow_last_order`).
 
