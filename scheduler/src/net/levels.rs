@@ -23,7 +23,7 @@
 //! rounding (the property test below).
 //!
 //! When every demand is in the matrix (below), a solve starts where the
-//! last one's freeze order stops holding ([`super::freeze_log`]) and
+//! last one's freeze order stops holding (`freeze_log`) and
 //! goes on along that order as long as it still holds (each freeze the
 //! smallest share among the next few links of the order, levels never
 //! falling, no link left over its capacity), which ~95 % of FB2010's
@@ -77,8 +77,8 @@ pub struct SolveStats {
     /// being at its cap.
     pub departures_at_caps: u64,
     /// Resumed solves that froze the rest of the links by following the
-    /// last one's order ([`LinkLevels::follow_last_order`]), and those
-    /// that tried and went back to the heap.
+    /// last one's order (`LinkLevels::follow_last_order`), and those that
+    /// tried and went back to the heap.
     pub orders_followed: u64,
     /// See `orders_followed`.
     pub orders_left: u64,
