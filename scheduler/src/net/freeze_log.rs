@@ -37,6 +37,7 @@
 //! follow without its heap (`LinkLevels::follow_last_order`).
 
 use super::links::LinkId;
+use super::maxmin::{share, share_key};
 use super::pair_matrix::PairMatrix;
 
 /// The last solve's freezes of host links, and snapshots along them.
@@ -147,7 +148,7 @@ impl FreezeLog {
         // smaller than it had, so it pre-empts nothing. Those that gained
         // flows are followed, with the residual and count a solve from
         // scratch would give them as the order goes, and their share key.
-        let key = |r: f64, n: f64, c: usize| ((r.max(0.0) / n).to_bits(), c as LinkId);
+        let key = |r: f64, n: f64, c: usize| share_key(share(r, n), c as LinkId);
         let mut live: Vec<(usize, f64, f64, (u64, LinkId))> = self
             .touched_list
             .iter()
@@ -164,9 +165,9 @@ impl FreezeLog {
             return 0;
         }
         let hosts = self.links / 2;
-        for (s, &(link, share)) in self.order[..first_touched].iter().enumerate() {
+        for (s, &(link, level)) in self.order[..first_touched].iter().enumerate() {
             let l = link as usize;
-            let at = (share.to_bits(), link);
+            let at = share_key(level, link);
             if live.iter().any(|&(.., k)| k < at) {
                 return s;
             }
@@ -175,7 +176,7 @@ impl FreezeLog {
                     // As `pair_matrix::charge_line` does for an unfrozen link.
                     let m = pairs.weight_between(l, *c) * 1.0;
                     if m != 0.0 {
-                        *r -= m * share;
+                        *r -= m * level;
                         *n -= m;
                         *k = if *n > 0.0 {
                             key(*r, *n, *c)

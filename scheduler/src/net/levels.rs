@@ -41,7 +41,7 @@
 
 use super::freeze_log::FreezeLog;
 use super::links::{LinkId, Links};
-use super::maxmin::{top_link, Demand, ShareHeap};
+use super::maxmin::{share, share_key, top_link, Demand, ShareHeap};
 use super::pair_matrix::{HostPairs, PairMatrix};
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
@@ -483,9 +483,9 @@ impl LinkLevels {
         let mut heap = std::mem::take(&mut self.heap).into_vec();
         for l in 0..self.capacity.len() {
             if self.binds[l] && self.count[l] > 0.0 {
-                self.share[l] = self.residual[l].max(0.0) / self.count[l];
+                self.share[l] = share(self.residual[l], self.count[l]);
                 self.stale[l] = false;
-                heap.push(Reverse((self.share[l].to_bits(), l as LinkId)));
+                heap.push(Reverse(share_key(self.share[l], l as LinkId)));
             }
         }
         self.heap = ShareHeap::from(heap);
@@ -494,14 +494,14 @@ impl LinkLevels {
         let mut caps = capped.iter().peekable();
         loop {
             // The bottleneck link: smallest share, then smallest id.
-            let (count, share, stale, residual) =
+            let (count, shares, stale, residual) =
                 (&self.count, &mut self.share, &mut self.stale, &self.residual);
             let best = top_link(&mut self.heap, |l| {
                 if stale[l] && count[l] > 0.0 {
-                    share[l] = residual[l].max(0.0) / count[l];
+                    shares[l] = share(residual[l], count[l]);
                     stale[l] = false;
                 }
-                (count[l] > 0.0).then(|| share[l])
+                (count[l] > 0.0).then(|| shares[l])
             });
             while caps
                 .next_if(|&&(_, s)| self.frozen[s as usize] == self.epoch)
@@ -643,19 +643,16 @@ impl LinkLevels {
             }
             let best = candidates
                 .iter()
-                .map(|&l| {
-                    let li = l as usize;
-                    (self.residual[li].max(0.0) / self.count[li], l)
-                })
-                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            let Some((share, link)) = best else {
+                .map(|&l| (share(self.residual[l as usize], self.count[l as usize]), l))
+                .min_by_key(|&(s, l)| share_key(s, l));
+            let Some((level, link)) = best else {
                 break true;
             };
-            if share < last {
+            if level < last {
                 break false;
             }
-            last = share;
-            self.freeze_link(link, share);
+            last = level;
+            self.freeze_link(link, level);
         };
         self.candidates = candidates;
         followed

@@ -112,8 +112,8 @@ impl WaterFill {
         self.heap.clear();
         for &l in &self.active {
             let li = l as usize;
-            self.share[li] = residual[li].max(0.0) / self.count[li] as f64;
-            self.heap.push(Reverse((self.share[li].to_bits(), l)));
+            self.share[li] = share(residual[li], self.count[li] as f64);
+            self.heap.push(Reverse(share_key(self.share[li], l)));
         }
         self.capped.clear();
         self.capped.extend(
@@ -175,6 +175,19 @@ impl WaterFill {
 /// Links waiting by share (as f64 bits: order-preserving for shares >= 0,
 /// then id), updated lazily.
 pub(super) type ShareHeap = BinaryHeap<Reverse<(u64, LinkId)>>;
+
+/// A link's share: what is left of its capacity over its unfrozen flows.
+/// Every solver path computes it here, so that they agree bit for bit.
+pub(super) fn share(residual: f64, unfrozen: f64) -> f64 {
+    residual.max(0.0) / unfrozen
+}
+
+/// The order in which links of these shares freeze: the smaller share
+/// (as f64 bits), then the lower id. The heap's order, and any path that
+/// must pick as it would.
+pub(super) fn share_key(share: f64, link: LinkId) -> (u64, LinkId) {
+    (share.to_bits(), link)
+}
 
 /// The bottleneck link: the smallest current share, then the smallest id.
 /// `share(l)` is link `l`'s current share (`None` once it has no unfrozen
