@@ -324,10 +324,11 @@ pub struct FluidNetwork {
     /// One service clock per link.
     clocks: Vec<Clock>,
     /// Next finish on each link clock ([`NO_FINISH`] if none), by link
-    /// id, and the earliest of them: a scan of a few hundred words per
-    /// event costs less than a heap entry per clock whose level moved.
+    /// id: a scan of a few hundred words per event costs less than a heap
+    /// entry per clock whose level moved.
     clock_next: Vec<Nanos>,
-    clocks_next: Option<Nanos>,
+    /// The earliest of `clock_next`, as of the last refresh.
+    first_clock_finish: Option<Nanos>,
     /// Clocks whose next finish must be recomputed before the next event.
     clocks_due: Vec<LinkId>,
     slots: Slots,
@@ -389,7 +390,7 @@ impl FluidNetwork {
             finishes: BinaryHeap::new(),
             clocks: vec![Clock::default(); view.links.len()],
             clock_next: vec![NO_FINISH; view.links.len()],
-            clocks_next: None,
+            first_clock_finish: None,
             clocks_due: Vec::new(),
             slots: Slots::default(),
             slot_of: IdIndex::default(),
@@ -516,7 +517,7 @@ impl FluidNetwork {
             .filter(|&t| t > self.now)
             .min();
         let completion = self.finishes.peek().map(|e| e.0 .0);
-        let on_clock = self.clocks_next;
+        let on_clock = self.first_clock_finish;
         [completion, on_clock, circuit, self.wake_at]
             .into_iter()
             .flatten()
@@ -1231,7 +1232,7 @@ impl FluidNetwork {
         }
         self.clocks_due = due;
         self.clocks_due.clear();
-        self.clocks_next = self.clock_next.iter().copied().min().filter(|&t| t != NO_FINISH);
+        self.first_clock_finish = self.clock_next.iter().copied().min().filter(|&t| t != NO_FINISH);
     }
 }
 

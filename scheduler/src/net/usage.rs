@@ -133,7 +133,7 @@ impl LinkUsage {
         }
         let w = self.width;
         // Every link has the bins up to the last one this stretch reaches.
-        let reach = (to.0 - 1) / w + 1;
+        let reach = to.0.div_ceil(w);
         if (self.bins.first().map_or(0, Vec::len) as u64) < reach {
             self.bins
                 .iter_mut()
