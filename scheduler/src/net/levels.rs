@@ -129,6 +129,9 @@ impl Entry {
 pub struct LinkLevels {
     capacity: Vec<f64>,
     binds: Vec<bool>,
+    /// One past the last link that binds: the links after it never have
+    /// a level, a residual or a count that a solve reads.
+    bind_end: usize,
     demand: Vec<Option<Demand>>,
     /// Slots crossing each binding link, in no particular order.
     on_link: Vec<Vec<Entry>>,
@@ -199,14 +202,16 @@ impl LinkLevels {
     /// those with `binds[l] == false` never limit a rate.
     pub fn new(capacity: &[f64], binds: &[bool]) -> LinkLevels {
         let n = capacity.len();
+        let binds: Vec<bool> = (0..n).map(|l| binds.get(l).copied().unwrap_or(true)).collect();
         LinkLevels {
             capacity: capacity.to_vec(),
-            binds: (0..n).map(|l| binds.get(l).copied().unwrap_or(true)).collect(),
+            bind_end: binds.iter().rposition(|&b| b).map_or(0, |l| l + 1),
+            binds,
             on_link: vec![Vec::new(); n],
             weight: vec![0.0; n],
             level: vec![f64::INFINITY; n],
             load: vec![0.0; n],
-            residual: vec![0.0; n],
+            residual: capacity.to_vec(),
             count: vec![0.0; n],
             share: vec![0.0; n],
             stale: vec![false; n],
@@ -272,13 +277,44 @@ impl LinkLevels {
             self.pending.push(slot as u32);
             self.solved.push(self.demand[slot]);
         }
-        if let Some(old) = self.demand[slot].take() {
-            self.detach(slot, old);
-        }
-        if let Some(new) = demand {
-            self.attach(slot, new);
+        match (self.demand[slot], demand) {
+            (Some(old), Some(new)) if self.reweighs(slot, old, new) => {}
+            (old, new) => {
+                if let Some(old) = old {
+                    self.detach(slot, old);
+                }
+                if let Some(new) = new {
+                    self.attach(slot, new);
+                }
+            }
         }
         self.demand[slot] = demand;
+    }
+
+    /// Slot `slot`, in the matrix with demand `old`, has as many flows as
+    /// `new` says on the same route (flows of its bundle left or joined):
+    /// its weight changes in place, and its NICs are touched as gaining
+    /// flows only if it gained some, which lets the next solve resume later
+    /// ([`FreezeLog::resume_point`]). Returns false, changing nothing, if
+    /// `new` differs from `old` in more than its weight or the slot is not
+    /// in the matrix.
+    fn reweighs(&mut self, slot: usize, old: Demand, new: Demand) -> bool {
+        let Some(pairs) = self.pairs.as_mut() else {
+            return false;
+        };
+        if old.links != new.links || old.cap.to_bits() != new.cap.to_bits() || !pairs.holds(slot) {
+            return false;
+        }
+        let (i, j) = pairs.reweigh(slot, old.weight, new.weight);
+        let grew = new.weight > old.weight;
+        self.log.touch(i, grew);
+        self.log.touch(pairs.layout().hosts + j, grew);
+        // Whole numbers: the same sums as taking off `old` and adding `new`.
+        let delta = f64::from(new.weight) - f64::from(old.weight);
+        for &l in new.links.as_slice() {
+            self.weight[l as usize] += delta;
+        }
+        true
     }
 
     fn attach(&mut self, slot: usize, d: Demand) {
@@ -444,7 +480,8 @@ impl LinkLevels {
         }
         let mut all_capped = true;
         let links = &mut self.changes.links;
-        for (l, (level, &new)) in self.level.iter_mut().zip(&self.new_level).enumerate() {
+        let end = self.bind_end;
+        for (l, (level, &new)) in self.level[..end].iter_mut().zip(&self.new_level).enumerate() {
             all_capped &= new.is_infinite();
             if level.to_bits() != new.to_bits() {
                 *level = new;
@@ -466,10 +503,11 @@ impl LinkLevels {
             self.link_frozen.iter_mut().for_each(|f| *f = 0);
             self.epoch = 1;
         }
-        self.residual.copy_from_slice(&self.capacity);
-        self.count.copy_from_slice(&self.weight);
+        let end = self.bind_end;
+        self.residual[..end].copy_from_slice(&self.capacity[..end]);
+        self.count[..end].copy_from_slice(&self.weight[..end]);
         self.load.iter_mut().for_each(|l| *l = 0.0);
-        self.new_level.iter_mut().for_each(|l| *l = f64::INFINITY);
+        self.new_level[..end].iter_mut().for_each(|l| *l = f64::INFINITY);
         self.heap.clear();
         if let Some(pairs) = self.pairs.as_mut() {
             pairs.begin();
@@ -481,7 +519,7 @@ impl LinkLevels {
     fn fill(&mut self) {
         // Built in one pass (heapify), not pushed link by link.
         let mut heap = std::mem::take(&mut self.heap).into_vec();
-        for l in 0..self.capacity.len() {
+        for l in 0..self.bind_end {
             if self.binds[l] && self.count[l] > 0.0 {
                 self.share[l] = share(self.residual[l], self.count[l]);
                 self.stale[l] = false;
@@ -972,8 +1010,12 @@ mod tests {
                 for _ in 0..changes {
                     let s = rng.random_range(0..slots);
                     current[s] = match current[s] {
-                        Some(d) if d.weight > 1 && rng.random_bool(0.5) => Some(Demand {
-                            weight: d.weight - 1,
+                        // Flows of its bundle finish, or more join it.
+                        Some(d) if rng.random_bool(0.5) => Some(Demand {
+                            weight: match d.weight {
+                                w if w > 1 && rng.random_bool(0.6) => w - 1,
+                                w => w + rng.random_range(1..=3),
+                            },
                             ..d
                         }),
                         Some(_) if rng.random_bool(0.5) => None,

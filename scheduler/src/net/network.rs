@@ -768,26 +768,7 @@ impl FluidNetwork {
                 due.push(b);
             }
         }
-        for li in 0..self.clock_next.len() {
-            if self.clock_next[li] > now {
-                continue;
-            }
-            self.clock_next[li] = NO_FINISH;
-            let l = li as LinkId;
-            // The bundles on this clock whose first member is due.
-            while let Some(&Reverse((_, b, g))) = self.clocks[li].finishes.peek() {
-                let bundle = &self.bundles[b];
-                if bundle.generation == g && bundle.clock == Some(l) {
-                    let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
-                    if remaining > bundle.slack(&self.clocks, now, bundle.min_finish) {
-                        break;
-                    }
-                    due.push(b);
-                }
-                self.clocks[li].finishes.pop();
-            }
-            Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
-        }
+        self.due_on_clocks(&mut due);
         due.sort_unstable();
         due.dedup();
         // The due members, taken off their bundles' lists (in finish order
@@ -838,6 +819,35 @@ impl FluidNetwork {
         }
         self.reschedule(ask);
         events.append(&mut self.pending);
+    }
+
+    /// Adds to `due` the bundles on link clocks whose first member is done
+    /// now; those clocks' next finishes are recomputed at the next refresh.
+    fn due_on_clocks(&mut self, due: &mut Vec<usize>) {
+        let now = self.now;
+        if self.first_clock_finish.is_none_or(|t| t > now) {
+            return;
+        }
+        for li in 0..self.clock_next.len() {
+            if self.clock_next[li] > now {
+                continue;
+            }
+            self.clock_next[li] = NO_FINISH;
+            let l = li as LinkId;
+            // The bundles on this clock whose first member is due.
+            while let Some(&Reverse((_, b, g))) = self.clocks[li].finishes.peek() {
+                let bundle = &self.bundles[b];
+                if bundle.generation == g && bundle.clock == Some(l) {
+                    let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
+                    if remaining > bundle.slack(&self.clocks, now, bundle.min_finish) {
+                        break;
+                    }
+                    due.push(b);
+                }
+                self.clocks[li].finishes.pop();
+            }
+            Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
+        }
     }
 
     /// The flow in slot `ix` is done (its bundle entry is already off the

@@ -86,6 +86,9 @@ pub struct PairMatrix {
     /// The pairs within a rack, `W[i][j]` at `i · k + j mod k` (`k` hosts
     /// per rack): what does not cross the ToR links, read together.
     local: Vec<f64>,
+    /// Per host link (as `sums`), how many of its in-rack pairs carry
+    /// flows: a NIC with none sends its whole load through its ToR.
+    local_pairs: Vec<u32>,
     /// Words per row of a bit set over the hosts.
     words: usize,
     /// Bit `j` of row `i`: whether `W[i][j] > 0`.
@@ -120,6 +123,7 @@ impl PairMatrix {
             cols: vec![0.0; n * n],
             sums: vec![0.0; 2 * n],
             local: vec![0.0; n * layout.hosts_per_rack.max(1) as usize],
+            local_pairs: vec![0; 2 * n],
             words,
             nonzero: vec![0; n * words],
             down_first: vec![0; n * words],
@@ -181,6 +185,15 @@ impl PairMatrix {
         (i as u32, j as u32)
     }
 
+    /// Slot `slot` now carries `weight` flows instead of `was`, on the
+    /// same pair, which it returns.
+    pub fn reweigh(&mut self, slot: usize, was: u32, weight: u32) -> (u32, u32) {
+        let p = self.pair[slot] as usize;
+        let (i, j) = (p / self.n, p % self.n);
+        self.charge(i, j, f64::from(weight) - f64::from(was));
+        (i as u32, j as u32)
+    }
+
     fn charge(&mut self, i: usize, j: usize, w: f64) {
         let (n, p) = (self.n, i * self.n + j);
         self.rows[p] += w;
@@ -189,7 +202,14 @@ impl PairMatrix {
         self.sums[n + j] += w;
         let k = self.layout.hosts_per_rack as usize;
         if i / k == j / k {
-            self.local[i * k + j % k] += w;
+            let local = &mut self.local[i * k + j % k];
+            let carried = *local > 0.0;
+            *local += w;
+            if carried != (*local > 0.0) {
+                let step = |c: &mut u32| *c = if carried { *c - 1 } else { *c + 1 };
+                step(&mut self.local_pairs[i]);
+                step(&mut self.local_pairs[n + j]);
+            }
         }
         let (word, bit) = (i * self.words + j / 64, 1u64 << (j % 64));
         if self.rows[p] > 0.0 {
@@ -286,26 +306,25 @@ impl PairMatrix {
     /// since may be reported too), pairs in row-major order.
     pub fn moved(&mut self, mut moved: impl FnMut(u32, LinkId)) {
         let (n, words) = (self.n, self.words);
-        for i in (0..n).filter(|&i| self.sums[i] > 0.0) {
-            let row = i * words..(i + 1) * words;
-            if !self.froze[i] {
-                // Every pair on it froze at its NIC down.
-                self.down_first_now[row.clone()].copy_from_slice(&self.downs_frozen);
-            }
-            for w in row {
-                let now = self.down_first_now[w];
-                let mut flips = (now ^ self.down_first[w]) & self.nonzero[w];
-                self.down_first[w] = now;
-                while flips != 0 {
-                    let bit = flips.trailing_zeros() as usize;
-                    flips &= flips - 1;
-                    let j = (w - i * words) * 64 + bit;
-                    let at = if now & (1 << bit) != 0 { n + j } else { i } as LinkId;
-                    let mut s = self.head[i * n + j];
-                    while s != NONE {
-                        moved(s, at);
-                        s = self.next[s as usize];
-                    }
+        for i in (0..n).filter(|&i| !self.froze[i]) {
+            // Every pair on it (if any) froze at its NIC down.
+            self.down_first_now[i * words..(i + 1) * words].copy_from_slice(&self.downs_frozen);
+        }
+        // One pass over every row's words; a row's pairs are read only
+        // where a bit flipped.
+        for w in 0..n * words {
+            let now = self.down_first_now[w];
+            let mut flips = (now ^ self.down_first[w]) & self.nonzero[w];
+            self.down_first[w] = now;
+            while flips != 0 {
+                let bit = flips.trailing_zeros() as usize;
+                flips &= flips - 1;
+                let (i, j) = (w / words, (w % words) * 64 + bit);
+                let at = if now & (1 << bit) != 0 { n + j } else { i } as LinkId;
+                let mut s = self.head[i * n + j];
+                while s != NONE {
+                    moved(s, at);
+                    s = self.next[s as usize];
                 }
             }
         }
@@ -326,19 +345,31 @@ impl PairMatrix {
                 0.0
             }
         };
-        for i in (0..n).filter(|&i| self.sums[i] > 0.0) {
-            let rack = i / k;
-            let local: f64 = (0..k)
-                .map(|x| carried(self.local[i * k + x], i, rack * k + x))
-                .sum();
-            load[(self.layout.tor_up as usize) + rack] += (dense_load[i] - local).max(0.0);
-        }
-        for j in (0..n).filter(|&j| self.sums[n + j] > 0.0) {
-            let rack = j / k;
-            let local: f64 = (rack * k..(rack + 1) * k)
-                .map(|i| carried(self.local[i * k + j % k], i, j))
-                .sum();
-            load[(self.layout.tor_down as usize) + rack] += (dense_load[n + j] - local).max(0.0);
+        // A NIC's load less what its in-rack pairs carry (none when none
+        // carries flows: 0.0, as the sum of their zeros would be).
+        let (up, down) = (self.layout.tor_up as usize, self.layout.tor_down as usize);
+        for rack in 0..n / k {
+            let hosts = rack * k..(rack + 1) * k;
+            for i in hosts.clone().filter(|&i| self.sums[i] > 0.0) {
+                let mine: f64 = match self.local_pairs[i] {
+                    0 => 0.0,
+                    _ => hosts
+                        .clone()
+                        .map(|j| carried(self.local[i * k + j % k], i, j))
+                        .sum(),
+                };
+                load[up + rack] += (dense_load[i] - mine).max(0.0);
+            }
+            for j in hosts.clone().filter(|&j| self.sums[n + j] > 0.0) {
+                let mine: f64 = match self.local_pairs[n + j] {
+                    0 => 0.0,
+                    _ => hosts
+                        .clone()
+                        .map(|i| carried(self.local[i * k + j % k], i, j))
+                        .sum(),
+                };
+                load[down + rack] += (dense_load[n + j] - mine).max(0.0);
+            }
         }
     }
 }

@@ -50,10 +50,9 @@ pub struct LinkUsage {
     capacity: Vec<f64>,
     /// Current rate of each link, bytes per second.
     rate: Vec<f64>,
-    /// The links whose current rate is positive, in tracking order.
-    busy: Vec<usize>,
-    /// Bytes per link per bin.
-    bins: Vec<Vec<f64>>,
+    /// Bytes per bin per link, bin-major (bin `b` of link `i` at
+    /// `b · links + i`): a stretch within one bin adds to one contiguous row.
+    bins: Vec<f64>,
     width: u64,
 }
 
@@ -81,8 +80,7 @@ impl LinkUsage {
             racks: fabric.racks,
             ports: fabric.ocs_ports,
             rate: vec![0.0; links.len()],
-            busy: Vec::new(),
-            bins: vec![Vec::new(); links.len()],
+            bins: Vec::new(),
             links,
             capacity,
             width: FIRST_BIN.0,
@@ -114,12 +112,8 @@ impl LinkUsage {
     /// (uplinks, downlinks, OCS ports: the order of their ids in
     /// [`super::links::LinkMap`] from [`super::links::LinkMap::first_tracked`]).
     pub fn set_rates(&mut self, bytes_per_s: &[f64]) {
-        self.busy.clear();
-        for (i, (r, &new)) in self.rate.iter_mut().zip(bytes_per_s).enumerate() {
-            *r = new;
-            if new > 0.0 {
-                self.busy.push(i);
-            }
+        for (r, &new) in self.rate.iter_mut().zip(bytes_per_s) {
+            *r = new.max(0.0);
         }
     }
 
@@ -131,32 +125,46 @@ impl LinkUsage {
         while to.0.div_ceil(self.width) as usize > MAX_BINS {
             self.coarsen();
         }
-        let w = self.width;
-        // Every link has the bins up to the last one this stretch reaches.
-        let reach = to.0.div_ceil(w);
-        if (self.bins.first().map_or(0, Vec::len) as u64) < reach {
-            self.bins
-                .iter_mut()
-                .for_each(|bins| bins.resize(reach as usize, 0.0));
+        let (w, n) = (self.width, self.links.len());
+        // The bins up to the last one this stretch reaches.
+        let reach = to.0.div_ceil(w) as usize;
+        if self.bins.len() < reach * n {
+            self.bins.resize(reach * n, 0.0);
         }
-        // The stretch bin by bin (mostly one), each busy link within it.
+        // The stretch bin by bin (mostly one), every link within it (an
+        // idle link adds 0).
         let mut t = from.0;
         while t < to.0 {
             let b = (t / w) as usize;
             let edge = ((b as u64 + 1) * w).min(to.0);
             let span = (edge - t) as f64;
-            for &i in &self.busy {
-                self.bins[i][b] += self.rate[i] * span / 1e9;
+            for (bytes, rate) in self.bins[b * n..(b + 1) * n].iter_mut().zip(&self.rate) {
+                *bytes += rate * span / 1e9;
             }
             t = edge;
         }
     }
 
+    /// Bytes of link `i` in bin `b` (0 past the bins kept).
+    fn bytes(&self, b: usize, i: usize) -> f64 {
+        self.bins.get(b * self.links.len() + i).copied().unwrap_or(0.0)
+    }
+
     /// Merges neighbouring bins: the width doubles.
     fn coarsen(&mut self) {
-        for bins in &mut self.bins {
-            *bins = bins.chunks(2).map(|c| c.iter().sum()).collect();
+        let n = self.links.len().max(1);
+        let rows = self.bins.len() / n;
+        for b in 0..rows.div_ceil(2) {
+            for i in 0..n {
+                let second = if 2 * b + 1 < rows {
+                    self.bins[(2 * b + 1) * n + i]
+                } else {
+                    0.0
+                };
+                self.bins[b * n + i] = self.bins[2 * b * n + i] + second;
+            }
         }
+        self.bins.truncate(rows.div_ceil(2) * n);
         self.width *= 2;
     }
 
@@ -179,7 +187,7 @@ impl LinkUsage {
                     .map(|b| {
                         let start = b as u64 * w;
                         let stop = ((b as u64 + 1) * w).min(end.0);
-                        let bytes = self.bins[i].get(b).copied().unwrap_or(0.0);
+                        let bytes = self.bytes(b, i);
                         let span = (stop - start) as f64 / 1e9;
                         let u = if cap > 0.0 && span > 0.0 {
                             bytes / (cap * span)
@@ -194,7 +202,9 @@ impl LinkUsage {
                     name: link_name(link),
                     capacity_bytes_per_s: cap,
                     samples,
-                    bytes: self.bins[i].iter().sum(),
+                    bytes: (0..self.bins.len() / self.links.len().max(1))
+                        .map(|b| self.bytes(b, i))
+                        .sum(),
                 }
             })
             .collect()
