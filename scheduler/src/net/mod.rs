@@ -31,6 +31,7 @@ pub mod maxmin;
 mod network;
 pub mod pair_matrix;
 mod pairs;
+mod prefetch;
 pub mod replay;
 mod slots;
 pub mod summary;

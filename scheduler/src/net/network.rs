@@ -28,6 +28,7 @@ use super::levels::{Bottleneck, Changes, LinkLevels, SolveStats};
 use super::links::{LinkId, LinkMap, Links};
 use super::maxmin::Demand;
 use super::pairs::PairFlows;
+use super::prefetch::prefetch;
 use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
@@ -788,6 +789,9 @@ impl FluidNetwork {
                         break;
                     }
                     done.push(ix);
+                    // `finish` reads both a little later: their loads overlap.
+                    prefetch(&self.slots[ix]);
+                    prefetch(self.slots.flow(ix));
                 }
                 bundle.members.pop();
             }

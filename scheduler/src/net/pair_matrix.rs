@@ -89,6 +89,8 @@ pub struct PairMatrix {
     /// Per host link (as `sums`), how many of its in-rack pairs carry
     /// flows: a NIC with none sends its whole load through its ToR.
     local_pairs: Vec<u32>,
+    /// Scratch: what each host link sends through its ToR.
+    through: Vec<f64>,
     /// Words per row of a bit set over the hosts.
     words: usize,
     /// Bit `j` of row `i`: whether `W[i][j] > 0`.
@@ -124,6 +126,7 @@ impl PairMatrix {
             sums: vec![0.0; 2 * n],
             local: vec![0.0; n * layout.hosts_per_rack.max(1) as usize],
             local_pairs: vec![0; 2 * n],
+            through: Vec::new(),
             words,
             nonzero: vec![0; n * words],
             down_first: vec![0; n * words],
@@ -312,19 +315,24 @@ impl PairMatrix {
         }
         // One pass over every row's words; a row's pairs are read only
         // where a bit flipped.
-        for w in 0..n * words {
-            let now = self.down_first_now[w];
-            let mut flips = (now ^ self.down_first[w]) & self.nonzero[w];
-            self.down_first[w] = now;
+        let (head, next) = (&self.head, &self.next);
+        let words_now = self
+            .down_first
+            .iter_mut()
+            .zip(&self.down_first_now)
+            .zip(&self.nonzero);
+        for (w, ((last, &now), &nonzero)) in words_now.enumerate() {
+            let mut flips = (now ^ *last) & nonzero;
+            *last = now;
             while flips != 0 {
                 let bit = flips.trailing_zeros() as usize;
                 flips &= flips - 1;
                 let (i, j) = (w / words, (w % words) * 64 + bit);
                 let at = if now & (1 << bit) != 0 { n + j } else { i } as LinkId;
-                let mut s = self.head[i * n + j];
+                let mut s = head[i * n + j];
                 while s != NONE {
                     moved(s, at);
-                    s = self.next[s as usize];
+                    s = next[s as usize];
                 }
             }
         }
@@ -334,42 +342,52 @@ impl PairMatrix {
     /// id), given `dense_load`, the load of each host link from the pairs
     /// alone (NIC up `i` at `i`, NIC down `j` at `n + j`): a NIC's load less
     /// what goes to or comes from its own rack.
-    pub fn add_tor_loads(&self, dense_load: &[f64], load: &mut [f64]) {
+    pub fn add_tor_loads(&mut self, dense_load: &[f64], load: &mut [f64]) {
         let (n, k) = (self.n, self.layout.hosts_per_rack as usize);
-        // What pair (i, j) carries: its weight at the level of whichever
-        // NIC froze first (a pair with no weight may have neither frozen).
-        let carried = |w: f64, i: usize, j: usize| {
-            if w > 0.0 {
-                w * self.level[i].min(self.level[n + j])
+        // What each NIC sends through its ToR: its load (nothing for a NIC
+        // with no pair), less what its in-rack pairs carry if it has any.
+        let mut through = std::mem::take(&mut self.through);
+        through.clear();
+        through.extend(dense_load[..2 * n].iter().zip(&self.sums).map(|(&d, &s)| {
+            if s > 0.0 {
+                d.max(0.0)
             } else {
                 0.0
             }
-        };
-        // A NIC's load less what its in-rack pairs carry (none when none
-        // carries flows: 0.0, as the sum of their zeros would be).
+        }));
         let (up, down) = (self.layout.tor_up as usize, self.layout.tor_down as usize);
         for rack in 0..n / k {
-            let hosts = rack * k..(rack + 1) * k;
-            for i in hosts.clone().filter(|&i| self.sums[i] > 0.0) {
-                let mine: f64 = match self.local_pairs[i] {
-                    0 => 0.0,
-                    _ => hosts
-                        .clone()
-                        .map(|j| carried(self.local[i * k + j % k], i, j))
-                        .sum(),
-                };
-                load[up + rack] += (dense_load[i] - mine).max(0.0);
+            let first = rack * k;
+            for x in 0..k {
+                let h = first + x;
+                if self.local_pairs[h] > 0 && self.sums[h] > 0.0 {
+                    // NIC up h to each NIC down of its rack, in host order.
+                    let mine: f64 = (0..k)
+                        .map(|y| self.carried(self.local[h * k + y], h, first + y))
+                        .sum();
+                    through[h] = (dense_load[h] - mine).max(0.0);
+                }
+                if self.local_pairs[n + h] > 0 && self.sums[n + h] > 0.0 {
+                    // Each NIC up of its rack to NIC down h.
+                    let mine: f64 = (0..k)
+                        .map(|y| self.carried(self.local[(first + y) * k + x], first + y, h))
+                        .sum();
+                    through[n + h] = (dense_load[n + h] - mine).max(0.0);
+                }
+                load[up + rack] += through[h];
+                load[down + rack] += through[n + h];
             }
-            for j in hosts.clone().filter(|&j| self.sums[n + j] > 0.0) {
-                let mine: f64 = match self.local_pairs[n + j] {
-                    0 => 0.0,
-                    _ => hosts
-                        .clone()
-                        .map(|i| carried(self.local[i * k + j % k], i, j))
-                        .sum(),
-                };
-                load[down + rack] += (dense_load[n + j] - mine).max(0.0);
-            }
+        }
+        self.through = through;
+    }
+
+    /// What pair (i, j) of weight `w` carries: `w` at the level of
+    /// whichever NIC froze first (a pair with no weight may have neither frozen).
+    fn carried(&self, w: f64, i: usize, j: usize) -> f64 {
+        if w > 0.0 {
+            w * self.level[i].min(self.level[self.n + j])
+        } else {
+            0.0
         }
     }
 }
