@@ -77,10 +77,13 @@ const NONE: u32 = u32::MAX;
 pub struct PairMatrix {
     layout: HostPairs,
     n: usize,
-    /// `W[i][j]`, row-major: Σ weight of the slots from NIC up `i` to NIC down `j`.
-    rows: Vec<f64>,
+    /// `W[i][j]`, row-major: Σ weight of the slots from NIC up `i` to NIC
+    /// down `j`. Whole numbers, so kept as `i32` (a pair's flows would
+    /// need hundreds of GB to reach 2³¹): half the bytes of an `f64` for a
+    /// row charge to read, converted to one exactly, in one instruction.
+    rows: Vec<i32>,
     /// The same, column-major.
-    cols: Vec<f64>,
+    cols: Vec<i32>,
     /// Σ of each row of `W` and of each column (NIC up `i` at `i`, NIC down `j` at `n + j`).
     sums: Vec<f64>,
     /// The pairs within a rack, `W[i][j]` at `i · k + j mod k` (`k` hosts
@@ -121,8 +124,8 @@ impl PairMatrix {
         PairMatrix {
             layout,
             n,
-            rows: vec![0.0; n * n],
-            cols: vec![0.0; n * n],
+            rows: vec![0; n * n],
+            cols: vec![0; n * n],
             sums: vec![0.0; 2 * n],
             local: vec![0.0; n * layout.hosts_per_rack.max(1) as usize],
             local_pairs: vec![0; 2 * n],
@@ -167,7 +170,7 @@ impl PairMatrix {
         }
         (self.prev[slot], self.next[slot]) = (NONE, first);
         self.head[p] = slot as u32;
-        self.charge(i as usize, j as usize, f64::from(weight));
+        self.charge(i as usize, j as usize, weight, 0);
     }
 
     /// Slot `slot`, added with `weight`, leaves; returns its pair.
@@ -184,7 +187,7 @@ impl PairMatrix {
         }
         self.pair[slot] = NONE;
         let (i, j) = (p / self.n, p % self.n);
-        self.charge(i, j, -f64::from(weight));
+        self.charge(i, j, 0, weight);
         (i as u32, j as u32)
     }
 
@@ -193,14 +196,16 @@ impl PairMatrix {
     pub fn reweigh(&mut self, slot: usize, was: u32, weight: u32) -> (u32, u32) {
         let p = self.pair[slot] as usize;
         let (i, j) = (p / self.n, p % self.n);
-        self.charge(i, j, f64::from(weight) - f64::from(was));
+        self.charge(i, j, weight, was);
         (i as u32, j as u32)
     }
 
-    fn charge(&mut self, i: usize, j: usize, w: f64) {
+    /// Pair `(i, j)` gains `add` flows and loses `sub` (at most what it has).
+    fn charge(&mut self, i: usize, j: usize, add: u32, sub: u32) {
         let (n, p) = (self.n, i * self.n + j);
-        self.rows[p] += w;
-        self.cols[j * n + i] += w;
+        self.rows[p] = (i64::from(self.rows[p]) + i64::from(add) - i64::from(sub)) as i32;
+        self.cols[j * n + i] = self.rows[p];
+        let w = f64::from(add) - f64::from(sub);
         self.sums[i] += w;
         self.sums[n + j] += w;
         let k = self.layout.hosts_per_rack as usize;
@@ -215,7 +220,7 @@ impl PairMatrix {
             }
         }
         let (word, bit) = (i * self.words + j / 64, 1u64 << (j % 64));
-        if self.rows[p] > 0.0 {
+        if self.rows[p] > 0 {
             self.nonzero[word] |= bit;
         } else {
             self.nonzero[word] &= !bit;
@@ -289,8 +294,8 @@ impl PairMatrix {
     pub fn weight_between(&self, a: usize, b: usize) -> f64 {
         let n = self.n;
         match (a < n, b < n) {
-            (true, false) => self.rows[a * n + (b - n)],
-            (false, true) => self.rows[b * n + (a - n)],
+            (true, false) => f64::from(self.rows[a * n + (b - n)]),
+            (false, true) => f64::from(self.rows[b * n + (a - n)]),
             _ => 0.0,
         }
     }
@@ -309,30 +314,30 @@ impl PairMatrix {
     /// since may be reported too), pairs in row-major order.
     pub fn moved(&mut self, mut moved: impl FnMut(u32, LinkId)) {
         let (n, words) = (self.n, self.words);
-        for i in (0..n).filter(|&i| !self.froze[i]) {
-            // Every pair on it (if any) froze at its NIC down.
-            self.down_first_now[i * words..(i + 1) * words].copy_from_slice(&self.downs_frozen);
-        }
-        // One pass over every row's words; a row's pairs are read only
-        // where a bit flipped.
         let (head, next) = (&self.head, &self.next);
-        let words_now = self
-            .down_first
-            .iter_mut()
-            .zip(&self.down_first_now)
-            .zip(&self.nonzero);
-        for (w, ((last, &now), &nonzero)) in words_now.enumerate() {
-            let mut flips = (now ^ *last) & nonzero;
-            *last = now;
-            while flips != 0 {
-                let bit = flips.trailing_zeros() as usize;
-                flips &= flips - 1;
-                let (i, j) = (w / words, (w % words) * 64 + bit);
-                let at = if now & (1 << bit) != 0 { n + j } else { i } as LinkId;
-                let mut s = head[i * n + j];
-                while s != NONE {
-                    moved(s, at);
-                    s = next[s as usize];
+        for i in 0..n {
+            let row = i * words..(i + 1) * words;
+            // A NIC up that did not freeze: every pair on it (if any)
+            // froze at its NIC down.
+            let now_row = if self.froze[i] {
+                &self.down_first_now[row.clone()]
+            } else {
+                &self.downs_frozen[..]
+            };
+            let last_row = self.down_first[row.clone()].iter_mut();
+            for (x, ((last, &now), &nonzero)) in last_row.zip(now_row).zip(&self.nonzero[row]).enumerate() {
+                let mut flips = (now ^ *last) & nonzero;
+                *last = now;
+                while flips != 0 {
+                    let bit = flips.trailing_zeros() as usize;
+                    flips &= flips - 1;
+                    let j = x * 64 + bit;
+                    let at = if now & (1 << bit) != 0 { n + j } else { i } as LinkId;
+                    let mut s = head[i * n + j];
+                    while s != NONE {
+                        moved(s, at);
+                        s = next[s as usize];
+                    }
                 }
             }
         }
@@ -398,7 +403,7 @@ impl PairMatrix {
 /// an unfrozen link and 0.0 for a frozen one, so the loop has no branch and
 /// the compiler vectorizes it: four lanes wide where the CPU has AVX2
 /// (the same operations, unfused, so the same bits), two otherwise.
-fn charge_line(weights: &[f64], alive: &[f64], level: f64, residual: &mut [f64], count: &mut [f64]) {
+fn charge_line(weights: &[i32], alive: &[f64], level: f64, residual: &mut [f64], count: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.
@@ -408,9 +413,9 @@ fn charge_line(weights: &[f64], alive: &[f64], level: f64, residual: &mut [f64],
 }
 
 #[inline(always)]
-fn charge_line_portable(weights: &[f64], alive: &[f64], level: f64, residual: &mut [f64], count: &mut [f64]) {
-    for (((w, a), r), c) in weights.iter().zip(alive).zip(residual).zip(count) {
-        let m = w * a;
+fn charge_line_portable(weights: &[i32], alive: &[f64], level: f64, residual: &mut [f64], count: &mut [f64]) {
+    for (((&w, a), r), c) in weights.iter().zip(alive).zip(residual).zip(count) {
+        let m = f64::from(w) * a;
         *r -= m * level;
         *c -= m;
     }
@@ -419,7 +424,7 @@ fn charge_line_portable(weights: &[f64], alive: &[f64], level: f64, residual: &m
 /// [`charge_line_portable`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn charge_line_avx2(weights: &[f64], alive: &[f64], level: f64, residual: &mut [f64], count: &mut [f64]) {
+fn charge_line_avx2(weights: &[i32], alive: &[f64], level: f64, residual: &mut [f64], count: &mut [f64]) {
     charge_line_portable(weights, alive, level, residual, count)
 }
 
@@ -435,7 +440,7 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         for len in 0..40 {
-            let weights: Vec<f64> = (0..len).map(|_| f64::from(rng.random_range(0..20u32))).collect();
+            let weights: Vec<i32> = (0..len).map(|_| rng.random_range(0..20)).collect();
             let alive: Vec<f64> = (0..len)
                 .map(|_| f64::from(u8::from(rng.random_bool(0.7))))
                 .collect();
@@ -450,7 +455,7 @@ mod tests {
             assert_eq!(bits(&r1), bits(&r2), "residuals, length {len}");
             assert_eq!(bits(&c1), bits(&c2), "counts, length {len}");
             for j in 0..len {
-                let m = weights[j] * alive[j];
+                let m = f64::from(weights[j]) * alive[j];
                 assert_eq!(r1[j].to_bits(), (residual[j] - m * level).to_bits());
             }
         }
