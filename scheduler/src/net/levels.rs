@@ -182,8 +182,6 @@ pub struct LinkLevels {
     /// The epoch in which a link froze its slots: a slot crossing a link
     /// frozen in this epoch is frozen.
     link_frozen: Vec<u32>,
-    /// Per host link, the load the matrix's pairs put on it (scratch).
-    pair_load: Vec<f64>,
     epoch: u32,
     heap: ShareHeap,
     changes: Changes,
@@ -720,20 +718,7 @@ impl LinkLevels {
                 changed.push(s);
             }
         });
-        let hosts = 2 * pairs.layout().hosts as usize;
-        self.pair_load.resize(hosts, 0.0);
-        let host_links = self.capacity[..hosts].iter().zip(&self.residual[..hosts]);
-        for ((pair_load, load), (c, r)) in self
-            .pair_load
-            .iter_mut()
-            .zip(&mut self.load[..hosts])
-            .zip(host_links)
-        {
-            let total = (c - r).max(0.0);
-            *pair_load = (total - *load).max(0.0);
-            *load = total;
-        }
-        pairs.add_tor_loads(&self.pair_load, &mut self.load);
+        pairs.settle_loads(&self.capacity, &self.residual, &mut self.load);
     }
 
     /// Link `link` is the bottleneck at `share`: every slot on it that no

@@ -92,8 +92,6 @@ pub struct PairMatrix {
     /// Per host link (as `sums`), how many of its in-rack pairs carry
     /// flows: a NIC with none sends its whole load through its ToR.
     local_pairs: Vec<u32>,
-    /// Scratch: what each host link sends through its ToR.
-    through: Vec<f64>,
     /// Words per row of a bit set over the hosts.
     words: usize,
     /// Bit `j` of row `i`: whether `W[i][j] > 0`.
@@ -129,7 +127,6 @@ impl PairMatrix {
             sums: vec![0.0; 2 * n],
             local: vec![0.0; n * layout.hosts_per_rack.max(1) as usize],
             local_pairs: vec![0; 2 * n],
-            through: Vec::new(),
             words,
             nonzero: vec![0; n * words],
             down_first: vec![0; n * words],
@@ -343,47 +340,51 @@ impl PairMatrix {
         }
     }
 
-    /// Adds what the pairs put on the ToR links to `load` (indexed by link
-    /// id), given `dense_load`, the load of each host link from the pairs
-    /// alone (NIC up `i` at `i`, NIC down `j` at `n + j`): a NIC's load less
-    /// what goes to or comes from its own rack.
-    pub fn add_tor_loads(&mut self, dense_load: &[f64], load: &mut [f64]) {
+    /// Completes `load` (indexed by link id; so are `capacity` and
+    /// `residual`) after a solve, in one pass rack by rack: a host link's
+    /// load is what its residual says was taken from its capacity, and the
+    /// pairs' part of it (that less what the lists' slots put there),
+    /// less what goes to or comes from its own rack, crosses its ToR link.
+    pub fn settle_loads(&self, capacity: &[f64], residual: &[f64], load: &mut [f64]) {
         let (n, k) = (self.n, self.layout.hosts_per_rack as usize);
-        // What each NIC sends through its ToR: its load (nothing for a NIC
-        // with no pair), less what its in-rack pairs carry if it has any.
-        let mut through = std::mem::take(&mut self.through);
-        through.clear();
-        through.extend(dense_load[..2 * n].iter().zip(&self.sums).map(|(&d, &s)| {
-            if s > 0.0 {
-                d.max(0.0)
-            } else {
-                0.0
-            }
-        }));
         let (up, down) = (self.layout.tor_up as usize, self.layout.tor_down as usize);
         for rack in 0..n / k {
             let first = rack * k;
             for x in 0..k {
                 let h = first + x;
-                if self.local_pairs[h] > 0 && self.sums[h] > 0.0 {
-                    // NIC up h to each NIC down of its rack, in host order.
-                    let mine: f64 = (0..k)
-                        .map(|y| self.carried(self.local[h * k + y], h, first + y))
-                        .sum();
-                    through[h] = (dense_load[h] - mine).max(0.0);
+                for (l, tor) in [(h, up + rack), (n + h, down + rack)] {
+                    let total = (capacity[l] - residual[l]).max(0.0);
+                    let pairs = (total - load[l]).max(0.0);
+                    load[l] = total;
+                    if self.sums[l] > 0.0 {
+                        let mine = if self.local_pairs[l] > 0 {
+                            self.in_rack_load(l, first, x)
+                        } else {
+                            0.0
+                        };
+                        load[tor] += (pairs - mine).max(0.0);
+                    }
                 }
-                if self.local_pairs[n + h] > 0 && self.sums[n + h] > 0.0 {
-                    // Each NIC up of its rack to NIC down h.
-                    let mine: f64 = (0..k)
-                        .map(|y| self.carried(self.local[(first + y) * k + x], first + y, h))
-                        .sum();
-                    through[n + h] = (dense_load[n + h] - mine).max(0.0);
-                }
-                load[up + rack] += through[h];
-                load[down + rack] += through[n + h];
             }
         }
-        self.through = through;
+    }
+
+    /// What host link `l` (host `first + x`, the first of its rack
+    /// `first`) carries to or from its own rack: each in-rack pair's, in
+    /// host order (0.0 for none, as the sum of zeros is).
+    fn in_rack_load(&self, l: usize, first: usize, x: usize) -> f64 {
+        let (n, k) = (self.n, self.layout.hosts_per_rack as usize);
+        if l < n {
+            // NIC up l to each NIC down of its rack.
+            (0..k)
+                .map(|y| self.carried(self.local[l * k + y], l, first + y))
+                .sum()
+        } else {
+            // Each NIC up of its rack to NIC down l - n.
+            (0..k)
+                .map(|y| self.carried(self.local[(first + y) * k + x], first + y, l - n))
+                .sum()
+        }
     }
 
     /// What pair (i, j) of weight `w` carries: `w` at the level of
