@@ -92,6 +92,11 @@ pub struct PairMatrix {
     /// Per host link (as `sums`), how many of its in-rack pairs carry
     /// flows: a NIC with none sends its whole load through its ToR.
     local_pairs: Vec<u32>,
+    /// The ToR link each host link crosses (as `sums`: NIC up `i` its
+    /// rack's uplink, NIC down `j` its rack's downlink).
+    tor_of: Vec<LinkId>,
+    /// The first host of each host's rack.
+    rack_first: Vec<u32>,
     /// Words per row of a bit set over the hosts.
     words: usize,
     /// Bit `j` of row `i`: whether `W[i][j] > 0`.
@@ -127,6 +132,15 @@ impl PairMatrix {
             sums: vec![0.0; 2 * n],
             local: vec![0.0; n * layout.hosts_per_rack.max(1) as usize],
             local_pairs: vec![0; 2 * n],
+            tor_of: (0..2 * layout.hosts)
+                .map(|l| match l < layout.hosts {
+                    true => layout.tor_up + l / layout.hosts_per_rack.max(1),
+                    false => layout.tor_down + (l - layout.hosts) / layout.hosts_per_rack.max(1),
+                })
+                .collect(),
+            rack_first: (0..layout.hosts)
+                .map(|h| h - h % layout.hosts_per_rack.max(1))
+                .collect(),
             words,
             nonzero: vec![0; n * words],
             down_first: vec![0; n * words],
@@ -346,43 +360,38 @@ impl PairMatrix {
     /// pairs' part of it (that less what the lists' slots put there),
     /// less what goes to or comes from its own rack, crosses its ToR link.
     pub fn settle_loads(&self, capacity: &[f64], residual: &[f64], load: &mut [f64]) {
-        let (n, k) = (self.n, self.layout.hosts_per_rack as usize);
-        let (up, down) = (self.layout.tor_up as usize, self.layout.tor_down as usize);
-        for rack in 0..n / k {
-            let first = rack * k;
-            for x in 0..k {
-                let h = first + x;
-                for (l, tor) in [(h, up + rack), (n + h, down + rack)] {
-                    let total = (capacity[l] - residual[l]).max(0.0);
-                    let pairs = (total - load[l]).max(0.0);
-                    load[l] = total;
-                    if self.sums[l] > 0.0 {
-                        let mine = if self.local_pairs[l] > 0 {
-                            self.in_rack_load(l, first, x)
-                        } else {
-                            0.0
-                        };
-                        load[tor] += (pairs - mine).max(0.0);
-                    }
-                }
+        let host_links = capacity.iter().zip(residual).zip(&self.tor_of).enumerate();
+        for (l, ((c, r), &tor)) in host_links.take(2 * self.n) {
+            let total = (c - r).max(0.0);
+            let pairs = (total - load[l]).max(0.0);
+            load[l] = total;
+            if self.sums[l] > 0.0 {
+                let mine = if self.local_pairs[l] > 0 {
+                    self.in_rack_load(l)
+                } else {
+                    0.0
+                };
+                load[tor as usize] += (pairs - mine).max(0.0);
             }
         }
     }
 
-    /// What host link `l` (host `first + x`, the first of its rack
-    /// `first`) carries to or from its own rack: each in-rack pair's, in
-    /// host order (0.0 for none, as the sum of zeros is).
-    fn in_rack_load(&self, l: usize, first: usize, x: usize) -> f64 {
+    /// What host link `l` carries to or from its own rack: each in-rack
+    /// pair's, in host order (0.0 for none, as the sum of zeros is).
+    fn in_rack_load(&self, l: usize) -> f64 {
         let (n, k) = (self.n, self.layout.hosts_per_rack as usize);
+        let h = if l < n { l } else { l - n };
+        let first = self.rack_first[h] as usize;
+        let x = h - first;
         if l < n {
-            // NIC up l to each NIC down of its rack.
+            // NIC up h to each NIC down of its rack.
             (0..k)
-                .map(|y| self.carried(self.local[l * k + y], l, first + y))
+                .map(|y| self.carried(self.local[h * k + y], h, first + y))
                 .sum()
         } else {
-            // Each NIC up of its rack to NIC down l - n.
+            // Each NIC up of its rack to NIC down h.
             (0..k)
-                .map(|y| self.carried(self.local[(first + y) * k + x], first + y, l - n))
+                .map(|y| self.carried(self.local[(first + y) * k + x], first + y, h))
                 .sum()
         }
     }
