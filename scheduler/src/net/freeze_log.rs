@@ -53,6 +53,8 @@ pub struct FreezeLog {
     /// `k · 2 · links`: each host link's residual, then the flows charged
     /// to each host link so far (its weight less its count).
     snapshots: Vec<f64>,
+    /// The freeze before which the next snapshot is taken.
+    next_snapshot: usize,
     /// Whether `order` and `snapshots` describe the last solve (it held
     /// every demand in the matrix).
     valid: bool,
@@ -84,6 +86,7 @@ impl FreezeLog {
         FreezeLog {
             links: 2 * hosts,
             every: every.max(1),
+            next_snapshot: every.max(1),
             touched: vec![false; 2 * hosts],
             grew: vec![false; 2 * hosts],
             position: vec![0; 2 * hosts],
@@ -122,6 +125,7 @@ impl FreezeLog {
         self.valid = false;
         self.order.clear();
         self.snapshots.clear();
+        self.next_snapshot = self.every;
     }
 
     /// How many of the last solve's freezes the next one repeats exactly
@@ -224,13 +228,14 @@ impl FreezeLog {
         self.order.truncate(from);
         let keep = from.checked_div(self.every).unwrap_or(0);
         self.snapshots.truncate(keep * 2 * self.links);
+        self.next_snapshot = (self.snapshots.len() / (2 * self.links).max(1) + 1) * self.every;
     }
 
     /// Freeze `link` at `share` is next, in the state `residual`, `count`,
     /// `weight` (by link id) before it.
     pub fn record(&mut self, link: LinkId, share: f64, residual: &[f64], count: &[f64], weight: &[f64]) {
-        let step = self.order.len();
-        if step > 0 && step % self.every == 0 && self.snapshots.len() / (2 * self.links) < step / self.every {
+        if self.order.len() == self.next_snapshot {
+            self.next_snapshot += self.every;
             let n = self.links;
             self.snapshots.extend_from_slice(&residual[..n]);
             self.snapshots

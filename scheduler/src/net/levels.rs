@@ -174,8 +174,11 @@ pub struct LinkLevels {
     /// Unfrozen flows per link (whole numbers, as f64 for the matrix passes).
     count: Vec<f64>,
     share: Vec<f64>,
-    /// Whether a link's share is older than its residual and count.
+    /// Whether a link's share is older than its residual and count: kept
+    /// only while the heap is filling (`filling`), as only its lazy entries
+    /// need it (a filling computes every share afresh when it starts).
     stale: Vec<bool>,
+    filling: bool,
     new_level: Vec<f64>,
     /// The epoch (solve) in which a capped slot froze.
     frozen: Vec<u32>,
@@ -528,6 +531,7 @@ impl LinkLevels {
         // Taken out for the loop (freezing never changes it).
         let capped = std::mem::take(&mut self.capped);
         let mut caps = capped.iter().peekable();
+        self.filling = true;
         loop {
             // The bottleneck link: smallest share, then smallest id.
             let (count, shares, stale, residual) =
@@ -561,6 +565,7 @@ impl LinkLevels {
                 (Some(_), None) => unreachable!("the guard above takes every link when there is no cap"),
             }
         }
+        self.filling = false;
         self.capped = capped;
     }
 
@@ -732,7 +737,8 @@ impl LinkLevels {
         self.new_level[li] = share;
         self.link_frozen[li] = self.epoch;
         if let Some(pairs) = self.pairs.as_mut() {
-            if let Some(other) = pairs.freeze(link, share, &mut self.residual, &mut self.count) {
+            let other = pairs.freeze(link, share, &mut self.residual, &mut self.count);
+            if let Some(other) = other.filter(|_| self.filling) {
                 self.stale[other].fill(true);
             }
         }

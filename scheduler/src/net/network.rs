@@ -326,7 +326,8 @@ pub struct FluidNetwork {
     clocks: Vec<Clock>,
     /// Next finish on each link clock ([`NO_FINISH`] if none), by link
     /// id: a scan of a few hundred words per event costs less than a heap
-    /// entry per clock whose level moved.
+    /// entry per clock whose level moved. Only up to the last link that
+    /// can bind: no bundle is ever bottlenecked at a link after it.
     clock_next: Vec<Nanos>,
     /// The earliest of `clock_next`, as of the last refresh.
     first_clock_finish: Option<Nanos>,
@@ -390,7 +391,7 @@ impl FluidNetwork {
             circuits_changed: false,
             finishes: BinaryHeap::new(),
             clocks: vec![Clock::default(); view.links.len()],
-            clock_next: vec![NO_FINISH; view.links.len()],
+            clock_next: vec![NO_FINISH; binding_end(&view.links)],
             first_clock_finish: None,
             clocks_due: Vec::new(),
             slots: Slots::default(),
@@ -1248,6 +1249,11 @@ impl FluidNetwork {
         self.clocks_due.clear();
         self.first_clock_finish = self.clock_next.iter().copied().min().filter(|&t| t != NO_FINISH);
     }
+}
+
+/// One past the last of `links` that can bind (limit a rate).
+fn binding_end(links: &LinkMap) -> usize {
+    links.binding().iter().rposition(|&b| b).map_or(0, |l| l + 1)
 }
 
 /// The bundle key of flow `f` under `plan`: a circuit only for an

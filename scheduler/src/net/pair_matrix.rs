@@ -111,8 +111,9 @@ pub struct PairMatrix {
     head: Vec<u32>,
     next: Vec<u32>,
     prev: Vec<u32>,
-    /// The pair (row-major index) of each slot, `NONE` for slots not here.
-    pair: Vec<u32>,
+    /// The pair `(i, j)` of each slot, `i` = `NONE` for slots not here
+    /// (kept as two numbers, not a row-major index: no division to split it).
+    pair: Vec<(u32, u32)>,
     // Per solve, by host link: 1.0 until it freezes, whether it froze, and its level.
     alive: Vec<f64>,
     froze: Vec<bool>,
@@ -163,18 +164,18 @@ impl PairMatrix {
 
     /// Whether `slot` is held here.
     pub fn holds(&self, slot: usize) -> bool {
-        self.pair.get(slot).is_some_and(|&p| p != NONE)
+        self.pair.get(slot).is_some_and(|&(i, _)| i != NONE)
     }
 
     /// Slot `slot` now carries `weight` flows from NIC up `i` to NIC down `j`.
     pub fn add(&mut self, slot: usize, (i, j): (u32, u32), weight: u32) {
         if slot >= self.pair.len() {
-            self.pair.resize(slot + 1, NONE);
+            self.pair.resize(slot + 1, (NONE, NONE));
             self.next.resize(slot + 1, NONE);
             self.prev.resize(slot + 1, NONE);
         }
         let p = i as usize * self.n + j as usize;
-        self.pair[slot] = p as u32;
+        self.pair[slot] = (i, j);
         let first = self.head[p];
         if first != NONE {
             self.prev[first as usize] = slot as u32;
@@ -186,7 +187,8 @@ impl PairMatrix {
 
     /// Slot `slot`, added with `weight`, leaves; returns its pair.
     pub fn remove(&mut self, slot: usize, weight: u32) -> (u32, u32) {
-        let p = self.pair[slot] as usize;
+        let (i, j) = self.pair[slot];
+        let p = i as usize * self.n + j as usize;
         let (before, after) = (self.prev[slot], self.next[slot]);
         if before == NONE {
             self.head[p] = after;
@@ -196,19 +198,17 @@ impl PairMatrix {
         if after != NONE {
             self.prev[after as usize] = before;
         }
-        self.pair[slot] = NONE;
-        let (i, j) = (p / self.n, p % self.n);
-        self.charge(i, j, 0, weight);
-        (i as u32, j as u32)
+        self.pair[slot] = (NONE, NONE);
+        self.charge(i as usize, j as usize, 0, weight);
+        (i, j)
     }
 
     /// Slot `slot` now carries `weight` flows instead of `was`, on the
     /// same pair, which it returns.
     pub fn reweigh(&mut self, slot: usize, was: u32, weight: u32) -> (u32, u32) {
-        let p = self.pair[slot] as usize;
-        let (i, j) = (p / self.n, p % self.n);
-        self.charge(i, j, weight, was);
-        (i as u32, j as u32)
+        let (i, j) = self.pair[slot];
+        self.charge(i as usize, j as usize, weight, was);
+        (i, j)
     }
 
     /// Pair `(i, j)` gains `add` flows and loses `sub` (at most what it has).
@@ -219,9 +219,9 @@ impl PairMatrix {
         let w = f64::from(add) - f64::from(sub);
         self.sums[i] += w;
         self.sums[n + j] += w;
-        let k = self.layout.hosts_per_rack as usize;
-        if i / k == j / k {
-            let local = &mut self.local[i * k + j % k];
+        let (k, first) = (self.layout.hosts_per_rack as usize, self.rack_first[j] as usize);
+        if self.rack_first[i] as usize == first {
+            let local = &mut self.local[i * k + (j - first)];
             let carried = *local > 0.0;
             *local += w;
             if carried != (*local > 0.0) {
@@ -314,8 +314,8 @@ impl PairMatrix {
     /// The link that froze `slot` at the last solve (after [`PairMatrix::moved`]):
     /// the first of its pair's two NICs to freeze.
     pub fn bottleneck(&self, slot: usize) -> Option<LinkId> {
-        let p = *self.pair.get(slot).filter(|&&p| p != NONE)? as usize;
-        let (i, j) = (p / self.n, p % self.n);
+        let (i, j) = *self.pair.get(slot).filter(|&&(i, _)| i != NONE)?;
+        let (i, j) = (i as usize, j as usize);
         let down = self.down_first[i * self.words + j / 64] & (1 << (j % 64)) != 0;
         Some(if down { self.n + j } else { i } as LinkId)
     }
