@@ -14,7 +14,7 @@
 //! [`crate::protocol::Command::SetSpeed`]: a slow host, a CPU straggler)
 //! stretches a compute phase when it begins, and
 //! [`crate::protocol::Command::RetimeTask`] moves the end of one already
-//! running (each task's [`ComputeClock`]).
+//! running (each task's `ComputeClock`).
 
 use crate::clock;
 use crate::content::{self, ContentSource, PartitionContent};

@@ -3,7 +3,7 @@
 //!
 //! Configuration comes in two stages (as in ripgrep): a TOML file parses into
 //! [`RawTopology`] (`deny_unknown_fields`, so a typo names the key), which
-//! [`Topology::from_raw`] validates into a [`Topology`] whose rates are
+//! `Topology::from_raw` validates into a [`Topology`] whose rates are
 //! already divided by the `scale` factor. Every error is a [`TopologyError`]
 //! naming the file, the line, the field, and what would be valid.
 //!

@@ -25,7 +25,7 @@ pub struct RunId(u16);
 
 impl RunId {
     /// A fresh random id (not checked against existing runs: see
-    /// [`crate::fabric::ledger::fresh_run_id`]).
+    /// [`crate::fabric::ledger::reserve_run_id`]).
     pub fn random() -> RunId {
         // RandomState is seeded from the OS per process; mixing in the pid and
         // the time keeps ids apart between processes started together.

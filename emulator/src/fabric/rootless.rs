@@ -30,7 +30,7 @@ pub struct RootlessError {
     pub source: io::Error,
 }
 
-/// Root, or rootless once [`enter`] has run in this process.
+/// Root, or rootless once [`enter_if_needed`] has run in this process.
 pub fn current_mode() -> Mode {
     if ENTERED.load(Ordering::Relaxed) {
         Mode::Rootless

@@ -7,7 +7,7 @@ use crate::coflow::NetView;
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::net::maxmin::{Demand, WaterFill};
 
-/// Scratch space for [`fill_in_order`], reusable across calls.
+/// Scratch space for [`PriorityFill::fill_in_order`], reusable across calls.
 #[derive(Clone, Debug, Default)]
 pub struct PriorityFill {
     water: WaterFill,

@@ -394,7 +394,7 @@ impl NetView {
 ///
 /// Flows are kept in a vector in id order, removed ones as holes until they
 /// outnumber the live ones (then the vector is compacted, amortized O(1)
-/// per removal), with an index from id to position ([`IdIndex`]: a plain
+/// per removal), with an index from id to position (`IdIndex`: a plain
 /// vector for ids near the ones seen so far, no hashing). Ids handed out
 /// in increasing order (the engine's and a trace's) are appended; an id
 /// lower than the last one is inserted in place, O(flows).

@@ -71,7 +71,7 @@ pub struct SolveStats {
     /// in the matrix.
     pub freezes: u64,
     /// Of those, the freezes a solve repeated from the last one's order
-    /// instead of finding them ([`super::freeze_log`]).
+    /// instead of finding them (`net::freeze_log`).
     pub freezes_repeated: u64,
     /// Solves that only took departed slots off their links, every slot
     /// being at its cap.

@@ -11,7 +11,7 @@
 //! them), [`maxmin`] (water-filling), [`levels`] (max-min rates as one level per
 //! link), [`pair_matrix`] (its host × host demands on a big switch),
 //! `freeze_log` (the last solve's freeze order, for the next to resume), the
-//! per-link service clocks, [`fasthash`] (hash maps for lookups by small
+//! per-link service clocks, `fasthash` (hash maps for lookups by small
 //! integer keys), the network itself ([`FluidNetwork`]) with its per-flow
 //! records (`slots`: where each flow is; `pairs`: the flows of each coflow's
 //! rack pair),

@@ -27,7 +27,7 @@
 //!
 //! A call costs what changed, not O(elephants) nor O(waiting pairs):
 //! - The policy keeps each coflow's pairs (their flows and remaining bytes)
-//!   from call to call ([`demand`]), with the row and column sums of t_ij
+//!   from call to call (`demand`), with the row and column sums of t_ij
 //!   that give its T(C) in O(racks). Waiting pairs do not move, so their
 //!   bytes stand (as read when the pair was last read; the network's
 //!   counter for a flow that changed bundles since may differ in the last
@@ -41,9 +41,9 @@
 //!   reservations end. So the candidates are the pairs that started waiting
 //!   since the last pass, and the waiting pairs from a rack whose sending
 //!   side was freed to a rack with a matching free receiving side, or the
-//!   other way round ([`waiting`]): the same reservations as the full pass.
+//!   other way round (`waiting`): the same reservations as the full pass.
 //! - Reserved pairs move, so a coflow's T(C) is known only within bounds
-//!   from its kept sums ([`demand::CoflowDemand::bounds`]); its reserved
+//!   from its kept sums (`demand::CoflowDemand::bounds`); its reserved
 //!   pairs are read again (the old full pass read every one at every call)
 //!   only when its bounds overlap another candidate coflow's, which is
 //!   when the order of the two could depend on them. The order is then

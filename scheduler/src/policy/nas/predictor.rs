@@ -1,5 +1,5 @@
 //! NAS's shuffle data size predictor and job classes (Li, Shen & Sarker,
-//! CCGrid 2018, Sec. III-A, after Verma et al. [36]):
+//! CCGrid 2018, Sec. III-A, after Verma et al. \[36\]):
 //! `MapOutput = (map output/input ratio) · MapInput` (eq. 1). The ratio is
 //! the mean of the finished maps' output/input ratios; before any map
 //! finishes it is the ratio known in advance (a recurring job: a *predicted
