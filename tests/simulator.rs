@@ -369,6 +369,14 @@ fn replaying_a_trace_twice_gives_identical_output() {
         let second = replay(&t, policy, &coflows, |_, _| {}).unwrap();
         assert_eq!(first, second, "{policy}");
         assert!(n >= 30, "{n} coflows");
+        // The solver's figures come with the outcome; under fair every
+        // demand is in the host-pair matrix, whose freezes are logged and
+        // whose solves resume from the last one's order.
+        let solver = first.solver;
+        assert!(solver.solves > 0, "{policy}: {solver:?}");
+        if policy == "fair" {
+            assert!(solver.freezes > 0 && solver.orders_followed > 0, "{solver:?}");
+        }
         assert_eq!(first.records.len(), n);
         // Every byte is delivered, and no coflow beats its lower bound.
         let bytes: u64 = coflows.iter().map(|c| c.bytes().0).sum();

@@ -13,6 +13,7 @@
 use super::replay::run_replay;
 use crate::coflow::POLICY_NAMES;
 use crate::experiment::NetworkKind;
+use crate::net::levels::SolveStats;
 use crate::progress::Progress;
 use crate::sim::bench::{bench_jobs, JobsBench};
 use anyhow::{Context, Result};
@@ -69,6 +70,8 @@ struct Row {
     /// Peak resident memory over these replays, MB (None: not measurable).
     peak_rss_mb: Option<f64>,
     avg_cct_s: f64,
+    /// How the rate solver went in the last replay.
+    solver: SolveStats,
 }
 
 #[derive(Serialize)]
@@ -225,6 +228,7 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
             wall_s: median(&walls),
             wall_runs_s: walls,
             peak_rss_mb: figure_peak(),
+            solver: run.outcome.solver,
             avg_cct_s: run
                 .outcome
                 .records
@@ -281,7 +285,7 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     writeln!(
         out,
         "{:<9} {:<16} {:>8} {:>8} {:>9} {:>10} {:>9} {:>11}",
-        "scheduler", "topology", "coflows", "flows", "events", "wall (s)", "peak MB", "avg CCT (s)"
+        "scheduler", "topology", "coflows", "flows", "calls", "wall (s)", "peak MB", "avg CCT (s)"
     )?;
     for r in &report.replay {
         writeln!(
@@ -296,6 +300,9 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
             mb(r.peak_rss_mb),
             r.avg_cct_s
         )?;
+    }
+    for r in report.replay.iter().filter(|r| r.solver.solves > 0) {
+        writeln!(out, "solver, {}: {}", r.scheduler, solver_line(&r.solver))?;
     }
     for (s, why) in &report.left_out {
         writeln!(
@@ -329,10 +336,42 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A replay's solver figures in a line: solves, NIC freezes per solve and
+/// the share repeated from the last solve's order (when every demand was
+/// in the host-pair matrix), how resumed solves ended, and the solves that
+/// only took departures off links with every slot at its cap.
+fn solver_line(s: &SolveStats) -> String {
+    let per = |n: u64, d: u64| if d > 0 { n as f64 / d as f64 } else { 0.0 };
+    let mut line = format!("{} solves", s.solves);
+    if s.freezes > 0 {
+        // Counted when every demand is in the host-pair matrix.
+        line += &format!(
+            ", {:.0} NIC freezes each ({:.0} % repeated from the last solve's order)",
+            per(s.freezes, s.solves),
+            100.0 * per(s.freezes_repeated, s.freezes)
+        );
+    }
+    let resumed = s.orders_followed + s.orders_left;
+    if resumed > 0 {
+        line += &format!(
+            ", {:.0} % of resumed solves followed that order to the end",
+            100.0 * per(s.orders_followed, resumed)
+        );
+    }
+    if s.departures_at_caps > 0 {
+        line += &format!(
+            ", {} only took departures off links at caps",
+            s.departures_at_caps
+        );
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{median, scope, DEFAULT_SCOPE};
+    use super::{median, scope, solver_line, DEFAULT_SCOPE};
     use crate::coflow::POLICY_NAMES;
+    use crate::net::levels::SolveStats;
 
     #[test]
     fn the_default_names_every_scheduler_and_says_what_it_left_out() {
@@ -352,6 +391,32 @@ mod tests {
         let (runs, left_out) = scope(&[], Some(40));
         assert_eq!(runs.len(), POLICY_NAMES.len());
         assert!(runs.iter().all(|(_, n)| *n == Some(40)) && left_out.is_empty());
+    }
+
+    #[test]
+    fn the_solver_line_says_what_each_count_means() {
+        let fair = SolveStats {
+            solves: 400,
+            freezes: 50_000,
+            freezes_repeated: 30_000,
+            orders_followed: 380,
+            orders_left: 19,
+            ..SolveStats::default()
+        };
+        assert_eq!(
+            solver_line(&fair),
+            "400 solves, 125 NIC freezes each (60 % repeated from the last solve's order), \
+             95 % of resumed solves followed that order to the end"
+        );
+        let capped = SolveStats {
+            solves: 10,
+            departures_at_caps: 7,
+            ..SolveStats::default()
+        };
+        assert_eq!(
+            solver_line(&capped),
+            "10 solves, 7 only took departures off links at caps"
+        );
     }
 
     #[test]

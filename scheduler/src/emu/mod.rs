@@ -47,6 +47,7 @@ use crate::coflow::{FabricParams, UnknownPolicy};
 use crate::engine::{Engine, EngineConfig, EngineError, Records};
 use crate::model::coflow::{Coflow, FlowId};
 use crate::model::job::Job;
+use crate::net::levels::SolveStats;
 use crate::net::links::LinkMap;
 use crate::net::replay::{CoflowRecord, ReplayOutcome};
 use crate::net::summary::Bin;
@@ -357,6 +358,7 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
             circuits,
             makespan,
             links: wire.links.clone(),
+            solver: SolveStats::default(),
         },
         wire,
         net,

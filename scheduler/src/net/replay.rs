@@ -4,6 +4,7 @@
 //! fabric) plus the network's totals and circuit timeline.
 
 use super::fasthash::FastMap;
+use super::levels::SolveStats;
 use super::summary::Bin;
 use super::usage::LinkSeries;
 use super::{CircuitRecord, FluidNetwork, NetError, NetEvent, NetStats};
@@ -86,6 +87,10 @@ pub struct ReplayOutcome {
     pub makespan: Nanos,
     /// Utilization of the EPS uplinks and OCS ports from 0 to the makespan.
     pub links: Vec<LinkSeries>,
+    /// How the rate solver went (solves, freezes repeated from the last
+    /// solve's order, orders followed); all zero when no solver ran (an
+    /// emulated replay).
+    pub solver: SolveStats,
 }
 
 struct Open {
@@ -200,5 +205,6 @@ pub fn replay(
         circuits: net.circuit_log().to_vec(),
         links: net.usage().series(makespan),
         makespan,
+        solver: net.solve_stats(),
     })
 }
