@@ -400,6 +400,12 @@ impl LinkLevels {
         self.load[link as usize]
     }
 
+    /// One past the last link that can bind: no slot is ever bottlenecked
+    /// at a link after it.
+    pub fn bind_end(&self) -> usize {
+        self.bind_end
+    }
+
     /// The loads of all links, by id.
     pub fn loads(&self) -> &[f64] {
         &self.load

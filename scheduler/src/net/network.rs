@@ -374,6 +374,11 @@ impl FluidNetwork {
     pub fn on_fabric(fabric: FabricParams, policy: Box<dyn CoflowPolicy>) -> FluidNetwork {
         let view = NetView::new(fabric);
         let usage = LinkUsage::new(&fabric);
+        let (capacities, binding) = (view.links.capacities(), view.links.binding());
+        let rates = match view.links.host_pairs() {
+            Some(pairs) => LinkLevels::with_host_pairs(capacities, &binding, pairs),
+            None => LinkLevels::new(capacities, &binding),
+        };
         FluidNetwork {
             triggers: policy.triggers(),
             policy,
@@ -391,7 +396,7 @@ impl FluidNetwork {
             circuits_changed: false,
             finishes: BinaryHeap::new(),
             clocks: vec![Clock::default(); view.links.len()],
-            clock_next: vec![NO_FINISH; binding_end(&view.links)],
+            clock_next: vec![NO_FINISH; rates.bind_end()],
             first_clock_finish: None,
             clocks_due: Vec::new(),
             slots: Slots::default(),
@@ -407,12 +412,7 @@ impl FluidNetwork {
             circuit_log: Vec::new(),
             open_circuits: BTreeMap::new(),
             changes: Changes::default(),
-            rates: match view.links.host_pairs() {
-                Some(pairs) => {
-                    LinkLevels::with_host_pairs(view.links.capacities(), &view.links.binding(), pairs)
-                }
-                None => LinkLevels::new(view.links.capacities(), &view.links.binding()),
-            },
+            rates,
             view,
             usage,
         }
@@ -1249,11 +1249,6 @@ impl FluidNetwork {
         self.clocks_due.clear();
         self.first_clock_finish = self.clock_next.iter().copied().min().filter(|&t| t != NO_FINISH);
     }
-}
-
-/// One past the last of `links` that can bind (limit a rate).
-fn binding_end(links: &LinkMap) -> usize {
-    links.binding().iter().rposition(|&b| b).map_or(0, |l| l + 1)
 }
 
 /// The bundle key of flow `f` under `plan`: a circuit only for an

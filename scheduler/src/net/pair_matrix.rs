@@ -131,17 +131,13 @@ impl PairMatrix {
             rows: vec![0; n * n],
             cols: vec![0; n * n],
             sums: vec![0.0; 2 * n],
-            local: vec![0.0; n * layout.hosts_per_rack.max(1) as usize],
+            local: vec![0.0; n * layout.hosts_per_rack as usize],
             local_pairs: vec![0; 2 * n],
-            tor_of: (0..2 * layout.hosts)
-                .map(|l| match l < layout.hosts {
-                    true => layout.tor_up + l / layout.hosts_per_rack.max(1),
-                    false => layout.tor_down + (l - layout.hosts) / layout.hosts_per_rack.max(1),
-                })
+            tor_of: (0..n)
+                .map(|i| layout.tor_up + layout.rack(i))
+                .chain((0..n).map(|j| layout.tor_down + layout.rack(j)))
                 .collect(),
-            rack_first: (0..layout.hosts)
-                .map(|h| h - h % layout.hosts_per_rack.max(1))
-                .collect(),
+            rack_first: (0..n).map(|h| layout.rack(h) * layout.hosts_per_rack).collect(),
             words,
             nonzero: vec![0; n * words],
             down_first: vec![0; n * words],
@@ -355,7 +351,7 @@ impl PairMatrix {
     }
 
     /// Completes `load` (indexed by link id; so are `capacity` and
-    /// `residual`) after a solve, in one pass rack by rack: a host link's
+    /// `residual`) after a solve, in one pass over the host links: a host link's
     /// load is what its residual says was taken from its capacity, and the
     /// pairs' part of it (that less what the lists' slots put there),
     /// less what goes to or comes from its own rack, crosses its ToR link.

@@ -150,10 +150,14 @@ impl LinkUsage {
         self.bins.get(b * self.links.len() + i).copied().unwrap_or(0.0)
     }
 
+    /// Bins kept (rows of `bins`).
+    fn bins_kept(&self) -> usize {
+        self.bins.len() / self.links.len().max(1)
+    }
+
     /// Merges neighbouring bins: the width doubles.
     fn coarsen(&mut self) {
-        let n = self.links.len().max(1);
-        let rows = self.bins.len() / n;
+        let (n, rows) = (self.links.len(), self.bins_kept());
         for b in 0..rows.div_ceil(2) {
             for i in 0..n {
                 let second = if 2 * b + 1 < rows {
@@ -202,9 +206,7 @@ impl LinkUsage {
                     name: link_name(link),
                     capacity_bytes_per_s: cap,
                     samples,
-                    bytes: (0..self.bins.len() / self.links.len().max(1))
-                        .map(|b| self.bytes(b, i))
-                        .sum(),
+                    bytes: (0..self.bins_kept()).map(|b| self.bytes(b, i)).sum(),
                 }
             })
             .collect()
