@@ -200,6 +200,39 @@ fn fifo_and_aalo_order_coflows_as_their_papers_say() {
 }
 
 #[test]
+fn fifo_serves_the_first_coflow_first_and_the_next_with_what_it_leaves() {
+    // Three racks of one host, NICs 80 Mbit/s (10 MB/s), uplinks as fast.
+    // A (id 1): a1 h0 -> h1 10 MB, a2 h0 -> h2 20 MB; B (id 2): b1 h2 -> h1
+    // 15 MB, b2 h0 -> h1 5 MB; all at 0, so A first (ties by id).
+    // A: a1 and a2 share h0's NIC up, 5 MB/s each, and saturate it. B: b2
+    // needs h0's NIC up, which A left empty: 0; b1 gets what a1 left of
+    // h1's NIC down, 5 MB/s.
+    // t = 2 s: a1 is done (a flow, not its coflow: no call to the policy),
+    // and the rates follow at once: a2 takes h0's NIC up alone, 10 MB/s
+    // (10 MB left: done at 3 s); b1 takes h1's NIC down, 10 MB/s (5 MB
+    // left: done at 2.5 s); b2 still waits for h0.
+    // t = 3 s: A completes; b2 alone, 10 MB/s: done at 3.5 s.
+    // (Fair sharing would give every flow 10/3 MB/s at first.)
+    let t = topo(3, 1, ["80Mbit/s", "80Mbit/s"], (0, ["0bit/s", "0ms", "0B"]));
+    let mut net = FluidNetwork::new(&t, "fifo").unwrap();
+    net.add_flows(
+        Nanos::ZERO,
+        &[
+            flow(1, 1, (0, 0), (1, 0), 10 * MB),
+            flow(2, 1, (0, 0), (2, 0), 20 * MB),
+            flow(3, 2, (2, 0), (1, 0), 15 * MB),
+            flow(4, 2, (0, 0), (1, 0), 5 * MB),
+        ],
+    );
+    let done = run_to_end(&mut net);
+    let at = |id: u64| secs(done[&FlowId(id)]);
+    assert!(close(at(1), 2.0) && close(at(3), 2.5), "{done:?}");
+    assert!(close(at(2), 3.0) && close(at(4), 3.5), "{done:?}");
+    // Called when the coflows arrived and when each completed, not when a1 or b1 left.
+    assert_eq!(net.stats().policy_calls, 3);
+}
+
+#[test]
 fn lower_bound_t_of_c_matches_eqs_2_and_15() {
     // C = {0->1: 2 MB, 0->2: 1 MB, 1->2: 3 MB} over 8 Mbit/s (1 MB/s) circuits, δ = 0.25 s.
     // t_01 = 2.25, t_02 = 1.25, t_12 = 3.25 (eq. 1).

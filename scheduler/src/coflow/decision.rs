@@ -133,6 +133,17 @@ pub struct Decision {
     /// Changes to the standing per-(coflow, rack pair) plans since the
     /// policy's previous decision.
     pub pair_changes: Vec<PairPlan>,
+    /// Strict priority between coflows, first served first, from a policy
+    /// that [orders coflows](crate::coflow::CoflowPolicy::orders_coflows)
+    /// (empty otherwise): the flows of each coflow listed share max-min
+    /// fairly what the coflows before it left of every link; coflows not
+    /// listed follow, by id. A flow's own plan (path, cap) still holds
+    /// inside its coflow. Complete
+    /// each time, as per-flow plans are. The fluid network solves these
+    /// rates again at every event (class by class, [`crate::net::class_levels`]);
+    /// the emulation driver paces each flow that has no plan of its own at
+    /// them ([`crate::coflow::priority::paced_in_order`]).
+    pub order: Vec<CoflowId>,
     /// Circuits to set up now.
     pub circuits: Vec<CircuitSetup>,
     /// Call the policy again at this time even if nothing else happens

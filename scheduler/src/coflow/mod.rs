@@ -78,6 +78,13 @@ pub trait CoflowPolicy: Send {
     fn uses_ocs(&self) -> bool {
         false
     }
+    /// Whether its decisions order coflows ([`Decision::order`]): the
+    /// fluid network then keeps each coflow's flows apart and solves
+    /// strict priority between them at every event, so the policy need only
+    /// be called when the order can change.
+    fn orders_coflows(&self) -> bool {
+        false
+    }
     /// The events after which this policy's decision may differ from its
     /// last one; the network may skip calling it at any other event (its own
     /// `wake_at` always calls it). The default is every event.
@@ -181,7 +188,7 @@ pub struct UnknownPolicy {
 pub fn by_name(name: &str) -> Result<Box<dyn CoflowPolicy>, UnknownPolicy> {
     Ok(match name {
         "fair" => Box::new(fair::Fair),
-        "fifo" => Box::new(fifo::Fifo::default()),
+        "fifo" => Box::new(fifo::Fifo),
         "varys" => Box::new(varys::Varys::default()),
         "aalo" => Box::new(aalo::Aalo::default()),
         "sunflow" => Box::new(sunflow::Sunflow::default()),

@@ -30,7 +30,8 @@
 //! circuit about to be torn down are held first.
 
 use crate::coflow::{
-    CircuitView, CoflowPolicy, CoflowView, Decision, FabricParams, FlowPlan, NetView, PairPlans, Path,
+    priority, CircuitView, CoflowPolicy, CoflowView, Decision, FabricParams, FlowPlan, NetView, PairPlans,
+    Path,
 };
 use crate::engine::Circuit;
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
@@ -438,7 +439,13 @@ impl EmuNetwork {
 
     fn apply_plans(&mut self, decision: &Decision, out: &mut Vec<Action>) {
         let fabric = self.view.fabric;
-        let plans: BTreeMap<FlowId, FlowPlan> = decision.plans.iter().copied().collect();
+        let mut plans: BTreeMap<FlowId, FlowPlan> = decision.plans.iter().copied().collect();
+        // A coflow order is carried out by pacing: each flow at its strict-priority rate.
+        if self.policy.orders_coflows() && !decision.order.is_empty() {
+            for (id, plan) in priority::paced_in_order(&self.view, &decision.order) {
+                plans.entry(id).or_insert(plan);
+            }
+        }
         // Pair plans stand between decisions; each covers its coflow's flows
         // between its two racks, and takes precedence over a per-flow plan.
         self.pair_plans.apply(&decision.pair_changes);

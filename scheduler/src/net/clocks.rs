@@ -105,3 +105,90 @@ pub(super) fn drop_stale<T: Ord>(heap: &mut BinaryHeap<Reverse<T>>, limit: usize
         heap.pop();
     }
 }
+
+/// Each link clock's next finish, by link (class links included), and the
+/// earliest of them. A rate update changes a few clocks' next finishes;
+/// the earliest is kept per block of [`NextFinishes::BLOCK`] clocks, so
+/// finding the earliest after an update scans the blocks and the clocks of
+/// the blocks that changed, and finding the clocks due at an instant scans
+/// only the blocks due then: a few hundred words on a fabric's own links
+/// (a scan beats a heap entry per clock whose level moved), and not every
+/// clock of every class when rates are solved class by class
+/// ([`super::class_levels`]).
+#[derive(Clone, Debug, Default)]
+pub(super) struct NextFinishes {
+    at: Vec<Nanos>,
+    /// The earliest of each block, as of the last [`NextFinishes::settle`].
+    block: Vec<Nanos>,
+    changed: Vec<bool>,
+    changed_list: Vec<u32>,
+}
+
+impl NextFinishes {
+    /// Clocks per block.
+    const BLOCK: usize = 64;
+    /// A clock with no finish ahead.
+    pub(super) const NONE: Nanos = Nanos(u64::MAX);
+
+    /// `n` clocks with no finish ahead.
+    pub(super) fn new(n: usize) -> NextFinishes {
+        let mut f = NextFinishes::default();
+        f.grow(n);
+        f
+    }
+
+    /// Clocks up to `n` (new ones with no finish ahead).
+    pub(super) fn grow(&mut self, n: usize) {
+        if n > self.at.len() {
+            self.at.resize(n, Self::NONE);
+            let blocks = n.div_ceil(Self::BLOCK);
+            self.block.resize(blocks, Self::NONE);
+            self.changed.resize(blocks, false);
+        }
+    }
+
+    /// Clock `l`'s next finish is `t`.
+    pub(super) fn set(&mut self, l: usize, t: Nanos) {
+        self.at[l] = t;
+        let b = l / Self::BLOCK;
+        if !self.changed[b] {
+            self.changed[b] = true;
+            self.changed_list.push(b as u32);
+        }
+    }
+
+    /// Appends to `due` every clock whose next finish is at or before
+    /// `now`, in link order, and takes those finishes off (their clocks'
+    /// next finishes are set again once recomputed).
+    pub(super) fn take_due(&mut self, now: Nanos, due: &mut Vec<usize>) {
+        for b in 0..self.block.len() {
+            if self.block[b] > now {
+                continue;
+            }
+            let end = ((b + 1) * Self::BLOCK).min(self.at.len());
+            for l in b * Self::BLOCK..end {
+                if self.at[l] <= now {
+                    due.push(l);
+                    self.set(l, Self::NONE);
+                }
+            }
+        }
+    }
+
+    /// Brings the blocks up to date after [`NextFinishes::set`]s; returns
+    /// the earliest next finish of all clocks, if any.
+    pub(super) fn settle(&mut self) -> Option<Nanos> {
+        for &b in &self.changed_list {
+            let b = b as usize;
+            self.changed[b] = false;
+            let end = ((b + 1) * Self::BLOCK).min(self.at.len());
+            self.block[b] = self.at[b * Self::BLOCK..end]
+                .iter()
+                .copied()
+                .min()
+                .unwrap_or(Self::NONE);
+        }
+        self.changed_list.clear();
+        self.block.iter().copied().min().filter(|&t| t != Self::NONE)
+    }
+}

@@ -82,6 +82,12 @@ pub struct SolveStats {
     pub orders_followed: u64,
     /// See `orders_followed`.
     pub orders_left: u64,
+    /// Under strict priority between classes ([`super::class_levels`]):
+    /// classes filled again, summed over all solves.
+    pub classes_filled: u64,
+    /// Classes whose last filling was kept (nothing on their links
+    /// changed), summed over all solves.
+    pub classes_kept: u64,
 }
 
 /// What a solve changed: slots in slot order, links in id order.
@@ -169,6 +175,8 @@ pub struct LinkLevels {
     solved: Vec<Option<Demand>>,
     /// Whether the last solve froze no link: every slot is at its cap.
     all_capped: bool,
+    /// Whether a link's capacity changed since the last solve.
+    recapacitated: bool,
     // Scratch space of a solve.
     residual: Vec<f64>,
     /// Unfrozen flows per link (whole numbers, as f64 for the matrix passes).
@@ -376,6 +384,30 @@ impl LinkLevels {
         }
     }
 
+    /// Link `link` now has `capacity` (bytes per second; a link that never
+    /// binds still never limits a rate). Rates change at the next
+    /// [`LinkLevels::solve`], which starts from scratch: the last solve's
+    /// order was found with the old capacity.
+    pub fn set_capacity(&mut self, link: LinkId, capacity: f64) {
+        let l = link as usize;
+        if self.capacity[l].to_bits() != capacity.to_bits() {
+            self.capacity[l] = capacity;
+            self.log.invalidate();
+            self.all_capped = false;
+            self.recapacitated = true;
+        }
+    }
+
+    /// The capacity of `link`.
+    pub fn capacity(&self, link: LinkId) -> f64 {
+        self.capacity[link as usize]
+    }
+
+    /// Whether some slot crosses `link`.
+    pub fn in_use(&self, link: LinkId) -> bool {
+        self.weight[link as usize] > 0.0
+    }
+
     /// The per-flow rate of `slot` as of the last solve (0 if it does not move).
     pub fn rate(&self, slot: usize) -> f64 {
         match self.bottleneck.get(slot) {
@@ -427,9 +459,10 @@ impl LinkLevels {
     fn solve_into(&mut self) {
         self.changes.slots.clear();
         self.changes.links.clear();
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && !std::mem::take(&mut self.recapacitated) {
             return;
         }
+        self.recapacitated = false;
         if self.all_capped && self.pending.iter().all(|&s| self.demand[s as usize].is_none()) {
             self.solve_departures_at_caps();
             return;
@@ -955,21 +988,94 @@ mod tests {
             let capacity: Vec<f64> = (0..21).map(|_| rng.random_range(10.0..200.0)).collect();
             let binds: Vec<bool> = (0..21).map(|l| !(12..18).contains(&l)).collect();
             let lv = LinkLevels::with_host_pairs(&capacity, &binds, layout);
-            check_random_events(seed, &mut rng, lv, &capacity, &binds, |rng| {
-                let (i, j) = (rng.random_range(0..6u32), rng.random_range(0..6u32));
-                let (ri, rj) = (i / 2, j / 2);
-                let ids: Vec<u32> = match rng.random_range(0..10) {
-                    0..=1 => vec![i, 18 + rng.random_range(0..3), 6 + j],
-                    _ if ri == rj => vec![i, 6 + j],
-                    _ => vec![i, 12 + ri, 15 + rj, 6 + j],
+            check_random_events(seed, &mut rng, lv, &capacity, &binds, big_switch_demand);
+        }
+    }
+
+    /// The 6-host big switch of `levels_with_host_pairs_equal_from_scratch_max_min`.
+    const SIX_HOSTS: HostPairs = HostPairs {
+        hosts: 6,
+        hosts_per_rack: 2,
+        tor_up: 12,
+        tor_down: 15,
+    };
+
+    /// A demand on [`SIX_HOSTS`]: host to host over EPS (mostly), over a
+    /// circuit (links 18..21) or capped.
+    fn big_switch_demand(rng: &mut ChaCha8Rng) -> Demand {
+        let (i, j) = (rng.random_range(0..6u32), rng.random_range(0..6u32));
+        let (ri, rj) = (i / 2, j / 2);
+        let ids: Vec<u32> = match rng.random_range(0..10) {
+            0..=1 => vec![i, 18 + rng.random_range(0..3), 6 + j],
+            _ if ri == rj => vec![i, 6 + j],
+            _ => vec![i, 12 + ri, 15 + rj, 6 + j],
+        };
+        let mut d = Demand::new(Links::new(&ids).expect("at most 4 links"));
+        d.weight = rng.random_range(1..=5);
+        if rng.random_bool(0.15) {
+            d.cap = rng.random_range(1.0..50.0);
+        }
+        d
+    }
+
+    /// Capacities that change between solves (as a class's do under strict
+    /// priority, `super::super::class_levels`), some to nothing, with and
+    /// without the host-pair matrix, between changes of demand: every solve
+    /// gives the from-scratch max-min rates on the capacities of the time,
+    /// even one where only a capacity changed.
+    #[test]
+    fn capacity_changes_give_from_scratch_max_min_rates() {
+        let binds: Vec<bool> = (0..21).map(|l| !(12..18).contains(&l)).collect();
+        for seed in 0..10u64 {
+            for matrix in [false, true] {
+                let mut rng = ChaCha8Rng::seed_from_u64(500 + seed);
+                let mut capacity: Vec<f64> = (0..21).map(|_| rng.random_range(10.0..200.0)).collect();
+                let mut lv = if matrix {
+                    LinkLevels::with_host_pairs(&capacity, &binds, SIX_HOSTS)
+                } else {
+                    LinkLevels::new(&capacity, &binds)
                 };
-                let mut d = Demand::new(Links::new(&ids).expect("at most 4 links"));
-                d.weight = rng.random_range(1..=5);
-                if rng.random_bool(0.15) {
-                    d.cap = rng.random_range(1.0..50.0);
+                let mut current: Vec<Option<Demand>> = vec![None; 20];
+                for step in 0..200 {
+                    if step < 20 || rng.random_bool(0.5) {
+                        let s = rng.random_range(0..current.len());
+                        current[s] = rng.random_bool(0.8).then(|| big_switch_demand(&mut rng));
+                        lv.set(s, current[s]);
+                    } else {
+                        for _ in 0..rng.random_range(1..=3) {
+                            let l = rng.random_range(0..21u32);
+                            let c = if rng.random_bool(0.2) {
+                                0.0
+                            } else {
+                                rng.random_range(1.0..200.0)
+                            };
+                            capacity[l as usize] = c;
+                            lv.set_capacity(l, c);
+                            assert_eq!(lv.capacity(l), c);
+                        }
+                    }
+                    lv.solve(&mut Changes::default());
+                    let live: Vec<usize> = (0..current.len()).filter(|&s| current[s].is_some()).collect();
+                    let ds: Vec<Demand> = live
+                        .iter()
+                        .filter_map(|&s| current[s])
+                        .map(|d| Demand {
+                            links: d.links.filtered(|l| binds[l as usize]),
+                            ..d
+                        })
+                        .collect();
+                    let binding: Vec<f64> = (0..21)
+                        .map(|l| if binds[l] { capacity[l] } else { f64::INFINITY })
+                        .collect();
+                    for (&s, want) in live.iter().zip(max_min(&binding, &ds)) {
+                        let got = lv.rate(s);
+                        assert!(
+                            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+                            "seed {seed} matrix {matrix} step {step} slot {s}: {got} != {want}"
+                        );
+                    }
                 }
-                d
-            });
+            }
         }
     }
 

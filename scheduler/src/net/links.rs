@@ -43,6 +43,15 @@ impl Links {
         self.ids[self.len as usize] = l;
         self.len += 1;
     }
+    /// The links `keep` keeps, in path order.
+    pub fn filtered(&self, keep: impl Fn(LinkId) -> bool) -> Links {
+        let mut l = Links::default();
+        self.as_slice()
+            .iter()
+            .filter(|&&i| keep(i))
+            .for_each(|&i| l.push(i));
+        l
+    }
     /// The links, in path order.
     pub fn as_slice(&self) -> &[LinkId] {
         &self.ids[..self.len as usize]

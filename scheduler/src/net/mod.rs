@@ -9,7 +9,9 @@
 //!
 //! Modules: [`links`] (the links of the fluid model and the paths over
 //! them), [`maxmin`] (water-filling), [`levels`] (max-min rates as one level per
-//! link), [`pair_matrix`] (its host × host demands on a big switch),
+//! link), [`class_levels`] (strict priority between coflows, a solver per
+//! coflow), `rates` (which of the two a network uses), [`pair_matrix`]
+//! (host × host demands on a big switch),
 //! `freeze_log` (the last solve's freeze order, for the next to resume), the
 //! per-link service clocks, `fasthash` (hash maps for lookups by small
 //! integer keys), the network itself ([`FluidNetwork`]) with its per-flow
@@ -20,6 +22,7 @@
 //! utilization over time, for plots). The model is written
 //! up in `docs/simulator.md`.
 
+pub mod class_levels;
 mod clocks;
 pub(crate) mod fasthash;
 mod freeze_log;
@@ -32,6 +35,7 @@ mod network;
 pub mod pair_matrix;
 mod pairs;
 mod prefetch;
+mod rates;
 pub mod replay;
 mod slots;
 pub mod summary;

@@ -2,7 +2,9 @@
 //! moves at a constant rate; at each event (a flow joins or finishes, a
 //! circuit comes up, the policy's wake-up) the coflow policy decides paths,
 //! caps and circuits, and rates are recomputed by max-min water-filling
-//! ([`super::levels`]) over the links of [`super::links`]. The next event is
+//! ([`super::levels`]) over the links of [`super::links`], or, for a policy
+//! that orders coflows, class by class in its order
+//! ([`super::class_levels`]). The next event is
 //! the earliest of: a flow's finish at its rate, a circuit's end of dark
 //! time, the policy's wake-up. Nothing ticks; nothing reads a clock.
 //!
@@ -22,13 +24,15 @@
 //! events its [`Triggers`] name and at its own wake-up; at other events its
 //! last decision stands and only rates are recomputed.
 
-use super::clocks::{drop_stale, Clock};
+use super::class_levels::ClassId;
+use super::clocks::{drop_stale, Clock, NextFinishes};
 use super::fasthash::FastMap;
-use super::levels::{Bottleneck, Changes, LinkLevels, SolveStats};
+use super::levels::{Bottleneck, Changes, SolveStats};
 use super::links::{LinkId, LinkMap, Links};
 use super::maxmin::Demand;
 use super::pairs::PairFlows;
 use super::prefetch::prefetch;
+use super::rates::Rates;
 use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
@@ -49,7 +53,38 @@ struct BundleKey {
     path: Path,
     src: HostId,
     dst: HostId,
-    cap: Option<Bps>,
+    /// The pacing cap in bits per second, or [`BundleKey::UNCAPPED`]: a
+    /// sentinel, not an `Option`, so that the key stays 40 bytes and shares
+    /// a cache line with the bundle's members.
+    cap_bps: u64,
+    /// The flows' class when rates are solved class by class (their
+    /// coflow's, [`super::class_levels`]), or [`BundleKey::NO_CLASS`].
+    class: ClassId,
+}
+
+impl BundleKey {
+    const UNCAPPED: u64 = u64::MAX;
+    const NO_CLASS: ClassId = ClassId::MAX;
+
+    fn new(path: Path, src: HostId, dst: HostId, cap: Option<Bps>, class: Option<ClassId>) -> BundleKey {
+        BundleKey {
+            path,
+            src,
+            dst,
+            cap_bps: cap.map_or(Self::UNCAPPED, |c| c.0.min(Self::UNCAPPED - 1)),
+            class: class.unwrap_or(Self::NO_CLASS),
+        }
+    }
+
+    /// The pacing cap, if any.
+    fn cap(&self) -> Option<Bps> {
+        (self.cap_bps != Self::UNCAPPED).then_some(Bps(self.cap_bps))
+    }
+
+    /// The class, if any.
+    fn class(&self) -> Option<ClassId> {
+        (self.class != Self::NO_CLASS).then_some(self.class)
+    }
 }
 
 /// Flows with one key. Its service (bytes each member has received while
@@ -124,7 +159,11 @@ impl BundleIndex {
 
     /// Where `key`'s bundle is held in `default`, if it is held there.
     fn pair(&self, key: &BundleKey) -> Option<usize> {
-        if key.path != Path::Eps || key.cap.is_some() || self.default.is_empty() {
+        if key.path != Path::Eps
+            || key.cap_bps != BundleKey::UNCAPPED
+            || key.class().is_some()
+            || self.default.is_empty()
+        {
             return None;
         }
         let host = |h: HostId| h.rack as usize * self.hosts_per_rack as usize + h.host as usize;
@@ -279,9 +318,6 @@ impl Progress for LiveProgress<'_> {
     }
 }
 
-/// A link clock's next finish when none of its bundles moves.
-const NO_FINISH: Nanos = Nanos(u64::MAX);
-
 /// Service within this of a member's finish counts as done (fluid rounding).
 fn done_within(finish: f64) -> f64 {
     1e-6 + finish * 1e-12
@@ -324,13 +360,13 @@ pub struct FluidNetwork {
     finishes: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
     /// One service clock per link.
     clocks: Vec<Clock>,
-    /// Next finish on each link clock ([`NO_FINISH`] if none), by link
-    /// id: a scan of a few hundred words per event costs less than a heap
-    /// entry per clock whose level moved. Only up to the last link that
-    /// can bind: no bundle is ever bottlenecked at a link after it.
-    clock_next: Vec<Nanos>,
+    /// Next finish on each link clock, by link id, only up to the last
+    /// link that can bind: no bundle is ever bottlenecked at a link after it.
+    clock_next: NextFinishes,
     /// The earliest of `clock_next`, as of the last refresh.
     first_clock_finish: Option<Nanos>,
+    /// The clocks due at the event being processed (kept to reuse its buffer).
+    clocks_now: Vec<usize>,
     /// Clocks whose next finish must be recomputed before the next event.
     clocks_due: Vec<LinkId>,
     slots: Slots,
@@ -353,7 +389,7 @@ pub struct FluidNetwork {
     circuit_log: Vec<CircuitRecord>,
     open_circuits: BTreeMap<(u32, u32), usize>,
     usage: LinkUsage,
-    rates: LinkLevels,
+    rates: Rates,
     /// What the last solve changed (kept to reuse its buffers).
     changes: Changes,
 }
@@ -374,11 +410,7 @@ impl FluidNetwork {
     pub fn on_fabric(fabric: FabricParams, policy: Box<dyn CoflowPolicy>) -> FluidNetwork {
         let view = NetView::new(fabric);
         let usage = LinkUsage::new(&fabric);
-        let (capacities, binding) = (view.links.capacities(), view.links.binding());
-        let rates = match view.links.host_pairs() {
-            Some(pairs) => LinkLevels::with_host_pairs(capacities, &binding, pairs),
-            None => LinkLevels::new(capacities, &binding),
-        };
+        let rates = Rates::new(&view.links, policy.orders_coflows());
         FluidNetwork {
             triggers: policy.triggers(),
             policy,
@@ -396,8 +428,9 @@ impl FluidNetwork {
             circuits_changed: false,
             finishes: BinaryHeap::new(),
             clocks: vec![Clock::default(); view.links.len()],
-            clock_next: vec![NO_FINISH; rates.bind_end()],
+            clock_next: NextFinishes::new(rates.bind_end()),
             first_clock_finish: None,
+            clocks_now: Vec::new(),
             clocks_due: Vec::new(),
             slots: Slots::default(),
             slot_of: IdIndex::default(),
@@ -481,7 +514,7 @@ impl FluidNetwork {
                 Arrivals::Elephants => self.view.flows.get(&spec.id).is_some_and(|f| f.elephant),
                 Arrivals::Every => true,
             };
-            let key = default_key(spec);
+            let key = default_key(&mut self.rates, spec);
             let b = self.bundle_for(key);
             let joined = self.bundles[b].service(&self.clocks, self.now);
             let finish = joined + spec.bytes.0 as f64;
@@ -743,7 +776,7 @@ impl FluidNetwork {
         self.mark_dirty(b);
         if let Some(f) = self.view.flows.get_mut(&id) {
             f.path = key.path;
-            f.cap = key.cap;
+            f.cap = key.cap();
         }
     }
 
@@ -833,11 +866,10 @@ impl FluidNetwork {
         if self.first_clock_finish.is_none_or(|t| t > now) {
             return;
         }
-        for li in 0..self.clock_next.len() {
-            if self.clock_next[li] > now {
-                continue;
-            }
-            self.clock_next[li] = NO_FINISH;
+        let mut clocks = std::mem::take(&mut self.clocks_now);
+        clocks.clear();
+        self.clock_next.take_due(now, &mut clocks);
+        for &li in &clocks {
             let l = li as LinkId;
             // The bundles on this clock whose first member is due.
             while let Some(&Reverse((_, b, g))) = self.clocks[li].finishes.peek() {
@@ -853,6 +885,7 @@ impl FluidNetwork {
             }
             Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
         }
+        self.clocks_now = clocks;
     }
 
     /// The flow in slot `ix` is done (its bundle entry is already off the
@@ -963,14 +996,22 @@ impl FluidNetwork {
             self.set_up(*setup);
         }
         self.apply_pair_plans(&decision.pair_changes);
+        if self.policy.orders_coflows() {
+            self.rates.set_order(&decision.order);
+        } else if !decision.order.is_empty() {
+            tracing::warn!(
+                policy = self.policy.name(),
+                "a policy that does not order coflows gave an order; ignored"
+            );
+        }
         let fabric = self.view.fabric;
         let mut planned = BTreeSet::new();
         for &(id, plan) in &decision.plans {
             let Some(f) = self.view.flows.get(&id) else {
                 continue;
             };
-            let key = plan_key(&fabric, f, plan);
-            if key != default_key(&f.spec) {
+            let key = plan_key(&fabric, &mut self.rates, f, plan);
+            if key != default_key(&mut self.rates, &f.spec) {
                 planned.insert(id);
             }
             self.move_flow(id, key);
@@ -988,7 +1029,7 @@ impl FluidNetwork {
             .collect();
         for id in back {
             if let Some(f) = self.view.flows.get(&id) {
-                let key = default_key(&f.spec);
+                let key = default_key(&mut self.rates, &f.spec);
                 self.move_flow(id, key);
             }
         }
@@ -1017,7 +1058,10 @@ impl FluidNetwork {
             };
             for id in flows {
                 if let Some(f) = self.view.flows.get(id) {
-                    let to = plan.map_or_else(|| default_key(&f.spec), |p| plan_key(&fabric, f, p));
+                    let to = match plan {
+                        Some(p) => plan_key(&fabric, &mut self.rates, f, p),
+                        None => default_key(&mut self.rates, &f.spec),
+                    };
                     moves.push((*id, to));
                 }
             }
@@ -1116,20 +1160,27 @@ impl FluidNetwork {
         let mut touched = std::mem::take(&mut self.dirty);
         for &b in &touched {
             let bundle = &self.bundles[b];
-            let demand = match bundle.key {
+            let (demand, class) = match bundle.key {
                 Some(k) if bundle.count > 0 => {
-                    route(&self.view.links, &self.view.circuits, k, now).map(|links| Demand {
+                    let demand = route(&self.view.links, &self.view.circuits, k, now).map(|links| Demand {
                         links,
-                        cap: k.cap.map_or(f64::INFINITY, Bps::bytes_per_sec),
+                        cap: k.cap().map_or(f64::INFINITY, Bps::bytes_per_sec),
                         weight: bundle.count,
-                    })
+                    });
+                    (demand, k.class())
                 }
-                _ => None,
+                _ => (None, None),
             };
-            self.rates.set(b, demand);
+            self.rates.set(b, demand, class);
         }
         let mut changes = std::mem::take(&mut self.changes);
         self.rates.solve(&mut changes);
+        // Classes (with their class links) come and go with coflows.
+        let end = self.rates.bind_end();
+        self.clock_next.grow(end);
+        if end > self.clocks.len() {
+            self.clocks.resize(end, Clock::default());
+        }
         for &l in &changes.links {
             self.clocks[l as usize].set_level(now, self.rates.level(l));
             Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
@@ -1241,40 +1292,39 @@ impl FluidNetwork {
             });
             let first = clock.finishes.peek().map(|&Reverse((_, b, _))| b);
             // The first of the clock's bundles moves at the clock's level.
-            self.clock_next[li] = first
+            let next = first
                 .and_then(|b| bundles[b].first_finish(&self.clocks, now))
-                .unwrap_or(NO_FINISH);
+                .unwrap_or(NextFinishes::NONE);
+            self.clock_next.set(li, next);
         }
         self.clocks_due = due;
         self.clocks_due.clear();
-        self.first_clock_finish = self.clock_next.iter().copied().min().filter(|&t| t != NO_FINISH);
+        self.first_clock_finish = self.clock_next.settle();
     }
 }
 
 /// The bundle key of flow `f` under `plan`: a circuit only for an
-/// elephant and an existing port, EPS otherwise.
-fn plan_key(fabric: &FabricParams, f: &FlowView, plan: FlowPlan) -> BundleKey {
+/// elephant and an existing port, EPS otherwise; in its coflow's class if
+/// `rates` are solved by classes.
+fn plan_key(fabric: &FabricParams, rates: &mut Rates, f: &FlowView, plan: FlowPlan) -> BundleKey {
     let path = match plan.path {
         Path::Ocs { port } if port < fabric.ocs_ports && f.elephant => plan.path,
         Path::Ocs { .. } => Path::Eps,
         p => p,
     };
-    BundleKey {
+    BundleKey::new(
         path,
-        src: f.spec.src,
-        dst: f.spec.dst,
-        cap: plan.cap,
-    }
+        f.spec.src,
+        f.spec.dst,
+        plan.cap,
+        rates.class_of(f.spec.coflow),
+    )
 }
 
-/// The plan of a flow no policy has planned: EPS, no cap.
-fn default_key(spec: &FlowSpec) -> BundleKey {
-    BundleKey {
-        path: Path::Eps,
-        src: spec.src,
-        dst: spec.dst,
-        cap: None,
-    }
+/// The key of a flow no policy has planned: EPS, no cap (in its
+/// coflow's class if `rates` are solved by classes).
+fn default_key(rates: &mut Rates, spec: &FlowSpec) -> BundleKey {
+    BundleKey::new(Path::Eps, spec.src, spec.dst, None, rates.class_of(spec.coflow))
 }
 
 /// When a member with `remaining` bytes to its finish counts as done at

@@ -37,6 +37,9 @@ impl CoflowPolicy for EveryEvent {
     fn uses_ocs(&self) -> bool {
         self.0.uses_ocs()
     }
+    fn orders_coflows(&self) -> bool {
+        self.0.orders_coflows()
+    }
     fn triggers(&self) -> Triggers {
         Triggers::EVERY_EVENT
     }
@@ -127,7 +130,7 @@ fn each_policy_called_at_its_triggers_only_decides_as_if_called_at_every_event()
                 "sunflow: {calls} calls, {every_calls} at every event"
             );
         }
-        if name == "varys" || name == "aalo" {
+        if name == "varys" || name == "aalo" || name == "fifo" {
             // Called at coflow arrivals and completions (and Aalo's queue
             // crossings), not at the departures inside a coflow.
             assert!(

@@ -506,8 +506,7 @@ impl CoflowPolicy for Sunflow {
         Decision {
             pair_changes,
             circuits,
-            plans: Vec::new(),
-            wake_at: None,
+            ..Decision::default()
         }
     }
 }
