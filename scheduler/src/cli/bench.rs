@@ -15,8 +15,10 @@ pub enum BenchCommand {
     /// Configured reconfiguration delay vs measured dark time of circuits.
     #[command(after_help = "Example:\n  ocslab bench ocs --delay-us 1000 --json")]
     Ocs(super::bench_fabric::OcsArgs),
-    /// Wall time of trace replay and of large simulations.
-    #[command(after_help = "Example:\n  ocslab bench sim --json")]
+    /// Wall time of trace replay (FB2010 under every coflow scheduler, ~5 min) and of large simulations.
+    #[command(
+        after_help = "Examples:\n  ocslab bench sim --json\n  ocslab bench sim --schedulers fair --jobs 0   # the fair replay alone"
+    )]
     Sim(super::bench_sim::SimArgs),
     /// Agent goodput, control-plane round trips and memory.
     #[command(after_help = "Example:\n  ocslab bench agents --json")]

@@ -4,11 +4,9 @@
 //! hosts), each the median of `--repeat` runs, with the peak memory of each
 //! figure (VmHWM, reset between figures through /proc/self/clear_refs).
 //!
-//! With neither `--schedulers` nor `--limit`, each scheduler replays what
-//! it finishes within a minute or so ([`DEFAULT_SCOPE`]): the whole trace
-//! under `fair` and `fifo`, the first coflows under the others, whose
-//! whole-trace replays take half a minute or more each; the report says
-//! which were left out and why.
+//! By default every scheduler replays the whole trace (about five minutes
+//! on this 2-core box at `--repeat 3`, most of it Sunflow's; `--schedulers`
+//! and `--limit` narrow it).
 
 use super::replay::run_replay;
 use crate::coflow::POLICY_NAMES;
@@ -32,13 +30,10 @@ pub struct SimArgs {
     /// Folder with fb2010.toml (EPS-only schedulers) and fb2010-ocs.toml (sunflow).
     #[arg(long, default_value = "topologies")]
     pub topologies: PathBuf,
-    /// Coflow schedulers to time (default: all, each over the part of the
-    /// trace it replays in about a minute; see `--limit`).
+    /// Coflow schedulers to time (default: all).
     #[arg(long, value_delimiter = ',', value_parser = POLICY_NAMES)]
     pub schedulers: Vec<String>,
-    /// Replay only the first N coflows, under every scheduler (default: the
-    /// whole trace under the schedulers named, or each default scheduler's
-    /// own part of it).
+    /// Replay only the first N coflows (default: the whole trace).
     #[arg(long)]
     pub limit: Option<usize>,
     /// Runs per figure; the wall time reported is their median.
@@ -92,63 +87,19 @@ struct Report {
     trace: String,
     repeat: u32,
     replay: Vec<Row>,
-    /// Whole-trace replays the default left out: (scheduler, why).
-    left_out: Vec<(String, String)>,
     jobs: Option<JobsRow>,
     /// Peak resident memory of this process over the whole benchmark, MB,
     /// when it could not be measured per figure (VmHWM could not be reset).
     peak_rss_mb: Option<f64>,
 }
 
-/// The default benchmark's scope per scheduler (no `--schedulers`, no
-/// `--limit`): the first coflows it replays (`None`: the whole trace), and
-/// why not the whole trace. Measured on the shared 2-core box (docs/simulator.md, "Speed").
-pub const DEFAULT_SCOPE: [(&str, Option<usize>, &str); 5] = [
-    ("fair", None, ""),
-    ("fifo", None, ""),
-    (
-        "varys",
-        Some(250),
-        "a whole-trace replay takes ~35 s of CPU (~1,050 calls with up to 155,000 flows active)",
-    ),
-    (
-        "aalo",
-        Some(250),
-        "a whole-trace replay takes ~44 s of CPU (coflow events and queue crossings)",
-    ),
-    (
-        "sunflow",
-        Some(250),
-        "a whole-trace replay takes ~58 s of CPU: on fb2010-ocs.toml almost every flow is an elephant with its own circuit (513,000 calls, 657,000 circuit set-ups)",
-    ),
-];
-
-/// Schedulers to replay, each over its first N coflows (`None`: all).
-type Runs = Vec<(String, Option<usize>)>;
-/// Whole-trace replays left out, with why.
-type LeftOut = Vec<(String, String)>;
-
-/// Which schedulers to replay, each over how many coflows (`None`: all),
-/// and the whole-trace replays left out of the default, with why.
-fn scope(schedulers: &[String], limit: Option<usize>) -> (Runs, LeftOut) {
-    if !schedulers.is_empty() || limit.is_some() {
-        let names: Vec<String> = if schedulers.is_empty() {
-            POLICY_NAMES.iter().map(|s| s.to_string()).collect()
-        } else {
-            schedulers.to_vec()
-        };
-        return (names.into_iter().map(|s| (s, limit)).collect(), Vec::new());
+/// The schedulers to replay: those named, or all.
+fn schedulers(named: &[String]) -> Vec<String> {
+    if named.is_empty() {
+        POLICY_NAMES.iter().map(|s| s.to_string()).collect()
+    } else {
+        named.to_vec()
     }
-    let runs = DEFAULT_SCOPE
-        .iter()
-        .map(|&(s, n, _)| (s.to_string(), n))
-        .collect();
-    let left_out = DEFAULT_SCOPE
-        .iter()
-        .filter(|(_, n, _)| n.is_some())
-        .map(|&(s, _, why)| (s.to_string(), why.to_string()))
-        .collect();
-    (runs, left_out)
 }
 
 /// Peak resident set size in MB, from /proc/self/status.
@@ -190,13 +141,13 @@ fn locate(path: &Path) -> PathBuf {
 pub fn run(a: SimArgs) -> Result<ExitCode> {
     let trace = locate(&a.trace);
     let topologies = locate(&a.topologies);
-    let (schedulers, left_out) = scope(&a.schedulers, a.limit);
+    let schedulers = schedulers(&a.schedulers);
     let figures = schedulers.len() as u64 + u64::from(a.jobs > 0);
     let progress = Progress::counting(figures * u64::from(a.repeat), a.json, "runs", false);
     let per_figure_peak = reset_peak_rss();
     let figure_peak = || if per_figure_peak { peak_rss_mb() } else { None };
     let mut rows = Vec::new();
-    for (s, limit) in &schedulers {
+    for s in &schedulers {
         let topo = if s == "sunflow" {
             "fb2010-ocs.toml"
         } else {
@@ -207,7 +158,7 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         let mut last = None;
         for i in 1..=a.repeat {
             progress.set_message(format!("replay under {s} on {topo}, run {i}/{}", a.repeat));
-            let run = run_replay(&trace, &topologies.join(topo), s, *limit, |_, _| {})
+            let run = run_replay(&trace, &topologies.join(topo), s, a.limit, |_, _| {})
                 .with_context(|| format!("replay under {s}"))?;
             walls.push(run.wall_s);
             progress.job_done();
@@ -262,7 +213,6 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         trace: trace.display().to_string(),
         repeat: a.repeat,
         replay: rows,
-        left_out,
         jobs,
         peak_rss_mb: if per_figure_peak { None } else { peak_rss_mb() },
     };
@@ -299,12 +249,6 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     }
     for r in report.replay.iter().filter(|r| r.solver.solves > 0) {
         writeln!(out, "solver, {}: {}", r.scheduler, solver_line(&r.solver))?;
-    }
-    for (s, why) in &report.left_out {
-        writeln!(
-            out,
-            "left out: {s} over the whole trace ({why}); run it with --schedulers {s}"
-        )?;
     }
     if let Some(j) = &report.jobs {
         writeln!(
@@ -380,28 +324,15 @@ fn solver_line(s: &SolveStats) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{median, scope, solver_line, DEFAULT_SCOPE};
+    use super::{median, schedulers, solver_line};
     use crate::coflow::POLICY_NAMES;
     use crate::net::levels::SolveStats;
 
     #[test]
-    fn the_default_names_every_scheduler_and_says_what_it_left_out() {
-        let (runs, left_out) = scope(&[], None);
-        let names: Vec<&str> = runs.iter().map(|(s, _)| s.as_str()).collect();
-        assert_eq!(names, POLICY_NAMES);
-        for (s, n) in &runs {
-            assert_eq!(n.is_some(), left_out.iter().any(|(l, _)| l == s), "{s}");
-        }
-        assert!(DEFAULT_SCOPE
-            .iter()
-            .all(|(_, n, why)| n.is_none() || !why.is_empty()));
-        // Named schedulers, or a limit, replay what was asked and leave nothing out.
-        let (runs, left_out) = scope(&["varys".to_string()], None);
-        assert_eq!(runs, vec![("varys".to_string(), None)]);
-        assert!(left_out.is_empty());
-        let (runs, left_out) = scope(&[], Some(40));
-        assert_eq!(runs.len(), POLICY_NAMES.len());
-        assert!(runs.iter().all(|(_, n)| *n == Some(40)) && left_out.is_empty());
+    fn every_scheduler_by_default_or_those_named() {
+        assert_eq!(schedulers(&[]), POLICY_NAMES);
+        let named = ["varys".to_string(), "fair".to_string()];
+        assert_eq!(schedulers(&named), named);
     }
 
     #[test]

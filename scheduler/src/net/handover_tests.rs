@@ -171,3 +171,46 @@ fn a_finish_on_a_whole_nanosecond_is_not_pushed_one_nanosecond_late() {
     let end = ms(10) + Nanos(511_705_088);
     assert_eq!(run(&mut net), [(1, end, 0, 63_963_136), (2, end, 0, 63_963_136)]);
 }
+
+/// Caps every flow at 1 MB/s until `at`, then at 2 MB/s (a policy that
+/// re-caps flows alone in their bundles, as Varys and Aalo do).
+struct Recap {
+    at: Nanos,
+}
+
+impl CoflowPolicy for Recap {
+    fn name(&self) -> &'static str {
+        "recap"
+    }
+    fn decide(&mut self, now: Nanos, view: &NetView, _progress: &dyn Progress) -> Decision {
+        let rate = if now < self.at { 1e6 } else { 2e6 };
+        Decision {
+            plans: view
+                .flows
+                .keys()
+                .map(|&id| (id, FlowPlan::eps_paced(rate)))
+                .collect(),
+            wake_at: Some(self.at).filter(|&t| t > now),
+            ..Decision::default()
+        }
+    }
+}
+
+#[test]
+fn a_flow_recapped_alone_in_its_bundle_keeps_what_it_sent() {
+    // A (5 MB, r0 -> r1) and B (3 MB, r1 -> r2), each alone in its bundle,
+    // on links of 10 MB/s (the uplinks raised from 1 MB/s): 1 MB/s until
+    // 1 s (1 MB each), then 2 MB/s: A's 4 MB left take 2 s (done at 3 s),
+    // B's 2 MB 1 s (done at 2 s).
+    let fabric = FabricParams {
+        uplink_rate: Bps(80_000_000),
+        ..fabric()
+    };
+    let mut net = FluidNetwork::on_fabric(fabric, Box::new(Recap { at: ms(1000) }));
+    net.add_flows(Nanos::ZERO, &[flow(1, 0, 1, 5_000_000), flow(2, 1, 2, 3_000_000)]);
+    let done = run(&mut net);
+    assert_eq!(
+        done,
+        vec![(2, ms(2000), 3_000_000, 0), (1, ms(3000), 5_000_000, 0)]
+    );
+}

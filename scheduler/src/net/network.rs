@@ -378,8 +378,11 @@ pub struct FluidNetwork {
     done: Vec<u32>,
     /// The ids of the flows being added (kept to reuse its buffer).
     adding: Vec<FlowId>,
-    /// Flows whose current plan is not the default (EPS, no cap).
-    planned: BTreeSet<FlowId>,
+    /// Flows whose plan at the last call was not the default (EPS, no
+    /// cap), in id order; some may have left since (ids are not reused).
+    planned: Vec<FlowId>,
+    /// The same for the call under way (kept to reuse its buffer).
+    planning: Vec<FlowId>,
     /// Bytes of each coflow's finished flows.
     coflow_done_bytes: BTreeMap<CoflowId, f64>,
     /// Coflows with no active flow, kept so that a later flow resumes them.
@@ -437,7 +440,8 @@ impl FluidNetwork {
             due: Vec::new(),
             done: Vec::new(),
             adding: Vec::new(),
-            planned: BTreeSet::new(),
+            planned: Vec::new(),
+            planning: Vec::new(),
             coflow_done_bytes: BTreeMap::new(),
             dormant: BTreeMap::new(),
             pending: Vec::new(),
@@ -756,24 +760,36 @@ impl FluidNetwork {
         self.mark_dirty(bundle);
     }
 
-    /// Moves flow `id` to the bundle of `key` (no-op if it is there).
+    /// Moves flow `id` to the bundle of `key` (no-op if it is there). A
+    /// flow alone in its bundle whose path stays takes the bundle along
+    /// (the bundle is keyed anew, its service running on), as when a
+    /// policy that caps every flow (Varys, Aalo) changes the caps: nothing
+    /// leaves or joins a bundle, only the bundle's demand changes.
     fn move_flow(&mut self, id: FlowId, key: BundleKey) {
         let Some(ix) = self.slot_of.get(id) else {
             return;
         };
-        if self.bundles[self.slots[ix].bundle].key == Some(key) {
+        let here = self.slots[ix].bundle;
+        let Some(old) = self.bundles[here].key.filter(|&k| k != key) else {
             return;
+        };
+        if old.path == key.path && self.bundles[here].count == 1 && self.bundle_of.get(&key).is_none() {
+            self.bundle_of.remove(&old);
+            self.bundle_of.insert(key, here);
+            self.bundles[here].key = Some(key);
+            self.mark_dirty(here);
+        } else {
+            self.leave(ix);
+            let b = self.bundle_for(key);
+            let joined = self.bundles[b].service(&self.clocks, self.now);
+            let s = &mut self.slots[ix];
+            s.bundle = b;
+            s.joined = joined;
+            s.finish += joined; // it held the bytes left
+            let (finish, stamp) = (s.finish, s.stamp);
+            self.bundles[b].insert(finish, id, ix, stamp);
+            self.mark_dirty(b);
         }
-        self.leave(ix);
-        let b = self.bundle_for(key);
-        let joined = self.bundles[b].service(&self.clocks, self.now);
-        let s = &mut self.slots[ix];
-        s.bundle = b;
-        s.joined = joined;
-        s.finish += joined; // it held the bytes left
-        let (finish, stamp) = (s.finish, s.stamp);
-        self.bundles[b].insert(finish, id, ix, stamp);
-        self.mark_dirty(b);
         if let Some(f) = self.view.flows.get_mut(&id) {
             f.path = key.path;
             f.cap = key.cap();
@@ -938,9 +954,6 @@ impl FluidNetwork {
     /// whether its departure is one the policy wants to be called at.
     fn forget(&mut self, spec: &FlowSpec, pair: Option<u32>) -> bool {
         let id = spec.id;
-        if !self.planned.is_empty() {
-            self.planned.remove(&id);
-        }
         let elephant = self.view.flows.remove(&id).is_some_and(|f| f.elephant);
         let key = (spec.coflow, spec.src.rack, spec.dst.rack);
         let pair_done = pair.is_none_or(|p| self.pairs.leave(p, key, id));
@@ -1005,26 +1018,38 @@ impl FluidNetwork {
             );
         }
         let fabric = self.view.fabric;
-        let mut planned = BTreeSet::new();
+        let mut planned = std::mem::take(&mut self.planning);
+        planned.clear();
         for &(id, plan) in &decision.plans {
             let Some(f) = self.view.flows.get(&id) else {
                 continue;
             };
             let key = plan_key(&fabric, &mut self.rates, f, plan);
             if key != default_key(&mut self.rates, &f.spec) {
-                planned.insert(id);
+                planned.push(id);
             }
             self.move_flow(id, key);
         }
+        if !planned.is_sorted() {
+            planned.sort_unstable();
+        }
+        planned.dedup();
+        // Flows planned at the last call and not at this one go back to
+        // the default, in id order, unless a pair plan covers them.
         let pair_planned = &self.pair_planned;
         let covered = |f: &FlowView| {
             let key = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
             pair_planned.get(key).is_some()
         };
+        let mut now = planned.iter().peekable();
         let back: Vec<FlowId> = self
             .planned
-            .difference(&planned)
+            .iter()
             .copied()
+            .filter(|id| {
+                while now.next_if(|&&n| n < *id).is_some() {}
+                now.peek() != Some(&id)
+            })
             .filter(|id| self.view.flows.get(id).is_some_and(|f| !covered(f)))
             .collect();
         for id in back {
@@ -1033,7 +1058,7 @@ impl FluidNetwork {
                 self.move_flow(id, key);
             }
         }
-        self.planned = planned;
+        self.planning = std::mem::replace(&mut self.planned, planned);
     }
 
     /// Applies a decision's pair plan changes to the standing pair plans
