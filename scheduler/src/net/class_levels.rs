@@ -102,7 +102,6 @@ pub struct ClassLevels {
     in_sequence: Vec<bool>,
     unordered: Vec<(CoflowId, ClassId)>,
     local_changes: Changes,
-    changes: Changes,
     stats: SolveStats,
 }
 
@@ -288,14 +287,8 @@ impl ClassLevels {
     /// or bottleneck changed, in slot order, and class links whose level
     /// changed, in id order.
     pub fn solve(&mut self, changes: &mut Changes) {
-        std::mem::swap(&mut self.changes, changes);
-        self.solve_into();
-        std::mem::swap(&mut self.changes, changes);
-    }
-
-    fn solve_into(&mut self) {
-        self.changes.slots.clear();
-        self.changes.links.clear();
+        changes.slots.clear();
+        changes.links.clear();
         if self.pending.is_empty() && !self.reordered {
             return;
         }
@@ -305,7 +298,7 @@ impl ClassLevels {
         self.residual.copy_from_slice(&self.capacity);
         for &c in &sequence {
             if !self.keeps_last_solve(c) {
-                self.solve_class(c);
+                self.solve_class(c, changes);
             }
             let cl = &self.classes[c as usize];
             for &l in &cl.links {
@@ -318,13 +311,13 @@ impl ClassLevels {
         for &s in &self.pending {
             self.is_pending[s as usize] = false;
         }
-        self.changes.slots.append(&mut self.pending);
-        self.changes.slots.sort_unstable();
-        self.changes.slots.dedup();
-        self.changes.links.sort_unstable();
+        changes.slots.append(&mut self.pending);
+        changes.slots.sort_unstable();
+        changes.slots.dedup();
+        changes.links.sort_unstable();
         self.let_go_of_empty_classes();
         self.stats.solves += 1;
-        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
+        self.stats.bottlenecks_moved += changes.slots.len() as u64;
     }
 
     /// The classes in service order: those of the ordered coflows, then
@@ -373,8 +366,8 @@ impl ClassLevels {
         stands
     }
 
-    /// Solves class `c` on what its turn finds, and records what changed.
-    fn solve_class(&mut self, c: ClassId) {
+    /// Solves class `c` on what its turn finds, and adds what changed to `changes`.
+    fn solve_class(&mut self, c: ClassId, changes: &mut Changes) {
         let n = self.links();
         let base = c as usize * n;
         let cl = &mut self.classes[c as usize];
@@ -389,10 +382,10 @@ impl ClassLevels {
         for &s in &self.local_changes.slots {
             let slot = cl.slots[s as usize];
             if slot != FREE {
-                self.changes.slots.push(slot);
+                changes.slots.push(slot);
             }
         }
-        self.changes
+        changes
             .links
             .extend(self.local_changes.links.iter().map(|&l| (base as LinkId) + l));
         cl.links.clear();
