@@ -138,11 +138,11 @@ pub struct Decision {
     /// (empty otherwise): the flows of each coflow listed share max-min
     /// fairly what the coflows before it left of every link; coflows not
     /// listed follow, by id. A flow's own plan (path, cap) still holds
-    /// inside its coflow. Complete
-    /// each time, as per-flow plans are. The fluid network solves these
-    /// rates again at every event (class by class, [`crate::net::class_levels`]);
-    /// the emulation driver paces each flow that has no plan of its own at
-    /// them ([`crate::coflow::priority::paced_in_order`]).
+    /// inside its coflow. Complete each time, as per-flow plans are. The
+    /// fluid network solves these rates again at every event (class by
+    /// class, [`crate::net::class_levels`]); the emulation driver paces each
+    /// flow that has no plan of its own at them
+    /// ([`crate::coflow::priority::paced_in_order`]).
     pub order: Vec<CoflowId>,
     /// Circuits to set up now.
     pub circuits: Vec<CircuitSetup>,

@@ -440,8 +440,10 @@ impl EmuNetwork {
     fn apply_plans(&mut self, decision: &Decision, out: &mut Vec<Action>) {
         let fabric = self.view.fabric;
         let mut plans: BTreeMap<FlowId, FlowPlan> = decision.plans.iter().copied().collect();
-        // A coflow order is carried out by pacing: each flow at its strict-priority rate.
-        if self.policy.orders_coflows() && !decision.order.is_empty() {
+        // A coflow order is carried out by pacing: each flow at its
+        // strict-priority rate (an empty order too: every coflow by id, as
+        // the fluid network serves it).
+        if self.policy.orders_coflows() {
             for (id, plan) in priority::paced_in_order(&self.view, &decision.order) {
                 plans.entry(id).or_insert(plan);
             }

@@ -459,10 +459,10 @@ impl LinkLevels {
     fn solve_into(&mut self) {
         self.changes.slots.clear();
         self.changes.links.clear();
-        if self.pending.is_empty() && !std::mem::take(&mut self.recapacitated) {
+        let recapacitated = std::mem::take(&mut self.recapacitated);
+        if self.pending.is_empty() && !recapacitated {
             return;
         }
-        self.recapacitated = false;
         if self.all_capped && self.pending.iter().all(|&s| self.demand[s as usize].is_none()) {
             self.solve_departures_at_caps();
             return;
