@@ -51,6 +51,24 @@ pub enum Mode {
     Rootless,
 }
 
+/// How the OCS switches circuits in the kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Datapath {
+    /// A circuit is a tc `u32` match-all filter with a `mirred` redirect on
+    /// its OCS port, plus a route in the source ToR's OCS table.
+    #[default]
+    TcMirred,
+}
+
+impl std::fmt::Display for Datapath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Datapath::TcMirred => "tc-mirred",
+        })
+    }
+}
+
 /// Life cycle of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -70,6 +88,9 @@ pub struct Ledger {
     pub run_id: RunId,
     /// Root or rootless.
     pub mode: Mode,
+    /// How the OCS switches circuits.
+    #[serde(default)]
+    pub datapath: Datapath,
     /// The process that owns the run (tears it down when it exits).
     pub owner_pid: u32,
     /// The owner's start time (field 22 of `/proc/<pid>/stat`).
@@ -199,6 +220,11 @@ pub struct Teardown {
     pub namespaces: usize,
     /// Processes ended (they lived inside the run's namespaces).
     pub processes: usize,
+    /// Whether the run's owner had already died (crash, SIGKILL) when the
+    /// teardown began.
+    pub owner_gone: bool,
+    /// The run directory removed, if there was one.
+    pub run_dir: Option<PathBuf>,
     /// Seconds it took.
     pub seconds: f64,
 }
@@ -218,7 +244,26 @@ pub fn namespaces_of(run: RunId, ledger: Option<&Ledger>) -> Vec<String> {
 /// `grace`); returns how many there were.
 pub fn end_processes_in(names: &[String], grace: Duration) -> usize {
     let inodes: Vec<u64> = names.iter().filter_map(|n| netns::inode_of(n)).collect();
-    let pids = netns::pids_in(&inodes);
+    end_processes(|| netns::pids_in(&inodes), grace)
+}
+
+/// Ends the processes living in the user namespace with inode `user_ns`
+/// (what a rootless run leaves when its holder is killed); returns how many
+/// there were.
+pub fn end_processes_in_user_ns(user_ns: u64, grace: Duration) -> usize {
+    end_processes(|| pids_in_user_ns(user_ns), grace)
+}
+
+/// The running processes in the user namespace with inode `user_ns` (a
+/// rootless run's holder and what was started inside its fabric).
+pub fn pids_in_user_ns(user_ns: u64) -> Vec<i32> {
+    netns::pids_in_ns("user", &[user_ns])
+}
+
+/// SIGTERM to what `find` lists, then SIGKILL to what it still lists after
+/// `grace`; returns how many were found at first.
+fn end_processes(find: impl Fn() -> Vec<i32>, grace: Duration) -> usize {
+    let pids = find();
     for &p in &pids {
         let _ = kill(Pid::from_raw(p), Signal::SIGTERM);
     }
@@ -226,7 +271,7 @@ pub fn end_processes_in(names: &[String], grace: Duration) -> usize {
     let mut left = pids.clone();
     while !left.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
-        left = netns::pids_in(&inodes);
+        left = find();
     }
     for &p in &left {
         let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
@@ -260,15 +305,17 @@ pub fn remove_run(run: RunId) -> Result<Teardown, LedgerError> {
         }
     }
     let dir = run_dir(run);
-    match std::fs::remove_dir_all(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+    let had_dir = match std::fs::remove_dir_all(&dir) {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
         Err(e) => return Err(lerr("removing", &dir)(e)),
-    }
+    };
     Ok(Teardown {
         run_id: Some(run),
         namespaces: removed,
         processes,
+        owner_gone: false,
+        run_dir: had_dir.then_some(dir),
         seconds: t0.elapsed().as_secs_f64(),
     })
 }
@@ -289,7 +336,10 @@ pub fn cleanup_stale() -> Result<Vec<Teardown>, LedgerError> {
                 .unwrap_or(false),
         };
         if !alive {
-            out.push(remove_run(run)?);
+            out.push(Teardown {
+                owner_gone: true,
+                ..remove_run(run)?
+            });
         }
     }
     let mut orphans: Vec<RunId> = netns::list_named()
@@ -301,7 +351,10 @@ pub fn cleanup_stale() -> Result<Vec<Teardown>, LedgerError> {
     orphans.sort();
     orphans.dedup();
     for run in orphans {
-        out.push(remove_run(run)?);
+        out.push(Teardown {
+            owner_gone: true,
+            ..remove_run(run)?
+        });
     }
     Ok(out)
 }
@@ -323,6 +376,7 @@ mod tests {
         let l = Ledger {
             run_id: "00ff".parse().unwrap(),
             mode: Mode::Root,
+            datapath: Datapath::TcMirred,
             owner_pid: 1,
             owner_start: 2,
             detached: false,

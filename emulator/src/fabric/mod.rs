@@ -35,6 +35,7 @@ pub mod ocs;
 pub mod plan;
 pub mod probe;
 pub mod rootless;
+pub mod user_runs;
 
 pub use counters::CounterReader;
 pub use ledger::{cleanup_stale, Mode, Teardown};
@@ -252,6 +253,7 @@ impl Fabric {
         let mut ledger = Ledger {
             run_id: run,
             mode: rootless::current_mode(),
+            datapath: ledger::Datapath::TcMirred,
             owner_pid: me,
             owner_start: ledger::process_start(me).unwrap_or(0),
             detached: opts.detached,

@@ -246,6 +246,14 @@ pub fn inode_of(name: &str) -> Option<u64> {
 /// Processes (other than this one) whose network namespace has one of the
 /// given inodes. Reads `/proc/<pid>/ns/net` of every process.
 pub fn pids_in(inodes: &[u64]) -> Vec<i32> {
+    pids_in_ns("net", inodes)
+}
+
+/// Pids of the running processes (other than this one; no zombies) whose
+/// namespace of `kind` (`net`, `user`, `mnt`, ...: an entry of
+/// `/proc/<pid>/ns`) is one of `inodes`. Processes this one may not inspect
+/// are not listed.
+pub fn pids_in_ns(kind: &str, inodes: &[u64]) -> Vec<i32> {
     if inodes.is_empty() {
         return Vec::new();
     }
@@ -257,10 +265,13 @@ pub fn pids_in(inodes: &[u64]) -> Vec<i32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != me)
         .filter(|pid| {
-            std::fs::metadata(format!("/proc/{pid}/ns/net"))
+            std::fs::metadata(format!("/proc/{pid}/ns/{kind}"))
                 .map(|m| inodes.contains(&m.ino()))
                 .unwrap_or(false)
         })
+        // A zombie still shows its user namespace (it keeps its
+        // credentials) but has left the others and runs nothing.
+        .filter(|&pid| super::ledger::process_start(pid as u32).is_some())
         .collect()
 }
 

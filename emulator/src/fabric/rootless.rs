@@ -6,15 +6,19 @@
 //! visible to or touches the box's own namespaces.
 //!
 //! The fabric then lives as long as the process that entered (its namespaces
-//! are mounted on the private `/run/netns`), so in rootless mode `ocslab up`
-//! must stay in the foreground and commands for the fabric run from inside
-//! it; see `docs/fabric.md`.
+//! are mounted on the private `/run/netns`). Other processes of the same user
+//! reach it by [`join`]ing that process's namespaces, found through the
+//! per-user run directory ([`super::user_runs`]); see `docs/fabric.md`.
 
 use super::ledger::Mode;
+use super::names::RunId;
+use super::user_runs::HolderRecord;
 use nix::mount::{mount, MsFlags};
-use nix::sched::{unshare, CloneFlags};
+use nix::sched::{setns, unshare, CloneFlags};
 use nix::unistd::{getegid, geteuid};
+use std::fs::File;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static ENTERED: AtomicBool = AtomicBool::new(false);
@@ -86,4 +90,77 @@ pub fn enter_if_needed() -> Result<Mode, RootlessError> {
     ENTERED.store(true, Ordering::Relaxed);
     tracing::info!("rootless mode: inside a user+mount+net namespace owned by uid {uid}");
     Ok(Mode::Rootless)
+}
+
+/// Why a rootless run could not be joined.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot join rootless run {run} ({step}): {why}")]
+pub struct JoinError {
+    /// The run.
+    pub run: RunId,
+    /// The step that failed.
+    pub step: &'static str,
+    /// Why.
+    pub why: String,
+}
+
+/// Joins the namespaces of a rootless run's holder, as `nsenter -U -m -n -t
+/// PID` does: its user namespace (where this process becomes root, which the
+/// kernel allows only to the user who owns that namespace), then its mount
+/// namespace (with the private `/run` that holds the run's ledger and named
+/// namespaces), then its network namespace. The working directory is kept.
+/// Must be called while the process has a single thread.
+pub fn join(rec: &HolderRecord) -> Result<(), JoinError> {
+    let run = rec.run_id;
+    let fail = |step: &'static str| move |why: String| JoinError { run, step, why };
+    let Some(user_ns) = rec.user_ns else {
+        return Err(fail("reading its record")(
+            "its holder has not entered its namespaces yet".into(),
+        ));
+    };
+    let not_yours = |e: &dyn std::fmt::Display| {
+        format!(
+            "{e}: its namespaces belong to the user who started it (you are uid {})",
+            geteuid()
+        )
+    };
+    let open = |kind: &str| -> Result<File, JoinError> {
+        File::open(format!("/proc/{}/ns/{kind}", rec.holder_pid)).map_err(|e| {
+            fail("opening the holder's namespaces")(match e.kind() {
+                io::ErrorKind::PermissionDenied => not_yours(&e),
+                _ => e.to_string(),
+            })
+        })
+    };
+    let (user, mnt, net) = (open("user")?, open("mnt")?, open("net")?);
+    // The descriptors are what count from here on: check that they are the
+    // holder's (a pid reused since the record was written would not be).
+    let ino = user
+        .metadata()
+        .map_err(|e| fail("inspecting the holder's user namespace")(e.to_string()))?
+        .ino();
+    if ino != user_ns || !rec.holder_alive() {
+        return Err(fail("finding its holder")(format!(
+            "process {} is no longer its holder; `ocslab down --run {run}` cleans up",
+            rec.holder_pid
+        )));
+    }
+    let cwd = std::env::current_dir().ok();
+    let enter = |fd: &File, flag: CloneFlags, step: &'static str| {
+        setns(fd, flag).map_err(|e| {
+            fail(step)(match e {
+                nix::errno::Errno::EPERM => not_yours(&e),
+                e => e.to_string(),
+            })
+        })
+    };
+    enter(&user, CloneFlags::CLONE_NEWUSER, "entering its user namespace")?;
+    enter(&mnt, CloneFlags::CLONE_NEWNS, "entering its mount namespace")?;
+    enter(&net, CloneFlags::CLONE_NEWNET, "entering its network namespace")?;
+    // Entering a mount namespace moves the working directory to its root.
+    if let Some(cwd) = cwd {
+        let _ = std::env::set_current_dir(cwd);
+    }
+    ENTERED.store(true, Ordering::Relaxed);
+    Ok(())
 }

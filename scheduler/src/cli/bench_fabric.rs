@@ -79,6 +79,7 @@ struct FabricFigures {
     up_s: f64,
     down_s: f64,
     leftover: usize,
+    mode: fabric::Mode,
     runs: Vec<(f64, f64)>,
 }
 
@@ -89,7 +90,8 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Runs the benchmark.
 pub fn fabric(a: FabricArgs) -> Result<ExitCode> {
-    need_root()?;
+    // Before any thread: rootless builds inside a user namespace.
+    let mode = fabric::rootless::enter_if_needed()?;
     let topo = bench_topology(
         a.racks,
         a.hosts_per_rack,
@@ -133,16 +135,18 @@ pub fn fabric(a: FabricArgs) -> Result<ExitCode> {
         up_s: median(&mut runs.iter().map(|r| r.0).collect::<Vec<_>>()),
         down_s: median(&mut runs.iter().map(|r| r.1).collect::<Vec<_>>()),
         leftover,
+        mode,
         runs,
     };
     if a.json {
         println!("{}", serde_json::to_string(&figures)?);
     } else {
         println!(
-            "{} hosts ({} racks x {}): {} namespaces, {} veth pairs, {} htb classes",
+            "{} hosts ({} racks x {}), {:?} mode: {} namespaces, {} veth pairs, {} htb classes",
             figures.hosts,
             a.racks,
             a.hosts_per_rack,
+            figures.mode,
             figures.namespaces,
             figures.veth_pairs,
             figures.htb_classes
