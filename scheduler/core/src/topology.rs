@@ -490,26 +490,49 @@ fn toml_error(src: &Source<'_>, e: &toml::de::Error) -> TopologyError {
 }
 
 /// The IPv4 and IPv6 addresses configured on this box (in the current
-/// network namespace).
+/// network namespace), from `getifaddrs(3)`.
 pub fn local_addresses() -> Vec<IpAddr> {
-    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list that freeifaddrs releases;
+    // the list is only read in between.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
         return Vec::new();
-    };
-    addrs
-        .filter_map(|a| a.address)
-        .filter_map(|sa| {
-            if let Some(v4) = sa.as_sockaddr_in() {
-                Some(IpAddr::V4(v4.ip()))
-            } else {
-                sa.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip()))
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned.
+        let ifa = unsafe { &*cur };
+        if !ifa.ifa_addr.is_null() {
+            // SAFETY: ifa_addr points at a sockaddr whose family says which
+            // struct it is, and the kernel allocated it at that size.
+            match i32::from(unsafe { (*ifa.ifa_addr).sa_family }) {
+                libc::AF_INET => {
+                    let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                    out.push(IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes()));
+                }
+                libc::AF_INET6 => {
+                    let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                    out.push(IpAddr::from(sin6.sin6_addr.s6_addr));
+                }
+                _ => {}
             }
-        })
-        .collect()
+        }
+        cur = ifa.ifa_next;
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_box_addresses_include_loopback() {
+        assert!(local_addresses().contains(&IpAddr::from([127, 0, 0, 1])));
+    }
 
     const TINY: &str = r#"
 name = "tiny"
