@@ -484,7 +484,7 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::test_support::{topo, S};
+    use crate::sim::engine_tests::support::{topo, S};
 
     #[test]
     fn file_and_command_line_forms_agree() {
@@ -549,7 +549,7 @@ mod tests {
 
     #[test]
     fn a_straggler_window_stretches_the_compute_it_overlaps_as_worked_by_hand() {
-        use crate::policy::test_support::{job, simulate};
+        use crate::sim::engine_tests::support::{job, simulate};
         // One 10 s map-only task from 0; the host halves its speed at 4 s
         // (40% done): the other 6 s of work take 12 s, so it ends at 16 s.
         // Back to full speed at 10 s (6 s at half speed: 3 s of work, 7 of
@@ -576,7 +576,7 @@ mod tests {
 
     #[test]
     fn a_killed_agent_loses_its_work_and_the_job_still_completes() {
-        use crate::policy::test_support::{job, simulate};
+        use crate::sim::engine_tests::support::{job, simulate};
         // Two hosts, one slot each, two 4 s maps and a reduce. r0h1 dies at
         // 2 s (its map lost) and returns at 3 s; the lost map re-runs.
         let t = topo(1, 2, 1);

@@ -12,6 +12,11 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+pub mod coflow;
+pub mod engine;
+pub mod model;
+pub mod net;
+pub mod policy;
 pub mod topology;
 pub mod units;
 

@@ -214,7 +214,7 @@ impl PerturbPlan {
 mod tests {
     use super::*;
     use crate::perturb::Perturbation;
-    use crate::policy::test_support::{topo, S};
+    use crate::sim::engine_tests::support::{topo, S};
 
     fn plan(specs: &[&str]) -> PerturbPlan {
         let t = topo(2, 2, 2);

@@ -38,9 +38,9 @@
 
 use super::fasthash::FastMap;
 use super::levels::{Bottleneck, Changes, LinkLevels, SolveStats};
+use super::links::HostPairs;
 use super::links::LinkId;
 use super::maxmin::Demand;
-use super::pair_matrix::HostPairs;
 use crate::model::coflow::CoflowId;
 
 /// A class's handle: its class links are `class × links + link`.

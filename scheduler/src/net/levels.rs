@@ -40,9 +40,10 @@
 //! filling.
 
 use super::freeze_log::FreezeLog;
+use super::links::HostPairs;
 use super::links::{LinkId, Links};
 use super::maxmin::{share, share_key, top_link, Demand, ShareHeap};
-use super::pair_matrix::{HostPairs, PairMatrix};
+use super::pair_matrix::PairMatrix;
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
 

@@ -24,13 +24,11 @@
 
 pub mod class_levels;
 mod clocks;
-pub(crate) mod fasthash;
 mod freeze_log;
 #[cfg(test)]
 mod handover_tests;
 pub mod levels;
-pub mod links;
-pub mod maxmin;
+pub use ocslab_core::net::{fasthash, links, maxmin};
 mod network;
 pub mod pair_matrix;
 mod pairs;

@@ -25,49 +25,7 @@
 //! Link ids follow [`super::links::LinkMap`]: NIC up of host `h` (hosts
 //! numbered rack-major) is `h`, its NIC down `hosts + h`.
 
-use super::links::LinkId;
-
-/// Where the host links and the ToR links of a fabric are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HostPairs {
-    /// Hosts (NIC up `h` is link `h`, NIC down `hosts + h`).
-    pub hosts: u32,
-    /// Hosts per rack (host `h` is in rack `h / hosts_per_rack`).
-    pub hosts_per_rack: u32,
-    /// Link id of rack 0's ToR uplink (rack `r`'s is `tor_up + r`).
-    pub tor_up: LinkId,
-    /// Link id of rack 0's ToR downlink.
-    pub tor_down: LinkId,
-}
-
-impl HostPairs {
-    /// Largest number of hosts kept as a matrix (two matrices of
-    /// `hosts²` weights: 16 MB at this size).
-    pub const MAX_HOSTS: u32 = 1024;
-
-    fn rack(&self, host: usize) -> u32 {
-        host as u32 / self.hosts_per_rack
-    }
-
-    /// The pair `(i, j)` a demand over `links` is, if it goes from NIC up `i`
-    /// to NIC down `j` through nothing but its racks' ToR links (left out
-    /// when both hosts share a rack).
-    pub fn pair_of(&self, links: &[LinkId]) -> Option<(u32, u32)> {
-        let n = self.hosts;
-        let (&up, &down) = (links.first()?, links.last()?);
-        if up >= n || down < n || down >= 2 * n {
-            return None;
-        }
-        let (i, j) = (up, down - n);
-        let (ri, rj) = (self.rack(i as usize), self.rack(j as usize));
-        let through_tors = match links.len() {
-            2 => ri == rj,
-            4 => ri != rj && links[1] == self.tor_up + ri && links[2] == self.tor_down + rj,
-            _ => false,
-        };
-        through_tors.then_some((i, j))
-    }
-}
+use super::links::{HostPairs, LinkId};
 
 const NONE: u32 = u32::MAX;
 

@@ -11,6 +11,8 @@
 //! every container on a decision path is ordered, so a run is a function of
 //! its inputs: the same workload (seed) gives identical records.
 
+#[cfg(test)]
+pub(crate) mod engine_tests;
 mod fixed_rate;
 mod network;
 mod run;

@@ -1,0 +1,210 @@
+//! What a coflow policy decides: a [`Decision`] per scheduling instant.
+//!
+//! Every field can be carried out by both drivers:
+//! - the simulator applies it to its fluid model;
+//! - the emulation driver turns a [`FlowPlan`] into agent instructions (route
+//!   over EPS, or mark the socket for the OCS table and use the circuit of
+//!   port `w`; pace at `cap`, or let TCP share when `cap` is `None`), a
+//!   [`CircuitSetup`] into OCS filter changes (the OCS applies the dark time δ
+//!   itself), and `wake_at` into a timer.
+//!
+//! Per-flow plans are complete: each decision lists every flow it plans.
+//! Pair plans ([`PairPlan`]) *stand*: a driver keeps one table of them from
+//! call to call, and a decision carries only the pairs whose plan changed
+//! since the policy's previous decision ([`Decision::pair_changes`]), so a
+//! call that changes a few reservations costs a few entries, however many
+//! pairs are planned.
+
+use crate::coflow::view::Path;
+use crate::model::coflow::{CoflowId, FlowId};
+use crate::{Bps, Nanos};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// How one flow is to be sent until the next decision.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlowPlan {
+    /// EPS, a circuit, or wait.
+    pub path: Path,
+    /// A pacing rate; `None` lets the flow take what max-min fair sharing
+    /// (TCP) gives it on its path.
+    pub cap: Option<Bps>,
+}
+
+impl FlowPlan {
+    /// EPS at whatever fair sharing gives.
+    pub const EPS: FlowPlan = FlowPlan {
+        path: Path::Eps,
+        cap: None,
+    };
+    /// Do not send.
+    pub const WAIT: FlowPlan = FlowPlan {
+        path: Path::Wait,
+        cap: None,
+    };
+
+    /// EPS paced at `rate_bytes_per_s` (rounded down to whole bits per
+    /// second, so that a feasible set of rates stays feasible); a rate of 0 waits.
+    pub fn eps_paced(rate_bytes_per_s: f64) -> FlowPlan {
+        let bps = (rate_bytes_per_s * 8.0).floor();
+        if bps < 1.0 {
+            return FlowPlan::WAIT;
+        }
+        FlowPlan {
+            path: Path::Eps,
+            cap: Some(Bps(bps as u64)),
+        }
+    }
+
+    /// Over the circuit on `port`, sharing it as TCP would.
+    pub fn ocs(port: u32) -> FlowPlan {
+        FlowPlan {
+            path: Path::Ocs { port },
+            cap: None,
+        }
+    }
+}
+
+/// Set up a circuit from `src_rack` to `dst_rack` on port (wavelength)
+/// `port`. Any other circuit using the sending side of `(src_rack, port)` or
+/// the receiving side of `(dst_rack, port)` is torn down; both sides stay
+/// dark for δ. Asking for a circuit that is already up (or coming up) is a no-op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct CircuitSetup {
+    /// Sending rack.
+    pub src_rack: u32,
+    /// Receiving rack.
+    pub dst_rack: u32,
+    /// Port index on both racks.
+    pub port: u32,
+}
+
+/// A change to the standing plan of coflow `coflow`'s flows from rack
+/// `src_rack` to rack `dst_rack` (Sunflow decides per rack pair: a circuit
+/// reservation serves all of them). The plan covers the pair's active flows
+/// and those that join it later, until a later change replaces or clears it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PairPlan {
+    /// The coflow.
+    pub coflow: CoflowId,
+    /// Sending rack.
+    pub src_rack: u32,
+    /// Receiving rack.
+    pub dst_rack: u32,
+    /// The plan of each of those flows from now on, or `None`: the pair has
+    /// no plan any more (its flows go over EPS with no cap, as unplanned
+    /// flows do) and leaves the table.
+    pub plan: Option<FlowPlan>,
+}
+
+/// A coflow's flows between two racks: (coflow, source rack, destination
+/// rack), in the order pair tables are kept.
+pub type PairKey = (CoflowId, u32, u32);
+
+impl PairPlan {
+    /// The pair it is about.
+    pub fn pair(&self) -> PairKey {
+        (self.coflow, self.src_rack, self.dst_rack)
+    }
+}
+
+/// A policy's decision at one instant.
+///
+/// What a flow does until the next decision:
+/// - if its (coflow, source rack, destination rack) has a standing pair
+///   plan, that plan;
+/// - else its entry in `plans`, if any;
+/// - else EPS with no cap (fair sharing), so "all fair" is the empty decision.
+///
+/// A policy uses one kind of plan or the other for a given flow.
+///
+/// **Pair plans are a delta.** A driver starts with an empty table of
+/// standing pair plans and applies each decision's `pair_changes` to it, in
+/// order (a later entry for the same pair wins; `plan: None` removes the
+/// pair). A policy puts in `pair_changes` only what changed since its
+/// previous decision, so a driver must carry out every decision it gets,
+/// in the order it gets them, and one policy instance serves one driver.
+/// A decision that changes nothing has no pair changes (the standing plans
+/// hold). Repeating a pair's current plan is allowed and changes nothing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Decision {
+    /// Per-flow plans: every flow the policy plans this way, each time.
+    pub plans: Vec<(FlowId, FlowPlan)>,
+    /// Changes to the standing per-(coflow, rack pair) plans since the
+    /// policy's previous decision.
+    pub pair_changes: Vec<PairPlan>,
+    /// Strict priority between coflows, first served first, from a policy
+    /// that [orders coflows](crate::coflow::CoflowPolicy::orders_coflows)
+    /// (empty otherwise): the flows of each coflow listed share max-min
+    /// fairly what the coflows before it left of every link; coflows not
+    /// listed follow, by id. A flow's own plan (path, cap) still holds
+    /// inside its coflow. Complete each time, as per-flow plans are. The
+    /// fluid network solves these rates again at every event (class by
+    /// class, `ocslab_scheduler::net::class_levels`); the emulation driver paces each
+    /// flow that has no plan of its own at them
+    /// ([`crate::coflow::priority::paced_in_order`]).
+    pub order: Vec<CoflowId>,
+    /// Circuits to set up now.
+    pub circuits: Vec<CircuitSetup>,
+    /// Call the policy again at this time even if nothing else happens
+    /// (e.g. when a coflow will cross an Aalo queue threshold).
+    pub wake_at: Option<Nanos>,
+}
+
+/// The standing pair plans a driver keeps: the table [`Decision::pair_changes`]
+/// are applied to, by (coflow, source rack, destination rack).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PairPlans {
+    plans: BTreeMap<PairKey, FlowPlan>,
+}
+
+impl PairPlans {
+    /// Applies `changes` in order and returns the pairs whose plan is not
+    /// what it was before (a pair set and cleared again, or set to the plan
+    /// it had, is not listed), in pair order, each with its plan now
+    /// (`None`: no plan).
+    pub fn apply(&mut self, changes: &[PairPlan]) -> Vec<(PairKey, Option<FlowPlan>)> {
+        let mut before: BTreeMap<PairKey, Option<FlowPlan>> = BTreeMap::new();
+        for c in changes {
+            let old = match c.plan {
+                Some(plan) => self.plans.insert(c.pair(), plan),
+                None => self.plans.remove(&c.pair()),
+            };
+            before.entry(c.pair()).or_insert(old);
+        }
+        before
+            .into_iter()
+            .filter_map(|(pair, old)| {
+                let now = self.get(pair);
+                (now != old).then_some((pair, now))
+            })
+            .collect()
+    }
+
+    /// The standing plan of `pair` (coflow, source rack, destination rack), if any.
+    pub fn get(&self, pair: PairKey) -> Option<FlowPlan> {
+        self.plans.get(&pair).copied()
+    }
+
+    /// How many pairs have a plan.
+    pub fn len(&self) -> usize {
+        self.plans.len()
+    }
+
+    /// Whether no pair has a plan.
+    pub fn is_empty(&self) -> bool {
+        self.plans.is_empty()
+    }
+
+    /// The standing plans, in pair order.
+    pub fn iter(&self) -> impl Iterator<Item = (PairKey, FlowPlan)> + '_ {
+        self.plans.iter().map(|(&k, &p)| (k, p))
+    }
+
+    /// The standing plans of `coflow`'s pairs, by (source rack, destination rack).
+    pub fn of_coflow(&self, coflow: CoflowId) -> impl Iterator<Item = ((u32, u32), FlowPlan)> + '_ {
+        self.plans
+            .range((coflow, u32::MIN, u32::MIN)..=(coflow, u32::MAX, u32::MAX))
+            .map(|(&(_, i, j), &p)| ((i, j), p))
+    }
+}

@@ -1,0 +1,140 @@
+//! A schedule held between the events that change it: Varys and Aalo
+//! compute per-flow rates when a coflow arrives or completes (Aalo also
+//! when a coflow crosses a queue threshold) and keep them in between
+//! (Varys, SIGCOMM'14, Sec. 5.3; Aalo, SIGCOMM'15, Sec. 4-5; CoflowSim's
+//! `afterJobAdmission` / `afterJobDeparture`). A call at any other event
+//! (the emulation driver calls at every flow event) returns the held
+//! plans of the flows still active, so the decision does not depend on how
+//! often the policy is asked.
+
+use crate::coflow::{FlowPlan, NetView};
+use crate::model::coflow::{CoflowId, FlowId};
+use std::cmp::Ordering;
+
+/// The plans computed at the last coflow event, and the coflows they were computed for.
+#[derive(Clone, Debug, Default)]
+pub struct HeldPlans {
+    /// The active coflows at that event, in id order.
+    coflows: Vec<CoflowId>,
+    /// Every flow's plan, in flow-id order.
+    plans: Vec<(FlowId, FlowPlan)>,
+    /// Whether anything is held.
+    valid: bool,
+}
+
+impl HeldPlans {
+    /// Holds `plans` (any order), computed for the flows and coflows of `view`.
+    pub fn hold(&mut self, view: &NetView, plans: &[(FlowId, FlowPlan)]) {
+        self.coflows.clear();
+        self.coflows.extend(view.coflows.keys().copied());
+        self.plans.clear();
+        self.plans.extend_from_slice(plans);
+        if !self.plans.is_sorted_by_key(|&(f, _)| f) {
+            self.plans.sort_unstable_by_key(|&(f, _)| f);
+        }
+        self.valid = true;
+    }
+
+    /// Forgets the held plans (the next call recomputes).
+    pub fn clear(&mut self) {
+        self.valid = false;
+    }
+
+    /// The held plans of the flows active in `view`, in flow-id order, if
+    /// no coflow arrived or completed since they were computed and every
+    /// active flow has one (no flow arrived); `None` otherwise (recompute).
+    /// O(active flows + held plans), one merge walk.
+    pub fn still(&self, view: &NetView) -> Option<Vec<(FlowId, FlowPlan)>> {
+        if !self.valid || !self.coflows.iter().copied().eq(view.coflows.keys().copied()) {
+            return None;
+        }
+        let mut out = Vec::with_capacity(view.flows.len());
+        let mut held = self.plans.iter().peekable();
+        for &id in view.flows.keys() {
+            loop {
+                match held.peek().map(|&&(f, _)| f.cmp(&id)) {
+                    // A flow that has left since.
+                    Some(Ordering::Less) => {
+                        held.next();
+                    }
+                    Some(Ordering::Equal) => {
+                        out.extend(held.next().copied());
+                        break;
+                    }
+                    // A flow that arrived since: not planned.
+                    Some(Ordering::Greater) | None => return None,
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coflow::{FabricParams, NetView};
+    use crate::model::coflow::FlowSpec;
+    use crate::{Bps, Bytes, HostId, Nanos};
+
+    fn view(flows: &[(u64, u64)]) -> NetView {
+        let mut v = NetView::new(FabricParams {
+            racks: 2,
+            hosts_per_rack: 1,
+            host_rate: Bps(8_000_000),
+            uplink_rate: Bps(8_000_000),
+            ocs_ports: 0,
+            ocs_port_rate: Bps(0),
+            reconfig_delay: Nanos::ZERO,
+            elephant_threshold: Bytes(u64::MAX),
+            scale: 1.0,
+        });
+        for &(id, coflow) in flows {
+            let spec = FlowSpec {
+                id: FlowId(id),
+                coflow: CoflowId(coflow),
+                src: HostId::new(0, 0),
+                dst: HostId::new(1, 0),
+                bytes: Bytes(1000),
+            };
+            v.insert_flow(spec, Nanos::ZERO);
+        }
+        v
+    }
+
+    #[test]
+    fn held_plans_stand_until_a_coflow_or_flow_arrives_or_a_coflow_completes() {
+        let plan = |r: f64| FlowPlan::eps_paced(r);
+        let mut held = HeldPlans::default();
+        let all = view(&[(1, 1), (2, 1), (3, 2)]);
+        assert_eq!(held.still(&all), None, "nothing held yet");
+        held.hold(
+            &all,
+            &[
+                (FlowId(3), plan(3.0)),
+                (FlowId(1), plan(1.0)),
+                (FlowId(2), plan(2.0)),
+            ],
+        );
+        assert_eq!(
+            held.still(&all),
+            Some(vec![
+                (FlowId(1), plan(1.0)),
+                (FlowId(2), plan(2.0)),
+                (FlowId(3), plan(3.0))
+            ])
+        );
+        // Flow 1 left, coflow 1 still active: the others keep their plans.
+        let left = view(&[(2, 1), (3, 2)]);
+        assert_eq!(
+            held.still(&left),
+            Some(vec![(FlowId(2), plan(2.0)), (FlowId(3), plan(3.0))])
+        );
+        // Coflow 1 completed, a coflow arrived, a flow of a known coflow arrived.
+        assert_eq!(held.still(&view(&[(3, 2)])), None);
+        assert_eq!(held.still(&view(&[(1, 1), (2, 1), (3, 2), (4, 3)])), None);
+        assert_eq!(held.still(&view(&[(1, 1), (2, 1), (3, 2), (4, 2)])), None);
+        held.clear();
+        assert_eq!(held.still(&all), None);
+    }
+}

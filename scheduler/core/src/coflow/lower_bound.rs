@@ -1,0 +1,139 @@
+//! Lower bounds on a coflow's completion time.
+//!
+//! - Over the OCS: Co-scheduler (Li & Shen, IEEE/ACM ToN 2022), Sec. II-C.
+//!   A rack-to-rack demand `C_ij` needs at least one circuit set-up, so
+//!   (eq. 1) `t_ij = C_ij / BW_OCS + δ` when `C_ij > 0`, and since a rack
+//!   sends on one circuit and receives on one at a time (eq. 2)
+//!   `T(C) = max(max_i Σ_j t_ij, max_j Σ_i t_ij)`. With W wavelengths per
+//!   rack (WSS, eq. 15) both sums are divided by W.
+//! - Over EPS: the isolation bound Varys calls Γ (SIGCOMM'14, Sec. 5.1):
+//!   the longest any link needs to carry the coflow's bytes alone.
+//! - Hybrid (elephants on circuits, the rest on EPS, as Sunflow runs here):
+//!   the larger of T(C) for the elephants and the EPS bound for the rest.
+
+use crate::coflow::FabricParams;
+use crate::model::coflow::FlowSpec;
+use crate::net::links::LinkMap;
+use crate::{Bps, Bytes, Nanos};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// T(C) of a rack-to-rack demand matrix over circuits of `port_rate` with
+/// reconfiguration delay `delta` and `wavelengths` ports per rack (eq. 2
+/// for one, eq. 15 for W). Demands of a rack to itself are ignored (they
+/// never need a circuit). `None` if there is demand and no OCS to carry it.
+pub fn ocs_lower_bound(
+    demand: &BTreeMap<(u32, u32), Bytes>,
+    port_rate: Bps,
+    delta: Nanos,
+    wavelengths: u32,
+) -> Option<Nanos> {
+    let mut rows: BTreeMap<u32, u128> = BTreeMap::new();
+    let mut cols: BTreeMap<u32, u128> = BTreeMap::new();
+    for (&(i, j), &c) in demand {
+        if i == j {
+            continue;
+        }
+        let t = ocs_pair_time(c, port_rate, delta)?;
+        *rows.entry(i).or_default() += t;
+        *cols.entry(j).or_default() += t;
+    }
+    let longest = rows.values().chain(cols.values()).copied().max().unwrap_or(0);
+    ocs_bound_of_longest(longest, wavelengths)
+}
+
+/// `t_ij` of eq. 1 in nanoseconds: `C_ij / BW_OCS + δ`, zero when there
+/// are no bytes; `None` if there are bytes and `port_rate` is 0.
+pub fn ocs_pair_time(bytes: Bytes, port_rate: Bps, delta: Nanos) -> Option<u128> {
+    if bytes.0 == 0 {
+        return Some(0);
+    }
+    Some(port_rate.time_to_send(bytes)?.0 as u128 + delta.0 as u128)
+}
+
+/// T(C) from the longest row or column sum of `t_ij` (eq. 2), divided by
+/// the `wavelengths` (eq. 15); `None` if there is demand and no wavelength.
+pub fn ocs_bound_of_longest(longest: u128, wavelengths: u32) -> Option<Nanos> {
+    if longest == 0 {
+        return Some(Nanos::ZERO);
+    }
+    if wavelengths == 0 {
+        return None;
+    }
+    let t = longest.div_ceil(wavelengths as u128); // eq. 15
+    Some(Nanos(t.min(u64::MAX as u128) as u64))
+}
+
+/// The EPS isolation bound of `flows`: max over links of bytes ÷ capacity.
+/// `None` if a flow crosses a link of capacity 0.
+pub fn eps_lower_bound<'a>(links: &LinkMap, flows: impl IntoIterator<Item = &'a FlowSpec>) -> Option<Nanos> {
+    let capacities = links.capacities();
+    let mut load = vec![0u128; capacities.len()];
+    for f in flows {
+        for &l in links.eps_path(f.src, f.dst).as_slice() {
+            load[l as usize] += f.bytes.0 as u128;
+        }
+    }
+    let mut worst = 0u64;
+    for (&bytes, &capacity) in load.iter().zip(capacities) {
+        let cap_bits = (capacity * 8.0).round() as u128;
+        if bytes == 0 {
+            continue;
+        }
+        if cap_bits == 0 {
+            return None;
+        }
+        let ns = (bytes * 8 * 1_000_000_000).div_ceil(cap_bits);
+        worst = worst.max(ns.min(u64::MAX as u128) as u64);
+    }
+    Some(Nanos(worst))
+}
+
+/// A coflow's lower bound, split by fabric.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LowerBound {
+    /// The EPS bound of the flows that go over EPS.
+    pub eps: Nanos,
+    /// T(C) of the flows that go over circuits (zero if none).
+    pub ocs: Nanos,
+}
+
+impl LowerBound {
+    /// The bound: the larger part.
+    pub fn value(&self) -> Nanos {
+        self.eps.max(self.ocs)
+    }
+}
+
+/// The lower bound of a coflow of `flows` on `fabric`: with `hybrid`,
+/// elephants ([`FabricParams::may_use_ocs`], with the coflow's bytes per
+/// rack pair summed over `flows`) over circuits and the rest over EPS;
+/// otherwise everything over EPS. `None` if some part cannot be carried.
+pub fn coflow_lower_bound(
+    fabric: &FabricParams,
+    links: &LinkMap,
+    flows: &[FlowSpec],
+    hybrid: bool,
+) -> Option<LowerBound> {
+    // Per-rack-pair bytes decide which flows are elephants: only with circuits.
+    let mut pairs: BTreeMap<(u32, u32), Bytes> = BTreeMap::new();
+    if hybrid {
+        for f in flows {
+            *pairs.entry((f.src.rack, f.dst.rack)).or_default() += f.bytes;
+        }
+    }
+    let pair_bytes = |f: &FlowSpec| pairs.get(&(f.src.rack, f.dst.rack)).copied().unwrap_or(f.bytes);
+    let on_ocs = |f: &FlowSpec| hybrid && fabric.may_use_ocs(f, pair_bytes(f));
+    let eps = eps_lower_bound(links, flows.iter().filter(|f| !on_ocs(f)))?;
+    let mut demand: BTreeMap<(u32, u32), Bytes> = BTreeMap::new();
+    for f in flows.iter().filter(|f| on_ocs(f)) {
+        *demand.entry((f.src.rack, f.dst.rack)).or_default() += f.bytes;
+    }
+    let ocs = ocs_lower_bound(
+        &demand,
+        fabric.ocs_port_rate,
+        fabric.reconfig_delay,
+        fabric.ocs_ports,
+    )?;
+    Some(LowerBound { eps, ocs })
+}

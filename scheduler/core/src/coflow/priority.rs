@@ -1,0 +1,124 @@
+//! Strict priority between coflows, max-min fairness inside one: the rate
+//! allocation Aalo uses, Varys' backfilling, and the pacing by which the
+//! emulation driver carries out a coflow order ([`paced_in_order`], FIFO's
+//! decisions). Coflows are served in the given order; each takes the
+//! max-min fair rates of its EPS flows on what the coflows before it left
+//! of every link. (The fluid network solves a coflow order itself, class
+//! by class: `ocslab_scheduler::net::class_levels`.)
+
+use crate::coflow::{FlowPlan, NetView};
+use crate::model::coflow::{CoflowId, FlowId};
+use crate::net::maxmin::{Demand, WaterFill};
+use std::collections::BTreeSet;
+
+/// The per-flow plans that carry out a decision's coflow `order`
+/// ([`crate::coflow::Decision::order`]) for a driver that paces flows: the
+/// coflows listed, then those not listed by id, one after the other, each
+/// flow over EPS paced at its max-min share of what the coflows before its
+/// own left.
+pub fn paced_in_order(view: &NetView, order: &[CoflowId]) -> Vec<(FlowId, FlowPlan)> {
+    let mut listed = BTreeSet::new();
+    let mut all: Vec<CoflowId> = order.iter().copied().filter(|&c| listed.insert(c)).collect();
+    all.extend(view.coflows.keys().copied().filter(|c| !listed.contains(c)));
+    let mut residual = view.links.capacities().to_vec();
+    let mut rates = Vec::with_capacity(view.flows.len());
+    PriorityFill::default().fill_in_order(view, &all, &mut residual, &mut rates);
+    rates
+        .into_iter()
+        .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
+        .collect()
+}
+
+/// Scratch space for [`PriorityFill::fill_in_order`], reusable across calls.
+#[derive(Clone, Debug, Default)]
+pub struct PriorityFill {
+    water: WaterFill,
+    links: usize,
+    demands: Vec<Demand>,
+    ids: Vec<FlowId>,
+    rates: Vec<f64>,
+}
+
+impl PriorityFill {
+    /// Pushes onto `out` one `(flow, rate)` per flow of the coflows in
+    /// `order`: each flow's max-min share of `residual` (bytes per second per
+    /// link, reduced as it is used), coflow after coflow in `order`.
+    pub fn fill_in_order(
+        &mut self,
+        view: &NetView,
+        order: &[CoflowId],
+        residual: &mut [f64],
+        out: &mut Vec<(FlowId, f64)>,
+    ) {
+        if self.links != view.links.len() {
+            self.water = WaterFill::new(view.links.len());
+            self.links = view.links.len();
+        }
+        for &c in order {
+            self.demands.clear();
+            self.ids.clear();
+            for f in view.flows_of(c) {
+                self.ids.push(f.spec.id);
+                self.demands
+                    .push(Demand::new(view.links.eps_path(f.spec.src, f.spec.dst)));
+            }
+            self.water.fill(residual, &self.demands, &mut self.rates);
+            out.extend(self.ids.iter().copied().zip(self.rates.iter().copied()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coflow::FabricParams;
+    use crate::model::coflow::FlowSpec;
+    use crate::{Bps, Bytes, HostId, Nanos};
+
+    /// Three racks of one host, NICs at 10 MB/s; A (coflow 1): a1 h0 -> h1,
+    /// a2 h0 -> h2; B (coflow 2): b1 h2 -> h1, b2 h0 -> h1.
+    fn view() -> NetView {
+        let mut v = NetView::new(FabricParams {
+            racks: 3,
+            hosts_per_rack: 1,
+            host_rate: Bps(80_000_000),
+            uplink_rate: Bps(80_000_000),
+            ocs_ports: 0,
+            ocs_port_rate: Bps(0),
+            reconfig_delay: Nanos::ZERO,
+            elephant_threshold: Bytes(u64::MAX),
+            scale: 1.0,
+        });
+        for (id, coflow, src, dst) in [(1, 1, 0, 1), (2, 1, 0, 2), (3, 2, 2, 1), (4, 2, 0, 1)] {
+            let spec = FlowSpec {
+                id: FlowId(id),
+                coflow: CoflowId(coflow),
+                src: HostId::new(src, 0),
+                dst: HostId::new(dst, 0),
+                bytes: Bytes(1_000_000),
+            };
+            v.insert_flow(spec, Nanos::ZERO);
+        }
+        v
+    }
+
+    #[test]
+    fn an_order_is_paced_coflow_after_coflow_then_the_rest_by_id() {
+        let mb = |r: f64| FlowPlan::eps_paced(r * 1e6);
+        // A then B: a1 and a2 share h0's NIC up (5 MB/s each); b2 finds it
+        // full and waits; b1 gets what a1 left of h1's NIC down (5).
+        let plans = paced_in_order(&view(), &[CoflowId(1), CoflowId(2)]);
+        let want = [(1, mb(5.0)), (2, mb(5.0)), (3, mb(5.0)), (4, FlowPlan::WAIT)];
+        assert_eq!(plans, want.map(|(f, p)| (FlowId(f), p)));
+        // Only B named: B first (b1 and b2 share h1's NIC down, 5 each),
+        // then A, not named: a1 finds h1's NIC down full, a2 gets the 5 B
+        // left of h0's NIC up. Nothing named: by id, A then B.
+        let plans = paced_in_order(&view(), &[CoflowId(2)]);
+        let want = [(3, mb(5.0)), (4, mb(5.0)), (1, FlowPlan::WAIT), (2, mb(5.0))];
+        assert_eq!(plans, want.map(|(f, p)| (FlowId(f), p)));
+        assert_eq!(
+            paced_in_order(&view(), &[]),
+            paced_in_order(&view(), &[CoflowId(1), CoflowId(2)])
+        );
+    }
+}

@@ -1,0 +1,656 @@
+//! What a coflow policy sees: [`NetView`], a snapshot of the network at one
+//! instant (fabric parameters, active flows with their progress, active
+//! coflows, circuits). The simulator keeps its whole state in a `NetView`
+//! and lends it to the policy; the emulation driver builds one from agent
+//! reports. A test builds one by hand.
+//!
+//! Progress (bytes each flow still has to send, bytes each coflow has sent)
+//! moves continuously, so it is read on demand through [`Progress`] rather
+//! than written into every [`FlowView`] before each policy call: the fluid
+//! network answers from its bundles' service counters, for the flows a
+//! policy actually looks at; views that store progress in their fields
+//! (the emulation driver's, hand-made ones) answer with [`StoredProgress`].
+
+use super::id_index::IdIndex;
+use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+use crate::net::fasthash::FastMap;
+use crate::net::links::LinkMap;
+use crate::{Bps, Bytes, Nanos, Topology};
+use serde::Serialize;
+use serde::Serializer;
+use std::collections::BTreeMap;
+use std::ops::Index;
+
+/// The fabric's fixed parameters (effective values, already divided by the topology's `scale`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FabricParams {
+    /// Number of racks.
+    pub racks: u32,
+    /// Hosts per rack.
+    pub hosts_per_rack: u32,
+    /// Host NIC rate, each direction.
+    pub host_rate: Bps,
+    /// ToR ↔ core rate, each direction.
+    pub uplink_rate: Bps,
+    /// OCS ports (wavelengths, W) per rack; 0 means no OCS.
+    pub ocs_ports: u32,
+    /// Rate of one circuit.
+    pub ocs_port_rate: Bps,
+    /// Reconfiguration delay δ: how long both ports of a new circuit stay dark.
+    pub reconfig_delay: Nanos,
+    /// Flows smaller than this always use EPS.
+    pub elephant_threshold: Bytes,
+    /// The topology's scale factor (rates and sizes here are already divided
+    /// by it); policies with byte thresholds of their own (Aalo's queues)
+    /// divide them by it too.
+    pub scale: f64,
+}
+
+impl From<&Topology> for FabricParams {
+    fn from(t: &Topology) -> FabricParams {
+        FabricParams {
+            racks: t.racks,
+            hosts_per_rack: t.hosts_per_rack,
+            host_rate: t.host_rate,
+            uplink_rate: t.uplink_rate,
+            ocs_ports: t.ocs_ports_per_rack,
+            ocs_port_rate: t.ocs_port_rate,
+            reconfig_delay: t.reconfig_delay,
+            elephant_threshold: t.elephant_threshold,
+            scale: t.scale,
+        }
+    }
+}
+
+impl FabricParams {
+    /// Whether `flow` may use a circuit, given `pair_bytes`: the bytes its
+    /// coflow has between the flow's source and destination racks (all its
+    /// flows of that rack pair known so far, this one included). It must
+    /// cross racks on a fabric with an OCS, and the rack pair's aggregate
+    /// must reach the elephant threshold: Co-scheduler (Li & Shen, Sec.
+    /// III-A) batches a coflow's traffic per rack pair, as c-Through does,
+    /// so many ~100 MB shuffle flows of one pair make one elephant.
+    /// [`NetView::may_use_ocs`] looks the aggregate up.
+    pub fn may_use_ocs(&self, flow: &FlowSpec, pair_bytes: Bytes) -> bool {
+        self.ocs_ports > 0
+            && self.ocs_port_rate.0 > 0
+            && flow.src.rack != flow.dst.rack
+            && pair_bytes.max(flow.bytes) >= self.elephant_threshold
+    }
+}
+
+/// Which way a flow's bytes go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Path {
+    /// Over the electrical network (host NIC, ToR uplink, core, ToR downlink, host NIC).
+    #[default]
+    Eps,
+    /// Over the circuit from its source rack to its destination rack on OCS
+    /// port (wavelength) `port`; it moves only while that circuit is up.
+    Ocs {
+        /// The port index on both racks.
+        port: u32,
+    },
+    /// Not sending for now.
+    Wait,
+}
+
+/// An active flow as a policy sees it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowView {
+    /// What the flow is.
+    pub spec: FlowSpec,
+    /// When it joined the network.
+    pub started: Nanos,
+    /// Bytes still to send (fluid, so fractional), as last stored: the fluid
+    /// network brings it up to date only on `sync_progress`, so policies
+    /// read [`Progress::remaining_bytes`] instead.
+    pub remaining_bytes: f64,
+    /// Bytes sent so far over EPS.
+    pub sent_eps_bytes: f64,
+    /// Bytes sent so far over circuits.
+    pub sent_ocs_bytes: f64,
+    /// The path it currently takes.
+    pub path: Path,
+    /// Its pacing cap, if the policy set one.
+    pub cap: Option<Bps>,
+    /// Its current rate in bytes per second.
+    pub rate_bytes_per_s: f64,
+    /// When it finishes at its current rate (`None` while it does not move).
+    pub eta: Option<Nanos>,
+    /// Whether it may use a circuit ([`NetView::may_use_ocs`]), kept up to
+    /// date by [`NetView::insert_flow`] as its coflow's rack pair grows.
+    pub elephant: bool,
+}
+
+impl FlowView {
+    /// A flow that has just joined at `now` and has not been scheduled yet.
+    pub fn new(spec: FlowSpec, now: Nanos) -> FlowView {
+        FlowView {
+            remaining_bytes: spec.bytes.0 as f64,
+            spec,
+            started: now,
+            sent_eps_bytes: 0.0,
+            sent_ocs_bytes: 0.0,
+            path: Path::Eps,
+            cap: None,
+            rate_bytes_per_s: 0.0,
+            eta: None,
+            elephant: false,
+        }
+    }
+}
+
+/// A coflow with at least one active flow.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CoflowView {
+    /// When its first flow joined the network.
+    pub arrival: Nanos,
+    /// Its active flows.
+    pub flows: FlowIdSet,
+    /// Bytes of all flows it has had so far (active and finished).
+    pub known_bytes: Bytes,
+    /// Bytes it has sent so far (all its flows, both fabrics), as last
+    /// stored (see [`FlowView::remaining_bytes`]); policies read
+    /// [`Progress::sent_bytes`] instead.
+    pub sent_bytes: f64,
+    /// Bytes of all flows it has had so far (active and finished) per
+    /// (source rack, destination rack): the per-rack-pair aggregate the
+    /// elephant test looks at ([`FabricParams::may_use_ocs`]), read through
+    /// [`CoflowView::bytes_between`]. Hashed (lookups only, one per flow
+    /// that joins): a wide coflow has thousands of rack pairs.
+    #[serde(skip)]
+    pair_bytes: FastMap<(u32, u32), Bytes>,
+    /// The flows (active or not) of each rack pair still under the elephant
+    /// threshold: those that become elephants when the pair crosses it.
+    #[serde(skip)]
+    mice: FastMap<(u32, u32), Vec<FlowId>>,
+}
+
+impl CoflowView {
+    /// Its bytes so far from rack `src` to rack `dst` (zero if none).
+    pub fn bytes_between(&self, src: u32, dst: u32) -> Bytes {
+        self.pair_bytes.get(&(src, dst)).copied().unwrap_or(Bytes(0))
+    }
+}
+
+/// A coflow's active flow ids, read like a `BTreeSet<FlowId>` (membership,
+/// iteration in id order) but kept as a vector in id order: ids handed out
+/// in increasing order are appended, and a removal marks its id gone (found
+/// by binary search) instead of rebalancing a tree; gone ids are dropped
+/// when they outnumber the others (amortized O(1) per removal). An id lower
+/// than the last one is inserted in place, O(ids).
+#[derive(Clone, Debug, Default)]
+pub struct FlowIdSet {
+    /// (id, whether it is in), ids increasing.
+    ids: Vec<(FlowId, bool)>,
+    /// Ids in.
+    len: usize,
+}
+
+impl FlowIdSet {
+    /// Number of ids in.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no id is in.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether `id` is in.
+    pub fn contains(&self, id: &FlowId) -> bool {
+        self.position(*id).is_ok_and(|i| self.ids[i].1)
+    }
+
+    /// Adds `id`; returns whether it was not in.
+    pub fn insert(&mut self, id: FlowId) -> bool {
+        if self.ids.last().is_none_or(|&(last, _)| last < id) {
+            self.ids.push((id, true));
+        } else {
+            match self.position(id) {
+                Ok(i) if self.ids[i].1 => return false,
+                Ok(i) => self.ids[i].1 = true,
+                Err(i) => self.ids.insert(i, (id, true)),
+            }
+        }
+        self.len += 1;
+        true
+    }
+
+    /// Takes `id` out; returns whether it was in.
+    pub fn remove(&mut self, id: &FlowId) -> bool {
+        let Some(i) = self.position(*id).ok().filter(|&i| self.ids[i].1) else {
+            return false;
+        };
+        self.ids[i].1 = false;
+        self.len -= 1;
+        if self.ids.len() > 2 * self.len + 16 {
+            self.ids.retain(|&(_, live)| live);
+        } else {
+            while self.ids.last().is_some_and(|&(_, live)| !live) {
+                self.ids.pop();
+            }
+        }
+        true
+    }
+
+    /// The ids in, increasing.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &FlowId> + '_ {
+        self.ids.iter().filter(|(_, live)| *live).map(|(id, _)| id)
+    }
+
+    /// Where `id` is or would go in `ids`.
+    fn position(&self, id: FlowId) -> Result<usize, usize> {
+        self.ids.binary_search_by_key(&id, |&(other, _)| other)
+    }
+}
+
+impl PartialEq for FlowIdSet {
+    fn eq(&self, other: &FlowIdSet) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl FromIterator<FlowId> for FlowIdSet {
+    fn from_iter<I: IntoIterator<Item = FlowId>>(ids: I) -> FlowIdSet {
+        let mut set = FlowIdSet::default();
+        ids.into_iter().for_each(|id| {
+            set.insert(id);
+        });
+        set
+    }
+}
+
+impl Serialize for FlowIdSet {
+    /// As a sequence of ids, increasing (as a `BTreeSet` is).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+/// A circuit from `src_rack` to `dst_rack` on port (wavelength) `port`:
+/// it occupies the sending side of that port on `src_rack` and the receiving
+/// side on `dst_rack`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct CircuitView {
+    /// Sending rack.
+    pub src_rack: u32,
+    /// Receiving rack.
+    pub dst_rack: u32,
+    /// Port index on both racks.
+    pub port: u32,
+    /// When it carries bytes (set-up time + δ).
+    pub up_at: Nanos,
+}
+
+impl CircuitView {
+    /// Whether it carries bytes at `now`.
+    pub fn is_up(&self, now: Nanos) -> bool {
+        self.up_at <= now
+    }
+}
+
+/// The network at one instant, as a policy sees it.
+#[derive(Clone, Debug)]
+pub struct NetView {
+    /// Fixed parameters.
+    pub fabric: FabricParams,
+    /// The links of the fluid model, their capacities, and which links a path crosses.
+    pub links: LinkMap,
+    /// Active flows, in flow-id order.
+    pub flows: FlowTable,
+    /// Coflows with at least one active flow.
+    pub coflows: BTreeMap<CoflowId, CoflowView>,
+    /// Circuits set up or coming up, keyed by their sending side (rack, port).
+    pub circuits: BTreeMap<(u32, u32), CircuitView>,
+}
+
+impl NetView {
+    /// An empty network on `fabric`.
+    pub fn new(fabric: FabricParams) -> NetView {
+        NetView {
+            links: LinkMap::new(&fabric),
+            fabric,
+            flows: FlowTable::default(),
+            coflows: BTreeMap::new(),
+            circuits: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a flow at `now` (for hand-made views and for the network itself),
+    /// and marks its coflow's flows of its rack pair as elephants once the
+    /// pair's bytes reach the threshold.
+    pub fn insert_flow(&mut self, spec: FlowSpec, now: Nanos) {
+        let c = self.coflows.entry(spec.coflow).or_insert_with(|| CoflowView {
+            arrival: now,
+            ..CoflowView::default()
+        });
+        c.flows.insert(spec.id);
+        c.known_bytes += spec.bytes;
+        let (i, j) = (spec.src.rack, spec.dst.rack);
+        let pair = c.pair_bytes.entry((i, j)).or_default();
+        let before = *pair;
+        *pair += spec.bytes;
+        let elephant = self.fabric.may_use_ocs(&spec, *pair);
+        // A flow no byte count makes an elephant (within a rack, or no OCS)
+        // is not remembered as one that could become one.
+        let could_be = self.fabric.may_use_ocs(&spec, Bytes(u64::MAX));
+        if !elephant && could_be {
+            c.mice.entry((i, j)).or_default().push(spec.id);
+        } else if !self.fabric.may_use_ocs(&spec, before) {
+            // The pair just crossed the threshold: its earlier flows are elephants too.
+            for id in c.mice.remove(&(i, j)).unwrap_or_default() {
+                if let Some(f) = self.flows.get_mut(&id) {
+                    f.elephant = true;
+                }
+            }
+        }
+        let mut view = FlowView::new(spec, now);
+        view.elephant = elephant;
+        self.flows.insert(view);
+    }
+
+    /// Whether `flow` may use a circuit: [`FabricParams::may_use_ocs`] with
+    /// its coflow's bytes so far between its racks (its own bytes if the
+    /// coflow is not in the view).
+    pub fn may_use_ocs(&self, flow: &FlowSpec) -> bool {
+        let pair = self
+            .coflows
+            .get(&flow.coflow)
+            .map_or(flow.bytes, |c| c.bytes_between(flow.src.rack, flow.dst.rack));
+        self.fabric.may_use_ocs(flow, pair)
+    }
+
+    /// The circuit from `src_rack` to `dst_rack` on `port`, if one is set up or coming up.
+    pub fn circuit(&self, src_rack: u32, dst_rack: u32, port: u32) -> Option<&CircuitView> {
+        self.circuits
+            .get(&(src_rack, port))
+            .filter(|c| c.dst_rack == dst_rack)
+    }
+
+    /// The circuit whose receiving side is `(dst_rack, port)`, if any.
+    pub fn circuit_into(&self, dst_rack: u32, port: u32) -> Option<&CircuitView> {
+        self.circuits
+            .values()
+            .find(|c| c.dst_rack == dst_rack && c.port == port)
+    }
+
+    /// The flows of `coflow`, in flow-id order.
+    pub fn flows_of(&self, coflow: CoflowId) -> impl Iterator<Item = &FlowView> + '_ {
+        self.coflows
+            .get(&coflow)
+            .into_iter()
+            .flat_map(|c| c.flows.iter())
+            .filter_map(|id| self.flows.get(id))
+    }
+}
+
+/// Active flows by id, read like a `BTreeMap<FlowId, FlowView>` (lookups,
+/// iteration in flow-id order) but cheap to insert into and remove from at
+/// the rate a trace replay does it (hundreds of thousands of flows active,
+/// one arrival or departure every few microseconds).
+///
+/// Flows are kept in a vector in id order, removed ones as holes until they
+/// outnumber the live ones (then the vector is compacted, amortized O(1)
+/// per removal), with an index from id to position (`IdIndex`: a plain
+/// vector for ids near the ones seen so far, no hashing). Ids handed out
+/// in increasing order (the engine's and a trace's) are appended; an id
+/// lower than the last one is inserted in place, O(flows).
+#[derive(Clone, Debug, Default)]
+pub struct FlowTable {
+    /// (id, flow) in id order; `None` for a flow removed since the last compaction.
+    entries: Vec<(FlowId, Option<FlowView>)>,
+    /// Position in `entries` of each live flow.
+    index: IdIndex,
+}
+
+impl FlowTable {
+    /// Number of flows.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether there is no flow.
+    pub fn is_empty(&self) -> bool {
+        self.index.len() == 0
+    }
+
+    /// Whether flow `id` is in.
+    pub fn contains_key(&self, id: &FlowId) -> bool {
+        self.index.get(*id).is_some()
+    }
+
+    /// Flow `id`, if it is in.
+    pub fn get(&self, id: &FlowId) -> Option<&FlowView> {
+        let at = self.index.get(*id)?;
+        self.entries[at as usize].1.as_ref()
+    }
+
+    /// Flow `id`, mutably, if it is in.
+    pub fn get_mut(&mut self, id: &FlowId) -> Option<&mut FlowView> {
+        let at = self.index.get(*id)?;
+        self.entries[at as usize].1.as_mut()
+    }
+
+    /// Adds `flow` under its id (`flow.spec.id`), returning the flow it
+    /// replaces, if one had that id.
+    pub fn insert(&mut self, flow: FlowView) -> Option<FlowView> {
+        let id = flow.spec.id;
+        if let Some(at) = self.index.get(id) {
+            return self.entries[at as usize].1.replace(flow);
+        }
+        if self.entries.last().is_none_or(|&(last, _)| last < id) {
+            let at = self.entries.len() as u32;
+            self.index.insert(id, at);
+            self.entries.push((id, Some(flow)));
+            return None;
+        }
+        // Out of order: in place, after the holes of its id if any.
+        let at = self.entries.partition_point(|&(other, _)| other <= id);
+        self.entries.insert(at, (id, Some(flow)));
+        self.index.insert(id, at as u32);
+        self.reindex(at + 1);
+        None
+    }
+
+    /// Takes flow `id` out, if it is in.
+    pub fn remove(&mut self, id: &FlowId) -> Option<FlowView> {
+        let at = self.index.remove(*id)?;
+        let flow = self.entries[at as usize].1.take();
+        let live = self.index.len();
+        let holes = self.entries.len() - live;
+        if holes > live + 64 {
+            self.entries.retain(|(_, f)| f.is_some());
+            self.reindex(0);
+        } else {
+            // Holes at the end go now, so that appending stays in order.
+            while self.entries.last().is_some_and(|(_, f)| f.is_none()) {
+                self.entries.pop();
+            }
+        }
+        flow
+    }
+
+    /// Records the position of every live flow from position `from` on.
+    fn reindex(&mut self, from: usize) {
+        for (i, (id, f)) in self.entries.iter().enumerate().skip(from) {
+            if let (Some(_), Some(at)) = (f, self.index.get_mut(*id)) {
+                *at = i as u32;
+            }
+        }
+    }
+
+    /// (id, flow) in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (&FlowId, &FlowView)> + '_ {
+        self.entries
+            .iter()
+            .filter_map(|(id, f)| f.as_ref().map(|f| (id, f)))
+    }
+
+    /// (id, flow) in id order, the flows mutably.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&FlowId, &mut FlowView)> + '_ {
+        self.entries
+            .iter_mut()
+            .filter_map(|(id, f)| f.as_mut().map(|f| (&*id, f)))
+    }
+
+    /// Ids in order.
+    pub fn keys(&self) -> impl Iterator<Item = &FlowId> + '_ {
+        self.iter().map(|(id, _)| id)
+    }
+
+    /// Flows in id order.
+    pub fn values(&self) -> impl Iterator<Item = &FlowView> + '_ {
+        self.entries.iter().filter_map(|(_, f)| f.as_ref())
+    }
+
+    /// Flows in id order, mutably.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut FlowView> + '_ {
+        self.entries.iter_mut().filter_map(|(_, f)| f.as_mut())
+    }
+}
+
+impl Index<&FlowId> for FlowTable {
+    type Output = FlowView;
+
+    /// # Panics
+    /// If flow `id` is not in, as `BTreeMap`'s index does.
+    fn index(&self, id: &FlowId) -> &FlowView {
+        match self.get(id) {
+            Some(f) => f,
+            None => panic!("flow {id:?} is not in the table"),
+        }
+    }
+}
+
+/// Per-flow and per-coflow progress at the instant of a policy call, read on
+/// demand: a policy asks only about the flows and coflows it looks at.
+pub trait Progress {
+    /// Bytes `flow` still has to send (fluid, so fractional).
+    fn remaining_bytes(&self, flow: &FlowView) -> f64;
+    /// Bytes coflow `id` (whose view is `coflow`) has sent so far: its
+    /// finished flows and what its active ones sent, over both fabrics.
+    fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64;
+}
+
+/// Progress as stored in the view's own fields ([`FlowView::remaining_bytes`],
+/// [`CoflowView::sent_bytes`]): for views kept up to date from agent reports,
+/// and views built by hand.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoredProgress;
+
+impl Progress for StoredProgress {
+    fn remaining_bytes(&self, flow: &FlowView) -> f64 {
+        flow.remaining_bytes
+    }
+    fn sent_bytes(&self, _id: CoflowId, coflow: &CoflowView) -> f64 {
+        coflow.sent_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HostId;
+
+    fn flow(id: u64) -> FlowView {
+        let spec = FlowSpec {
+            id: FlowId(id),
+            coflow: CoflowId(1),
+            src: HostId { rack: 0, host: 0 },
+            dst: HostId { rack: 1, host: 0 },
+            bytes: Bytes(id),
+        };
+        FlowView::new(spec, Nanos::ZERO)
+    }
+
+    fn ids(t: &FlowTable) -> Vec<u64> {
+        t.keys().map(|id| id.0).collect()
+    }
+
+    #[test]
+    fn a_flow_table_keeps_id_order_through_removals_and_late_ids() {
+        let mut t = FlowTable::default();
+        for id in [1, 2, 3, 5, 8] {
+            assert!(t.insert(flow(id)).is_none());
+        }
+        assert_eq!(t.remove(&FlowId(3)).map(|f| f.spec.bytes), Some(Bytes(3)));
+        assert_eq!(t.remove(&FlowId(3)), None);
+        assert_eq!(t.remove(&FlowId(8)).map(|f| f.spec.id), Some(FlowId(8)));
+        // Lower than the last id: in place; an id seen before: back in.
+        t.insert(flow(4));
+        t.insert(flow(3));
+        t.insert(flow(9));
+        assert_eq!(ids(&t), [1, 2, 3, 4, 5, 9]);
+        assert_eq!(t.len(), 6);
+        assert!(!t.is_empty() && t.contains_key(&FlowId(3)));
+        assert_eq!(t[&FlowId(4)].spec.bytes, Bytes(4));
+        assert!(t.get(&FlowId(8)).is_none());
+        if let Some(f) = t.get_mut(&FlowId(5)) {
+            f.elephant = true;
+        }
+        assert!(t[&FlowId(5)].elephant);
+        t.insert(flow(0));
+        assert!(t[&FlowId(5)].elephant && !t[&FlowId(0)].elephant);
+        let values: Vec<u64> = t.values().map(|f| f.spec.id.0).collect();
+        assert_eq!(values, [0, 1, 2, 3, 4, 5, 9]);
+    }
+
+    #[test]
+    fn a_flow_id_set_reads_like_a_btree_set_through_removals_and_late_ids() {
+        let mut set = FlowIdSet::default();
+        let mut like = std::collections::BTreeSet::new();
+        // Appends, removals (enough to compact), late and repeated ids.
+        for id in (0..200).chain([50, 7, 300, 250, 7]) {
+            assert_eq!(set.insert(FlowId(id)), like.insert(FlowId(id)), "insert {id}");
+        }
+        for id in (0..200).filter(|id| id % 3 != 0).chain([300, 1000]) {
+            assert_eq!(set.remove(&FlowId(id)), like.remove(&FlowId(id)), "remove {id}");
+        }
+        assert_eq!(set.insert(FlowId(4)), like.insert(FlowId(4)));
+        assert_eq!(set.len(), like.len());
+        assert!(set.iter().eq(like.iter()));
+        for id in 0..310 {
+            assert_eq!(
+                set.contains(&FlowId(id)),
+                like.contains(&FlowId(id)),
+                "contains {id}"
+            );
+        }
+        assert_eq!(set, like.iter().copied().collect::<FlowIdSet>());
+        for id in like.iter() {
+            assert!(set.remove(id));
+        }
+        assert!(set.is_empty() && set.iter().next().is_none());
+    }
+
+    #[test]
+    fn a_flow_table_finds_every_flow_after_compactions() {
+        let mut t = FlowTable::default();
+        for id in 0..1000 {
+            t.insert(flow(id));
+        }
+        // Remove all but every tenth: several compactions on the way.
+        for id in (0..1000).filter(|id| id % 10 != 0) {
+            assert!(t.remove(&FlowId(id)).is_some(), "flow {id}");
+        }
+        assert_eq!(t.len(), 100);
+        for id in 0..1000 {
+            assert_eq!(t.contains_key(&FlowId(id)), id % 10 == 0, "flow {id}");
+        }
+        assert_eq!(ids(&t), (0..1000).filter(|id| id % 10 == 0).collect::<Vec<_>>());
+        // Removing more compacts again: positions move, lookups follow.
+        for id in (0..500).step_by(10) {
+            t.remove(&FlowId(id));
+        }
+        for id in (500..1000).step_by(10) {
+            assert_eq!(t[&FlowId(id)].spec.bytes, Bytes(id), "flow {id}");
+        }
+        for (_, f) in t.iter_mut() {
+            f.remaining_bytes = 0.0;
+        }
+        assert!(t.values().all(|f| f.remaining_bytes == 0.0));
+    }
+}

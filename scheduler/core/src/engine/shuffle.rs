@@ -1,0 +1,369 @@
+//! The shuffle in the engine: which partitions a reduce attempt still
+//! lacks, the flows that fetch them (one per source host at a time,
+//! carrying every partition ready there; under `parallel_copies` at most
+//! that many hosts at once, the next drawn at random as Hadoop's fetchers
+//! do), and what a finished flow unlocks.
+
+use super::event::AttemptId;
+use super::records::{CoflowRecord, FlowKind, FlowRecord};
+use super::{shuffle_coflow, Engine, FlowRt};
+use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+use crate::model::job::TaskKind;
+use crate::{Bytes, HostId, Nanos};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+impl Engine {
+    /// A reduce attempt got its slot: it queues every done map's partition,
+    /// and if it is the job's last reduce to be placed under
+    /// `hold_shuffle_until_reduces_placed`, the held shuffle starts.
+    pub(super) fn start_reduce(&mut self, now: Nanos, id: AttemptId, first_attempt: bool) {
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
+        let done: Vec<u32> = (0..job.spec.map_count())
+            .filter(|&m| job.maps[m as usize].done.is_some())
+            .collect();
+        let release_all = first_attempt
+            && self.c.config.hold_shuffle_until_reduces_placed
+            && job.reduces_placed == job.spec.reduce_count();
+        let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
+        for m in done {
+            self.deliver(id, m);
+        }
+        if release_all {
+            for a in readers {
+                self.pump(now, a);
+            }
+        } else {
+            self.pump(now, id);
+        }
+        self.check_reduce_ready(now, id);
+    }
+
+    /// Map `m` is done: reduce attempt `id` takes note of its partition
+    /// (at once if empty or on its own host; else it waits to be fetched).
+    pub(super) fn deliver(&mut self, id: AttemptId, m: u32) {
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
+        let Some(done) = job.maps[m as usize].done else {
+            return;
+        };
+        let bytes = job.spec.partition_of_output(m, id.task.index, done.output);
+        let Some(att) = self.c.attempts.get_mut(&id) else {
+            return;
+        };
+        let host = att.host;
+        let Some(fetch) = att.fetch.as_mut() else { return };
+        if fetch.has(m) {
+            return;
+        }
+        if bytes.0 == 0 || done.host == host {
+            fetch.set(m);
+            fetch.bytes_fetched += bytes;
+            if bytes.0 > 0 {
+                if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
+                    r.shuffle_bytes += bytes;
+                }
+            }
+        } else {
+            fetch.waiting.entry(done.host).or_default().push(m);
+        }
+    }
+
+    /// Starts fetch flows for attempt `id` from hosts that have partitions
+    /// waiting and no flow to it in flight: from every such host, or under
+    /// `parallel_copies` until that many are in flight, the hosts drawn at
+    /// random (nothing starts while the job's shuffle is held).
+    pub(super) fn pump(&mut self, now: Nanos, id: AttemptId) {
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
+        if self.shuffle_held(job) {
+            return;
+        }
+        let limit = self.c.config.parallel_copies.map_or(usize::MAX, |p| p as usize);
+        let seed = self.c.config.placement_seed;
+        let Some(att) = self.c.attempts.get_mut(&id) else {
+            return;
+        };
+        let dst = att.host;
+        let Some(fetch) = att.fetch.as_mut() else { return };
+        let free = limit.saturating_sub(fetch.inflight.len());
+        if free == 0 {
+            return;
+        }
+        let mut ready: Vec<HostId> = fetch
+            .waiting
+            .keys()
+            .filter(|h| !fetch.inflight.contains_key(h))
+            .copied()
+            .collect();
+        if ready.len() > free {
+            ready = draw_hosts(ready, free, fetcher_seed(seed, id, fetch.draws));
+            fetch.draws += 1;
+        }
+        let mut batches = Vec::with_capacity(ready.len());
+        for src in ready {
+            if let Some(maps) = fetch.waiting.remove(&src) {
+                let bytes: Bytes = maps
+                    .iter()
+                    .map(|&m| {
+                        let out = job.maps[m as usize].done.map_or(Bytes(0), |d| d.output);
+                        job.spec.partition_of_output(m, id.task.index, out)
+                    })
+                    .sum();
+                batches.push((src, maps, bytes));
+            }
+        }
+        for (src, maps, bytes) in batches {
+            let fid = self.new_flow(
+                now,
+                id,
+                FlowKind::Shuffle,
+                shuffle_coflow(id.task.job),
+                src,
+                dst,
+                bytes,
+            );
+            if let Some(fetch) = self.c.attempts.get_mut(&id).and_then(|a| a.fetch.as_mut()) {
+                fetch.inflight.insert(src, (fid, maps));
+            }
+        }
+    }
+
+    /// Whether `job`'s shuffle waits for the rest of its reduces to be placed
+    /// (`hold_shuffle_until_reduces_placed`, unless the hold was released).
+    pub(super) fn shuffle_held(&self, job: &super::state::JobState) -> bool {
+        self.c.config.hold_shuffle_until_reduces_placed
+            && !job.shuffle_released
+            && job.reduces_placed < job.spec.reduce_count()
+    }
+
+    /// Breaks the deadlock the shuffle hold can cause: when every live attempt
+    /// is a reduce whose shuffle is held and no flow is in flight, no slot can
+    /// ever free again (a job with more reduces than the cluster has slots, or
+    /// several jobs' partly placed reduces filling it, or a policy waiting for
+    /// racks held that way). Then the held job with the most reduces placed
+    /// (ties: lower id) starts its shuffle with the reduces it has.
+    pub(super) fn release_deadlocked_shuffle(&mut self, now: Nanos) {
+        if !self.c.config.hold_shuffle_until_reduces_placed || !self.flows.is_empty() {
+            return;
+        }
+        let mut held: Option<(u32, super::JobId)> = None;
+        for a in self.c.attempts.keys() {
+            let Some(job) = self.c.jobs.get(&a.task.job) else {
+                return;
+            };
+            if a.task.kind != TaskKind::Reduce || !self.shuffle_held(job) {
+                return;
+            }
+            let key = (job.reduces_placed, a.task.job);
+            if held.is_none_or(|(n, j)| key.0 > n || (key.0 == n && key.1 < j)) {
+                held = Some(key);
+            }
+        }
+        let Some((_, id)) = held else { return };
+        let Some(job) = self.c.jobs.get_mut(&id) else {
+            return;
+        };
+        job.shuffle_released = true;
+        let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
+        if let Some(r) = self.records.jobs.get_mut(&id) {
+            r.shuffle_hold_released = true;
+        }
+        for a in readers {
+            self.pump(now, a);
+            self.check_reduce_ready(now, a);
+        }
+    }
+
+    /// A reduce attempt holding every map's partition starts computing.
+    pub(super) fn check_reduce_ready(&mut self, now: Nanos, id: AttemptId) {
+        if id.task.kind != TaskKind::Reduce {
+            return;
+        }
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
+        let maps = job.spec.map_count();
+        let Some(att) = self.c.attempts.get(&id) else {
+            return;
+        };
+        let ready = matches!(att.phase, super::Phase::Fetching)
+            && att.fetch.as_ref().is_some_and(|f| f.fetched_count == maps);
+        if ready {
+            self.start_compute(now, id);
+        }
+    }
+
+    /// Registers a new flow and queues it for the driver.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new_flow(
+        &mut self,
+        now: Nanos,
+        attempt: AttemptId,
+        kind: FlowKind,
+        coflow: CoflowId,
+        src: HostId,
+        dst: HostId,
+        bytes: Bytes,
+    ) -> FlowId {
+        let id = FlowId(self.next_flow);
+        self.next_flow += 1;
+        let spec = FlowSpec {
+            id,
+            coflow,
+            src,
+            dst,
+            bytes,
+        };
+        if src.rack != dst.rack {
+            let t = &mut self.c.rack_traffic;
+            t[src.rack as usize].out_flows += 1;
+            t[src.rack as usize].out_bytes += bytes;
+            t[dst.rack as usize].in_flows += 1;
+            t[dst.rack as usize].in_bytes += bytes;
+        }
+        let rec = self
+            .records
+            .coflows
+            .entry(coflow)
+            .or_insert_with(|| CoflowRecord {
+                coflow,
+                job: attempt.task.job,
+                kind,
+                flows: 0,
+                bytes: Bytes(0),
+                first_start: now,
+                last_end: None,
+                eps_bytes: Bytes(0),
+                ocs_bytes: Bytes(0),
+                cross_rack_bytes: Bytes(0),
+                cross_rack_eps_bytes: Bytes(0),
+                cross_rack_ocs_bytes: Bytes(0),
+                open_flows: 0,
+            });
+        rec.flows += 1;
+        rec.bytes += bytes;
+        rec.open_flows += 1;
+        self.new_flows.push(spec.clone());
+        self.flows.insert(
+            id,
+            FlowRt {
+                spec,
+                job: attempt.task.job,
+                kind,
+                attempt,
+                started: now,
+                useful: true,
+            },
+        );
+        id
+    }
+
+    /// A flow delivered its last byte.
+    pub(super) fn flow_finished(&mut self, now: Nanos, fid: FlowId, eps: Bytes, ocs: Bytes) {
+        let Some(f) = self.flows.remove(&fid) else { return };
+        let (src, dst, bytes) = (f.spec.src, f.spec.dst, f.spec.bytes);
+        let cross = src.rack != dst.rack;
+        if cross {
+            let t = &mut self.c.rack_traffic;
+            let s = &mut t[src.rack as usize];
+            s.out_flows -= 1;
+            s.out_bytes = Bytes(s.out_bytes.0.saturating_sub(bytes.0));
+            let d = &mut t[dst.rack as usize];
+            d.in_flows -= 1;
+            d.in_bytes = Bytes(d.in_bytes.0.saturating_sub(bytes.0));
+        }
+        if let Some(rec) = self.records.coflows.get_mut(&f.spec.coflow) {
+            rec.open_flows -= 1;
+            rec.last_end = Some(now);
+            rec.eps_bytes += eps;
+            rec.ocs_bytes += ocs;
+            if cross {
+                rec.cross_rack_bytes += bytes;
+                rec.cross_rack_eps_bytes += eps;
+                rec.cross_rack_ocs_bytes += ocs;
+            }
+        }
+        if self.c.config.record_flows {
+            self.records.flows.push(FlowRecord {
+                flow: fid,
+                coflow: f.spec.coflow,
+                job: f.job,
+                kind: f.kind,
+                attempt: f.attempt,
+                src,
+                dst,
+                bytes,
+                started: f.started,
+                finished: Some(now),
+                eps_bytes: eps,
+                ocs_bytes: ocs,
+                useful: f.useful,
+            });
+        }
+        if !f.useful {
+            return;
+        }
+        if let Some(r) = self.records.jobs.get_mut(&f.job) {
+            match f.kind {
+                FlowKind::Input => {
+                    r.input_read_bytes += bytes;
+                    if cross {
+                        r.cross_rack_input_bytes += bytes;
+                    }
+                }
+                FlowKind::Shuffle => {
+                    r.shuffle_bytes += bytes;
+                    if cross {
+                        r.cross_rack_shuffle_bytes += bytes;
+                    }
+                }
+            }
+        }
+        match f.kind {
+            FlowKind::Input => self.start_compute(now, f.attempt),
+            FlowKind::Shuffle => {
+                let Some(fetch) = self.c.attempts.get_mut(&f.attempt).and_then(|a| a.fetch.as_mut()) else {
+                    return;
+                };
+                if let Some((_, maps)) = fetch.inflight.remove(&src) {
+                    for m in maps {
+                        fetch.set(m);
+                    }
+                    fetch.bytes_fetched += bytes;
+                }
+                self.pump(now, f.attempt);
+                self.check_reduce_ready(now, f.attempt);
+            }
+        }
+    }
+}
+
+/// The seed of a reduce attempt's `draw`-th choice of source hosts: the
+/// experiment's seed mixed with the attempt, so each attempt draws its own
+/// sequence and a run is the same for the same seed.
+fn fetcher_seed(seed: u64, id: AttemptId, draw: u32) -> u64 {
+    seed ^ id.task.job.0.rotate_left(17)
+        ^ u64::from(id.task.index).rotate_left(37)
+        ^ u64::from(id.n).rotate_left(53)
+        ^ u64::from(draw).rotate_left(5)
+        ^ 0x9e37_79b9_7f4a_7c15
+}
+
+/// `n` of the `ready` hosts, each drawn uniformly from those not drawn yet:
+/// Hadoop's fetcher threads each take a random host among the pending ones
+/// (`ShuffleSchedulerImpl.getHost`). A fixed order (e.g. by rack) would send
+/// every reduce of the cluster to the same hosts first.
+fn draw_hosts(mut ready: Vec<HostId>, n: usize, seed: u64) -> Vec<HostId> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut drawn = Vec::with_capacity(n);
+    while drawn.len() < n && !ready.is_empty() {
+        let i = rng.random_range(0..ready.len());
+        drawn.push(ready.swap_remove(i));
+    }
+    drawn
+}

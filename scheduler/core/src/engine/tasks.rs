@@ -1,0 +1,456 @@
+//! Task attempts in the engine: launching a policy's choice on a host,
+//! starting compute, finishing (the first attempt of a task to finish
+//! wins; the others are killed), and ending attempts.
+
+use super::event::{AttemptId, Command};
+use super::jobs::{add_pending_map, remove_pending_map, runnable};
+use super::records::{FlowKind, Outcome, TaskRecord};
+use super::state::{AttemptState, Fetch, Locality, Phase, TaskDone, TaskStatus};
+use super::{input_coflow, ClusterView, Engine};
+use crate::model::job::{TaskId, TaskKind};
+use crate::policy::TaskChoice;
+use crate::{Bytes, HostId, Nanos};
+
+impl Engine {
+    /// Carries out a policy's choice for a free slot on host index `hi`;
+    /// false (and a count in the records) if the engine refuses it.
+    pub(super) fn launch(&mut self, now: Nanos, hi: usize, choice: TaskChoice) -> bool {
+        let (task, speculative) = match choice {
+            TaskChoice::Run(t) => (t, false),
+            TaskChoice::Speculate(t) => (t, true),
+        };
+        let host = self.c.hosts[hi].id;
+        if !self.acceptable(hi, task, speculative) {
+            self.records.refused_choices += 1;
+            tracing::warn!(policy = self.policy.name(), %task, %host, speculative, "choice refused");
+            return false;
+        }
+        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+            return false;
+        };
+        let ts = match task.kind {
+            TaskKind::Map => &mut job.maps[task.index as usize],
+            TaskKind::Reduce => &mut job.reduces[task.index as usize],
+        };
+        let first_attempt = ts.attempts_started == 0;
+        let id = AttemptId {
+            task,
+            n: ts.attempts_started,
+        };
+        ts.attempts_started += 1;
+        ts.live.push(id);
+        ts.status = TaskStatus::Running;
+        if !speculative {
+            match task.kind {
+                TaskKind::Map => {
+                    remove_pending_map(job, task.index);
+                    self.c.runnable_maps -= 1;
+                }
+                TaskKind::Reduce => {
+                    job.pending_reduces.remove(&task.index);
+                    self.c.runnable_reduces -= 1;
+                }
+            }
+        }
+        let user = job.spec.user;
+        let u = self.c.users.entry(user).or_default();
+        let h = &mut self.c.hosts[hi];
+        match task.kind {
+            TaskKind::Map => {
+                job.running_maps += 1;
+                u.running_maps += 1;
+                h.running_maps += 1;
+            }
+            TaskKind::Reduce => {
+                job.running_reduces += 1;
+                u.running_reduces += 1;
+                h.running_reduces += 1;
+            }
+        }
+        h.attempts.insert(id);
+        if !h.free().any() {
+            self.free_hosts.remove(&hi);
+        }
+        let locality = match task.kind {
+            TaskKind::Map => {
+                let replicas = &job.spec.maps[task.index as usize].replicas;
+                Some(if replicas.contains(&host) {
+                    Locality::NodeLocal
+                } else if replicas.iter().any(|r| r.rack == host.rack) {
+                    Locality::RackLocal
+                } else {
+                    Locality::Remote
+                })
+            }
+            TaskKind::Reduce => None,
+        };
+        let map_progress = job.map_progress();
+        let maps = job.spec.map_count();
+        if task.kind == TaskKind::Reduce {
+            job.reduce_hosts.insert(task.index, host);
+            if first_attempt {
+                job.reduces_placed += 1;
+            }
+        }
+        if let Some(r) = self.records.jobs.get_mut(&task.job) {
+            r.first_task.get_or_insert(now);
+            if task.kind == TaskKind::Reduce {
+                r.map_progress_at_first_reduce.get_or_insert(map_progress);
+            }
+        }
+        self.c.attempts.insert(
+            id,
+            AttemptState {
+                id,
+                host,
+                started: now,
+                phase: Phase::Fetching,
+                compute_started: None,
+                rebase: None,
+                speculative,
+                locality,
+                input_flow: None,
+                fetch: (task.kind == TaskKind::Reduce).then(|| Fetch::new(maps)),
+            },
+        );
+        self.out.push(Command::StartTask { attempt: id, host });
+        match task.kind {
+            TaskKind::Map => self.start_input_read(now, id),
+            TaskKind::Reduce => self.start_reduce(now, id, first_attempt),
+        }
+        let view = ClusterView { c: &self.c };
+        self.policy.on_task_started(now, &view, id);
+        true
+    }
+
+    /// Whether the engine accepts `task` on host index `hi`.
+    fn acceptable(&self, hi: usize, task: TaskId, speculative: bool) -> bool {
+        let host = &self.c.hosts[hi];
+        let Some(job) = self.c.jobs.get(&task.job) else {
+            return false;
+        };
+        let Some(ts) = job.task(task.kind, task.index) else {
+            return false;
+        };
+        if !runnable(job, task.kind) || !host.free().fits(task.kind) {
+            return false;
+        }
+        if task.kind == TaskKind::Reduce && !self.c.reduce_may_start(job) {
+            return false;
+        }
+        match (speculative, ts.status) {
+            (false, TaskStatus::Pending) => true,
+            (true, TaskStatus::Running) => !ts
+                .live
+                .iter()
+                .any(|a| self.c.attempts.get(a).is_some_and(|s| s.host == host.id)),
+            _ => false,
+        }
+    }
+
+    /// A map's first step: compute at once if its block is on its host (or
+    /// input reads are free); else read the block from the nearest alive
+    /// replica as a flow. Also used to restart a read whose source died.
+    pub(super) fn start_input_read(&mut self, now: Nanos, id: AttemptId) {
+        let Some(att) = self.c.attempts.get(&id) else {
+            return;
+        };
+        let host = att.host;
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
+        let map = &job.spec.maps[id.task.index as usize];
+        if !self.c.config.input_reads || map.input.0 == 0 || map.replicas.contains(&host) {
+            self.start_compute(now, id);
+            return;
+        }
+        let alive = |h: &HostId| self.c.hosts[self.c.topo.host_index(*h)].alive;
+        let src = map
+            .replicas
+            .iter()
+            .find(|r| r.rack == host.rack && alive(r))
+            .or_else(|| map.replicas.iter().find(|r| alive(r)))
+            .or(map.replicas.first())
+            .copied();
+        let Some(src) = src else {
+            self.start_compute(now, id);
+            return;
+        };
+        let bytes = map.input;
+        let fid = self.new_flow(
+            now,
+            id,
+            FlowKind::Input,
+            input_coflow(id.task.job),
+            src,
+            host,
+            bytes,
+        );
+        if let Some(att) = self.c.attempts.get_mut(&id) {
+            att.input_flow = Some(fid);
+        }
+    }
+
+    /// Starts an attempt's compute: its task's duration ÷ its host's speed.
+    pub(super) fn start_compute(&mut self, now: Nanos, id: AttemptId) {
+        let Some(job) = self.c.jobs.get(&id.task.job) else {
+            return;
+        };
+        let base = match id.task.kind {
+            TaskKind::Map => job.spec.maps[id.task.index as usize].duration,
+            TaskKind::Reduce => job.spec.reduces[id.task.index as usize].duration,
+        };
+        let Some(att) = self.c.attempts.get_mut(&id) else {
+            return;
+        };
+        let speed = self.c.hosts[self.c.topo.host_index(att.host)].speed;
+        let duration = if speed == 1.0 {
+            base
+        } else {
+            Nanos((base.0 as f64 / speed).round() as u64)
+        };
+        att.phase = Phase::Computing { since: now, duration };
+        att.compute_started = Some(now);
+        if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
+            r.first_task.get_or_insert(now);
+        }
+        self.out.push(Command::Compute {
+            attempt: id,
+            host: att.host,
+            duration,
+        });
+    }
+
+    /// Host `h` now computes at `speed` (a CPU straggler began or ended):
+    /// every attempt computing there keeps the progress it made and does
+    /// the rest at the new speed: its phase keeps its start and gets the new
+    /// expected total, its progress continues from where it was
+    /// ([`super::AttemptState::compute_progress`]), and the driver learns the new
+    /// end as [`Command::Retime`].
+    pub(super) fn host_speed(&mut self, now: Nanos, h: HostId, speed: f64) {
+        if !(self.c.topo.contains(h) && speed.is_finite() && speed > 0.0) {
+            return;
+        }
+        let hi = self.c.topo.host_index(h);
+        let old = self.c.hosts[hi].speed;
+        self.c.hosts[hi].speed = speed;
+        if old == speed {
+            return;
+        }
+        let ids: Vec<AttemptId> = self.c.hosts[hi].attempts.iter().copied().collect();
+        for id in ids {
+            let Some(att) = self.c.attempts.get_mut(&id) else {
+                continue;
+            };
+            let Phase::Computing { since, duration } = att.phase else {
+                continue;
+            };
+            let done = att.compute_progress(now);
+            let end = since + duration;
+            if done >= 1.0 || end <= now {
+                continue; // its end is due now anyway
+            }
+            let remaining = Nanos(((end - now).0 as f64 * old / speed).round() as u64);
+            att.phase = Phase::Computing {
+                since,
+                duration: (now - since) + remaining,
+            };
+            att.rebase = Some((now, done));
+            self.out.push(Command::Retime {
+                attempt: id,
+                host: h,
+                remaining,
+            });
+        }
+    }
+
+    /// An attempt reported its compute done.
+    pub(super) fn task_finished(&mut self, now: Nanos, id: AttemptId, _host: HostId, output: Option<Bytes>) {
+        let Some(att) = self.c.attempts.get(&id) else {
+            return; // killed or lost meanwhile
+        };
+        let host = att.host;
+        let locality = att.locality;
+        let task = id.task;
+        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+            return;
+        };
+        let model_output = match task.kind {
+            TaskKind::Map => job.spec.map_output(task.index),
+            TaskKind::Reduce => Bytes(0),
+        };
+        let output = output.unwrap_or(model_output);
+        let ts = match task.kind {
+            TaskKind::Map => &mut job.maps[task.index as usize],
+            TaskKind::Reduce => &mut job.reduces[task.index as usize],
+        };
+        ts.status = TaskStatus::Done;
+        ts.done = Some(TaskDone {
+            host,
+            at: now,
+            output,
+        });
+        let siblings: Vec<AttemptId> = ts.live.iter().copied().filter(|a| *a != id).collect();
+        self.end_attempt(now, id, Outcome::Finished);
+        for s in siblings {
+            if let Some(h) = self.c.attempts.get(&s).map(|a| a.host) {
+                self.end_attempt(now, s, Outcome::Killed);
+                self.out.push(Command::KillTask { attempt: s, host: h });
+            }
+        }
+        match task.kind {
+            TaskKind::Map => self.map_done(now, task, host, output, locality),
+            TaskKind::Reduce => {
+                let Some(job) = self.c.jobs.get_mut(&task.job) else {
+                    return;
+                };
+                job.reduces_done += 1;
+                let all = job.reduces_done == job.spec.reduce_count();
+                let view = ClusterView { c: &self.c };
+                self.policy.on_task_finished(now, &view, task, host);
+                if all {
+                    self.job_finished(now, task.job);
+                }
+            }
+        }
+    }
+
+    fn map_done(
+        &mut self,
+        now: Nanos,
+        task: TaskId,
+        host: HostId,
+        output: Bytes,
+        locality: Option<Locality>,
+    ) {
+        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+            return;
+        };
+        let m = task.index;
+        job.maps_done += 1;
+        job.input_done += job.spec.maps[m as usize].input;
+        job.output_done += output;
+        *job.output_by_rack.entry(host.rack).or_default() += output;
+        *job.output_by_host.entry(host).or_default() += output;
+        for r in 0..job.spec.reduce_count() {
+            let p = job.spec.partition_of_output(m, r, output);
+            job.output_for_reduce[r as usize] += p;
+        }
+        let all_maps = job.maps_done == job.spec.map_count();
+        let no_reduces = job.spec.reduces.is_empty();
+        let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
+        if let Some(r) = self.records.jobs.get_mut(&task.job) {
+            if let Some(l) = locality {
+                r.locality[l as usize] += 1;
+            }
+            if all_maps {
+                r.maps_done = Some(now);
+            }
+        }
+        for a in readers {
+            self.deliver(a, m);
+            self.pump(now, a);
+            self.check_reduce_ready(now, a);
+        }
+        self.check_slow_start(task.job);
+        let view = ClusterView { c: &self.c };
+        self.policy.on_task_finished(now, &view, task, host);
+        if all_maps && no_reduces {
+            self.job_finished(now, task.job);
+        }
+    }
+
+    /// Ends a live attempt: frees its slot, abandons its flows, records it.
+    /// A lost attempt's task becomes pending again if no other attempt lives.
+    pub(super) fn end_attempt(&mut self, now: Nanos, id: AttemptId, outcome: Outcome) {
+        let Some(att) = self.c.attempts.remove(&id) else {
+            return;
+        };
+        let hi = self.c.topo.host_index(att.host);
+        let h = &mut self.c.hosts[hi];
+        h.attempts.remove(&id);
+        let task = id.task;
+        match task.kind {
+            TaskKind::Map => h.running_maps -= 1,
+            TaskKind::Reduce => h.running_reduces -= 1,
+        }
+        if h.free().any() {
+            self.free_hosts.insert(hi);
+            self.freed.insert(hi);
+        }
+        if let Some(f) = att.input_flow {
+            if let Some(fl) = self.flows.get_mut(&f) {
+                fl.useful = false;
+            }
+        }
+        let bytes = match &att.fetch {
+            Some(fetch) => {
+                for (fid, _) in fetch.inflight.values() {
+                    if let Some(fl) = self.flows.get_mut(fid) {
+                        fl.useful = false;
+                    }
+                }
+                fetch.bytes_fetched
+            }
+            None => Bytes(0),
+        };
+        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+            return;
+        };
+        let u = self.c.users.entry(job.spec.user).or_default();
+        match task.kind {
+            TaskKind::Map => {
+                job.running_maps -= 1;
+                u.running_maps -= 1;
+            }
+            TaskKind::Reduce => {
+                job.running_reduces -= 1;
+                u.running_reduces -= 1;
+            }
+        }
+        let ts = match task.kind {
+            TaskKind::Map => &mut job.maps[task.index as usize],
+            TaskKind::Reduce => &mut job.reduces[task.index as usize],
+        };
+        ts.live.retain(|a| *a != id);
+        let bytes = match (task.kind, ts.done) {
+            (TaskKind::Map, Some(d)) if outcome == Outcome::Finished => d.output,
+            _ => bytes,
+        };
+        if ts.live.is_empty() && ts.status == TaskStatus::Running {
+            ts.status = TaskStatus::Pending;
+            match task.kind {
+                TaskKind::Map => {
+                    add_pending_map(job, task.index);
+                    if runnable(job, TaskKind::Map) {
+                        self.c.runnable_maps += 1;
+                    }
+                }
+                TaskKind::Reduce => {
+                    job.pending_reduces.insert(task.index);
+                    if runnable(job, TaskKind::Reduce) {
+                        self.c.runnable_reduces += 1;
+                    }
+                }
+            }
+            self.new_work = true;
+        }
+        let compute_started = att.compute_started;
+        self.records.tasks.push(TaskRecord {
+            attempt: id,
+            kind: task.kind,
+            host: att.host,
+            started: att.started,
+            compute_started,
+            ended: now,
+            outcome,
+            locality: att.locality,
+            speculative: att.speculative,
+            bytes,
+        });
+        if let Some(rec) = self.records.tasks.last() {
+            let view = ClusterView { c: &self.c };
+            self.policy.on_attempt_ended(now, &view, rec);
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Tests of the engine and of the task policies that need a driver to run
+//! them: whole jobs through [`crate::sim::Simulation`] over a fixed-rate
+//! network. They live beside the simulator because the core crate, where the
+//! engine and the policies are, cannot depend on a driver; the policies'
+//! decisions on hand-made views are tested inside the core.
+
+mod engine;
+mod esplash;
+mod fresh;
+mod netaware;
+mod omo;
+pub(crate) mod support;
