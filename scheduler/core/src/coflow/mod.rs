@@ -29,6 +29,8 @@
 //! isolation bound.
 
 pub mod aalo;
+#[cfg(test)]
+mod decide_tests;
 pub mod decision;
 pub mod fair;
 pub mod fifo;

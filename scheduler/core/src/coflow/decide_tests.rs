@@ -1,0 +1,164 @@
+//! Each coflow policy's distinctive decision on a [`NetView`] built by hand:
+//! no network, no engine, no simulator. The fabric has 1 MB/s host NICs
+//! (8 Mbit/s) and an uplink and OCS ports fast enough never to bind, so
+//! every expected rate below is worked out from the NICs alone.
+
+use super::{by_name, CircuitSetup, Decision, FabricParams, FlowPlan, NetView, PairPlan, Path};
+use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+use crate::{Bps, Bytes, HostId, Nanos};
+
+/// A host NIC's rate in bytes per second.
+const NIC: f64 = 1e6;
+
+fn fabric(racks: u32) -> FabricParams {
+    FabricParams {
+        racks,
+        hosts_per_rack: 2,
+        host_rate: Bps(8_000_000),
+        uplink_rate: Bps(800_000_000),
+        ocs_ports: 1,
+        ocs_port_rate: Bps(800_000_000),
+        reconfig_delay: Nanos::from_millis(1),
+        elephant_threshold: Bytes(1_000_000),
+        scale: 1.0,
+    }
+}
+
+fn h(rack: u32, host: u32) -> HostId {
+    HostId { rack, host }
+}
+
+/// Adds flow `id` of `coflow` from `src` to `dst` with `bytes` at `at`,
+/// none of them sent yet.
+fn add(view: &mut NetView, at: Nanos, id: u64, coflow: u64, src: HostId, dst: HostId, bytes: u64) {
+    view.insert_flow(
+        FlowSpec {
+            id: FlowId(id),
+            coflow: CoflowId(coflow),
+            src,
+            dst,
+            bytes: Bytes(bytes),
+        },
+        at,
+    );
+    if let Some(f) = view.flows.get_mut(&FlowId(id)) {
+        f.remaining_bytes = bytes as f64;
+    }
+}
+
+/// The plan of flow `id` in `d`'s per-flow plans.
+fn plan(d: &Decision, id: u64) -> FlowPlan {
+    d.plans
+        .iter()
+        .find(|(f, _)| *f == FlowId(id))
+        .map(|(_, p)| *p)
+        .unwrap_or_else(|| panic!("flow {id} has no plan in {d:?}"))
+}
+
+/// A paced plan's rate in bytes per second (0 for a flow told to wait).
+fn rate(p: FlowPlan) -> f64 {
+    match (p.path, p.cap) {
+        (Path::Wait, _) => 0.0,
+        (Path::Eps, Some(cap)) => cap.bytes_per_sec(),
+        other => panic!("not a paced EPS plan: {other:?}"),
+    }
+}
+
+fn close(got: f64, want: f64) {
+    // Caps are whole bits per second, rounded down.
+    assert!((got - want).abs() <= 1.0, "rate {got} B/s, expected {want} B/s");
+}
+
+/// Varys (SEBF, then MADD, then backfilling): the coflow with the smaller
+/// effective bottleneck goes first even though it arrived second; MADD gives
+/// each of its flows remaining ÷ Γ, so its small flow gets half a NIC, and
+/// backfilling hands that flow the other half; the earlier, larger coflow,
+/// whose only flow shares the first coflow's saturated NIC, waits.
+#[test]
+fn varys_serves_the_smallest_bottleneck_first_at_madd_rates() {
+    let mut view = NetView::new(fabric(2));
+    // Coflow 2 arrives first: 4 MB out of r0h0 (Γ = 4 s).
+    add(&mut view, Nanos::ZERO, 1, 2, h(0, 0), h(1, 1), 4_000_000);
+    // Coflow 1: 1 MB out of r0h0 and 0.5 MB out of r0h1 (Γ = 1 s).
+    let t = Nanos::from_millis(1);
+    add(&mut view, t, 2, 1, h(0, 0), h(1, 0), 1_000_000);
+    add(&mut view, t, 3, 1, h(0, 1), h(1, 1), 500_000);
+    let d = by_name("varys").unwrap().schedule(t, &view);
+    close(rate(plan(&d, 2)), NIC); // 1 MB in Γ = 1 s
+    close(rate(plan(&d, 3)), NIC); // MADD 0.5 MB/s + backfilled 0.5 MB/s
+    assert_eq!(
+        plan(&d, 1),
+        FlowPlan::WAIT,
+        "r0h0's NIC is taken by the first coflow"
+    );
+    assert!(d.circuits.is_empty() && d.order.is_empty());
+}
+
+/// Without backfilling room, MADD's rate shows alone: a coflow whose two
+/// flows leave the same NIC with 3 MB and 1 MB has Γ = 4 s and paces them
+/// at 0.75 and 0.25 MB/s, so both finish together.
+#[test]
+fn varys_madd_paces_a_coflows_flows_to_finish_together() {
+    let mut view = NetView::new(fabric(2));
+    add(&mut view, Nanos::ZERO, 1, 1, h(0, 0), h(1, 0), 3_000_000);
+    add(&mut view, Nanos::ZERO, 2, 1, h(0, 0), h(1, 1), 1_000_000);
+    let d = by_name("varys").unwrap().schedule(Nanos::ZERO, &view);
+    close(rate(plan(&d, 1)), 0.75 * NIC);
+    close(rate(plan(&d, 2)), 0.25 * NIC);
+}
+
+/// Aalo (D-CLAS): a coflow that has sent 20 MiB sits in queue 1, below a
+/// newer one that has sent nothing (queue 0), so the newer one takes the
+/// shared NIC whole and the older one waits; Aalo asks to be woken when the
+/// newer one will have sent its queue's 10 MiB at that rate.
+#[test]
+fn aalo_puts_the_coflow_that_sent_least_first_and_wakes_at_its_queue_limit() {
+    let mut view = NetView::new(fabric(2));
+    add(&mut view, Nanos::ZERO, 1, 1, h(0, 0), h(1, 0), 100_000_000);
+    if let Some(c) = view.coflows.get_mut(&CoflowId(1)) {
+        c.sent_bytes = 20.0 * 1_048_576.0;
+    }
+    let t = Nanos::from_millis(30_000);
+    add(&mut view, t, 2, 2, h(0, 0), h(1, 1), 50_000_000);
+    let d = by_name("aalo").unwrap().schedule(t, &view);
+    close(rate(plan(&d, 2)), NIC);
+    assert_eq!(plan(&d, 1), FlowPlan::WAIT);
+    let wake = d.wake_at.expect("a wake-up at the queue crossing");
+    let want = t.0 as f64 + 10.0 * 1_048_576.0 / NIC * 1e9;
+    assert!(
+        (wake.0 as f64 - want).abs() <= 2.0,
+        "wake at {wake:?}, expected {want} ns"
+    );
+}
+
+/// Sunflow: two coflows want rack 0's only OCS port. The one with the
+/// shorter T(C) (2 MB to rack 1, against 20 MB to rack 2) reserves it and
+/// gets a circuit 0 → 1; the other's elephants wait; a flow below the
+/// elephant threshold is left to EPS (no plan).
+#[test]
+fn sunflow_gives_a_contended_port_to_the_shortest_coflow() {
+    let mut view = NetView::new(fabric(3));
+    add(&mut view, Nanos::ZERO, 1, 1, h(0, 0), h(2, 0), 20_000_000);
+    add(&mut view, Nanos::ZERO, 2, 2, h(0, 1), h(1, 0), 2_000_000);
+    add(&mut view, Nanos::ZERO, 3, 3, h(1, 1), h(2, 1), 500_000);
+    let d = by_name("sunflow").unwrap().schedule(Nanos::ZERO, &view);
+    assert_eq!(
+        d.circuits,
+        [CircuitSetup {
+            src_rack: 0,
+            dst_rack: 1,
+            port: 0
+        }]
+    );
+    let mut changes = d.pair_changes.clone();
+    changes.sort_by_key(PairPlan::pair);
+    let plans: Vec<(u64, u32, u32, Option<FlowPlan>)> = changes
+        .iter()
+        .map(|c| (c.coflow.0, c.src_rack, c.dst_rack, c.plan))
+        .collect();
+    assert_eq!(
+        plans,
+        [(1, 0, 2, Some(FlowPlan::WAIT)), (2, 0, 1, Some(FlowPlan::ocs(0)))]
+    );
+    assert!(d.plans.is_empty(), "the mouse keeps EPS with fair sharing");
+}
