@@ -33,7 +33,7 @@ use crate::sim::SimConfig;
 use crate::trace::swim::{self, SwimJob, SwimModel};
 use crate::workload::generated::{GeneratedWorkload, WorkloadError};
 use crate::workload::spec;
-use ocslab_emulator::topology::locate;
+use ocslab_core::topology::{locate, toml_error_location, unknown_key};
 use ocslab_emulator::{HostId, Nanos, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -513,53 +513,13 @@ fn werr(src: &Src<'_>, e: WorkloadError) -> ExperimentError {
 
 /// A toml error as an experiment error naming the line and the key on it.
 fn toml_error(src: &Src<'_>, e: &toml::de::Error) -> ExperimentError {
-    let mut line = e
-        .span()
-        .map(|s| src.text[..s.start.min(src.text.len())].matches('\n').count() + 1);
-    // Inside a tagged table (`[workload]`) toml points at the header; point
-    // at the unknown key itself.
-    if let (Some(l), Some(key)) = (line, unknown_key(e.message())) {
-        let lines: Vec<&str> = src.text.lines().collect();
-        let found = lines
-            .iter()
-            .enumerate()
-            .skip(l)
-            .take_while(|(_, x)| !x.trim().starts_with('['))
-            .find(|(_, x)| x.split_once('=').is_some_and(|(k, _)| k.trim() == key));
-        if let Some((i, _)) = found {
-            line = Some(i + 1);
-        }
-    }
-    let field = line
-        .and_then(|l| {
-            let lines: Vec<&str> = src.text.lines().collect();
-            let key = lines
-                .get(l - 1)?
-                .split_once('=')
-                .map(|(k, _)| k.trim().to_string())?;
-            let table = lines[..l - 1].iter().rev().find_map(|x| {
-                x.trim()
-                    .strip_prefix('[')
-                    .map(|h| h.trim_end_matches(']').trim().to_string())
-            });
-            Some(match table {
-                Some(t) => format!("{t}.{key}"),
-                None => key,
-            })
-        })
-        .unwrap_or_default();
+    let (line, field) = toml_error_location(src.text, e);
     ExperimentError {
         file: src.file.to_path_buf(),
         line,
         field,
         message: e.message().trim().to_string(),
     }
-}
-
-/// The key of an "unknown field `key`" message.
-fn unknown_key(message: &str) -> Option<&str> {
-    let rest = message.split_once("unknown field `")?.1;
-    rest.split_once('`').map(|(k, _)| k)
 }
 
 #[cfg(test)]

@@ -466,14 +466,16 @@ fn net32(a: Ipv4Addr) -> Ipv4Net {
 mod tests {
     use super::*;
     use crate::fabric::names::IFNAME_MAX;
+    use crate::units::{Bytes, Nanos};
     use std::collections::BTreeSet;
-    use std::path::Path;
 
     fn topo(racks: u32, hosts: u32, w: u32) -> Topology {
-        let text = format!(
-            "name = \"t\"\nracks = {racks}\nhosts_per_rack = {hosts}\nscale = 10.0\n[eps]\nhost_rate = \"1Gbit/s\"\nuplink_rate = \"500Mbit/s\"\n[ocs]\nports_per_rack = {w}\nport_rate = \"2Gbit/s\"\nreconfig_delay = \"1ms\"\nelephant_threshold = \"10MB\"\n"
-        );
-        Topology::parse(&text, Path::new("t.toml"), &[]).unwrap()
+        Topology::builder("t", racks, hosts)
+            .scale(10.0)
+            .uplink_rate(Bps(500_000_000))
+            .ocs(w, Bps(2_000_000_000), Nanos::from_millis(1), Bytes(10_000_000))
+            .build()
+            .unwrap()
     }
 
     fn plan(racks: u32, hosts: u32, w: u32) -> FabricPlan {

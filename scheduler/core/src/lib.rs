@@ -20,5 +20,7 @@ pub mod policy;
 pub mod topology;
 pub mod units;
 
+pub use topology::builder::TopologyBuilder;
+
 pub use topology::{FileError, HostId, Topology, TopologyError};
 pub use units::{Bps, Bytes, Nanos};

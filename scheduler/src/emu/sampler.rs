@@ -237,10 +237,16 @@ impl UtilizationRecorder {
 mod tests {
     use super::*;
     use ocslab_emulator::fabric::{OcsPortCounters, UplinkCounters};
+    use ocslab_emulator::Bytes;
 
     fn topo() -> Topology {
-        let text = "name = \"t\"\nracks = 2\nhosts_per_rack = 1\nslots_per_host = 1\n\n[eps]\nhost_rate = \"80Mbit/s\"\nuplink_rate = \"8Mbit/s\"\n\n[ocs]\nports_per_rack = 1\nport_rate = \"80Mbit/s\"\nreconfig_delay = \"1ms\"\nelephant_threshold = \"1MB\"\n";
-        Topology::parse(text, std::path::Path::new("t.toml"), &[]).expect("valid topology")
+        Topology::builder("t", 2, 1)
+            .slots_per_host(1)
+            .host_rate(Bps(80_000_000))
+            .uplink_rate(Bps(8_000_000))
+            .ocs(1, Bps(80_000_000), Nanos::from_millis(1), Bytes(1_000_000))
+            .build()
+            .expect("valid topology")
     }
 
     fn reading(at_ms: u64, up0: u64, down1: u64, ocs0: u64) -> FabricCounters {

@@ -409,8 +409,10 @@ mod tests {
     const TEXT: &str = "job0\t9\t9\t1762\t0\t14347\njob1\t18\t9\t300000000\t150000000\t697\n\njob2\t20\t2\t53088744165\t1510005522\t5759777\n";
 
     fn topo() -> Topology {
-        let text = "name = \"t\"\nracks = 3\nhosts_per_rack = 4\nsimulation_only = true\n[eps]\nhost_rate = \"1Gbit/s\"\noversubscription = 1.0\n[ocs]\nports_per_rack = 0\nport_rate = \"0bit/s\"\nreconfig_delay = \"0ms\"\nelephant_threshold = \"0B\"\n";
-        Topology::parse(text, Path::new("t.toml"), &[]).expect("valid")
+        Topology::builder("t", 3, 4)
+            .simulation_only()
+            .build()
+            .expect("valid")
     }
 
     #[test]

@@ -123,7 +123,6 @@ impl Sec5 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn trace(n: u64) -> Vec<SwimJob> {
         (0..n)
@@ -140,8 +139,18 @@ mod tests {
     }
 
     fn topo() -> Topology {
-        let text = "name = \"t\"\nracks = 6\nhosts_per_rack = 2\nsimulation_only = true\n[eps]\nhost_rate = \"10Gbit/s\"\noversubscription = 10.0\n[ocs]\nports_per_rack = 1\nport_rate = \"100Gbit/s\"\nreconfig_delay = \"10ms\"\nelephant_threshold = \"1.125GB\"\n";
-        Topology::parse(text, Path::new("t.toml"), &[]).expect("valid")
+        Topology::builder("t", 6, 2)
+            .simulation_only()
+            .host_rate(Bps(10_000_000_000))
+            .oversubscription(10.0)
+            .ocs(
+                1,
+                Bps(100_000_000_000),
+                Nanos::from_millis(10),
+                Bytes(1_125_000_000),
+            )
+            .build()
+            .expect("valid")
     }
 
     #[test]

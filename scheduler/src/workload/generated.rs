@@ -269,13 +269,12 @@ pub fn place_replicas(topo: &Topology, n: u32, rng: &mut impl Rng) -> Vec<HostId
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn topo(racks: u32, hosts: u32) -> Topology {
-        let text = format!(
-            "name = \"t\"\nracks = {racks}\nhosts_per_rack = {hosts}\nsimulation_only = true\n[eps]\nhost_rate = \"1Gbit/s\"\noversubscription = 1.0\n[ocs]\nports_per_rack = 0\nport_rate = \"0bit/s\"\nreconfig_delay = \"0ms\"\nelephant_threshold = \"0B\"\n"
-        );
-        Topology::parse(&text, Path::new("t.toml"), &[]).expect("valid")
+        Topology::builder("t", racks, hosts)
+            .simulation_only()
+            .build()
+            .expect("valid")
     }
 
     fn workload() -> GeneratedWorkload {

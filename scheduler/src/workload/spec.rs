@@ -335,11 +335,13 @@ impl Sec5Spec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn topo() -> Topology {
-        let text = "name = \"t\"\nracks = 3\nhosts_per_rack = 4\nsimulation_only = true\n[eps]\nhost_rate = \"1Gbit/s\"\noversubscription = 5.0\n[ocs]\nports_per_rack = 0\nport_rate = \"0bit/s\"\nreconfig_delay = \"0ms\"\nelephant_threshold = \"0B\"\n";
-        Topology::parse(text, Path::new("t.toml"), &[]).expect("valid")
+        Topology::builder("t", 3, 4)
+            .simulation_only()
+            .oversubscription(5.0)
+            .build()
+            .expect("valid")
     }
 
     #[test]

@@ -38,12 +38,8 @@ impl Engine {
                     shuffle_hold_released: false,
                 },
             );
-            for p in &job.parents {
-                self.c.children.entry(*p).or_default().push(id);
-            }
             let arrival = job.arrival;
-            self.c.users.entry(job.user).or_default();
-            self.c.jobs.insert(id, JobState::new(job));
+            self.c.admit(job);
             if self.parents_done(id) {
                 self.activate(now, id, arrival);
             }
@@ -65,19 +61,9 @@ impl Engine {
     /// its reduces) become pending.
     fn activate(&mut self, now: Nanos, id: JobId, ready: Nanos) {
         self.place_parent_output(id);
-        let Some(job) = self.c.jobs.get_mut(&id) else {
+        if !self.c.activate(id, ready) {
             return;
-        };
-        job.status = JobStatus::Active;
-        job.ready_at = Some(ready);
-        self.c.active.insert((ready, id));
-        for m in 0..job.spec.map_count() {
-            add_pending_map(job, m);
         }
-        job.pending_reduces = (0..job.spec.reduce_count()).collect();
-        self.c.runnable_maps += job.pending_maps.len();
-        let user = job.spec.user;
-        self.c.users.entry(user).or_default().active_jobs += 1;
         if let Some(r) = self.records.jobs.get_mut(&id) {
             r.ready = Some(ready);
         }
@@ -89,20 +75,8 @@ impl Engine {
 
     /// Unlocks a job's reduces once `ceil(slow_start × maps)` maps are done.
     pub(super) fn check_slow_start(&mut self, id: JobId) {
-        let slow_start = self.c.config.slow_start;
-        let Some(job) = self.c.jobs.get_mut(&id) else {
-            return;
-        };
-        if job.reduces_unlocked || job.status != JobStatus::Active {
-            return;
-        }
-        let needed = (slow_start * job.spec.map_count() as f64).ceil() as u32;
-        if job.maps_done >= needed {
-            job.reduces_unlocked = true;
-            self.c.runnable_reduces += job.pending_reduces.len();
-            if !job.pending_reduces.is_empty() {
-                self.new_work = true;
-            }
+        if self.c.check_slow_start(id) {
+            self.new_work = true;
         }
     }
 

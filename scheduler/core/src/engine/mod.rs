@@ -31,6 +31,7 @@
 //! (its id); its input reads form [`input_coflow`]`(job)`. Flow ids are
 //! unique within a run.
 
+mod by_hand;
 mod config;
 mod event;
 mod jobs;
@@ -42,6 +43,7 @@ mod state;
 mod tasks;
 mod view;
 
+pub use by_hand::ClusterState;
 pub use config::{EngineConfig, SlotConfig};
 pub use event::{AttemptId, Circuit, Command, Event, Link, LinkLoad};
 pub use records::{CoflowRecord, FlowKind, FlowRecord, JobRecord, Outcome, Records, TaskRecord};
@@ -158,44 +160,10 @@ impl Engine {
         }
         validate_jobs(&jobs, topology)?;
         jobs.sort_by_key(|j| (j.arrival, j.id));
-        let hosts = topology
-            .host_ids()
-            .map(|id| {
-                let (map_slots, reduce_slots, shared) = match config.slots {
-                    SlotConfig::Shared => (topology.slots_per_host, topology.slots_per_host, true),
-                    SlotConfig::Split { map, reduce } => (map, reduce, false),
-                };
-                HostState {
-                    id,
-                    alive: true,
-                    speed: config.host_speed.get(&id).copied().unwrap_or(1.0),
-                    map_slots,
-                    reduce_slots,
-                    shared,
-                    running_maps: 0,
-                    running_reduces: 0,
-                    attempts: BTreeSet::new(),
-                }
-            })
-            .collect::<Vec<_>>();
-        let free_hosts = (0..hosts.len()).filter(|&i| hosts[i].free().any()).collect();
+        let c = Cluster::new(topology, config);
+        let free_hosts = (0..c.hosts.len()).filter(|&i| c.hosts[i].free().any()).collect();
         Ok(Engine {
-            c: Cluster {
-                topo: topology.clone(),
-                config,
-                jobs: BTreeMap::new(),
-                active: BTreeSet::new(),
-                children: BTreeMap::new(),
-                attempts: BTreeMap::new(),
-                hosts,
-                users: BTreeMap::new(),
-                circuits: BTreeSet::new(),
-                loads: BTreeMap::new(),
-                load_at: None,
-                rack_traffic: vec![RackTraffic::default(); topology.racks as usize],
-                runnable_maps: 0,
-                runnable_reduces: 0,
-            },
+            c,
             policy,
             jobs_total: jobs.len(),
             future: jobs.into(),
@@ -249,10 +217,7 @@ impl Engine {
                 }
             }
             Event::LoadSample(loads) => {
-                for l in loads {
-                    self.c.loads.insert(l.link, l);
-                }
-                self.c.load_at = Some(now);
+                self.c.record_loads(now, loads);
                 let view = ClusterView { c: &self.c };
                 self.policy.on_load_sample(now, &view);
                 full_round = true;

@@ -3,9 +3,9 @@
 //! wins; the others are killed), and ending attempts.
 
 use super::event::{AttemptId, Command};
-use super::jobs::{add_pending_map, remove_pending_map, runnable};
+use super::jobs::{add_pending_map, runnable};
 use super::records::{FlowKind, Outcome, TaskRecord};
-use super::state::{AttemptState, Fetch, Locality, Phase, TaskDone, TaskStatus};
+use super::state::{Locality, Phase, TaskDone, TaskStatus};
 use super::{input_coflow, ClusterView, Engine};
 use crate::model::job::{TaskId, TaskKind};
 use crate::policy::TaskChoice;
@@ -20,99 +20,24 @@ impl Engine {
             TaskChoice::Speculate(t) => (t, true),
         };
         let host = self.c.hosts[hi].id;
-        if !self.acceptable(hi, task, speculative) {
+        if !self.c.acceptable(hi, task, speculative) {
             self.records.refused_choices += 1;
             tracing::warn!(policy = self.policy.name(), %task, %host, speculative, "choice refused");
             return false;
         }
-        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+        let Some(started) = self.c.start_attempt(now, hi, task, speculative) else {
             return false;
         };
-        let ts = match task.kind {
-            TaskKind::Map => &mut job.maps[task.index as usize],
-            TaskKind::Reduce => &mut job.reduces[task.index as usize],
-        };
-        let first_attempt = ts.attempts_started == 0;
-        let id = AttemptId {
-            task,
-            n: ts.attempts_started,
-        };
-        ts.attempts_started += 1;
-        ts.live.push(id);
-        ts.status = TaskStatus::Running;
-        if !speculative {
-            match task.kind {
-                TaskKind::Map => {
-                    remove_pending_map(job, task.index);
-                    self.c.runnable_maps -= 1;
-                }
-                TaskKind::Reduce => {
-                    job.pending_reduces.remove(&task.index);
-                    self.c.runnable_reduces -= 1;
-                }
-            }
-        }
-        let user = job.spec.user;
-        let u = self.c.users.entry(user).or_default();
-        let h = &mut self.c.hosts[hi];
-        match task.kind {
-            TaskKind::Map => {
-                job.running_maps += 1;
-                u.running_maps += 1;
-                h.running_maps += 1;
-            }
-            TaskKind::Reduce => {
-                job.running_reduces += 1;
-                u.running_reduces += 1;
-                h.running_reduces += 1;
-            }
-        }
-        h.attempts.insert(id);
-        if !h.free().any() {
+        let (id, first_attempt) = (started.id, started.first_attempt);
+        if !self.c.hosts[hi].free().any() {
             self.free_hosts.remove(&hi);
-        }
-        let locality = match task.kind {
-            TaskKind::Map => {
-                let replicas = &job.spec.maps[task.index as usize].replicas;
-                Some(if replicas.contains(&host) {
-                    Locality::NodeLocal
-                } else if replicas.iter().any(|r| r.rack == host.rack) {
-                    Locality::RackLocal
-                } else {
-                    Locality::Remote
-                })
-            }
-            TaskKind::Reduce => None,
-        };
-        let map_progress = job.map_progress();
-        let maps = job.spec.map_count();
-        if task.kind == TaskKind::Reduce {
-            job.reduce_hosts.insert(task.index, host);
-            if first_attempt {
-                job.reduces_placed += 1;
-            }
         }
         if let Some(r) = self.records.jobs.get_mut(&task.job) {
             r.first_task.get_or_insert(now);
             if task.kind == TaskKind::Reduce {
-                r.map_progress_at_first_reduce.get_or_insert(map_progress);
+                r.map_progress_at_first_reduce.get_or_insert(started.map_progress);
             }
         }
-        self.c.attempts.insert(
-            id,
-            AttemptState {
-                id,
-                host,
-                started: now,
-                phase: Phase::Fetching,
-                compute_started: None,
-                rebase: None,
-                speculative,
-                locality,
-                input_flow: None,
-                fetch: (task.kind == TaskKind::Reduce).then(|| Fetch::new(maps)),
-            },
-        );
         self.out.push(Command::StartTask { attempt: id, host });
         match task.kind {
             TaskKind::Map => self.start_input_read(now, id),
@@ -121,31 +46,6 @@ impl Engine {
         let view = ClusterView { c: &self.c };
         self.policy.on_task_started(now, &view, id);
         true
-    }
-
-    /// Whether the engine accepts `task` on host index `hi`.
-    fn acceptable(&self, hi: usize, task: TaskId, speculative: bool) -> bool {
-        let host = &self.c.hosts[hi];
-        let Some(job) = self.c.jobs.get(&task.job) else {
-            return false;
-        };
-        let Some(ts) = job.task(task.kind, task.index) else {
-            return false;
-        };
-        if !runnable(job, task.kind) || !host.free().fits(task.kind) {
-            return false;
-        }
-        if task.kind == TaskKind::Reduce && !self.c.reduce_may_start(job) {
-            return false;
-        }
-        match (speculative, ts.status) {
-            (false, TaskStatus::Pending) => true,
-            (true, TaskStatus::Running) => !ts
-                .live
-                .iter()
-                .any(|a| self.c.attempts.get(a).is_some_and(|s| s.host == host.id)),
-            _ => false,
-        }
     }
 
     /// A map's first step: compute at once if its block is on its host (or

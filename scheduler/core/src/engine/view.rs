@@ -2,10 +2,13 @@
 //! from. It borrows the engine's state; a policy cannot change it, and it
 //! is the same under simulation and emulation.
 
-use super::config::EngineConfig;
+use super::config::{EngineConfig, SlotConfig};
 use super::event::{AttemptId, Circuit, Link, LinkLoad};
-use super::state::{AttemptState, HostState, JobState, JobStatus, RackTraffic, UserState};
-use crate::model::job::{JobId, UserId};
+use super::jobs::{add_pending_map, remove_pending_map, runnable};
+use super::state::{
+    AttemptState, Fetch, HostState, JobState, JobStatus, Locality, Phase, RackTraffic, TaskStatus, UserState,
+};
+use crate::model::job::{Job, JobId, TaskId, TaskKind, UserId};
 use crate::{HostId, Nanos, Topology};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -167,7 +170,234 @@ impl<'a> ClusterView<'a> {
     }
 }
 
+/// What [`Cluster::start_attempt`] did, for the engine's records.
+pub(crate) struct Started {
+    pub(crate) id: AttemptId,
+    pub(crate) first_attempt: bool,
+    /// The job's map progress when the attempt started.
+    pub(crate) map_progress: f64,
+}
+
 impl Cluster {
+    /// An empty cluster on `topo`: every host alive, with the slots and
+    /// speed `config` gives it.
+    pub(crate) fn new(topo: &Topology, config: EngineConfig) -> Cluster {
+        let hosts = topo
+            .host_ids()
+            .map(|id| {
+                let (map_slots, reduce_slots, shared) = match config.slots {
+                    SlotConfig::Shared => (topo.slots_per_host, topo.slots_per_host, true),
+                    SlotConfig::Split { map, reduce } => (map, reduce, false),
+                };
+                HostState {
+                    id,
+                    alive: true,
+                    speed: config.host_speed.get(&id).copied().unwrap_or(1.0),
+                    map_slots,
+                    reduce_slots,
+                    shared,
+                    running_maps: 0,
+                    running_reduces: 0,
+                    attempts: BTreeSet::new(),
+                }
+            })
+            .collect();
+        Cluster {
+            topo: topo.clone(),
+            config,
+            jobs: BTreeMap::new(),
+            active: BTreeSet::new(),
+            children: BTreeMap::new(),
+            attempts: BTreeMap::new(),
+            hosts,
+            users: BTreeMap::new(),
+            circuits: BTreeSet::new(),
+            loads: BTreeMap::new(),
+            load_at: None,
+            rack_traffic: vec![RackTraffic::default(); topo.racks as usize],
+            runnable_maps: 0,
+            runnable_reduces: 0,
+        }
+    }
+
+    /// A job arrives: it is known (blocked until [`Cluster::activate`]),
+    /// with its user and its edges to its parents.
+    pub(crate) fn admit(&mut self, job: Job) {
+        let id = job.id;
+        for p in &job.parents {
+            self.children.entry(*p).or_default().push(id);
+        }
+        self.users.entry(job.user).or_default();
+        self.jobs.insert(id, JobState::new(job));
+    }
+
+    /// Makes job `id` runnable from `ready`: its maps (and reduces, locked
+    /// until slow-start) become pending. False if there is no such job.
+    pub(crate) fn activate(&mut self, id: JobId, ready: Nanos) -> bool {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return false;
+        };
+        job.status = JobStatus::Active;
+        job.ready_at = Some(ready);
+        self.active.insert((ready, id));
+        for m in 0..job.spec.map_count() {
+            add_pending_map(job, m);
+        }
+        job.pending_reduces = (0..job.spec.reduce_count()).collect();
+        self.runnable_maps += job.pending_maps.len();
+        let user = job.spec.user;
+        self.users.entry(user).or_default().active_jobs += 1;
+        true
+    }
+
+    /// A load sample taken at `at`: each link's latest load.
+    pub(crate) fn record_loads(&mut self, at: Nanos, loads: impl IntoIterator<Item = LinkLoad>) {
+        for l in loads {
+            self.loads.insert(l.link, l);
+        }
+        self.load_at = Some(at);
+    }
+
+    /// Unlocks a job's reduces once `ceil(slow_start × maps)` maps are done;
+    /// true if that made reduces runnable.
+    pub(crate) fn check_slow_start(&mut self, id: JobId) -> bool {
+        let slow_start = self.config.slow_start;
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return false;
+        };
+        if job.reduces_unlocked || job.status != JobStatus::Active {
+            return false;
+        }
+        let needed = (slow_start * job.spec.map_count() as f64).ceil() as u32;
+        if job.maps_done < needed {
+            return false;
+        }
+        job.reduces_unlocked = true;
+        self.runnable_reduces += job.pending_reduces.len();
+        !job.pending_reduces.is_empty()
+    }
+
+    /// Whether `task` may start on host index `hi` now (a speculative copy
+    /// only of a running task, and not on a host already running it).
+    pub(crate) fn acceptable(&self, hi: usize, task: TaskId, speculative: bool) -> bool {
+        let host = &self.hosts[hi];
+        let Some(job) = self.jobs.get(&task.job) else {
+            return false;
+        };
+        let Some(ts) = job.task(task.kind, task.index) else {
+            return false;
+        };
+        if !runnable(job, task.kind) || !host.free().fits(task.kind) {
+            return false;
+        }
+        if task.kind == TaskKind::Reduce && !self.reduce_may_start(job) {
+            return false;
+        }
+        match (speculative, ts.status) {
+            (false, TaskStatus::Pending) => true,
+            (true, TaskStatus::Running) => !ts
+                .live
+                .iter()
+                .any(|a| self.attempts.get(a).is_some_and(|s| s.host == host.id)),
+            _ => false,
+        }
+    }
+
+    /// Starts an attempt of `task` on host index `hi` at `now`, fetching
+    /// (a map reads its input, a reduce its partitions). The caller has
+    /// checked [`Cluster::acceptable`].
+    pub(crate) fn start_attempt(
+        &mut self,
+        now: Nanos,
+        hi: usize,
+        task: TaskId,
+        speculative: bool,
+    ) -> Option<Started> {
+        let host = self.hosts[hi].id;
+        let job = self.jobs.get_mut(&task.job)?;
+        let ts = match task.kind {
+            TaskKind::Map => &mut job.maps[task.index as usize],
+            TaskKind::Reduce => &mut job.reduces[task.index as usize],
+        };
+        let first_attempt = ts.attempts_started == 0;
+        let id = AttemptId {
+            task,
+            n: ts.attempts_started,
+        };
+        ts.attempts_started += 1;
+        ts.live.push(id);
+        ts.status = TaskStatus::Running;
+        if !speculative {
+            match task.kind {
+                TaskKind::Map => {
+                    remove_pending_map(job, task.index);
+                    self.runnable_maps -= 1;
+                }
+                TaskKind::Reduce => {
+                    job.pending_reduces.remove(&task.index);
+                    self.runnable_reduces -= 1;
+                }
+            }
+        }
+        let user = job.spec.user;
+        let u = self.users.entry(user).or_default();
+        let h = &mut self.hosts[hi];
+        match task.kind {
+            TaskKind::Map => {
+                job.running_maps += 1;
+                u.running_maps += 1;
+                h.running_maps += 1;
+            }
+            TaskKind::Reduce => {
+                job.running_reduces += 1;
+                u.running_reduces += 1;
+                h.running_reduces += 1;
+            }
+        }
+        h.attempts.insert(id);
+        let locality = match task.kind {
+            TaskKind::Map => {
+                let replicas = &job.spec.maps[task.index as usize].replicas;
+                Some(if replicas.contains(&host) {
+                    Locality::NodeLocal
+                } else if replicas.iter().any(|r| r.rack == host.rack) {
+                    Locality::RackLocal
+                } else {
+                    Locality::Remote
+                })
+            }
+            TaskKind::Reduce => None,
+        };
+        let map_progress = job.map_progress();
+        let maps = job.spec.map_count();
+        if task.kind == TaskKind::Reduce {
+            job.reduce_hosts.insert(task.index, host);
+            if first_attempt {
+                job.reduces_placed += 1;
+            }
+        }
+        self.attempts.insert(
+            id,
+            AttemptState {
+                id,
+                host,
+                started: now,
+                phase: Phase::Fetching,
+                compute_started: None,
+                rebase: None,
+                speculative,
+                locality,
+                input_flow: None,
+                fetch: (task.kind == TaskKind::Reduce).then(|| Fetch::new(maps)),
+            },
+        );
+        Some(Started {
+            id,
+            first_attempt,
+            map_progress,
+        })
+    }
+
     /// The ramp-up guard of [`ClusterView::can_start_reduce`].
     pub(crate) fn reduce_may_start(&self, job: &JobState) -> bool {
         let Some(h) = self.hosts.first() else { return false };

@@ -410,23 +410,9 @@ fn err(job: JobId, field: &str, message: impl Into<String>) -> JobError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn topo() -> Topology {
-        let text = r#"
-name = "t"
-racks = 2
-hosts_per_rack = 2
-[eps]
-host_rate = "1Gbit/s"
-oversubscription = 1.0
-[ocs]
-ports_per_rack = 0
-port_rate = "0bit/s"
-reconfig_delay = "0ms"
-elephant_threshold = "0B"
-"#;
-        Topology::parse(text, Path::new("t.toml"), &[]).expect("valid topology")
+        Topology::builder("t", 2, 2).build().expect("valid topology")
     }
 
     fn job(id: u64, parents: Vec<u64>) -> Job {

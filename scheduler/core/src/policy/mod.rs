@@ -13,6 +13,8 @@
 pub mod corral;
 pub mod coscheduler;
 pub mod dawn;
+#[cfg(test)]
+mod decide_tests;
 pub mod delay;
 pub mod esplash;
 pub mod fair;

@@ -9,17 +9,15 @@ use crate::sim::{FixedRateNetwork, SimConfig, SimOutcome, Simulation};
 use ocslab_core::Topology;
 use ocslab_core::{Bps, Bytes, HostId, Nanos};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 const S: u64 = 1_000_000_000;
 
 fn topo(racks: u32, hosts: u32, slots: u32) -> Topology {
-    let text = format!(
-        "name = \"t\"\nracks = {racks}\nhosts_per_rack = {hosts}\nslots_per_host = {slots}\nsimulation_only = true\n\
-         [eps]\nhost_rate = \"1Gbit/s\"\noversubscription = 1.0\n\
-         [ocs]\nports_per_rack = 0\nport_rate = \"0bit/s\"\nreconfig_delay = \"0ms\"\nelephant_threshold = \"0B\"\n"
-    );
-    Topology::parse(&text, Path::new("t.toml"), &[]).expect("valid topology")
+    Topology::builder("t", racks, hosts)
+        .slots_per_host(slots)
+        .simulation_only()
+        .build()
+        .expect("valid topology")
 }
 
 /// A job of `maps` maps (100 MB each, replica on `replicas[m]`, `map_s`

@@ -6,19 +6,17 @@ use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, UserId};
 use crate::policy::TaskPolicy;
 use crate::sim::{FixedRateNetwork, SimConfig, SimOutcome, Simulation};
 use ocslab_core::{Bps, Bytes, HostId, Nanos, Topology};
-use std::path::Path;
 
 /// Nanoseconds in a second.
 pub const S: u64 = 1_000_000_000;
 
 /// `racks` × `hosts` hosts of `slots` slots, 1 Gbit/s NICs, no OCS.
 pub fn topo(racks: u32, hosts: u32, slots: u32) -> Topology {
-    let text = format!(
-        "name = \"t\"\nracks = {racks}\nhosts_per_rack = {hosts}\nslots_per_host = {slots}\nsimulation_only = true\n\
-         [eps]\nhost_rate = \"1Gbit/s\"\noversubscription = 1.0\n\
-         [ocs]\nports_per_rack = 0\nport_rate = \"0bit/s\"\nreconfig_delay = \"0ms\"\nelephant_threshold = \"0B\"\n"
-    );
-    Topology::parse(&text, Path::new("t.toml"), &[]).expect("valid topology")
+    Topology::builder("t", racks, hosts)
+        .slots_per_host(slots)
+        .simulation_only()
+        .build()
+        .expect("valid topology")
 }
 
 /// A job of `maps` maps of `map_ms` and `reduces` reduces of `reduce_ms`,

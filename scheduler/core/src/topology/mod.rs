@@ -11,6 +11,8 @@
 //! sizes (nominal ÷ `scale`), so nothing downstream can forget to scale; the
 //! nominal values stay in [`Topology::nominal`] for reports.
 
+pub mod builder;
+
 use crate::addr::{AddressPlan, Ipv4Net};
 use crate::units::{Bps, Bytes, Nanos};
 use serde::{Deserialize, Serialize};
@@ -461,15 +463,41 @@ impl Topology {
 
 /// Turns a toml error into one naming the line and the field.
 fn toml_error(src: &Source<'_>, e: &toml::de::Error) -> TopologyError {
-    let line = e
+    let (line, field) = toml_error_location(src.text, e);
+    TopologyError {
+        file: src.file.to_path_buf(),
+        line,
+        field,
+        message: e.message().trim().to_string(),
+    }
+}
+
+/// Where in `text` a toml error is: its 1-based line and the dotted field
+/// set there (the key on that line, under the table header above it). An
+/// unknown key inside a tagged table, where toml points at the table's
+/// header, is found on its own line. Topology and experiment files share it.
+pub fn toml_error_location(text: &str, e: &toml::de::Error) -> (Option<usize>, String) {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut line = e
         .span()
-        .map(|s| src.text[..s.start.min(src.text.len())].matches('\n').count() + 1);
-    // The field: the key on that line, under the table header above it.
+        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+    if let (Some(l), Some(key)) = (line, unknown_key(e.message())) {
+        let found = lines
+            .iter()
+            .enumerate()
+            .skip(l)
+            .take_while(|(_, x)| !x.trim().starts_with('['))
+            .find(|(_, x)| x.split_once('=').is_some_and(|(k, _)| k.trim() == key));
+        if let Some((i, _)) = found {
+            line = Some(i + 1);
+        }
+    }
     let field = line
         .and_then(|l| {
-            let lines: Vec<&str> = src.text.lines().collect();
-            let here = lines.get(l - 1)?;
-            let key = here.split_once('=').map(|(k, _)| k.trim().to_string())?;
+            let key = lines
+                .get(l - 1)?
+                .split_once('=')
+                .map(|(k, _)| k.trim().to_string())?;
             let table = lines[..l - 1].iter().rev().find_map(|x| {
                 x.trim()
                     .strip_prefix('[')
@@ -481,12 +509,13 @@ fn toml_error(src: &Source<'_>, e: &toml::de::Error) -> TopologyError {
             })
         })
         .unwrap_or_default();
-    TopologyError {
-        file: src.file.to_path_buf(),
-        line,
-        field,
-        message: e.message().trim().to_string(),
-    }
+    (line, field)
+}
+
+/// The key of a serde "unknown field `key`" message.
+pub fn unknown_key(message: &str) -> Option<&str> {
+    let rest = message.split_once("unknown field `")?.1;
+    rest.split_once('`').map(|(k, _)| k)
 }
 
 /// The IPv4 and IPv6 addresses configured on this box (in the current
