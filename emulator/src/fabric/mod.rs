@@ -25,6 +25,7 @@
 pub mod apply;
 pub mod clock;
 pub mod counters;
+pub mod holder;
 pub mod htb;
 pub mod ledger;
 pub mod messages;
@@ -414,6 +415,31 @@ impl Fabric {
             program: cmd.get_program().to_string_lossy().into_owned(),
             source,
         })
+    }
+
+    /// Replaces this process with `cmd` run inside host `h`'s network
+    /// namespace (as `ip netns exec` does): returns only if that failed.
+    pub fn exec_in(&self, h: HostId, cmd: &mut Command) -> FabricError {
+        let fd = match self.host_netns(h) {
+            Ok(ns) => ns.raw_fd(),
+            Err(e) => return e,
+        };
+        // The closure only calls setns(2), async-signal-safe, on a
+        // descriptor this handle keeps open.
+        // SAFETY: see above.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        FabricError::Spawn {
+            host: h,
+            program: cmd.get_program().to_string_lossy().into_owned(),
+            source: cmd.exec(),
+        }
     }
 
     /// Runs `f` on the calling thread inside host `h`'s namespace (sockets
