@@ -222,7 +222,7 @@ fn default_threads() -> usize {
         .min(4)
 }
 
-fn unix_ms() -> u64 {
+pub(crate) fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -399,17 +399,7 @@ impl Fabric {
     /// Starts `cmd` inside host `h`'s network namespace (the child enters it
     /// with `setns` between fork and exec; nothing else changes).
     pub fn spawn_in(&self, h: HostId, mut cmd: Command) -> Result<Child, FabricError> {
-        let fd = self.host_netns(h)?.raw_fd();
-        // SAFETY: the closure only calls setns(2), which is async-signal-safe,
-        // on a descriptor that stays open in the parent until spawn returns.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        self.enter_host_before_exec(h, &mut cmd)?;
         cmd.spawn().map_err(|source| FabricError::Spawn {
             host: h,
             program: cmd.get_program().to_string_lossy().into_owned(),
@@ -420,13 +410,23 @@ impl Fabric {
     /// Replaces this process with `cmd` run inside host `h`'s network
     /// namespace (as `ip netns exec` does): returns only if that failed.
     pub fn exec_in(&self, h: HostId, cmd: &mut Command) -> FabricError {
-        let fd = match self.host_netns(h) {
-            Ok(ns) => ns.raw_fd(),
-            Err(e) => return e,
-        };
-        // The closure only calls setns(2), async-signal-safe, on a
-        // descriptor this handle keeps open.
-        // SAFETY: see above.
+        if let Err(e) = self.enter_host_before_exec(h, cmd) {
+            return e;
+        }
+        FabricError::Spawn {
+            host: h,
+            program: cmd.get_program().to_string_lossy().into_owned(),
+            source: cmd.exec(),
+        }
+    }
+
+    /// Makes `cmd`'s process enter host `h`'s network namespace between fork
+    /// and exec.
+    fn enter_host_before_exec(&self, h: HostId, cmd: &mut Command) -> Result<(), FabricError> {
+        let fd = self.host_netns(h)?.raw_fd();
+        // SAFETY: the closure only calls setns(2), which is async-signal-safe,
+        // on a descriptor this handle keeps open while `cmd` is spawned or
+        // exec'd from it.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
@@ -435,11 +435,7 @@ impl Fabric {
                 Ok(())
             });
         }
-        FabricError::Spawn {
-            host: h,
-            program: cmd.get_program().to_string_lossy().into_owned(),
-            source: cmd.exec(),
-        }
+        Ok(())
     }
 
     /// Runs `f` on the calling thread inside host `h`'s namespace (sockets

@@ -59,6 +59,30 @@ pub struct HolderRecord {
 }
 
 impl HolderRecord {
+    /// The record of run `run` held by this process, which has not built
+    /// anything yet (state building, no user namespace entered).
+    pub fn building(
+        run: RunId,
+        detached: bool,
+        topology: String,
+        topology_file: Option<PathBuf>,
+    ) -> HolderRecord {
+        let me = std::process::id();
+        HolderRecord {
+            run_id: run,
+            state: RunState::Building,
+            holder_pid: me,
+            holder_start: process_start(me).unwrap_or(0),
+            user_ns: None,
+            detached,
+            topology,
+            topology_file,
+            namespaces: 0,
+            datapath: Datapath::default(),
+            started_unix_ms: super::unix_ms(),
+        }
+    }
+
     /// Whether the holder still runs (same pid, same start time).
     pub fn holder_alive(&self) -> bool {
         process_start(self.holder_pid) == Some(self.holder_start)
@@ -376,19 +400,10 @@ mod tests {
     use super::*;
 
     fn record(run: RunId) -> HolderRecord {
-        let me = std::process::id();
         HolderRecord {
-            run_id: run,
             state: RunState::Up,
-            holder_pid: me,
-            holder_start: process_start(me).unwrap_or(0),
-            user_ns: None,
-            detached: false,
-            topology: "tiny".into(),
-            topology_file: None,
             namespaces: 9,
-            datapath: Datapath::TcMirred,
-            started_unix_ms: 0,
+            ..HolderRecord::building(run, false, "tiny".into(), None)
         }
     }
 

@@ -67,8 +67,13 @@ pub fn status(a: StatusArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn gone_state(state: ledger::RunState) -> String {
-    format!("{state:?} (owner gone: `ocslab down` cleans up)").to_lowercase()
+/// A run's state as `status` shows it, telling when its owner is gone.
+fn state_text(state: ledger::RunState, owner_alive: bool) -> String {
+    if owner_alive {
+        format!("{state:?}").to_lowercase()
+    } else {
+        format!("{state:?} (owner gone: `ocslab down` cleans up)").to_lowercase()
+    }
 }
 
 /// The runs under `/run/ocslab` (as root, or inside a joined rootless run).
@@ -96,8 +101,7 @@ fn root_statuses() -> Vec<RunStatus> {
             mode: l.as_ref().ok().map(|l| l.mode),
             datapath: l.as_ref().ok().map(|l| l.datapath),
             state: match &l {
-                Ok(l) if !alive => gone_state(l.state),
-                Ok(l) => format!("{:?}", l.state).to_lowercase(),
+                Ok(l) => state_text(l.state, alive),
                 Err(e) => format!("unreadable ledger: {e}"),
             },
             owner_pid: l.as_ref().ok().map(|l| l.owner_pid),
@@ -168,11 +172,7 @@ fn rootless_statuses() -> Result<Vec<RunStatus>> {
                 topology: rec.topology.clone(),
                 mode: Some(Mode::Rootless),
                 datapath: Some(rec.datapath),
-                state: if alive {
-                    format!("{:?}", rec.state).to_lowercase()
-                } else {
-                    gone_state(rec.state)
-                },
+                state: state_text(rec.state, alive),
                 owner_pid: Some(rec.holder_pid),
                 owner_alive: alive,
                 detached: rec.detached,

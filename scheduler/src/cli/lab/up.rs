@@ -64,7 +64,7 @@ pub fn up(a: UpArgs) -> Result<ExitCode> {
         },
     )?;
     if let Some(u) = &mut user_run {
-        u.up(f.ledger().namespaces.len())?;
+        u.up(f.ledger())?;
     }
     let summary = UpSummary {
         run_id: f.run_id(),
@@ -106,23 +106,7 @@ struct UserRun {
 
 impl UserRun {
     fn reserved(dir: UserRunDir, run: RunId, a: &UpArgs, topo: &Topology) -> UserRun {
-        let me = std::process::id();
-        let record = HolderRecord {
-            run_id: run,
-            state: ledger::RunState::Building,
-            holder_pid: me,
-            holder_start: ledger::process_start(me).unwrap_or(0),
-            user_ns: None,
-            detached: a.holder,
-            topology: topo.name.clone(),
-            topology_file: Some(a.file.clone()),
-            namespaces: 0,
-            datapath: ledger::Datapath::TcMirred,
-            started_unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
-        };
+        let record = HolderRecord::building(run, a.holder, topo.name.clone(), Some(a.file.clone()));
         UserRun { dir, record }
     }
 
@@ -136,10 +120,11 @@ impl UserRun {
         Ok(self.dir.publish(&self.record)?)
     }
 
-    /// The fabric is up: other processes may join it now.
-    fn up(&mut self, namespaces: usize) -> Result<()> {
-        self.record.state = ledger::RunState::Up;
-        self.record.namespaces = namespaces;
+    /// The fabric is up (as its ledger says): other processes may join it now.
+    fn up(&mut self, ledger: &ledger::Ledger) -> Result<()> {
+        self.record.state = ledger.state;
+        self.record.namespaces = ledger.namespaces.len();
+        self.record.datapath = ledger.datapath;
         Ok(self.dir.publish(&self.record)?)
     }
 }
