@@ -15,13 +15,12 @@
 #![deny(missing_docs)]
 
 pub mod cli;
-pub use ocslab_core::{coflow, engine, model, policy};
+pub use ocslab_core::{coflow, engine, model, outcome, perturb, policy};
 pub mod demo;
 pub mod emu;
 pub mod experiment;
 pub mod metrics;
-pub mod net;
-pub mod perturb;
+pub use ocslab_sim::net;
 pub mod plot;
 pub mod progress;
 pub mod report;

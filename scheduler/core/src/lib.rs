@@ -16,6 +16,8 @@ pub mod coflow;
 pub mod engine;
 pub mod model;
 pub mod net;
+pub mod outcome;
+pub mod perturb;
 pub mod policy;
 pub mod topology;
 pub mod units;

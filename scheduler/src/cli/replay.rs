@@ -5,7 +5,7 @@
 
 use crate::coflow::POLICY_NAMES;
 use crate::net::replay::{replay, ReplayOutcome};
-use crate::net::summary::{Bin, Distribution, ReplaySummary};
+use crate::outcome::summary::{Bin, Distribution, ReplaySummary};
 use crate::progress::Progress;
 use crate::trace::coflow_benchmark;
 use anyhow::{Context, Result};
@@ -137,7 +137,7 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
     crate::report::plots::write_utilization_csv(&path, &run.outcome.links)
         .with_context(|| format!("cannot write {}", path.display()))?;
     if let Some(w) = &wire {
-        w.write(&dir)
+        crate::report::wire::write(w, &dir)
             .with_context(|| format!("writing wire results to {}", dir.display()))?;
     }
     let report = Report {

@@ -134,8 +134,7 @@ impl Driver for Emulator {
     fn write_extras(&self, dir: &Path) -> Result<(), DemoError> {
         for r in &self.runs {
             let sub = dir.join(&r.policy);
-            r.wire
-                .write(&sub)
+            crate::report::wire::write(&r.wire, &sub)
                 .map_err(|source| DemoError::Io { path: sub, source })?;
         }
         Ok(())

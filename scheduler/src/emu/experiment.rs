@@ -5,7 +5,7 @@
 //! Results folder, beside what [`crate::report::results`] writes:
 //! - `run.json` says `"driver": "emu"` and holds each scheduler's wire summary;
 //! - `<scheduler>/wire_flows.csv`, `wire_coflows.csv`, `wire_summary.json`
-//!   ([`super::metrics::WireReport::write`]);
+//!   ([`crate::report::wire::write`]);
 //! - `<scheduler>/cct_vs_sim.csv`: each coflow's measured CCT, the fluid
 //!   model's prediction for the same flows, and their ratio ([`super::compare`]).
 //!
@@ -322,7 +322,7 @@ pub fn write_results(dir: &Path, exp: &Experiment, runs: &[SchedulerRun]) -> Res
     std::fs::write(dir.join("run.json"), text + "\n").map_err(|e| err(e.to_string()))?;
     for r in runs {
         let sub = dir.join(&r.outcome.policy);
-        r.outcome.wire.write(&sub).map_err(|e| err(e.to_string()))?;
+        crate::report::wire::write(&r.outcome.wire, &sub).map_err(|e| err(e.to_string()))?;
         write_comparison(&sub.join("cct_vs_sim.csv"), &r.comparison).map_err(|e| err(e.to_string()))?;
     }
     Ok(())

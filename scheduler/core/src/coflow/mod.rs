@@ -29,6 +29,7 @@
 //! isolation bound.
 
 pub mod aalo;
+pub mod carry_out;
 #[cfg(test)]
 mod decide_tests;
 pub mod decision;
@@ -42,6 +43,7 @@ pub mod sunflow;
 pub mod varys;
 pub mod view;
 
+pub use carry_out::{plan_of, set_up_circuits, CircuitSwitch};
 pub use decision::{CircuitSetup, Decision, FlowPlan, PairKey, PairPlan, PairPlans};
 pub use view::{CircuitView, CoflowView, FabricParams, FlowView, NetView, Path, Progress, StoredProgress};
 

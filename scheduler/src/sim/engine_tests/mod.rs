@@ -6,7 +6,9 @@
 
 mod engine;
 mod esplash;
+mod fetch_limit;
 mod fresh;
 mod netaware;
 mod omo;
+mod perturb;
 pub(crate) mod support;

@@ -1,0 +1,208 @@
+//! What a run produced, in records both drivers fill the same way: one
+//! [`CoflowRecord`] per coflow, one [`CircuitRecord`] per circuit, the
+//! network's totals ([`NetStats`]), link utilization over time
+//! ([`LinkSeries`]), and summaries of them ([`summary`]). The simulator and
+//! the emulation driver each produce these; the results layer reads only
+//! these, so a simulated and an emulated run are written and compared by
+//! the same code.
+
+pub mod summary;
+
+use crate::coflow::lower_bound::{coflow_lower_bound, LowerBound};
+use crate::coflow::FabricParams;
+use crate::model::coflow::{Coflow, CoflowId};
+use crate::net::links::{LinkKind, LinkMap};
+use crate::{Bytes, Nanos};
+use serde::Serialize;
+use summary::Bin;
+
+/// Totals a run reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct NetStats {
+    /// Bytes delivered over EPS.
+    pub eps_bytes: Bytes,
+    /// Bytes delivered over circuits.
+    pub ocs_bytes: Bytes,
+    /// Bytes between hosts of different racks (either fabric).
+    pub cross_rack_bytes: Bytes,
+    /// Circuits set up.
+    pub reconfigurations: u64,
+    /// Flows finished.
+    pub flows_done: u64,
+    /// Times the coflow policy was asked for a decision.
+    pub policy_calls: u64,
+}
+
+/// One circuit's life, for timelines and plots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CircuitRecord {
+    /// Sending rack.
+    pub src_rack: u32,
+    /// Receiving rack.
+    pub dst_rack: u32,
+    /// Port (wavelength).
+    pub port: u32,
+    /// When the policy asked for it (its ports went dark).
+    pub requested_at: Nanos,
+    /// When it came up (after δ).
+    pub up_at: Nanos,
+    /// When it was torn down, if it was.
+    pub down_at: Option<Nanos>,
+}
+
+/// What the network did over a run, for the results folder's plots: every
+/// circuit, and the utilization of the EPS uplinks and OCS ports over time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct NetTimeline {
+    /// Every circuit set up, in set-up order.
+    pub circuits: Vec<CircuitRecord>,
+    /// The tracked links' utilization (`LinkUsage` of the simulator, or the emulation driver's sampler).
+    pub links: Vec<LinkSeries>,
+}
+
+/// One tracked link's utilization over a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkSeries {
+    /// Which link.
+    pub link: LinkKind,
+    /// Its name in reports, e.g. `r2 EPS uplink` or `r2 OCS port 0`.
+    pub name: String,
+    /// Its rate, bytes per second.
+    pub capacity_bytes_per_s: f64,
+    /// `(t, utilization)`: the mean utilization (0..=1) over the interval
+    /// from the previous sample's time (0 for the first) to `t`.
+    pub samples: Vec<(Nanos, f64)>,
+    /// Bytes it carried over the whole run.
+    pub bytes: f64,
+}
+
+/// A tracked link's name in reports.
+pub fn link_name(link: LinkKind) -> String {
+    match link {
+        LinkKind::TorUp(r) => format!("r{r} EPS uplink"),
+        LinkKind::TorDown(r) => format!("r{r} EPS downlink"),
+        LinkKind::OcsPort { rack, port } => format!("r{rack} OCS port {port}"),
+        LinkKind::HostUp(h) => format!("{h} NIC up"),
+        LinkKind::HostDown(h) => format!("{h} NIC down"),
+    }
+}
+
+/// How the solves went, for benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SolveStats {
+    /// Solves.
+    pub solves: u64,
+    /// Demands water-filled, summed over all solves.
+    pub demands_filled: u64,
+    /// Slots reported changed (demand set since the last solve, or a
+    /// bottleneck that moved), summed over all solves.
+    pub bottlenecks_moved: u64,
+    /// Links frozen (each solve's freezes, summed), when every demand was
+    /// in the matrix.
+    pub freezes: u64,
+    /// Of those, the freezes a solve repeated from the last one's order
+    /// instead of finding them (the simulator's `freeze_log`).
+    pub freezes_repeated: u64,
+    /// Solves that only took departed slots off their links, every slot
+    /// being at its cap.
+    pub departures_at_caps: u64,
+    /// Resumed solves that froze the rest of the links by following the
+    /// last one's order (`LinkLevels::follow_last_order`), and those that
+    /// tried and went back to the heap.
+    pub orders_followed: u64,
+    /// See `orders_followed`.
+    pub orders_left: u64,
+    /// Under strict priority between classes (the simulator's `class_levels`):
+    /// classes filled again, summed over all solves.
+    pub classes_filled: u64,
+    /// Classes whose last filling was kept (nothing on their links
+    /// changed), summed over all solves.
+    pub classes_kept: u64,
+}
+
+/// What happened to one coflow.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoflowRecord {
+    /// The coflow.
+    pub id: CoflowId,
+    /// When it arrived.
+    pub arrival: Nanos,
+    /// Its bytes.
+    pub bytes: Bytes,
+    /// Its number of flows.
+    pub width: usize,
+    /// Its largest flow.
+    pub longest_flow: Bytes,
+    /// Its bin (by longest flow and width).
+    pub bin: Bin,
+    /// When its last flow finished.
+    pub finished: Nanos,
+    /// Coflow completion time: `finished - arrival`.
+    pub cct: Nanos,
+    /// Its lower bound, alone in the fabric (`None` if the fabric cannot carry it).
+    pub lower_bound: Option<LowerBound>,
+    /// Bytes it sent over EPS.
+    pub eps_bytes: Bytes,
+    /// Bytes it sent over circuits.
+    pub ocs_bytes: Bytes,
+}
+
+impl CoflowRecord {
+    /// The record of `coflow` as it arrives, not finished yet: its size,
+    /// width, bin and lower bound alone on `fabric` (`uses_ocs`: the hybrid
+    /// bound), with no bytes sent. [`CoflowRecord::finish`] completes it.
+    pub fn arrived(coflow: &Coflow, fabric: &FabricParams, links: &LinkMap, uses_ocs: bool) -> CoflowRecord {
+        let longest = coflow.flows.iter().map(|f| f.bytes).max().unwrap_or_default();
+        CoflowRecord {
+            id: coflow.id,
+            arrival: coflow.arrival,
+            bytes: coflow.bytes(),
+            width: coflow.flows.len(),
+            longest_flow: longest,
+            bin: Bin::of(longest, coflow.flows.len(), fabric.scale),
+            finished: coflow.arrival,
+            cct: Nanos::ZERO,
+            lower_bound: coflow_lower_bound(fabric, links, &coflow.flows, uses_ocs),
+            eps_bytes: Bytes(0),
+            ocs_bytes: Bytes(0),
+        }
+    }
+
+    /// Its last byte arrived at `at`, after `eps` bytes over EPS and `ocs`
+    /// over circuits.
+    pub fn finish(&mut self, at: Nanos, eps: Bytes, ocs: Bytes) {
+        self.finished = at;
+        self.cct = at.saturating_sub(self.arrival);
+        self.eps_bytes = eps;
+        self.ocs_bytes = ocs;
+    }
+
+    /// CCT ÷ lower bound, when the bound is positive.
+    pub fn ratio(&self) -> Option<f64> {
+        let lb = self.lower_bound?.value();
+        (lb.0 > 0).then(|| self.cct.as_secs_f64() / lb.as_secs_f64())
+    }
+}
+
+/// A finished replay.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplayOutcome {
+    /// The coflow scheduler.
+    pub policy: String,
+    /// Whether it put elephants on circuits (which lower bound applies).
+    pub uses_ocs: bool,
+    /// One record per coflow, in arrival order.
+    pub records: Vec<CoflowRecord>,
+    /// The network's totals.
+    pub stats: NetStats,
+    /// Every circuit set up.
+    pub circuits: Vec<CircuitRecord>,
+    /// When the last coflow finished.
+    pub makespan: Nanos,
+    /// Utilization of the EPS uplinks and OCS ports from 0 to the makespan.
+    pub links: Vec<LinkSeries>,
+    /// How the rate solver went (solves, freezes repeated from the last
+    /// solve's order, orders followed); all zero when no solver ran (an
+    /// emulated replay).
+    pub solver: SolveStats,
+}

@@ -1,0 +1,216 @@
+//! Hand-made event sequences through [`EmuNetwork`], reading the actions back.
+
+use super::*;
+use ocslab_core::coflow::by_name;
+use std::path::Path as FsPath;
+
+fn tiny() -> Topology {
+    Topology::parse(
+        include_str!("../../../../topologies/tiny.toml"),
+        FsPath::new("tiny.toml"),
+        &[],
+    )
+    .unwrap()
+}
+
+fn addrs(t: &Topology) -> BTreeMap<HostId, SocketAddr> {
+    t.host_ids()
+        .map(|h| {
+            (
+                h,
+                SocketAddr::from(([198, 18, h.rack as u8, 10 + h.host as u8], 7100)),
+            )
+        })
+        .collect()
+}
+
+fn net(policy: &str) -> EmuNetwork {
+    let t = tiny();
+    EmuNetwork::new(&t, by_name(policy).unwrap(), addrs(&t), Transport::Tcp)
+}
+
+fn flow(id: u64, coflow: u64, src: HostId, dst: HostId, bytes: u64) -> (FlowSpec, PartitionId) {
+    let spec = FlowSpec {
+        id: FlowId(id),
+        coflow: CoflowId(coflow),
+        src,
+        dst,
+        bytes: ocslab_emulator::Bytes(bytes),
+    };
+    let key = PartitionId {
+        job: wire::JobId(coflow),
+        map: id as u32,
+        reduce: 0,
+        seed: 1,
+    };
+    (spec, key)
+}
+
+fn starts(actions: &[Action]) -> Vec<(HostId, wire::FlowSpec)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Agent {
+                host,
+                cmd: Command::StartFlow(s),
+            } => Some((*host, s.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+const A: HostId = HostId::new(0, 0);
+const B: HostId = HostId::new(1, 0);
+
+#[test]
+fn under_fair_a_flow_starts_at_once_on_eps_unpaced() {
+    let mut n = net("fair");
+    let acts = n.add_flows(Nanos(5), vec![flow(1, 1, A, B, 5_000_000)]);
+    let s = starts(&acts);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].0, A, "the sender drives the flow");
+    assert_eq!(
+        (s[0].1.path, s[0].1.held, s[0].1.rate, s[0].1.dst),
+        (wire::Path::Eps, false, None, B)
+    );
+    assert!(!acts.iter().any(|a| matches!(a, Action::Matching(_))));
+    let (fin, _) = n.flow_done(Nanos(100), FlowId(1)).unwrap();
+    assert_eq!((fin.requested, fin.marked), (Nanos(5), Some(wire::Path::Eps)));
+    assert_eq!(n.in_flight(), 0);
+    assert!(
+        n.flow_done(Nanos(101), FlowId(1)).is_none(),
+        "a flow finishes once"
+    );
+}
+
+#[test]
+fn under_sunflow_an_elephant_waits_held_for_its_circuit_then_is_released() {
+    let mut n = net("sunflow");
+    // tiny: elephant threshold 1 MB after scale.
+    let acts = n.add_flows(Nanos(0), vec![flow(1, 1, A, B, 2_000_000)]);
+    let s = starts(&acts);
+    assert_eq!(s.len(), 1);
+    assert_eq!((s[0].1.path, s[0].1.held), (wire::Path::Ocs, true), "{acts:?}");
+    let matching: Vec<&Vec<Circuit>> = acts
+        .iter()
+        .filter_map(|a| match a {
+            Action::Matching(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    let c = Circuit {
+        src_rack: 0,
+        dst_rack: 1,
+        port: 0,
+    };
+    assert_eq!(matching, vec![&vec![c]]);
+    // Until the kernel says the circuit is up, it stays held.
+    let acts = n.wake(Nanos(10));
+    assert!(!acts.iter().any(|a| matches!(
+        a,
+        Action::Agent {
+            cmd: Command::ReleaseFlow { .. },
+            ..
+        }
+    )));
+    let acts = n.circuit_event(Nanos(1_000_000), c, true);
+    assert_eq!(
+        acts,
+        vec![Action::Agent {
+            host: A,
+            cmd: Command::ReleaseFlow {
+                flow: wire::FlowId(1)
+            }
+        }]
+    );
+}
+
+#[test]
+fn a_mouse_under_sunflow_goes_over_eps_and_needs_no_circuit() {
+    let mut n = net("sunflow");
+    let acts = n.add_flows(Nanos(0), vec![flow(1, 1, A, B, 1000)]);
+    let s = starts(&acts);
+    assert_eq!((s[0].1.path, s[0].1.held), (wire::Path::Eps, false));
+    assert!(!acts.iter().any(|a| matches!(a, Action::Matching(_))));
+}
+
+#[test]
+fn varys_paces_the_first_coflow_and_starts_the_next_when_it_leaves() {
+    let mut n = net("varys");
+    let acts = n.add_flows(
+        Nanos(0),
+        vec![
+            flow(1, 1, A, B, 1_000_000),
+            flow(2, 2, HostId::new(0, 1), HostId::new(1, 1), 4_000_000),
+        ],
+    );
+    // Both cross the 50 Mbit/s uplinks of tiny: SEBF serves the smaller
+    // coflow at the full rate and leaves the other unannounced (waiting).
+    let s = starts(&acts);
+    assert_eq!(s.len(), 1, "{acts:?}");
+    assert_eq!(
+        (s[0].1.flow, s[0].1.rate),
+        (wire::FlowId(1), Some(Bps(50_000_000)))
+    );
+    let (_, acts) = n.flow_done(Nanos(1), FlowId(1)).unwrap();
+    let s = starts(&acts);
+    assert_eq!(s.len(), 1, "{acts:?}");
+    assert_eq!(
+        (s[0].1.flow, s[0].1.rate),
+        (wire::FlowId(2), Some(Bps(50_000_000)))
+    );
+}
+
+#[test]
+fn a_dead_host_takes_its_flows_out_of_the_network() {
+    let mut n = net("fair");
+    n.add_flows(
+        Nanos(0),
+        vec![
+            flow(1, 1, A, B, 10),
+            flow(2, 1, B, A, 10),
+            flow(3, 1, HostId::new(0, 1), A, 10),
+        ],
+    );
+    let (lost, _) = n.host_dead(Nanos(1), B);
+    assert_eq!(lost.iter().map(|f| f.id.0).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(n.in_flight(), 1);
+    // A new flow to the dead host is never announced to its sender.
+    let acts = n.add_flows(Nanos(2), vec![flow(4, 2, A, B, 10)]);
+    assert!(starts(&acts).is_empty());
+}
+
+#[test]
+fn progress_reports_become_remaining_bytes_and_rates() {
+    let mut n = net("fair");
+    n.add_flows(Nanos(0), vec![flow(1, 1, A, B, 1_000_000)]);
+    let p = |bytes: u64| wire::FlowProgress {
+        flow: wire::FlowId(1),
+        role: wire::FlowRole::Sender,
+        state: wire::FlowState::Active,
+        bytes: ocslab_emulator::Bytes(bytes),
+    };
+    n.progress(Nanos::from_millis(100), &[p(100_000)]);
+    n.progress(Nanos::from_millis(200), &[p(300_000)]);
+    let f = &n.view().flows[&FlowId(1)];
+    assert_eq!(f.remaining_bytes, 700_000.0);
+    assert!(
+        (f.rate_bytes_per_s - 2_000_000.0).abs() < 1e-6,
+        "{}",
+        f.rate_bytes_per_s
+    );
+    assert_eq!(n.view().coflows[&CoflowId(1)].sent_bytes, 300_000.0);
+}
+
+#[test]
+fn batched_instants_cost_one_decision() {
+    let mut n = net("fair");
+    n.set_batching(true);
+    assert!(n.add_flows(Nanos(0), vec![flow(1, 1, A, B, 10)]).is_empty());
+    assert!(n.add_flows(Nanos(0), vec![flow(2, 1, B, A, 10)]).is_empty());
+    let calls = n.stats().policy_calls;
+    let acts = n.flush(Nanos(1));
+    assert_eq!(starts(&acts).len(), 2);
+    assert_eq!(n.stats().policy_calls, calls + 1);
+    assert!(n.flush(Nanos(2)).is_empty(), "nothing pending");
+}

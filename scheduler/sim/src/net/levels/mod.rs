@@ -1,0 +1,807 @@
+//! Max-min fair rates kept as one *level* per link ([`LinkLevels`]).
+//!
+//! In a max-min fair allocation every flow has a bottleneck: a saturated
+//! link on which no flow gets more than it does (Bertsekas & Gallager,
+//! *Data Networks*, Sec. 6.5.2), or its own cap. Call the rate of the flows
+//! bottlenecked at link `l` its level `λ_l`; then a flow's rate is
+//! `min(cap, min over its links of λ_l)`, the level of the link where
+//! progressive filling froze it. So the allocation is held by the links
+//! (a few hundred numbers) plus one bottleneck per slot, and an event that
+//! moves thousands of rates but no bottleneck changes only link levels: the
+//! fluid network keeps one service clock per link (`super::clocks`),
+//! and a bundle whose bottleneck stays put costs nothing.
+//!
+//! Each solve is a full progressive filling over the current demands, on
+//! per-link lists of the slots that cross each link, kept up to date as
+//! demands change (no adjacency is rebuilt): the link with the smallest
+//! share (remaining capacity ÷ unfrozen flows) or the smallest unmet cap
+//! freezes its flows at that share, charging every link they cross; links
+//! wait in a heap by share, updated lazily (freezing only raises other
+//! links' shares, so a stale entry is too small: the share is recomputed,
+//! and the entry pushed again, only when it reaches the top). Ties go to the lower link id, so results never depend
+//! on iteration order; they equal [`super::maxmin::max_min`]'s up to float
+//! rounding (the property test below).
+//!
+//! When every demand is in the matrix (below), a solve starts where the
+//! last one's freeze order stops holding (`freeze_log`) and
+//! goes on along that order as long as it still holds (each freeze the
+//! smallest share among the next few links of the order, levels never
+//! falling, no link left over its capacity), which ~95 % of FB2010's
+//! solves do; the others go back and fill with the heap.
+//!
+//! On a fabric whose ToR links never bind, the uncapped demands between
+//! two hosts are kept as a host × host matrix ([`super::pair_matrix`])
+//! instead of list entries, and freezing a NIC charges a whole row of it in
+//! one pass ([`LinkLevels::with_host_pairs`]).
+//!
+//! Links that can never bind (a ToR uplink at least as fast as its rack's
+//! NICs, [`super::links::LinkMap::binding`]) stay in the paths so that their
+//! load is known (the utilization series read it), but take no part in the
+//! filling.
+
+use super::freeze_log::FreezeLog;
+use super::links::HostPairs;
+use super::links::{LinkId, Links};
+use super::maxmin::{share, share_key, top_link, Demand, ShareHeap};
+use super::pair_matrix::PairMatrix;
+use std::cmp::Reverse;
+use std::collections::BTreeSet;
+
+/// What sets a slot's rate after a solve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bottleneck {
+    /// The level of this link.
+    Link(LinkId),
+    /// Its own cap.
+    Cap,
+    /// It has no demand (it does not move).
+    Idle,
+}
+
+pub use ocslab_core::outcome::SolveStats;
+
+/// What a solve changed: slots in slot order, links in id order.
+#[derive(Clone, Debug, Default)]
+pub struct Changes {
+    /// Slots whose demand or bottleneck changed (a slot whose bottleneck
+    /// stayed put only moved if its link's level did).
+    pub slots: Vec<u32>,
+    /// Links whose level changed.
+    pub links: Vec<LinkId>,
+}
+
+/// A slot as the list of one of its binding links holds it: everything a
+/// freeze needs, so that a link's list is read in order and the slot's own
+/// record is not visited.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    slot: u32,
+    weight: u32,
+    links: Links,
+    capped: bool,
+    /// Whether this link was the slot's bottleneck at the last solve.
+    here: bool,
+}
+
+impl Entry {
+    /// The entry of `slot` with demand `d`, not (yet) bottlenecked here.
+    fn of(slot: u32, d: Demand) -> Entry {
+        Entry {
+            slot,
+            weight: d.weight,
+            links: d.links,
+            capped: d.cap.is_finite(),
+            here: false,
+        }
+    }
+}
+
+/// Max-min fair rates of a changing set of demands, one per *slot* (a
+/// bundle of identical flows), on fixed link capacities. Change demands with
+/// [`LinkLevels::set`], then call [`LinkLevels::solve`]; read a slot's rate
+/// with [`LinkLevels::rate`], its bottleneck with [`LinkLevels::bottleneck`],
+/// a link's level with [`LinkLevels::level`] and its load with [`LinkLevels::load`].
+#[derive(Clone, Debug, Default)]
+pub struct LinkLevels {
+    capacity: Vec<f64>,
+    binds: Vec<bool>,
+    /// One past the last link that binds: the links after it never have
+    /// a level, a residual or a count that a solve reads.
+    bind_end: usize,
+    demand: Vec<Option<Demand>>,
+    /// Slots crossing each binding link, in no particular order.
+    on_link: Vec<Vec<Entry>>,
+    /// Where each slot sits in the list of each of its links (by path position).
+    at: Vec<[u32; 4]>,
+    /// Capped slots by (cap as f64 bits, slot).
+    capped: BTreeSet<(u64, u32)>,
+    /// Σ weight of the slots on each link.
+    weight: Vec<f64>,
+    /// The slots between two hosts, on a fabric whose ToR links never bind.
+    pairs: Option<PairMatrix>,
+    /// The order in which the last solve froze the matrix's links, for the
+    /// next solve to resume from ([`super::freeze_log`]).
+    log: FreezeLog,
+    /// Whether solves resume from the log (always, but in tests that
+    /// compare with solves from scratch).
+    resume: bool,
+    /// Slots with a demand that the matrix does not hold.
+    listed: usize,
+    /// Scratch: the freezes a resumed solve runs again.
+    again: Vec<(LinkId, f64)>,
+    /// Scratch: the last solve's freezes from the resume point on, which a
+    /// resumed solve tries to follow, and the links it picks from.
+    suffix: Vec<(LinkId, f64)>,
+    candidates: Vec<LinkId>,
+    bottleneck: Vec<Bottleneck>,
+    /// Per link: the rate of the slots bottlenecked there (infinite if none).
+    level: Vec<f64>,
+    /// Per link: Σ rate × weight of the slots crossing it.
+    load: Vec<f64>,
+    /// Slots set since the last solve.
+    pending: Vec<u32>,
+    is_pending: Vec<bool>,
+    /// The demand each pending slot had at the last solve, in `pending`'s order.
+    solved: Vec<Option<Demand>>,
+    /// Whether the last solve froze no link: every slot is at its cap.
+    all_capped: bool,
+    /// Whether a link's capacity changed since the last solve.
+    recapacitated: bool,
+    // Scratch space of a solve.
+    residual: Vec<f64>,
+    /// Unfrozen flows per link (whole numbers, as f64 for the matrix passes).
+    count: Vec<f64>,
+    share: Vec<f64>,
+    /// Whether a link's share is older than its residual and count: kept
+    /// only while the heap is filling (`filling`), as only its lazy entries
+    /// need it (a filling computes every share afresh when it starts).
+    stale: Vec<bool>,
+    filling: bool,
+    new_level: Vec<f64>,
+    /// The epoch (solve) in which a capped slot froze.
+    frozen: Vec<u32>,
+    /// The epoch in which a link froze its slots: a slot crossing a link
+    /// frozen in this epoch is frozen.
+    link_frozen: Vec<u32>,
+    epoch: u32,
+    heap: ShareHeap,
+    changes: Changes,
+    stats: SolveStats,
+}
+
+impl LinkLevels {
+    /// How far ahead in the last solve's order [`LinkLevels::follow_last_order`]
+    /// looks for the next link to freeze. On FB2010 the new order, step by
+    /// step, took the first of the links left in the old one in 52 % of
+    /// the solves, never more than the second in 89 %, the fourth in 94 %
+    /// (2, 4 and 8 time the same).
+    const FOLLOW_AHEAD: usize = 4;
+
+    /// No demands yet, on links of `capacity` (bytes per second), of which
+    /// those with `binds[l] == false` never limit a rate.
+    pub fn new(capacity: &[f64], binds: &[bool]) -> LinkLevels {
+        let n = capacity.len();
+        let binds: Vec<bool> = (0..n).map(|l| binds.get(l).copied().unwrap_or(true)).collect();
+        LinkLevels {
+            capacity: capacity.to_vec(),
+            bind_end: binds.iter().rposition(|&b| b).map_or(0, |l| l + 1),
+            binds,
+            on_link: vec![Vec::new(); n],
+            weight: vec![0.0; n],
+            level: vec![f64::INFINITY; n],
+            load: vec![0.0; n],
+            residual: capacity.to_vec(),
+            count: vec![0.0; n],
+            share: vec![0.0; n],
+            stale: vec![false; n],
+            new_level: vec![f64::INFINITY; n],
+            link_frozen: vec![0; n],
+            ..LinkLevels::default()
+        }
+    }
+
+    /// Like [`LinkLevels::new`], on a fabric whose ToR links never bind
+    /// (all in `binds` but the host links): the uncapped demands from one
+    /// host's NIC up to another's NIC down are kept as a host × host matrix
+    /// ([`super::pair_matrix`]), the rest in per-link lists.
+    pub fn with_host_pairs(capacity: &[f64], binds: &[bool], layout: HostPairs) -> LinkLevels {
+        LinkLevels {
+            pairs: Some(PairMatrix::new(layout)),
+            log: FreezeLog::new(layout.hosts as usize),
+            resume: true,
+            ..LinkLevels::new(capacity, binds)
+        }
+    }
+
+    /// With `every = Some(k)`: solves resume from the last one's order,
+    /// with a snapshot every `k` freezes; `None`: every solve starts from
+    /// scratch.
+    #[cfg(test)]
+    fn resuming(mut self, every: Option<usize>) -> LinkLevels {
+        if let (Some(k), Some(pairs)) = (every, self.pairs.as_ref()) {
+            self.log = FreezeLog::with_snapshots_every(pairs.layout().hosts as usize, k);
+        }
+        self.resume = every.is_some();
+        self
+    }
+
+    /// The host pair of demand `d`, if the matrix holds it: uncapped, and
+    /// bound only by a NIC up and a NIC down.
+    fn pair_of(&self, d: &Demand) -> Option<(u32, u32)> {
+        let pairs = self.pairs.as_ref()?;
+        let links = d.links.as_slice();
+        let binding = links.iter().filter(|&&l| self.binds[l as usize]).count();
+        (d.cap == f64::INFINITY && binding == 2)
+            .then(|| pairs.layout().pair_of(links))
+            .flatten()
+            .filter(|&(i, j)| self.binds[i as usize] && self.binds[(pairs.layout().hosts + j) as usize])
+    }
+
+    /// Slot `slot` now has `demand` (`None`: it does not move). Rates
+    /// change at the next [`LinkLevels::solve`].
+    pub fn set(&mut self, slot: usize, demand: Option<Demand>) {
+        if slot >= self.demand.len() {
+            let n = slot + 1;
+            self.demand.resize(n, None);
+            self.at.resize(n, [0; 4]);
+            self.bottleneck.resize(n, Bottleneck::Idle);
+            self.is_pending.resize(n, false);
+            self.frozen.resize(n, 0);
+        }
+        if self.demand[slot] == demand {
+            return;
+        }
+        if !self.is_pending[slot] {
+            self.is_pending[slot] = true;
+            self.pending.push(slot as u32);
+            self.solved.push(self.demand[slot]);
+        }
+        match (self.demand[slot], demand) {
+            (Some(old), Some(new)) if self.reweighs(slot, old, new) => {}
+            (old, new) => {
+                if let Some(old) = old {
+                    self.detach(slot, old);
+                }
+                if let Some(new) = new {
+                    self.attach(slot, new);
+                }
+            }
+        }
+        self.demand[slot] = demand;
+    }
+
+    /// Slot `slot`, in the matrix with demand `old`, has as many flows as
+    /// `new` says on the same route (flows of its bundle left or joined):
+    /// its weight changes in place, and its NICs are touched as gaining
+    /// flows only if it gained some, which lets the next solve resume later
+    /// ([`FreezeLog::resume_point`]). Returns false, changing nothing, if
+    /// `new` differs from `old` in more than its weight or the slot is not
+    /// in the matrix.
+    fn reweighs(&mut self, slot: usize, old: Demand, new: Demand) -> bool {
+        let Some(pairs) = self.pairs.as_mut() else {
+            return false;
+        };
+        if old.links != new.links || old.cap.to_bits() != new.cap.to_bits() || !pairs.holds(slot) {
+            return false;
+        }
+        let (i, j) = pairs.reweigh(slot, old.weight, new.weight);
+        let grew = new.weight > old.weight;
+        self.log.touch(i, grew);
+        self.log.touch(pairs.layout().hosts + j, grew);
+        // Whole numbers: the same sums as taking off `old` and adding `new`.
+        let delta = f64::from(new.weight) - f64::from(old.weight);
+        for &l in new.links.as_slice() {
+            self.weight[l as usize] += delta;
+        }
+        true
+    }
+
+    fn attach(&mut self, slot: usize, d: Demand) {
+        let entry = Entry::of(slot as u32, d);
+        let pair = self.pair_of(&d);
+        match (pair, self.pairs.as_mut()) {
+            (Some((i, j)), Some(pairs)) => {
+                pairs.add(slot, (i, j), d.weight);
+                self.log.touch(i, true);
+                self.log.touch(pairs.layout().hosts + j, true);
+            }
+            _ => self.listed += 1,
+        }
+        for (k, &l) in d.links.as_slice().iter().enumerate() {
+            let li = l as usize;
+            self.weight[li] += f64::from(d.weight);
+            if self.binds[li] && pair.is_none() {
+                self.at[slot][k] = self.on_link[li].len() as u32;
+                self.on_link[li].push(entry);
+            }
+        }
+        if d.cap.is_finite() {
+            self.capped.insert((d.cap.max(0.0).to_bits(), slot as u32));
+        }
+    }
+
+    fn detach(&mut self, slot: usize, d: Demand) {
+        let paired = match self.pairs.as_mut() {
+            Some(pairs) if pairs.holds(slot) => {
+                let (i, j) = pairs.remove(slot, d.weight);
+                self.log.touch(i, false);
+                self.log.touch(pairs.layout().hosts + j, false);
+                true
+            }
+            _ => {
+                self.listed -= 1;
+                false
+            }
+        };
+        for (k, &l) in d.links.as_slice().iter().enumerate() {
+            let li = l as usize;
+            self.weight[li] -= f64::from(d.weight);
+            if !self.binds[li] || paired {
+                continue;
+            }
+            let i = self.at[slot][k] as usize;
+            let list = &mut self.on_link[li];
+            list.swap_remove(i);
+            if let Some(moved) = list.get(i) {
+                // The slot that took its place: find which of its links this is.
+                if let Some(km) = moved.links.as_slice().iter().position(|&x| x == l) {
+                    self.at[moved.slot as usize][km] = i as u32;
+                }
+            }
+        }
+        if d.cap.is_finite() {
+            self.capped.remove(&(d.cap.max(0.0).to_bits(), slot as u32));
+        }
+    }
+
+    /// Link `link` now has `capacity` (bytes per second; a link that never
+    /// binds still never limits a rate). Rates change at the next
+    /// [`LinkLevels::solve`], which starts from scratch: the last solve's
+    /// order was found with the old capacity.
+    pub fn set_capacity(&mut self, link: LinkId, capacity: f64) {
+        let l = link as usize;
+        if self.capacity[l].to_bits() != capacity.to_bits() {
+            self.capacity[l] = capacity;
+            self.log.invalidate();
+            self.all_capped = false;
+            self.recapacitated = true;
+        }
+    }
+
+    /// The capacity of `link`.
+    pub fn capacity(&self, link: LinkId) -> f64 {
+        self.capacity[link as usize]
+    }
+
+    /// Whether some slot crosses `link`.
+    pub fn in_use(&self, link: LinkId) -> bool {
+        self.weight[link as usize] > 0.0
+    }
+
+    /// The per-flow rate of `slot` as of the last solve (0 if it does not move).
+    pub fn rate(&self, slot: usize) -> f64 {
+        match self.bottleneck.get(slot) {
+            Some(Bottleneck::Link(l)) => self.level[*l as usize],
+            Some(Bottleneck::Cap) => self.demand[slot].map_or(0.0, |d| d.cap.max(0.0)),
+            _ => 0.0,
+        }
+    }
+
+    /// What set the rate of `slot` at the last solve.
+    pub fn bottleneck(&self, slot: usize) -> Bottleneck {
+        self.bottleneck.get(slot).copied().unwrap_or(Bottleneck::Idle)
+    }
+
+    /// The rate of the slots bottlenecked at `link` (infinite if none).
+    pub fn level(&self, link: LinkId) -> f64 {
+        self.level[link as usize]
+    }
+
+    /// Σ rate × weight of the slots crossing `link` as of the last solve.
+    pub fn load(&self, link: LinkId) -> f64 {
+        self.load[link as usize]
+    }
+
+    /// One past the last link that can bind: no slot is ever bottlenecked
+    /// at a link after it.
+    pub fn bind_end(&self) -> usize {
+        self.bind_end
+    }
+
+    /// The loads of all links, by id.
+    pub fn loads(&self) -> &[f64] {
+        &self.load
+    }
+
+    /// Solves so far.
+    pub fn stats(&self) -> SolveStats {
+        self.stats
+    }
+
+    /// Recomputes the allocation after the changes since the last call and
+    /// writes what changed to `changes` (cleared first).
+    pub fn solve(&mut self, changes: &mut Changes) {
+        std::mem::swap(&mut self.changes, changes);
+        self.solve_into();
+        std::mem::swap(&mut self.changes, changes);
+    }
+
+    fn solve_into(&mut self) {
+        self.changes.slots.clear();
+        self.changes.links.clear();
+        let recapacitated = std::mem::take(&mut self.recapacitated);
+        if self.pending.is_empty() && !recapacitated {
+            return;
+        }
+        if self.all_capped && self.pending.iter().all(|&s| self.demand[s as usize].is_none()) {
+            self.solve_departures_at_caps();
+            return;
+        }
+        self.begin_filling();
+        // Every demand in the matrix: the last solve's order is reused, up
+        // to the resume point and then, if it still holds, to the end.
+        if self.logging() && self.resume && self.log.is_valid() {
+            let from = self.resume_last_order();
+            if self.follow_last_order() {
+                self.stats.orders_followed += 1;
+            } else {
+                self.stats.orders_left += 1;
+                self.begin_filling();
+                self.restore(from);
+                self.fill();
+            }
+        } else {
+            self.log.restart_at(0);
+            self.fill();
+        }
+        let logged = self.logging();
+        if logged {
+            self.stats.freezes += self.log.freezes() as u64;
+        }
+        self.log.end(logged);
+        self.settle_pairs();
+        for &s in &self.pending {
+            let s = s as usize;
+            self.is_pending[s] = false;
+            match self.pairs.as_ref().and_then(|p| p.bottleneck(s)) {
+                Some(l) => self.bottleneck[s] = Bottleneck::Link(l),
+                None if self.demand[s].is_none() => self.bottleneck[s] = Bottleneck::Idle,
+                None => {}
+            }
+            self.changes.slots.push(s as u32);
+        }
+        self.pending.clear();
+        self.solved.clear();
+        self.changes.slots.sort_unstable();
+        self.changes.slots.dedup();
+        // Each list entry says whether its link is the slot's bottleneck.
+        for i in 0..self.changes.slots.len() {
+            let s = self.changes.slots[i] as usize;
+            let Some(d) = self.demand[s] else { continue };
+            if self.pairs.as_ref().is_some_and(|p| p.holds(s)) {
+                continue;
+            }
+            for (k, &l) in d.links.as_slice().iter().enumerate() {
+                if self.binds[l as usize] {
+                    let here = self.bottleneck[s] == Bottleneck::Link(l);
+                    self.on_link[l as usize][self.at[s][k] as usize].here = here;
+                }
+            }
+        }
+        let mut all_capped = true;
+        let links = &mut self.changes.links;
+        let end = self.bind_end;
+        for (l, (level, &new)) in self.level[..end].iter_mut().zip(&self.new_level).enumerate() {
+            all_capped &= new.is_infinite();
+            if level.to_bits() != new.to_bits() {
+                *level = new;
+                links.push(l as LinkId);
+            }
+        }
+        self.all_capped = all_capped;
+        self.stats.solves += 1;
+        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
+    }
+
+    /// A filling starts: a new epoch, every link at its capacity with all
+    /// its flows unfrozen, no level, no load.
+    fn begin_filling(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // Wrapped: no stamp may look like this solve's.
+            self.frozen.iter_mut().for_each(|f| *f = 0);
+            self.link_frozen.iter_mut().for_each(|f| *f = 0);
+            self.epoch = 1;
+        }
+        let end = self.bind_end;
+        self.residual[..end].copy_from_slice(&self.capacity[..end]);
+        self.count[..end].copy_from_slice(&self.weight[..end]);
+        self.load.iter_mut().for_each(|l| *l = 0.0);
+        self.new_level[..end].iter_mut().for_each(|l| *l = f64::INFINITY);
+        self.heap.clear();
+        if let Some(pairs) = self.pairs.as_mut() {
+            pairs.begin();
+        }
+    }
+
+    /// Progressive filling from the current state: the link of smallest
+    /// share, or the smallest unmet cap, freezes, until no flow is left.
+    fn fill(&mut self) {
+        // Built in one pass (heapify), not pushed link by link.
+        let mut heap = std::mem::take(&mut self.heap).into_vec();
+        for l in 0..self.bind_end {
+            if self.binds[l] && self.count[l] > 0.0 {
+                self.share[l] = share(self.residual[l], self.count[l]);
+                self.stale[l] = false;
+                heap.push(Reverse(share_key(self.share[l], l as LinkId)));
+            }
+        }
+        self.heap = ShareHeap::from(heap);
+        // Taken out for the loop (freezing never changes it).
+        let capped = std::mem::take(&mut self.capped);
+        let mut caps = capped.iter().peekable();
+        self.filling = true;
+        loop {
+            // The bottleneck link: smallest share, then smallest id.
+            let (count, shares, stale, residual) =
+                (&self.count, &mut self.share, &mut self.stale, &self.residual);
+            let best = top_link(&mut self.heap, |l| {
+                if stale[l] && count[l] > 0.0 {
+                    shares[l] = share(residual[l], count[l]);
+                    stale[l] = false;
+                }
+                (count[l] > 0.0).then(|| shares[l])
+            });
+            while caps
+                .next_if(|&&(_, s)| self.frozen[s as usize] == self.epoch)
+                .is_some()
+            {}
+            let cap = caps.peek().map(|&&(bits, s)| (f64::from_bits(bits), s));
+            match (best, cap) {
+                (None, None) => break,
+                (Some((share, link)), c) if c.is_none_or(|(cv, _)| share <= cv) => {
+                    self.freeze_link(link, share)
+                }
+                (_, Some((cv, s))) => {
+                    if let Some(d) = self.demand[s as usize] {
+                        if self.bottleneck[s as usize] != Bottleneck::Cap {
+                            self.bottleneck[s as usize] = Bottleneck::Cap;
+                            self.changes.slots.push(s);
+                        }
+                        self.freeze(Entry::of(s, d), cv, LinkId::MAX);
+                    }
+                }
+                (Some(_), None) => unreachable!("the guard above takes every link when there is no cap"),
+            }
+        }
+        self.filling = false;
+        self.capped = capped;
+    }
+
+    /// A solve after the last one left every slot at its cap and slots
+    /// only left since (Varys and Aalo between coflow events: one flow
+    /// leaves at a time): every slot stays at its cap, so the departed
+    /// slots' loads are taken off their links and nothing else changes.
+    /// Each link's share, wherever a filling would compare it with a cap, is
+    /// at least what it was at the last solve (a residual no smaller,
+    /// fewer flows), when it was above that cap; rounding is monotone, so
+    /// this holds in floating point too. Loads differ from a filling's by
+    /// rounding until the next full solve (they feed only the utilization
+    /// series).
+    fn solve_departures_at_caps(&mut self) {
+        for (&s, before) in self.pending.iter().zip(&self.solved) {
+            if let Some(d) = before {
+                let total = d.cap.max(0.0) * u64::from(d.weight) as f64;
+                for &l in d.links.as_slice() {
+                    self.load[l as usize] = (self.load[l as usize] - total).max(0.0);
+                }
+            }
+            self.is_pending[s as usize] = false;
+            self.bottleneck[s as usize] = Bottleneck::Idle;
+            self.changes.slots.push(s);
+        }
+        self.pending.clear();
+        self.solved.clear();
+        self.changes.slots.sort_unstable();
+        self.stats.solves += 1;
+        self.stats.departures_at_caps += 1;
+        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
+    }
+
+    /// Brings the solver's state to where the last solve's order stops
+    /// holding ([`FreezeLog`]), and keeps the rest of that order for
+    /// [`LinkLevels::follow_last_order`]. Returns the freeze the state was
+    /// restored at ([`LinkLevels::restore`]).
+    fn resume_last_order(&mut self) -> usize {
+        let Some(pairs) = self.pairs.as_ref() else {
+            return 0;
+        };
+        let point = self
+            .log
+            .resume_point(&self.capacity, &self.weight, &self.binds, pairs);
+        self.stats.freezes_repeated += point as u64;
+        self.suffix.clear();
+        self.suffix.extend_from_slice(self.log.order_from(point));
+        self.again.clear();
+        let from = self.log.snapshot_at_or_before(point).map_or(0, |(at, ..)| at);
+        self.again
+            .extend_from_slice(&self.log.order_before(point)[from..]);
+        self.restore(from);
+        from
+    }
+
+    /// From the snapshot the log took before freeze `from` (or from
+    /// scratch at 0), whose links are marked frozen as they were, the
+    /// freezes kept in `again` are run again.
+    fn restore(&mut self, from: usize) {
+        let Some(pairs) = self.pairs.as_mut() else { return };
+        if let Some((at, residual, charged)) = self.log.snapshot_at_or_before(from) {
+            debug_assert_eq!(at, from);
+            let n = residual.len();
+            self.residual[..n].copy_from_slice(residual);
+            for ((c, w), ch) in self.count[..n].iter_mut().zip(&self.weight[..n]).zip(charged) {
+                *c = w - ch;
+            }
+            for &(link, share) in self.log.order_before(at) {
+                pairs.mark_frozen(link, share);
+                self.new_level[link as usize] = share;
+                self.link_frozen[link as usize] = self.epoch;
+            }
+        }
+        self.log.restart_at(from);
+        let again = std::mem::take(&mut self.again);
+        for &(link, share) in &again {
+            self.freeze_link(link, share);
+        }
+        self.again = again;
+    }
+
+    /// Finishes a resumed solve without the heap, if the last solve's
+    /// order still holds: the links freeze in that order, each picked as
+    /// the smallest share (then the lowest id) among the next
+    /// [`LinkLevels::FOLLOW_AHEAD`] of it that still carry flows. Returns
+    /// false, the state spoilt, if the levels so found ever fall, or if a
+    /// link that did not freeze ends with flows or over its capacity; the
+    /// solve then goes back to the resume point and fills with the heap.
+    ///
+    /// When it returns true, each freeze took the smallest share of all the
+    /// unfrozen links, as the heap would have. Say link `q` had a smaller
+    /// share than the level `s` of the link frozen at some step. Freezing a
+    /// link at a level above `q`'s share lowers that share (or leaves it),
+    /// and every later level is at least `s`, so `q` would have frozen
+    /// below `s`, or ended over its capacity, and the check would have
+    /// failed. So the rates are the max-min fair ones; on FB2010 ~95 % of
+    /// resumed solves end this way.
+    fn follow_last_order(&mut self) -> bool {
+        let Some(hosts) = self.pairs.as_ref().map(|p| 2 * p.layout().hosts as usize) else {
+            return false;
+        };
+        let epoch = self.epoch;
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        let mut next = 0;
+        let mut last = f64::NEG_INFINITY;
+        let followed = loop {
+            let count = &self.count;
+            candidates.retain(|&l| count[l as usize] > 0.0);
+            while candidates.len() < Self::FOLLOW_AHEAD && next < self.suffix.len() {
+                let l = self.suffix[next].0;
+                next += 1;
+                if count[l as usize] > 0.0 {
+                    candidates.push(l);
+                }
+            }
+            let best = candidates
+                .iter()
+                .map(|&l| (share(self.residual[l as usize], self.count[l as usize]), l))
+                .min_by_key(|&(s, l)| share_key(s, l));
+            let Some((level, link)) = best else {
+                break true;
+            };
+            if level < last {
+                break false;
+            }
+            last = level;
+            self.freeze_link(link, level);
+        };
+        self.candidates = candidates;
+        followed
+            && (0..hosts).all(|l| {
+                !self.binds[l]
+                    || self.link_frozen[l] == epoch
+                    || (self.count[l] == 0.0 && self.residual[l] >= 0.0)
+            })
+    }
+
+    /// Whether solves log their freezes for the next to resume from:
+    /// every demand is in the matrix.
+    fn logging(&self) -> bool {
+        self.pairs.is_some() && self.listed == 0
+    }
+
+    /// After the filling, the matrix's part: the pairs whose bottleneck
+    /// moved are reported (and their slots' bottlenecks set), and the load
+    /// of the host links, whose residual is now what nothing took, and of
+    /// the ToR links the pairs cross, is completed.
+    fn settle_pairs(&mut self) {
+        let Some(pairs) = self.pairs.as_mut() else { return };
+        let (bottleneck, changed) = (&mut self.bottleneck, &mut self.changes.slots);
+        pairs.moved(|s, l| {
+            if bottleneck[s as usize] != Bottleneck::Link(l) {
+                bottleneck[s as usize] = Bottleneck::Link(l);
+                changed.push(s);
+            }
+        });
+        pairs.settle_loads(&self.capacity, &self.residual, &mut self.load);
+    }
+
+    /// Link `link` is the bottleneck at `share`: every slot on it that no
+    /// earlier link or cap froze freezes at that share.
+    fn freeze_link(&mut self, link: LinkId, share: f64) {
+        let li = link as usize;
+        if self.logging() {
+            self.log
+                .record(link, share, &self.residual, &self.count, &self.weight);
+        }
+        self.new_level[li] = share;
+        self.link_frozen[li] = self.epoch;
+        if let Some(pairs) = self.pairs.as_mut() {
+            let other = pairs.freeze(link, share, &mut self.residual, &mut self.count);
+            if let Some(other) = other.filter(|_| self.filling) {
+                self.stale[other].fill(true);
+            }
+        }
+        let list = std::mem::take(&mut self.on_link[li]);
+        // What the slots frozen here add to this link, summed apart (every
+        // entry would otherwise wait on the last one's store).
+        let mut weight_here = 0u64;
+        for e in &list {
+            let frozen_before = e
+                .links
+                .as_slice()
+                .iter()
+                .any(|&k| k != link && self.link_frozen[k as usize] == self.epoch)
+                || (e.capped && self.frozen[e.slot as usize] == self.epoch);
+            if !frozen_before {
+                if !e.here {
+                    self.bottleneck[e.slot as usize] = Bottleneck::Link(link);
+                    self.changes.slots.push(e.slot);
+                }
+                weight_here += u64::from(e.weight);
+                self.freeze(*e, share, link);
+            }
+        }
+        self.on_link[li] = list;
+        // What is left of its capacity (for the loads of the matrix's links).
+        self.residual[li] -= share * self.count[li];
+        self.count[li] = 0.0;
+        self.load[li] += share * weight_here as f64;
+    }
+
+    /// Freezes the slot of `e` at `rate`, charging its links but `by`
+    /// (the link freezing it, which sums its own load).
+    fn freeze(&mut self, e: Entry, rate: f64, by: LinkId) {
+        if e.capped {
+            self.frozen[e.slot as usize] = self.epoch;
+        }
+        self.stats.demands_filled += 1;
+        let w = u64::from(e.weight);
+        let total = rate * w as f64;
+        for &l in e.links.as_slice() {
+            if l == by {
+                continue;
+            }
+            let li = l as usize;
+            self.load[li] += total;
+            if self.binds[li] {
+                // Its share is recomputed when it reaches the top of the heap.
+                self.residual[li] -= total;
+                self.count[li] = (self.count[li] - w as f64).max(0.0);
+                self.stale[li] = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

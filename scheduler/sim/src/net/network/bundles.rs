@@ -1,0 +1,301 @@
+//! Bundles: flows that share a route and a cap get the same max-min rate,
+//! so they are kept together and their service (bytes each member received
+//! while in the bundle) is counted once. Here are the bundle, its key, the
+//! index from key to bundle, and the progress of a member read from them.
+
+use super::super::class_levels::ClassId;
+use super::super::clocks::Clock;
+use super::super::fasthash::FastMap;
+use super::super::links::LinkId;
+use super::super::slots::{Slot, Slots};
+use super::eta;
+use ocslab_core::coflow::id_index::IdIndex;
+use ocslab_core::coflow::view::FlowTable;
+use ocslab_core::coflow::{CoflowView, FabricParams, FlowView, Path, Progress};
+use ocslab_core::model::coflow::{CoflowId, FlowId};
+use ocslab_core::{Bps, HostId, Nanos};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::collections::BinaryHeap;
+
+/// What makes flows share a rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct BundleKey {
+    pub(super) path: Path,
+    pub(super) src: HostId,
+    pub(super) dst: HostId,
+    /// The pacing cap in bits per second, or [`BundleKey::UNCAPPED`]: a
+    /// sentinel, not an `Option`, so that the key stays 40 bytes and shares
+    /// a cache line with the bundle's members.
+    pub(super) cap_bps: u64,
+    /// The flows' class when rates are solved class by class (their
+    /// coflow's, [`super::class_levels`]), or [`BundleKey::NO_CLASS`].
+    pub(super) class: ClassId,
+}
+
+impl BundleKey {
+    pub(super) const UNCAPPED: u64 = u64::MAX;
+    pub(super) const NO_CLASS: ClassId = ClassId::MAX;
+
+    pub(super) fn new(
+        path: Path,
+        src: HostId,
+        dst: HostId,
+        cap: Option<Bps>,
+        class: Option<ClassId>,
+    ) -> BundleKey {
+        BundleKey {
+            path,
+            src,
+            dst,
+            cap_bps: cap.map_or(Self::UNCAPPED, |c| c.0.min(Self::UNCAPPED - 1)),
+            class: class.unwrap_or(Self::NO_CLASS),
+        }
+    }
+
+    /// The pacing cap, if any.
+    pub(super) fn cap(&self) -> Option<Bps> {
+        (self.cap_bps != Self::UNCAPPED).then_some(Bps(self.cap_bps))
+    }
+
+    /// The class, if any.
+    pub(super) fn class(&self) -> Option<ClassId> {
+        (self.class != Self::NO_CLASS).then_some(self.class)
+    }
+}
+
+/// Flows with one key. Its service (bytes each member has received while
+/// in it) is `offset` plus the clock of the link it is bottlenecked at
+/// ([`super::clocks`]), or, off any link clock (held by its cap, or not
+/// moving), grows at `rate` from `base` at `base_time`. Either way it is kept
+/// lazily: an event costs nothing for a bundle whose bottleneck it leaves alone.
+///
+/// Laid out for the cache: what an event reads of a bundle (its service,
+/// first finish, generation, members count, dirty flag) fills the first
+/// 64-byte line, its members' heap and key the second.
+#[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
+pub(super) struct Bundle {
+    /// The link clock it runs on, if any.
+    pub(super) clock: Option<LinkId>,
+    pub(super) offset: f64,
+    pub(super) base: f64,
+    pub(super) base_time: Nanos,
+    pub(super) rate: f64,
+    /// The smallest finish among members (infinite when empty).
+    pub(super) min_finish: f64,
+    /// Bumped whenever its finish time is recomputed: older heap entries are stale.
+    pub(super) generation: u32,
+    /// Members, not counting stale entries.
+    pub(super) count: u32,
+    /// Whether its demand (members, route) must be handed to the rate
+    /// solver again; during a rate update, whether the update took it.
+    pub(super) dirty: bool,
+    /// Members, first finish first: (service at which it finishes, as f64
+    /// bits: order-preserving for >= 0; id; slot; the slot's stamp when it
+    /// joined). Entries whose stamp is not their slot's are stale: the
+    /// member left ([`Slots`]).
+    pub(super) members: BinaryHeap<Reverse<Member>>,
+    pub(super) key: Option<BundleKey>,
+}
+
+/// The bundle of each key in use. Nearly every flow of a trace replay
+/// takes the default key (EPS, no cap) of its host pair, so those are
+/// found in a vector by host pair (no hashing, one small array), as long
+/// as the fabric's host pairs number at most [`BundleIndex::MAX_PAIRS`];
+/// other keys are hashed.
+#[derive(Clone, Debug, Default)]
+pub(super) struct BundleIndex {
+    pub(super) hosts_per_rack: u32,
+    pub(super) hosts: usize,
+    /// The bundle of each host pair's default key (src × hosts + dst), or
+    /// `u32::MAX`; empty when the fabric has too many host pairs.
+    pub(super) default: Vec<u32>,
+    /// The other keys' bundles (all keys when `default` is empty).
+    pub(super) other: FastMap<BundleKey, usize>,
+}
+
+impl BundleIndex {
+    /// Most host pairs whose default keys are held in a vector (16 MB).
+    pub(super) const MAX_PAIRS: usize = 1 << 22;
+
+    pub(super) fn new(fabric: &FabricParams) -> BundleIndex {
+        let hosts = fabric.racks as usize * fabric.hosts_per_rack as usize;
+        let pairs = hosts.saturating_mul(hosts);
+        BundleIndex {
+            hosts_per_rack: fabric.hosts_per_rack,
+            hosts,
+            default: if pairs <= Self::MAX_PAIRS {
+                vec![u32::MAX; pairs]
+            } else {
+                Vec::new()
+            },
+            other: FastMap::default(),
+        }
+    }
+
+    /// Where `key`'s bundle is held in `default`, if it is held there.
+    pub(super) fn pair(&self, key: &BundleKey) -> Option<usize> {
+        if key.path != Path::Eps
+            || key.cap_bps != BundleKey::UNCAPPED
+            || key.class().is_some()
+            || self.default.is_empty()
+        {
+            return None;
+        }
+        let host = |h: HostId| h.rack as usize * self.hosts_per_rack as usize + h.host as usize;
+        Some(host(key.src) * self.hosts + host(key.dst))
+    }
+
+    pub(super) fn get(&self, key: &BundleKey) -> Option<usize> {
+        match self.pair(key) {
+            Some(p) => Some(self.default[p])
+                .filter(|&b| b != u32::MAX)
+                .map(|b| b as usize),
+            None => self.other.get(key).copied(),
+        }
+    }
+
+    pub(super) fn insert(&mut self, key: BundleKey, b: usize) {
+        match self.pair(&key) {
+            Some(p) => self.default[p] = b as u32,
+            None => {
+                self.other.insert(key, b);
+            }
+        }
+    }
+
+    pub(super) fn remove(&mut self, key: &BundleKey) {
+        match self.pair(key) {
+            Some(p) => self.default[p] = u32::MAX,
+            None => {
+                self.other.remove(key);
+            }
+        }
+    }
+}
+
+/// A bundle's member entry: (finish as f64 bits, id, slot, stamp).
+type Member = (u64, FlowId, u32, u32);
+
+impl Bundle {
+    /// The flow in slot `ix` (stamp `stamp`) joins, done at service `finish`.
+    pub(super) fn insert(&mut self, finish: f64, id: FlowId, ix: u32, stamp: u32) {
+        self.members.push(Reverse((finish.to_bits(), id, ix, stamp)));
+        self.count += 1;
+        self.min_finish = self.min_finish.min(finish);
+    }
+    /// A member left (its slot's stamp moved on, so its entry is stale):
+    /// drops stale entries from the front (all of them when they outnumber
+    /// the members), and takes the first finish from what is left.
+    pub(super) fn remove(&mut self, slots: &Slots) {
+        self.count -= 1;
+        let live = |&(_, _, ix, stamp): &Member| slots[ix].stamp == stamp;
+        if self.count == 0 {
+            self.members.clear();
+        } else if self.members.len() > 2 * self.count as usize + 16 {
+            self.members.retain(|Reverse(m)| live(m));
+        }
+        // An entry per member and none stale: the front is live.
+        while self.members.len() > self.count as usize
+            && self.members.peek().is_some_and(|Reverse(m)| !live(m))
+        {
+            self.members.pop();
+        }
+        self.min_finish = self
+            .members
+            .peek()
+            .map_or(f64::INFINITY, |Reverse((bits, ..))| f64::from_bits(*bits));
+    }
+    /// Service at `now` (not before its last change).
+    pub(super) fn service(&self, clocks: &[Clock], now: Nanos) -> f64 {
+        match self.clock {
+            Some(l) => self.offset + clocks[l as usize].value(now),
+            None if self.rate > 0.0 => self.base + self.rate * (now - self.base_time).as_secs_f64(),
+            None => self.base,
+        }
+    }
+    /// Each member's rate.
+    pub(super) fn rate(&self, clocks: &[Clock]) -> f64 {
+        self.clock.map_or(self.rate, |l| clocks[l as usize].level())
+    }
+    /// How close to `finish` its service must be at `now` for the member to
+    /// count as done: [`done_within`] of the larger of the numbers the
+    /// service is computed from (on a link clock, the clock's value too).
+    pub(super) fn slack(&self, clocks: &[Clock], now: Nanos, finish: f64) -> f64 {
+        let scale = self.clock.map_or(0.0, |l| clocks[l as usize].value(now).abs());
+        done_within(finish.abs().max(scale))
+    }
+    /// When its first member finishes at its current rate ([`eta`]), if it moves.
+    pub(super) fn first_finish(&self, clocks: &[Clock], now: Nanos) -> Option<Nanos> {
+        let remaining = self.min_finish - self.service(clocks, now);
+        let slack = self.slack(clocks, now, self.min_finish);
+        eta(now, remaining, slack, self.rate(clocks))
+    }
+}
+
+/// A flow's progress at one instant, from its slot and its bundle's counter.
+pub(super) struct FlowProgress {
+    pub(super) sent_eps: f64,
+    pub(super) sent_ocs: f64,
+    pub(super) remaining: f64,
+    pub(super) rate: f64,
+}
+
+impl FlowProgress {
+    /// Progress at `now` of a flow on `path` whose place is `s`.
+    pub(super) fn of(bundles: &[Bundle], clocks: &[Clock], s: &Slot, path: Path, now: Nanos) -> FlowProgress {
+        let b = &bundles[s.bundle];
+        let service = b.service(clocks, now);
+        let here = service - s.joined;
+        let (sent_eps, sent_ocs) = match path {
+            Path::Ocs { .. } => (s.sent_eps, s.sent_ocs + here),
+            Path::Eps => (s.sent_eps + here, s.sent_ocs),
+            Path::Wait => (s.sent_eps, s.sent_ocs),
+        };
+        FlowProgress {
+            sent_eps,
+            sent_ocs,
+            remaining: (s.finish - service).max(0.0),
+            rate: b.rate(clocks),
+        }
+    }
+}
+
+/// [`Progress`] read from the network's bundles at `now`, for the flows a policy asks about.
+pub(super) struct LiveProgress<'a> {
+    pub(super) now: Nanos,
+    pub(super) bundles: &'a [Bundle],
+    pub(super) clocks: &'a [Clock],
+    pub(super) slots: &'a Slots,
+    pub(super) slot_of: &'a IdIndex,
+    pub(super) done_bytes: &'a BTreeMap<CoflowId, f64>,
+    pub(super) flows: &'a FlowTable,
+}
+
+impl LiveProgress<'_> {
+    pub(super) fn of(&self, f: &FlowView) -> Option<FlowProgress> {
+        let s = &self.slots[self.slot_of.get(f.spec.id)?];
+        Some(FlowProgress::of(self.bundles, self.clocks, s, f.path, self.now))
+    }
+}
+
+impl Progress for LiveProgress<'_> {
+    fn remaining_bytes(&self, flow: &FlowView) -> f64 {
+        self.of(flow).map_or(flow.remaining_bytes, |p| p.remaining)
+    }
+    fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64 {
+        let mut sent = self.done_bytes.get(&id).copied().unwrap_or(0.0);
+        for f in coflow.flows.iter().filter_map(|f| self.flows.get(f)) {
+            if let Some(p) = self.of(f) {
+                sent += p.sent_eps + p.sent_ocs;
+            }
+        }
+        sent
+    }
+}
+
+/// Service within this of a member's finish counts as done (fluid rounding).
+pub(super) fn done_within(finish: f64) -> f64 {
+    1e-6 + finish * 1e-12
+}

@@ -1,0 +1,148 @@
+//! The policy's part of the fluid network: asking the coflow policy at a
+//! scheduling instant and carrying out its [`ocslab_core::coflow::Decision`]
+//! by the rules both drivers share ([`ocslab_core::coflow::carry_out`]):
+//! circuits through the network's [`super::circuits::FluidOcs`], each flow
+//! moved to the bundle of the plan it follows.
+
+use super::{BundleKey, FluidNetwork, LiveProgress};
+use crate::net::rates::Rates;
+use ocslab_core::coflow::view::Path;
+use ocslab_core::coflow::{set_up_circuits, FabricParams, FlowPlan, FlowView, PairPlan};
+use ocslab_core::model::coflow::{FlowId, FlowSpec};
+
+impl FluidNetwork {
+    /// Asks the policy and applies its decision (paths, caps, circuits, wake-up).
+    pub(super) fn ask_policy(&mut self) {
+        let now = self.now;
+        let progress = LiveProgress {
+            now,
+            bundles: &self.bundles,
+            clocks: &self.clocks,
+            slots: &self.slots,
+            slot_of: &self.slot_of,
+            done_bytes: &self.coflow_done_bytes,
+            flows: &self.view.flows,
+        };
+        let decision = self.policy.decide(now, &self.view, &progress);
+        self.stats.policy_calls += 1;
+        self.wake_at = decision.wake_at.filter(|&t| t > now);
+        let made = set_up_circuits(
+            &mut self.view.circuits,
+            &self.view.fabric,
+            &decision.circuits,
+            now,
+            &mut self.ocs,
+        );
+        self.stats.reconfigurations += made;
+        self.circuits_changed |= std::mem::take(&mut self.ocs.changed);
+        self.pending.append(&mut self.ocs.events);
+        self.apply_pair_plans(&decision.pair_changes);
+        if self.policy.orders_coflows() {
+            self.rates.set_order(&decision.order);
+        } else if !decision.order.is_empty() {
+            tracing::warn!(
+                policy = self.policy.name(),
+                "a policy that does not order coflows gave an order; ignored"
+            );
+        }
+        let fabric = self.view.fabric;
+        let mut planned = std::mem::take(&mut self.planning);
+        planned.clear();
+        for &(id, plan) in &decision.plans {
+            let Some(f) = self.view.flows.get(&id) else {
+                continue;
+            };
+            let key = plan_key(&fabric, &mut self.rates, f, plan);
+            if key != default_key(&mut self.rates, &f.spec) {
+                planned.push(id);
+            }
+            self.move_flow(id, key);
+        }
+        if !planned.is_sorted() {
+            planned.sort_unstable();
+        }
+        planned.dedup();
+        // Flows planned at the last call and not at this one go back to
+        // the default, in id order, unless a pair plan covers them.
+        let pair_planned = &self.pair_planned;
+        let covered = |f: &FlowView| {
+            let key = (f.spec.coflow, f.spec.src.rack, f.spec.dst.rack);
+            pair_planned.get(key).is_some()
+        };
+        let mut now = planned.iter().peekable();
+        let back: Vec<FlowId> = self
+            .planned
+            .iter()
+            .copied()
+            .filter(|id| {
+                while now.next_if(|&&n| n < *id).is_some() {}
+                now.peek() != Some(&id)
+            })
+            .filter(|id| self.view.flows.get(id).is_some_and(|f| !covered(f)))
+            .collect();
+        for id in back {
+            if let Some(f) = self.view.flows.get(&id) {
+                let key = default_key(&mut self.rates, &f.spec);
+                self.move_flow(id, key);
+            }
+        }
+        self.planning = std::mem::replace(&mut self.planned, planned);
+    }
+
+    /// Applies a decision's pair plan changes to the standing pair plans
+    /// ([`ocslab_core::coflow::Decision`]). Only pairs whose plan is not what it
+    /// was, and pairs a flow joined since the last call
+    /// ([`FluidNetwork::stale_pairs`]) and that have a plan, move their
+    /// flows (a pair that lost its plan goes back to EPS, no cap), in
+    /// flow-id order as per-flow plans do. A pair whose plan stands costs
+    /// nothing.
+    fn apply_pair_plans(&mut self, changes: &[PairPlan]) {
+        let mut changed = self.pair_planned.apply(changes);
+        for key in std::mem::take(&mut self.stale_pairs) {
+            if let Some(plan) = self.pair_planned.get(key) {
+                changed.push((key, Some(plan)));
+            }
+        }
+        let fabric = self.view.fabric;
+        let mut moves: Vec<(FlowId, BundleKey)> = Vec::new();
+        for (key, plan) in changed {
+            let Some(flows) = self.pairs.get(&key) else {
+                continue;
+            };
+            for id in flows {
+                if let Some(f) = self.view.flows.get(id) {
+                    let to = match plan {
+                        Some(p) => plan_key(&fabric, &mut self.rates, f, p),
+                        None => default_key(&mut self.rates, &f.spec),
+                    };
+                    moves.push((*id, to));
+                }
+            }
+        }
+        moves.sort_by_key(|&(id, _)| id);
+        moves.dedup_by_key(|&mut (id, _)| id);
+        for (id, key) in moves {
+            self.move_flow(id, key);
+        }
+    }
+}
+
+/// The bundle key of flow `f` under `plan`: a circuit only for an
+/// elephant and an existing port, EPS otherwise; in its coflow's class if
+/// `rates` are solved by classes.
+fn plan_key(fabric: &FabricParams, rates: &mut Rates, f: &FlowView, plan: FlowPlan) -> BundleKey {
+    let plan = plan.admissible(f, fabric);
+    BundleKey::new(
+        plan.path,
+        f.spec.src,
+        f.spec.dst,
+        plan.cap,
+        rates.class_of(f.spec.coflow),
+    )
+}
+
+/// The key of a flow no policy has planned: EPS, no cap (in its
+/// coflow's class if `rates` are solved by classes).
+pub(super) fn default_key(rates: &mut Rates, spec: &FlowSpec) -> BundleKey {
+    BundleKey::new(Path::Eps, spec.src, spec.dst, None, rates.class_of(spec.coflow))
+}

@@ -1,0 +1,733 @@
+//! [`FluidNetwork`]: the event-driven fluid model. Between events every flow
+//! moves at a constant rate; at each event (a flow joins or finishes, a
+//! circuit comes up, the policy's wake-up) the coflow policy decides paths,
+//! caps and circuits, and rates are recomputed by max-min water-filling
+//! ([`super::levels`]) over the links of [`super::links`], or, for a policy
+//! that orders coflows, class by class in its order
+//! ([`super::class_levels`]). The next event is
+//! the earliest of: a flow's finish at its rate, a circuit's end of dark
+//! time, the policy's wake-up. Nothing ticks; nothing reads a clock.
+//!
+//! Flows that share a route and a cap (same path, source, destination and
+//! cap) get the same max-min rate, so they are kept together in a *bundle*
+//! whose service (bytes each member has received while in it) is counted
+//! once, as processor-sharing simulators do with virtual time. A member
+//! finishes when the service reaches the value recorded at its join plus its
+//! size. With 150 racks a bundle holds all flows of one rack pair, however
+//! many coflows they serve. Bundles bottlenecked at the same link share its
+//! service clock ([`super::clocks`]), so an event that changes the link's
+//! level but not the bundle's bottleneck does not touch the bundle. A policy
+//! that changes a flow's plan moves it to another bundle (O(log)).
+//!
+//! The policy reads progress on demand ([`Progress`], answered from the
+//! bundles' counters for the flows it asks about) and is called only at the
+//! events its [`Triggers`] name and at its own wake-up; at other events its
+//! last decision stands and only rates are recomputed.
+//!
+//! One job per file: [`bundles`](self::bundles) (flows sharing a rate, and
+//! progress read from them), `circuits` (the fluid optical switch: the
+//! circuit log and the events a change raises), `decide` (asking the policy
+//! and carrying out its decision by the rules of
+//! [`ocslab_core::coflow::carry_out`]), `solve` (rates and link clocks);
+//! here, flows joining and finishing, events, and the totals.
+
+mod bundles;
+mod circuits;
+mod decide;
+mod solve;
+
+use super::clocks::{Clock, NextFinishes};
+use super::levels::{Changes, SolveStats};
+use super::links::LinkId;
+use super::pairs::PairFlows;
+use super::prefetch::prefetch;
+use super::rates::Rates;
+use super::slots::{Slot, Slots};
+use super::usage::LinkUsage;
+use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
+use bundles::{Bundle, BundleIndex, BundleKey, FlowProgress, LiveProgress};
+use circuits::{circuit_event, FluidOcs};
+use decide::default_key;
+use ocslab_core::coflow::id_index::IdIndex;
+use ocslab_core::coflow::view::FlowTable;
+use ocslab_core::coflow::{
+    self, Arrivals, CoflowPolicy, CoflowView, Departures, FabricParams, NetView, PairKey, PairPlans, Path,
+    Triggers,
+};
+use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
+use ocslab_core::{Bytes, Nanos, Topology};
+use solve::eta;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+/// The fluid network: flows, links, circuits and the coflow policy.
+pub struct FluidNetwork {
+    view: NetView,
+    policy: Box<dyn CoflowPolicy>,
+    /// The events after which the policy is called (its [`CoflowPolicy::triggers`]).
+    triggers: Triggers,
+    /// Active flows per (coflow, source rack, destination rack): to tell
+    /// when a coflow's rack pair is done, and which flows a pair plan moves.
+    /// Kept only for a policy that is ever called (its triggers are not
+    /// [`Triggers::NEVER`]); for one that is not, neither these nor the
+    /// pairs a flow joined since the last call are kept.
+    pairs: PairFlows,
+    /// The standing pair plans: each decision's changes are applied to them.
+    pair_planned: PairPlans,
+    /// Pairs a flow joined since the last call: their plan is applied again
+    /// (the new flow waits over EPS until then, and may have made the pair's
+    /// flows elephants).
+    stale_pairs: BTreeSet<PairKey>,
+    now: Nanos,
+    wake_at: Option<Nanos>,
+    bundles: Vec<Bundle>,
+    bundle_of: BundleIndex,
+    free_bundles: Vec<usize>,
+    /// Bundles emptied since the last rate solve, reused only after it.
+    emptied: Vec<usize>,
+    /// Bundles whose demand must be handed to the solver again.
+    dirty: Vec<usize>,
+    /// Bundles on a circuit path (their route changes with circuits).
+    ocs_bundles: BTreeSet<usize>,
+    /// Whether a circuit was set up, torn down or came up since the last solve.
+    circuits_changed: bool,
+    /// Finish times of the first members of bundles off any link clock:
+    /// (time, bundle, generation); entries whose generation is not the
+    /// bundle's are stale.
+    finishes: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
+    /// One service clock per link.
+    clocks: Vec<Clock>,
+    /// Next finish on each link clock, by link id, only up to the last
+    /// link that can bind: no bundle is ever bottlenecked at a link after it.
+    clock_next: NextFinishes,
+    /// The earliest of `clock_next`, as of the last refresh.
+    first_clock_finish: Option<Nanos>,
+    /// The clocks due at the event being processed (kept to reuse its buffer).
+    clocks_now: Vec<usize>,
+    /// Clocks whose next finish must be recomputed before the next event.
+    clocks_due: Vec<LinkId>,
+    slots: Slots,
+    /// The slot of each active flow.
+    slot_of: IdIndex,
+    /// Bundles with a member due at the event being processed, and those
+    /// members' slots (kept to reuse their buffers).
+    due: Vec<usize>,
+    done: Vec<u32>,
+    /// The ids of the flows being added (kept to reuse its buffer).
+    adding: Vec<FlowId>,
+    /// Flows whose plan at the last call was not the default (EPS, no
+    /// cap), in id order; some may have left since (ids are not reused).
+    planned: Vec<FlowId>,
+    /// The same for the call under way (kept to reuse its buffer).
+    planning: Vec<FlowId>,
+    /// Bytes of each coflow's finished flows.
+    coflow_done_bytes: BTreeMap<CoflowId, f64>,
+    /// Coflows with no active flow, kept so that a later flow resumes them.
+    dormant: BTreeMap<CoflowId, CoflowView>,
+    pending: Vec<NetEvent>,
+    stats: NetStats,
+    /// The optical switch: every circuit's life.
+    ocs: FluidOcs,
+    usage: LinkUsage,
+    rates: Rates,
+    /// What the last solve changed (kept to reuse its buffers).
+    changes: Changes,
+}
+
+impl FluidNetwork {
+    /// A network for `topo` whose coflows are scheduled by the policy named
+    /// `coflow_policy` (see [`ocslab_core::coflow::by_name`]).
+    pub fn new(topo: &Topology, coflow_policy: &str) -> Result<FluidNetwork, coflow::UnknownPolicy> {
+        Ok(FluidNetwork::with_policy(topo, coflow::by_name(coflow_policy)?))
+    }
+
+    /// A network for `topo` driven by `policy`.
+    pub fn with_policy(topo: &Topology, policy: Box<dyn CoflowPolicy>) -> FluidNetwork {
+        FluidNetwork::on_fabric(FabricParams::from(topo), policy)
+    }
+
+    /// A network on `fabric` driven by `policy`.
+    pub fn on_fabric(fabric: FabricParams, policy: Box<dyn CoflowPolicy>) -> FluidNetwork {
+        let view = NetView::new(fabric);
+        let usage = LinkUsage::new(&fabric);
+        let rates = Rates::new(&view.links, policy.orders_coflows());
+        FluidNetwork {
+            triggers: policy.triggers(),
+            policy,
+            pairs: PairFlows::default(),
+            pair_planned: PairPlans::default(),
+            stale_pairs: BTreeSet::new(),
+            now: Nanos::ZERO,
+            wake_at: None,
+            bundles: Vec::new(),
+            bundle_of: BundleIndex::new(&fabric),
+            free_bundles: Vec::new(),
+            emptied: Vec::new(),
+            dirty: Vec::new(),
+            ocs_bundles: BTreeSet::new(),
+            circuits_changed: false,
+            finishes: BinaryHeap::new(),
+            clocks: vec![Clock::default(); view.links.len()],
+            clock_next: NextFinishes::new(rates.bind_end()),
+            first_clock_finish: None,
+            clocks_now: Vec::new(),
+            clocks_due: Vec::new(),
+            slots: Slots::default(),
+            slot_of: IdIndex::default(),
+            due: Vec::new(),
+            done: Vec::new(),
+            adding: Vec::new(),
+            planned: Vec::new(),
+            planning: Vec::new(),
+            coflow_done_bytes: BTreeMap::new(),
+            dormant: BTreeMap::new(),
+            pending: Vec::new(),
+            stats: NetStats::default(),
+            ocs: FluidOcs::default(),
+            changes: Changes::default(),
+            rates,
+            view,
+            usage,
+        }
+    }
+
+    /// Flows join the network at `now` (`now` is never before the last advance).
+    ///
+    /// # Panics
+    /// If a flow names a host outside the topology or reuses the id of an
+    /// active flow: the engine builds flows from the same validated topology,
+    /// so either is a bug in the caller. Use [`FluidNetwork::try_add_flows`]
+    /// for flows from elsewhere.
+    pub fn add_flows(&mut self, now: Nanos, flows: &[FlowSpec]) {
+        if let Err(e) = self.try_add_flows(now, flows) {
+            panic!("FluidNetwork::add_flows: {e}");
+        }
+    }
+
+    /// Like [`FluidNetwork::add_flows`], but returns an error (and adds
+    /// none of the flows) if one is invalid.
+    pub fn try_add_flows(&mut self, now: Nanos, flows: &[FlowSpec]) -> Result<(), NetError> {
+        let f = &self.view.fabric;
+        for spec in flows {
+            for h in [spec.src, spec.dst] {
+                if h.rack >= f.racks || h.host >= f.hosts_per_rack {
+                    return Err(NetError::UnknownHost {
+                        flow: spec.id,
+                        host: h,
+                    });
+                }
+            }
+            if self.slot_of.get(spec.id).is_some() {
+                return Err(NetError::DuplicateFlow(spec.id));
+            }
+        }
+        let ids = &mut self.adding;
+        ids.clear();
+        ids.extend(flows.iter().map(|spec| spec.id));
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(NetError::DuplicateFlow(w[0]));
+        }
+        if now > self.now {
+            let mut events = std::mem::take(&mut self.pending);
+            self.advance_into(now, &mut events);
+            self.pending = events;
+        }
+        let mut ask = false;
+        let viewed = self.policy_is_called();
+        for spec in flows {
+            let mut pair_ix = None;
+            if viewed {
+                if !self.view.coflows.contains_key(&spec.coflow) {
+                    if let Some(c) = self.dormant.remove(&spec.coflow) {
+                        self.view.coflows.insert(spec.coflow, c);
+                    }
+                }
+                self.view.insert_flow(spec.clone(), self.now);
+                // It joins over EPS, as unplanned flows do, until the next call.
+                let pair = (spec.coflow, spec.src.rack, spec.dst.rack);
+                self.stale_pairs.insert(pair);
+                pair_ix = Some(self.pairs.join(pair, spec.id));
+            }
+            ask |= match self.triggers.arrivals {
+                Arrivals::Never => false,
+                Arrivals::Elephants => self.view.flows.get(&spec.id).is_some_and(|f| f.elephant),
+                Arrivals::Every => true,
+            };
+            let key = default_key(&mut self.rates, spec);
+            let b = self.bundle_for(key);
+            let joined = self.bundles[b].service(&self.clocks, self.now);
+            let finish = joined + spec.bytes.0 as f64;
+            let ix = self.slots.add(
+                Slot {
+                    bundle: b,
+                    joined,
+                    finish,
+                    sent_eps: 0.0,
+                    sent_ocs: 0.0,
+                    pair: pair_ix,
+                    stamp: 0,
+                },
+                spec.clone(),
+                self.now,
+            );
+            self.slot_of.insert(spec.id, ix);
+            self.bundles[b].insert(finish, spec.id, ix, self.slots[ix].stamp);
+            self.mark_dirty(b);
+        }
+        if !flows.is_empty() {
+            self.reschedule(ask);
+        }
+        Ok(())
+    }
+
+    /// When the next event (a flow finishing, a circuit coming up, a policy
+    /// wake-up) will happen if no flow is added; `None` when idle.
+    pub fn next_event_at(&self) -> Option<Nanos> {
+        let circuit = self
+            .view
+            .circuits
+            .values()
+            .map(|c| c.up_at)
+            .filter(|&t| t > self.now)
+            .min();
+        let completion = self.finishes.peek().map(|e| e.0 .0);
+        let on_clock = self.first_clock_finish;
+        [completion, on_clock, circuit, self.wake_at]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Moves the network to `now`, returning what happened on the way, in time order.
+    pub fn advance_to(&mut self, now: Nanos) -> Vec<NetEvent> {
+        let mut events = Vec::new();
+        self.advance_into(now, &mut events);
+        events
+    }
+
+    /// Like [`FluidNetwork::advance_to`], but appends what happened to
+    /// `events` (a caller's buffer, reused from call to call).
+    pub fn advance_into(&mut self, now: Nanos, events: &mut Vec<NetEvent>) {
+        events.append(&mut self.pending);
+        while let Some(t) = self.next_event_at().filter(|&t| t <= now) {
+            self.move_to(t);
+            self.process(events);
+        }
+        if now > self.now {
+            self.move_to(now);
+        }
+    }
+
+    /// Totals so far (bytes count when their flow finishes).
+    pub fn stats(&self) -> &NetStats {
+        &self.stats
+    }
+
+    /// The network as the policy sees it. Per-flow progress (remaining and
+    /// sent bytes, rate, finish time) and coflows' bytes sent in it are as of
+    /// the last [`FluidNetwork::sync_progress`] (policies read progress on
+    /// demand instead); call that first for their values now. For a policy
+    /// that is never called (triggers [`Triggers::NEVER`], as `fair`) the
+    /// network keeps no view as it runs: the view's flows and coflows are
+    /// those [`FluidNetwork::sync_progress`] last built.
+    pub fn view(&self) -> &NetView {
+        &self.view
+    }
+
+    /// Brings per-flow progress and coflows' bytes sent in the view up to
+    /// date (O(active flows); policies do not need it). For a policy that
+    /// is never called, first builds the view from the active flows, in id
+    /// order: a coflow's known and sent bytes then count only its active
+    /// flows, and its arrival is its earliest active flow's start.
+    pub fn sync_progress(&mut self) {
+        if !self.policy_is_called() {
+            self.build_view();
+        }
+        let now = self.now;
+        for c in self.view.coflows.iter_mut() {
+            c.1.sent_bytes = self.coflow_done_bytes.get(c.0).copied().unwrap_or(0.0);
+        }
+        let NetView { flows, coflows, .. } = &mut self.view;
+        for f in flows.values_mut() {
+            let Some(ix) = self.slot_of.get(f.spec.id) else {
+                continue;
+            };
+            let s = &self.slots[ix];
+            let p = FlowProgress::of(&self.bundles, &self.clocks, s, f.path, now);
+            f.sent_eps_bytes = p.sent_eps;
+            f.sent_ocs_bytes = p.sent_ocs;
+            f.remaining_bytes = p.remaining;
+            f.rate_bytes_per_s = p.rate;
+            let slack = self.bundles[s.bundle].slack(&self.clocks, now, s.finish);
+            f.eta = eta(now, p.remaining, slack, p.rate);
+            if let Some(c) = coflows.get_mut(&f.spec.coflow) {
+                c.sent_bytes += p.sent_eps + p.sent_ocs;
+            }
+        }
+    }
+
+    /// For a policy that is never called (the network keeps no view for
+    /// it): the view of the active flows, from their slots.
+    fn build_view(&mut self) {
+        let mut active: Vec<(FlowSpec, Nanos)> = (0..self.slots.len())
+            .filter(|&ix| self.slot_of.get(self.slots.flow(ix).0.id) == Some(ix))
+            .map(|ix| self.slots.flow(ix).clone())
+            .collect();
+        active.sort_by_key(|(spec, _)| spec.id);
+        self.view.flows = FlowTable::default();
+        self.view.coflows.clear();
+        for (spec, started) in active {
+            let coflow = spec.coflow;
+            self.view.insert_flow(spec, started);
+            if let Some(c) = self.view.coflows.get_mut(&coflow) {
+                c.arrival = c.arrival.min(started);
+            }
+        }
+    }
+
+    /// The time the network has been moved to.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// The coflow policy's name.
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Whether the policy puts elephants on circuits.
+    pub fn policy_uses_ocs(&self) -> bool {
+        self.policy.uses_ocs()
+    }
+
+    /// Every circuit set up so far, in set-up order, for timelines and plots.
+    pub fn circuit_log(&self) -> &[CircuitRecord] {
+        &self.ocs.log
+    }
+
+    /// The bytes the EPS uplinks and OCS ports carried so far, per time bin.
+    pub fn usage(&self) -> &LinkUsage {
+        &self.usage
+    }
+
+    /// The circuits and link utilization from 0 to `end` (at least the
+    /// time the network has been moved to), for the results folder's plots.
+    pub fn timeline(&self, end: Nanos) -> NetTimeline {
+        NetTimeline {
+            circuits: self.ocs.log.clone(),
+            links: self.usage.series(end.max(self.now)),
+        }
+    }
+
+    /// How the rate solver has worked so far (solves, bundles filled, bottlenecks moved).
+    pub fn solve_stats(&self) -> SolveStats {
+        self.rates.stats()
+    }
+
+    /// The bundle for `key`, created if need be.
+    fn bundle_for(&mut self, key: BundleKey) -> usize {
+        if let Some(b) = self.bundle_of.get(&key) {
+            return b;
+        }
+        let fresh = Bundle {
+            key: Some(key),
+            min_finish: f64::INFINITY,
+            base_time: self.now,
+            ..Bundle::default()
+        };
+        let b = match self.free_bundles.pop() {
+            Some(b) => {
+                let old = &mut self.bundles[b];
+                let (generation, mut members) = (old.generation, std::mem::take(&mut old.members));
+                members.clear();
+                self.bundles[b] = Bundle {
+                    generation,
+                    members,
+                    ..fresh
+                };
+                b
+            }
+            None => {
+                self.bundles.push(fresh);
+                self.bundles.len() - 1
+            }
+        };
+        self.bundle_of.insert(key, b);
+        if matches!(key.path, Path::Ocs { .. }) {
+            self.ocs_bundles.insert(b);
+        }
+        b
+    }
+
+    /// Bundle `b`'s members or route changed: its rate and finish time are
+    /// recomputed at the next [`FluidNetwork::update_rates`].
+    fn mark_dirty(&mut self, b: usize) {
+        if !self.bundles[b].dirty {
+            self.bundles[b].dirty = true;
+            self.dirty.push(b);
+        }
+    }
+
+    /// Takes the flow in slot `ix` out of its bundle (recording in the
+    /// slot what it sent there; its `finish` is then the bytes it has
+    /// left); the bundle is freed after the next rate solve if it is empty.
+    fn leave(&mut self, ix: u32) {
+        let now = self.now;
+        let s = &mut self.slots[ix];
+        s.stamp = s.stamp.wrapping_add(1);
+        let b = &mut self.bundles[s.bundle];
+        let service = b.service(&self.clocks, now);
+        let here = (service - s.joined).max(0.0);
+        match b.key.map(|k| k.path) {
+            Some(Path::Ocs { .. }) => s.sent_ocs += here,
+            Some(Path::Eps) => s.sent_eps += here,
+            _ => {}
+        }
+        s.finish = (s.finish - service).max(0.0); // now: bytes remaining
+        let bundle = s.bundle;
+        b.remove(&self.slots);
+        if b.count == 0 {
+            if let Some(k) = b.key {
+                self.bundle_of.remove(&k);
+            }
+            self.emptied.push(bundle);
+        }
+        self.mark_dirty(bundle);
+    }
+
+    /// Moves flow `id` to the bundle of `key` (no-op if it is there). A
+    /// flow alone in its bundle whose path stays takes the bundle along
+    /// (the bundle is keyed anew, its service running on), as when a
+    /// policy that caps every flow (Varys, Aalo) changes the caps: nothing
+    /// leaves or joins a bundle, only the bundle's demand changes.
+    fn move_flow(&mut self, id: FlowId, key: BundleKey) {
+        let Some(ix) = self.slot_of.get(id) else {
+            return;
+        };
+        let here = self.slots[ix].bundle;
+        let Some(old) = self.bundles[here].key.filter(|&k| k != key) else {
+            return;
+        };
+        if old.path == key.path && self.bundles[here].count == 1 && self.bundle_of.get(&key).is_none() {
+            self.bundle_of.remove(&old);
+            self.bundle_of.insert(key, here);
+            self.bundles[here].key = Some(key);
+            self.mark_dirty(here);
+        } else {
+            self.leave(ix);
+            let b = self.bundle_for(key);
+            let joined = self.bundles[b].service(&self.clocks, self.now);
+            let s = &mut self.slots[ix];
+            s.bundle = b;
+            s.joined = joined;
+            s.finish += joined; // it held the bytes left
+            let (finish, stamp) = (s.finish, s.stamp);
+            self.bundles[b].insert(finish, id, ix, stamp);
+            self.mark_dirty(b);
+        }
+        if let Some(f) = self.view.flows.get_mut(&id) {
+            f.path = key.path;
+            f.cap = key.cap();
+        }
+    }
+
+    /// Flows move at their rates from `self.now` to `t` (no event in
+    /// between); bundles' service is kept lazily, so only link usage is recorded.
+    fn move_to(&mut self, t: Nanos) {
+        if t > self.now {
+            self.usage.advance(self.now, t);
+        }
+        self.now = t;
+    }
+
+    /// Handles what happens at `self.now`, then asks the policy again.
+    fn process(&mut self, events: &mut Vec<NetEvent>) {
+        let now = self.now;
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
+        while let Some(&Reverse((t, b, generation))) = self.finishes.peek() {
+            if t > now {
+                break;
+            }
+            self.finishes.pop();
+            if self.bundles[b].generation == generation {
+                due.push(b);
+            }
+        }
+        self.due_on_clocks(&mut due);
+        due.sort_unstable();
+        due.dedup();
+        // The due members, taken off their bundles' lists (in finish order
+        // per bundle); they leave the bundles below.
+        let mut done = std::mem::take(&mut self.done);
+        done.clear();
+        for &b in &due {
+            let bundle = &mut self.bundles[b];
+            let service = bundle.service(&self.clocks, now);
+            // With no stale entry (no member ever moved out) the slots need
+            // not be read here: `finish` reads them with the flows' specs.
+            let all_live = bundle.members.len() == bundle.count as usize;
+            while let Some(&Reverse((bits, _, ix, stamp))) = bundle.members.peek() {
+                let finish = f64::from_bits(bits);
+                if all_live || self.slots[ix].stamp == stamp {
+                    if finish - service > bundle.slack(&self.clocks, now, finish) {
+                        break;
+                    }
+                    done.push(ix);
+                    // `finish` reads both a little later: their loads overlap.
+                    prefetch(&self.slots[ix]);
+                    prefetch(self.slots.flow(ix));
+                }
+                bundle.members.pop();
+            }
+        }
+        for &b in &due {
+            // Its finish time is recomputed whether or not a member left.
+            self.mark_dirty(b);
+        }
+        self.due = due;
+        let mut ask = false;
+        for &ix in &done {
+            ask |= self.finish(ix, events);
+        }
+        self.done = done;
+        for c in self.view.circuits.values().filter(|c| c.up_at == now) {
+            self.circuits_changed = true;
+            ask |= self.triggers.circuit_up;
+            events.push(circuit_event(now, c, true));
+        }
+        if self.wake_at.is_some_and(|t| t <= now) {
+            self.wake_at = None;
+            ask = true;
+        }
+        self.reschedule(ask);
+        events.append(&mut self.pending);
+    }
+
+    /// Adds to `due` the bundles on link clocks whose first member is done
+    /// now; those clocks' next finishes are recomputed at the next refresh.
+    fn due_on_clocks(&mut self, due: &mut Vec<usize>) {
+        let now = self.now;
+        if self.first_clock_finish.is_none_or(|t| t > now) {
+            return;
+        }
+        let mut clocks = std::mem::take(&mut self.clocks_now);
+        clocks.clear();
+        self.clock_next.take_due(now, &mut clocks);
+        for &li in &clocks {
+            let l = li as LinkId;
+            // The bundles on this clock whose first member is due.
+            while let Some(&Reverse((_, b, g))) = self.clocks[li].finishes.peek() {
+                let bundle = &self.bundles[b];
+                if bundle.generation == g && bundle.clock == Some(l) {
+                    let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
+                    if remaining > bundle.slack(&self.clocks, now, bundle.min_finish) {
+                        break;
+                    }
+                    due.push(b);
+                }
+                self.clocks[li].finishes.pop();
+            }
+            Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
+        }
+        self.clocks_now = clocks;
+    }
+
+    /// The flow in slot `ix` is done (its bundle entry is already off the
+    /// list): it leaves, and its event is recorded. Returns whether its
+    /// departure is one the policy wants to be called at.
+    fn finish(&mut self, ix: u32, events: &mut Vec<NetEvent>) -> bool {
+        self.leave(ix);
+        let s = self.slots[ix];
+        let (spec, started) = self.slots.flow(ix).clone();
+        self.slots.remove(ix);
+        let id = spec.id;
+        self.slot_of.remove(id);
+        let ask = self.policy_is_called() && self.forget(&spec, s.pair);
+        let size = spec.bytes;
+        let (eps, ocs) = if s.sent_ocs < 0.5 {
+            (size, Bytes(0))
+        } else if s.sent_eps < 0.5 {
+            (Bytes(0), size)
+        } else {
+            let eps = (s.sent_eps.round() as u64).min(size.0);
+            (Bytes(eps), Bytes(size.0 - eps))
+        };
+        self.stats.eps_bytes += eps;
+        self.stats.ocs_bytes += ocs;
+        self.stats.flows_done += 1;
+        if spec.src.rack != spec.dst.rack {
+            self.stats.cross_rack_bytes += size;
+        }
+        events.push(NetEvent::FlowDone {
+            flow: id,
+            coflow: spec.coflow,
+            started,
+            at: self.now,
+            eps_bytes: eps,
+            ocs_bytes: ocs,
+        });
+        ask
+    }
+
+    /// Whether the policy is ever called (its triggers are not
+    /// [`Triggers::NEVER`]). Only then does the network keep what the
+    /// policy reads: the view's flows and coflows, each coflow's finished
+    /// bytes, the flows of each rack pair.
+    fn policy_is_called(&self) -> bool {
+        self.triggers != Triggers::NEVER
+    }
+
+    /// Takes finished flow `spec` (in rack pair `pair` of
+    /// [`FluidNetwork::pairs`]) out of what the policy reads; returns
+    /// whether its departure is one the policy wants to be called at.
+    fn forget(&mut self, spec: &FlowSpec, pair: Option<u32>) -> bool {
+        let id = spec.id;
+        let elephant = self.view.flows.remove(&id).is_some_and(|f| f.elephant);
+        let key = (spec.coflow, spec.src.rack, spec.dst.rack);
+        let pair_done = pair.is_none_or(|p| self.pairs.leave(p, key, id));
+        let ask = match self.triggers.departures {
+            Departures::Never => false,
+            // All active flows of a coflow's rack pair are elephants or none are.
+            Departures::ElephantPairDone => pair_done && elephant,
+            // Its coflow still lists it: the coflow is done if it is the last.
+            Departures::CoflowDone => self
+                .view
+                .coflows
+                .get(&spec.coflow)
+                .is_none_or(|c| c.flows.len() <= 1),
+            Departures::Every => true,
+        };
+        *self.coflow_done_bytes.entry(spec.coflow).or_default() += spec.bytes.0 as f64;
+        if let Some(c) = self.view.coflows.get_mut(&spec.coflow) {
+            c.flows.remove(&id);
+            if c.flows.is_empty() {
+                if let Some(c) = self.view.coflows.remove(&spec.coflow) {
+                    self.dormant.insert(spec.coflow, c);
+                }
+            }
+        }
+        ask
+    }
+
+    /// Asks the policy if `ask` (an event it is triggered by) and applies its
+    /// decision, then recomputes rates and finish times.
+    fn reschedule(&mut self, ask: bool) {
+        if ask {
+            self.ask_policy();
+        }
+        self.update_rates();
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_is_two_cache_lines() {
+        assert_eq!(std::mem::size_of::<Bundle>(), 128);
+        assert_eq!(std::mem::offset_of!(Bundle, members), 64);
+    }
+}

@@ -1,0 +1,69 @@
+//! [`NetworkModel`]: what the simulation driver needs from a network — the
+//! fixed contract of [`crate::net::FluidNetwork`] as a trait, so the driver
+//! runs over the fluid model or over a simple stand-in
+//! ([`super::FixedRateNetwork`]) alike.
+
+use crate::net::links::LinkKind;
+use crate::net::{FluidNetwork, NetEvent, NetStats, NetTimeline};
+use ocslab_core::engine::{Link, LinkLoad};
+use ocslab_core::model::coflow::FlowSpec;
+use ocslab_core::Nanos;
+
+/// A flow-level network the simulation driver can run against.
+pub trait NetworkModel {
+    /// Flows join the network at `now` (never before the last advance).
+    fn add_flows(&mut self, now: Nanos, flows: &[FlowSpec]);
+    /// When the next event happens if no flow is added; `None` when idle.
+    fn next_event_at(&self) -> Option<Nanos>;
+    /// Moves to `now`, returning what happened on the way, in time order.
+    fn advance_to(&mut self, now: Nanos) -> Vec<NetEvent>;
+    /// Totals so far.
+    fn stats(&self) -> &NetStats;
+    /// Current utilization of the links the model tracks (empty: the
+    /// model does not measure loads; no load samples are fed then).
+    fn link_loads(&self) -> Vec<LinkLoad> {
+        Vec::new()
+    }
+    /// The circuits and link utilization from 0 to `end`, for plots (empty:
+    /// the model records neither).
+    fn timeline(&self, _end: Nanos) -> NetTimeline {
+        NetTimeline::default()
+    }
+}
+
+impl NetworkModel for FluidNetwork {
+    fn add_flows(&mut self, now: Nanos, flows: &[FlowSpec]) {
+        FluidNetwork::add_flows(self, now, flows)
+    }
+    fn next_event_at(&self) -> Option<Nanos> {
+        FluidNetwork::next_event_at(self)
+    }
+    fn advance_to(&mut self, now: Nanos) -> Vec<NetEvent> {
+        FluidNetwork::advance_to(self, now)
+    }
+    fn stats(&self) -> &NetStats {
+        FluidNetwork::stats(self)
+    }
+    fn timeline(&self, end: Nanos) -> NetTimeline {
+        FluidNetwork::timeline(self, end)
+    }
+    /// The EPS uplinks', downlinks' and OCS ports' utilization at this
+    /// instant (the fluid rates are constant between events).
+    fn link_loads(&self) -> Vec<LinkLoad> {
+        self.usage()
+            .current()
+            .filter_map(|(link, utilization)| {
+                let link = match link {
+                    LinkKind::TorUp(r) => Link::RackUp(r),
+                    LinkKind::TorDown(r) => Link::RackDown(r),
+                    LinkKind::OcsPort { rack, port } => Link::OcsPort { rack, port },
+                    LinkKind::HostUp(_) | LinkKind::HostDown(_) => return None,
+                };
+                Some(LinkLoad {
+                    link,
+                    utilization: utilization.clamp(0.0, 1.0),
+                })
+            })
+            .collect()
+    }
+}
