@@ -22,6 +22,15 @@ use std::path::{Path, PathBuf};
 /// Bytes in the trace's "MB" (CoflowSim reads it as 2^20).
 pub const MB: f64 = 1_048_576.0;
 
+/// The most a reducer may receive, in MB: 2^30 MB (1 PiB). Far above any
+/// published trace, and low enough that the bytes of a coflow of millions
+/// of reducers, and of a whole trace, still fit in 64 bits.
+pub const MAX_REDUCER_MB: f64 = 1_073_741_824.0;
+
+/// The latest arrival, in milliseconds: what nanoseconds in 64 bits hold
+/// (about 584 years).
+pub const MAX_ARRIVAL_MS: u64 = u64::MAX / 1_000_000;
+
 /// A parsed trace, racks as the trace numbers them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CoflowTrace {
@@ -156,6 +165,12 @@ pub fn parse(text: &str, file: &Path) -> Result<CoflowTrace, TraceError> {
             ));
         }
         let ms: u64 = f.next("arrival_ms", "the arrival time in whole milliseconds")?;
+        if ms > MAX_ARRIVAL_MS {
+            return Err(f.error(
+                "arrival_ms",
+                format!("{ms} is too late: at most {MAX_ARRIVAL_MS} ms (nanoseconds in 64 bits)"),
+            ));
+        }
         let nm: u32 = f.next("mappers", "the number of mappers, at least 1")?;
         if nm == 0 {
             return Err(f.error("mappers", "must be at least 1"));
@@ -186,11 +201,13 @@ pub fn parse(text: &str, file: &Path) -> Result<CoflowTrace, TraceError> {
             let megabytes: f64 = mb
                 .parse()
                 .ok()
-                .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+                .filter(|x: &f64| x.is_finite() && (0.0..=MAX_REDUCER_MB).contains(x))
                 .ok_or_else(|| {
                     f.error(
                         &format!("{field}.megabytes"),
-                        format!("{mb:?} is not valid: expected a size in MB >= 0, e.g. 1.0"),
+                        format!(
+                            "{mb:?} is not valid: expected a size in MB from 0 to {MAX_REDUCER_MB} (1 PiB), e.g. 1.0"
+                        ),
                     )
                 })?;
             reducers.push((rack, megabytes));
@@ -303,6 +320,20 @@ mod tests {
 
         let e = parse(&TWO.replace("1:2.0", "1:lots"), Path::new("t.txt")).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (3, "reducer[1].megabytes"));
+
+        // Sizes whose bytes would overflow, and non-finite or negative ones.
+        for mb in ["1e15", "inf", "NaN", "-1.0"] {
+            let e = parse(&TWO.replace("1:2.0", &format!("1:{mb}")), Path::new("t.txt")).unwrap_err();
+            assert_eq!((e.line, e.field.as_str()), (3, "reducer[1].megabytes"), "{mb}");
+            assert!(e.message.contains("from 0 to"), "{e}");
+        }
+        let e = parse(
+            &TWO.replace("2 10 1 3", "2 18446744073709551 1 3"),
+            Path::new("t.txt"),
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (3, "arrival_ms"));
+        assert!(e.message.contains("too late"), "{e}");
 
         let e = parse(&TWO.replace("0:1.0 1:2.0", "0:1.0"), Path::new("t.txt")).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (3, "reducer[1]"));
