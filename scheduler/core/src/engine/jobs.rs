@@ -82,17 +82,8 @@ impl Engine {
 
     /// Marks a job done, then runs the children it was the last parent of.
     pub(super) fn job_finished(&mut self, now: Nanos, id: JobId) {
-        let Some(job) = self.c.jobs.get_mut(&id) else {
+        if !self.c.finish_job(now, id) {
             return;
-        };
-        job.status = JobStatus::Done;
-        job.finished_at = Some(now);
-        if let Some(ready) = job.ready_at {
-            self.c.active.remove(&(ready, id));
-        }
-        let user = job.spec.user;
-        if let Some(u) = self.c.users.get_mut(&user) {
-            u.active_jobs = u.active_jobs.saturating_sub(1);
         }
         if let Some(r) = self.records.jobs.get_mut(&id) {
             r.finished = Some(now);

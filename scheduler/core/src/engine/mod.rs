@@ -41,6 +41,7 @@ mod records;
 mod shuffle;
 mod state;
 mod tasks;
+mod transitions;
 mod view;
 
 pub use by_hand::ClusterState;

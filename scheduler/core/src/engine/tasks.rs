@@ -3,9 +3,8 @@
 //! wins; the others are killed), and ending attempts.
 
 use super::event::{AttemptId, Command};
-use super::jobs::{add_pending_map, runnable};
-use super::records::{FlowKind, Outcome, TaskRecord};
-use super::state::{Locality, Phase, TaskDone, TaskStatus};
+use super::records::{FlowKind, Outcome};
+use super::state::{Locality, Phase};
 use super::{input_coflow, ClusterView, Engine};
 use crate::model::job::{TaskId, TaskKind};
 use crate::policy::TaskChoice;
@@ -93,30 +92,15 @@ impl Engine {
 
     /// Starts an attempt's compute: its task's duration ÷ its host's speed.
     pub(super) fn start_compute(&mut self, now: Nanos, id: AttemptId) {
-        let Some(job) = self.c.jobs.get(&id.task.job) else {
+        let Some((host, duration)) = self.c.begin_compute(now, id) else {
             return;
         };
-        let base = match id.task.kind {
-            TaskKind::Map => job.spec.maps[id.task.index as usize].duration,
-            TaskKind::Reduce => job.spec.reduces[id.task.index as usize].duration,
-        };
-        let Some(att) = self.c.attempts.get_mut(&id) else {
-            return;
-        };
-        let speed = self.c.hosts[self.c.topo.host_index(att.host)].speed;
-        let duration = if speed == 1.0 {
-            base
-        } else {
-            Nanos((base.0 as f64 / speed).round() as u64)
-        };
-        att.phase = Phase::Computing { since: now, duration };
-        att.compute_started = Some(now);
         if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
             r.first_task.get_or_insert(now);
         }
         self.out.push(Command::Compute {
             attempt: id,
-            host: att.host,
+            host,
             duration,
         });
     }
@@ -166,48 +150,25 @@ impl Engine {
 
     /// An attempt reported its compute done.
     pub(super) fn task_finished(&mut self, now: Nanos, id: AttemptId, _host: HostId, output: Option<Bytes>) {
-        let Some(att) = self.c.attempts.get(&id) else {
+        let Some(done) = self.c.complete_task(now, id, output) else {
             return; // killed or lost meanwhile
         };
-        let host = att.host;
-        let locality = att.locality;
         let task = id.task;
-        let Some(job) = self.c.jobs.get_mut(&task.job) else {
-            return;
-        };
-        let model_output = match task.kind {
-            TaskKind::Map => job.spec.map_output(task.index),
-            TaskKind::Reduce => Bytes(0),
-        };
-        let output = output.unwrap_or(model_output);
-        let ts = match task.kind {
-            TaskKind::Map => &mut job.maps[task.index as usize],
-            TaskKind::Reduce => &mut job.reduces[task.index as usize],
-        };
-        ts.status = TaskStatus::Done;
-        ts.done = Some(TaskDone {
-            host,
-            at: now,
-            output,
-        });
-        let siblings: Vec<AttemptId> = ts.live.iter().copied().filter(|a| *a != id).collect();
         self.end_attempt(now, id, Outcome::Finished);
-        for s in siblings {
+        for s in done.siblings {
             if let Some(h) = self.c.attempts.get(&s).map(|a| a.host) {
                 self.end_attempt(now, s, Outcome::Killed);
                 self.out.push(Command::KillTask { attempt: s, host: h });
             }
         }
         match task.kind {
-            TaskKind::Map => self.map_done(now, task, host, output, locality),
+            TaskKind::Map => self.map_done(now, task, done.host, done.output, done.locality),
             TaskKind::Reduce => {
-                let Some(job) = self.c.jobs.get_mut(&task.job) else {
+                let Some(all) = self.c.record_reduce_done(task.job) else {
                     return;
                 };
-                job.reduces_done += 1;
-                let all = job.reduces_done == job.spec.reduce_count();
                 let view = ClusterView { c: &self.c };
-                self.policy.on_task_finished(now, &view, task, host);
+                self.policy.on_task_finished(now, &view, task, done.host);
                 if all {
                     self.job_finished(now, task.job);
                 }
@@ -223,39 +184,26 @@ impl Engine {
         output: Bytes,
         locality: Option<Locality>,
     ) {
-        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+        let Some(done) = self.c.record_map_done(task, host, output) else {
             return;
         };
-        let m = task.index;
-        job.maps_done += 1;
-        job.input_done += job.spec.maps[m as usize].input;
-        job.output_done += output;
-        *job.output_by_rack.entry(host.rack).or_default() += output;
-        *job.output_by_host.entry(host).or_default() += output;
-        for r in 0..job.spec.reduce_count() {
-            let p = job.spec.partition_of_output(m, r, output);
-            job.output_for_reduce[r as usize] += p;
-        }
-        let all_maps = job.maps_done == job.spec.map_count();
-        let no_reduces = job.spec.reduces.is_empty();
-        let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
         if let Some(r) = self.records.jobs.get_mut(&task.job) {
             if let Some(l) = locality {
                 r.locality[l as usize] += 1;
             }
-            if all_maps {
+            if done.all_maps {
                 r.maps_done = Some(now);
             }
         }
-        for a in readers {
-            self.deliver(a, m);
+        for a in done.readers {
+            self.deliver(a, task.index);
             self.pump(now, a);
             self.check_reduce_ready(now, a);
         }
         self.check_slow_start(task.job);
         let view = ClusterView { c: &self.c };
         self.policy.on_task_finished(now, &view, task, host);
-        if all_maps && no_reduces {
+        if done.all_maps && done.no_reduces {
             self.job_finished(now, task.job);
         }
     }
@@ -263,91 +211,33 @@ impl Engine {
     /// Ends a live attempt: frees its slot, abandons its flows, records it.
     /// A lost attempt's task becomes pending again if no other attempt lives.
     pub(super) fn end_attempt(&mut self, now: Nanos, id: AttemptId, outcome: Outcome) {
-        let Some(att) = self.c.attempts.remove(&id) else {
+        let Some(r) = self.c.release_attempt(id, outcome) else {
             return;
         };
-        let hi = self.c.topo.host_index(att.host);
-        let h = &mut self.c.hosts[hi];
-        h.attempts.remove(&id);
-        let task = id.task;
-        match task.kind {
-            TaskKind::Map => h.running_maps -= 1,
-            TaskKind::Reduce => h.running_reduces -= 1,
+        if r.slot_free {
+            self.free_hosts.insert(r.host_index);
+            self.freed.insert(r.host_index);
         }
-        if h.free().any() {
-            self.free_hosts.insert(hi);
-            self.freed.insert(hi);
-        }
+        let att = &r.attempt;
         if let Some(f) = att.input_flow {
             if let Some(fl) = self.flows.get_mut(&f) {
                 fl.useful = false;
             }
         }
-        let bytes = match &att.fetch {
-            Some(fetch) => {
-                for (fid, _) in fetch.inflight.values() {
-                    if let Some(fl) = self.flows.get_mut(fid) {
-                        fl.useful = false;
-                    }
+        if let Some(fetch) = &att.fetch {
+            for (fid, _) in fetch.inflight.values() {
+                if let Some(fl) = self.flows.get_mut(fid) {
+                    fl.useful = false;
                 }
-                fetch.bytes_fetched
             }
-            None => Bytes(0),
-        };
-        let Some(job) = self.c.jobs.get_mut(&task.job) else {
+        }
+        let Some(record) = r.record(now, outcome) else {
             return;
         };
-        let u = self.c.users.entry(job.spec.user).or_default();
-        match task.kind {
-            TaskKind::Map => {
-                job.running_maps -= 1;
-                u.running_maps -= 1;
-            }
-            TaskKind::Reduce => {
-                job.running_reduces -= 1;
-                u.running_reduces -= 1;
-            }
-        }
-        let ts = match task.kind {
-            TaskKind::Map => &mut job.maps[task.index as usize],
-            TaskKind::Reduce => &mut job.reduces[task.index as usize],
-        };
-        ts.live.retain(|a| *a != id);
-        let bytes = match (task.kind, ts.done) {
-            (TaskKind::Map, Some(d)) if outcome == Outcome::Finished => d.output,
-            _ => bytes,
-        };
-        if ts.live.is_empty() && ts.status == TaskStatus::Running {
-            ts.status = TaskStatus::Pending;
-            match task.kind {
-                TaskKind::Map => {
-                    add_pending_map(job, task.index);
-                    if runnable(job, TaskKind::Map) {
-                        self.c.runnable_maps += 1;
-                    }
-                }
-                TaskKind::Reduce => {
-                    job.pending_reduces.insert(task.index);
-                    if runnable(job, TaskKind::Reduce) {
-                        self.c.runnable_reduces += 1;
-                    }
-                }
-            }
+        if r.requeued {
             self.new_work = true;
         }
-        let compute_started = att.compute_started;
-        self.records.tasks.push(TaskRecord {
-            attempt: id,
-            kind: task.kind,
-            host: att.host,
-            started: att.started,
-            compute_started,
-            ended: now,
-            outcome,
-            locality: att.locality,
-            speculative: att.speculative,
-            bytes,
-        });
+        self.records.tasks.push(record);
         if let Some(rec) = self.records.tasks.last() {
             let view = ClusterView { c: &self.c };
             self.policy.on_attempt_ended(now, &view, rec);

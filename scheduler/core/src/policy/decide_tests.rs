@@ -1,9 +1,10 @@
 //! Task policies' distinctive decisions on a cluster set up by hand
 //! ([`ClusterState`]), with no engine loop and no driver. Each test also asks
-//! Fair in the same state, so it shows what the policy decides differently.
+//! Fair (or, for ESPLASH, its baseline speculator) in the same state, so it
+//! shows what the policy decides differently.
 
-use crate::engine::{ClusterState, EngineConfig};
-use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, TaskId, UserId};
+use crate::engine::{AttemptId, ClusterState, EngineConfig};
+use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, TaskId, TaskKind, UserId};
 use crate::policy::{by_name, TaskChoice, TaskPolicy};
 use crate::{Bytes, HostId, Nanos, Topology};
 
@@ -78,13 +79,39 @@ impl Bench {
 
     /// What the policy runs on a free slot of `host`.
     fn offer(&mut self, host: HostId) -> Option<TaskChoice> {
-        self.policy.on_free_slot(Nanos::ZERO, &self.state.view(), host)
+        self.offer_at(Nanos::ZERO, host)
+    }
+
+    /// What the policy runs on a free slot of `host` at `now`.
+    fn offer_at(&mut self, now: Nanos, host: HostId) -> Option<TaskChoice> {
+        self.policy.on_free_slot(now, &self.state.view(), host)
     }
 
     /// Starts `task` on `host`, as the engine carries out a choice.
-    fn start(&mut self, task: TaskId, host: HostId) {
+    fn start(&mut self, task: TaskId, host: HostId) -> AttemptId {
         let a = self.state.start(Nanos::ZERO, task, host).expect("start");
         self.policy.on_task_started(Nanos::ZERO, &self.state.view(), a);
+        a
+    }
+
+    /// Starts `task` on `host` at 0 and begins its compute at once (its
+    /// input taken as read).
+    fn start_computing(&mut self, task: TaskId, host: HostId) -> AttemptId {
+        let a = self.start(task, host);
+        self.state.compute(Nanos::ZERO, a).expect("compute");
+        a
+    }
+
+    /// Attempt `a` finishes at `now`; the policy hears of it as the engine
+    /// tells it.
+    fn finish(&mut self, now: Nanos, a: AttemptId) {
+        let ended = self.state.finish(now, a, None).expect("finish");
+        for rec in &ended {
+            self.policy.on_attempt_ended(now, &self.state.view(), rec);
+        }
+        let host = ended.first().expect("its record").host;
+        self.policy
+            .on_task_finished(now, &self.state.view(), a.task, host);
     }
 }
 
@@ -161,5 +188,109 @@ fn fresh_admits_k_jobs_per_phase() {
     assert!(
         matches!(fair.offer(h(1, 1)), Some(TaskChoice::Run(t)) if t.job == JobId(2)),
         "Fair runs job 2"
+    );
+}
+
+/// OMO's lazy start (Alg. 4.3.1): with reduces allowed from the start
+/// (slow-start 0), a reduce starts only when the remaining map time is no
+/// more than its predicted shuffle time. Worked by hand: 20 maps of 1 s, 15
+/// started at 0 on 16 slots, one done at 1 s (F_o = 1 release/s, A_o = 15);
+/// F_e = 1·14/15, so the 5 pending maps take 5.36 s + T_m 1 s = 6.36 s. A
+/// 2 GB shuffle at 125 MB/s takes 16 s: start the reduce now (gap 9.6 s).
+/// A 20 MB one takes 0.16 s: hold it and run a map. Fair starts the reduce
+/// either way.
+#[test]
+fn omo_starts_reduces_when_the_maps_left_take_no_longer_than_the_shuffle() {
+    let config = EngineConfig {
+        slow_start: 0.0,
+        ..EngineConfig::default()
+    };
+    let jobs = |ratio: f64| {
+        let mut j = job(1, 20, 1, h(0, 0), false);
+        j.shuffle = Shuffle::Ratio(ratio);
+        vec![j]
+    };
+    let free = h(3, 1);
+    let reduce = run(TaskId::reduce(JobId(1), 0));
+    let decide = |policy: &str, ratio: f64| {
+        let mut b = Bench::new(policy, None, config.clone(), jobs(ratio));
+        let hosts: Vec<HostId> = b.topo.host_ids().collect();
+        let mut first = None;
+        for (m, host) in (0..15).zip(hosts.iter().flat_map(|&h| [h, h])) {
+            let a = b.start(TaskId::map(JobId(1), m), host);
+            first.get_or_insert(a);
+        }
+        b.finish(Nanos::from_millis(1000), first.expect("a map"));
+        b.offer_at(Nanos::from_millis(1000), free)
+    };
+    assert_eq!(decide("omo", 1.0), reduce, "a 16 s shuffle starts now");
+    let held = decide("omo", 0.01);
+    assert!(
+        matches!(held, Some(TaskChoice::Run(t)) if t.kind == TaskKind::Map),
+        "a 0.16 s shuffle waits for the maps: {held:?}"
+    );
+    assert_eq!(decide("fair", 0.01), reduce, "Fair starts it at once");
+}
+
+/// ESPLASH (Sec. 5.2): only tasks on stragglers get copies, and a copy
+/// runs only on a host of at least its minimum level. Racks 2-3 are level
+/// 2 (maps take 1 s), racks 0-1 level 1 (2 s); r0h0 computes at a fifth of
+/// its level's speed. At 3 s its maps are estimated at 10 s against its
+/// level's 2 s: it is a straggler. Alg. 5.2.3 over (6 level-1 slots at 2 s,
+/// 8 level-2 slots at 1 s) gives minL = 2 (1.0 s expected against 1.43 s),
+/// so a level-1 host may not run the copy and a level-2 host does. Hadoop's
+/// default speculator copies it onto the first host offered.
+#[test]
+fn esplash_copies_a_stragglers_task_onto_a_host_of_its_minimum_level() {
+    let slow_racks = |r: u32| r < 2;
+    let straggler = h(0, 0);
+    let mut config = EngineConfig::default();
+    for r in 0..4 {
+        for i in 0..2 {
+            let speed = match (slow_racks(r), h(r, i) == straggler) {
+                (_, true) => 0.1,
+                (true, false) => 0.5,
+                (false, false) => 1.0,
+            };
+            config.host_speed.insert(h(r, i), speed);
+        }
+    }
+    let levels = "levels = { r2h0 = 2, r2h1 = 2, r3h0 = 2, r3h1 = 2 }";
+    let prepare = |policy: &str, params: Option<&str>| {
+        let mut b = Bench::new(
+            policy,
+            params,
+            config.clone(),
+            vec![job(1, 16, 0, h(0, 0), false)],
+        );
+        let hosts: Vec<HostId> = b.topo.host_ids().collect();
+        let mut attempts = Vec::new();
+        for (m, host) in (0..16).zip(hosts.iter().flat_map(|&h| [h, h])) {
+            attempts.push((host, b.start_computing(TaskId::map(JobId(1), m), host)));
+        }
+        for (host, a) in attempts {
+            match (host == straggler, slow_racks(host.rack)) {
+                (true, _) => {}
+                (false, true) => b.finish(Nanos::from_millis(2000), a),
+                (false, false) => b.finish(Nanos::from_millis(1000), a),
+            }
+        }
+        b
+    };
+    let now = Nanos::from_millis(3000);
+    let on_straggler = |c: Option<TaskChoice>| matches!(c, Some(TaskChoice::Speculate(t)) if t.index < 2);
+    let mut esplash = prepare("esplash", Some(levels));
+    assert_eq!(
+        esplash.offer_at(now, h(1, 0)),
+        None,
+        "level 1 is below the copy's minL"
+    );
+    let copy = esplash.offer_at(now, h(2, 0));
+    assert!(on_straggler(copy), "a level-2 host runs it: {copy:?}");
+    let mut default = prepare("speculate-default", None);
+    let copy = default.offer_at(now, h(1, 0));
+    assert!(
+        on_straggler(copy),
+        "the default speculator copies it anywhere: {copy:?}"
     );
 }
