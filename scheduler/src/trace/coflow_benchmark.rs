@@ -14,10 +14,10 @@
 //! [`parse`] reads the text into a [`CoflowTrace`] (checking every field);
 //! [`CoflowTrace::to_coflows`] places it on a topology.
 
+pub use super::TraceError;
 use crate::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Bytes in the trace's "MB" (CoflowSim reads it as 2^20).
 pub const MB: f64 = 1_048_576.0;
@@ -55,38 +55,9 @@ pub struct TraceCoflow {
     pub reducers: Vec<(u32, f64)>,
 }
 
-/// A trace error: file, line, field, what is wrong and what would be valid.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub struct TraceError {
-    /// The file (or `<inline>`).
-    pub file: PathBuf,
-    /// 1-based line (0 when the file could not be read).
-    pub line: usize,
-    /// The field, e.g. `arrival_ms` or `reducer[3].megabytes`.
-    pub field: String,
-    /// What is wrong and what would be valid.
-    pub message: String,
-}
-
-impl fmt::Display for TraceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: ", self.file.display(), self.line)?;
-        if !self.field.is_empty() {
-            write!(f, "field `{}`: ", self.field)?;
-        }
-        f.write_str(&self.message)
-    }
-}
-
 /// Reads and parses the trace at `path`.
 pub fn load(path: &Path) -> Result<CoflowTrace, TraceError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TraceError {
-        file: path.to_path_buf(),
-        line: 0,
-        field: String::new(),
-        message: format!("cannot read: {e}"),
-    })?;
-    parse(&text, path)
+    parse(&super::read(path)?, path)
 }
 
 /// Cursor over one line's whitespace-separated fields.

@@ -33,13 +33,13 @@
 //!   window; **replicas**: HDFS's default placement
 //!   ([`crate::workload::generated::place_replicas`]).
 
+pub use super::TraceError;
 use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, UserId};
 use crate::workload::generated::place_replicas;
 use ocslab_emulator::{Bps, Bytes, Nanos, Topology};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// One job line of a SWIM file.
@@ -61,38 +61,6 @@ pub struct SwimJob {
     pub output: Bytes,
 }
 
-/// A malformed SWIM file: which file, line and field, and what is wrong.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub struct SwimError {
-    /// The file.
-    pub file: PathBuf,
-    /// 1-based line (0: the file as a whole).
-    pub line: usize,
-    /// The field (`job_id`, `submit_s`, `gap_s`, `input_bytes`, `shuffle_bytes`, `output_bytes`).
-    pub field: String,
-    /// What is wrong and what would be valid.
-    pub message: String,
-}
-
-impl fmt::Display for SwimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file.display(), self.message)
-        } else if self.field.is_empty() {
-            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
-        } else {
-            write!(
-                f,
-                "{}:{}: field `{}`: {}",
-                self.file.display(),
-                self.line,
-                self.field,
-                self.message
-            )
-        }
-    }
-}
-
 /// The six fields of a line, in order.
 pub const FIELDS: [&str; 6] = [
     "job_id",
@@ -104,25 +72,19 @@ pub const FIELDS: [&str; 6] = [
 ];
 
 /// Reads a SWIM file.
-pub fn load(path: &Path) -> Result<Vec<SwimJob>, SwimError> {
-    let text = std::fs::read_to_string(path).map_err(|e| SwimError {
-        file: path.to_path_buf(),
-        line: 0,
-        field: String::new(),
-        message: format!("cannot read: {e}"),
-    })?;
-    parse(&text, path)
+pub fn load(path: &Path) -> Result<Vec<SwimJob>, TraceError> {
+    parse(&super::read(path)?, path)
 }
 
 /// Parses SWIM text (named `file` in errors). Blank lines are skipped.
-pub fn parse(text: &str, file: &Path) -> Result<Vec<SwimJob>, SwimError> {
+pub fn parse(text: &str, file: &Path) -> Result<Vec<SwimJob>, TraceError> {
     let mut jobs = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         if raw.trim().is_empty() {
             continue;
         }
-        let err = |field: &str, message: String| SwimError {
+        let err = |field: &str, message: String| TraceError {
             file: file.to_path_buf(),
             line,
             field: field.to_string(),
@@ -143,7 +105,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<SwimJob>, SwimError> {
         if name.is_empty() {
             return Err(err("job_id", "is empty; expected a name such as job17".into()));
         }
-        let num = |k: usize| -> Result<u64, SwimError> {
+        let num = |k: usize| -> Result<u64, TraceError> {
             cols[k].trim().parse::<u64>().map_err(|_| {
                 err(
                     FIELDS[k],
@@ -162,7 +124,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<SwimJob>, SwimError> {
         });
     }
     if jobs.is_empty() {
-        return Err(SwimError {
+        return Err(TraceError {
             file: file.to_path_buf(),
             line: 0,
             field: String::new(),
