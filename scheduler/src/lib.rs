@@ -25,6 +25,7 @@ pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod repro;
+pub mod runner;
 pub mod sim;
 pub mod trace;
 pub mod workload;

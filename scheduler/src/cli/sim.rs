@@ -1,14 +1,14 @@
 //! `ocslab sim EXPERIMENT [--json] [--out DIR]`: runs every task scheduler
 //! of an experiment in the flow-level simulator (virtual time), prints one
 //! row per scheduler (figures and, in brackets, their ratio to the first
-//! scheduler), writes the results folder and prints its path.
+//! scheduler), writes the results folder and prints its path. The runs go
+//! through [`crate::runner`], as the demo's do.
 
 use crate::experiment::Experiment;
 use crate::progress::Progress;
-use crate::report::{normalize, results, summarize, SchedulerSummary};
-use crate::sim::{run_scheduler_with, SimOutcome};
+use crate::report::SchedulerSummary;
+use crate::runner::{self, Simulator};
 use anyhow::{Context, Result};
-use ocslab_emulator::Bytes;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,9 +38,8 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("--perturb {e}"))?;
         exp.perturbations.push(p);
     }
-    let outcomes = simulate_all(&exp, a.json)?;
-    let mut summaries: Vec<SchedulerSummary> = outcomes.iter().map(summarize).collect();
-    normalize(&mut summaries);
+    let bar = Progress::new(0, a.json);
+    let runs = runner::run_all(&mut Simulator, &exp, &bar)?;
     let dir = a.out.unwrap_or_else(|| {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -48,8 +47,9 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
             .unwrap_or(0);
         PathBuf::from("results").join(format!("{}-sim-{secs}", exp.name))
     });
-    results::write(&dir, &exp, &outcomes, &summaries)
+    runs.write(&dir, &exp, &Simulator)
         .with_context(|| format!("writing results to {}", dir.display()))?;
+    let summaries = runs.summaries;
     if a.json {
         let v = serde_json::json!({
             "experiment": exp.name,
@@ -65,29 +65,6 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         println!("results: {}", dir.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Simulates every task scheduler of `exp` in turn (baseline first) under
-/// one progress bar: jobs done over all runs, bytes delivered, elapsed wall
-/// time, and the scheduler and virtual time in the message.
-fn simulate_all(exp: &Experiment, json: bool) -> Result<Vec<SimOutcome>> {
-    let jobs = exp.jobs()?;
-    let bar = Progress::new((jobs.len() * exp.task_schedulers.len()) as u64, json);
-    let mut outcomes = Vec::with_capacity(exp.task_schedulers.len());
-    let (mut done, mut moved) = (0u64, Bytes(0));
-    for name in &exp.task_schedulers {
-        bar.set_message(name.clone());
-        let out = run_scheduler_with(exp, name, jobs.clone(), |p| {
-            bar.set_jobs_done(done + p.jobs_done as u64);
-            bar.set_bytes(moved + p.bytes);
-            bar.set_message(format!("{name}, simulated t = {:.0} s", p.now.as_secs_f64()));
-        })?;
-        done += jobs.len() as u64;
-        moved += out.net.eps_bytes + out.net.ocs_bytes;
-        outcomes.push(out);
-    }
-    bar.finish();
-    Ok(outcomes)
 }
 
 fn print_table(exp: &Experiment, s: &[SchedulerSummary]) {

@@ -9,26 +9,24 @@
 //! embedded in the binary, so the demo needs no file. [`run`] writes them
 //! into the results folder (the experiment with the line-up of
 //! [`lineup`]), loads them back like any experiment file, runs each
-//! scheduler through a [`Driver`] (simulator or kernel fabric), and writes
-//! the results folder of [`crate::report::results`] plus `demo.json`, the
-//! table as printed ([`table`]).
+//! scheduler through the runner ([`crate::runner`]) with a [`Driver`]
+//! (simulator or kernel fabric), and writes the results folder of
+//! [`crate::report::results`] plus `demo.json`, the table as printed
+//! ([`table`]).
 
-pub mod driver;
 pub mod lineup;
 pub mod table;
 
-pub use driver::{Driver, Emulator, Simulator};
+pub use crate::runner::{Driver, Emulator, Simulator};
 pub use table::DemoTable;
 
 use crate::experiment::{Experiment, ExperimentError};
 use crate::progress::Progress;
-use crate::report::results::{self, ResultsError};
-use crate::report::{normalize, SchedulerSummary};
+use crate::report::SchedulerSummary;
+use crate::runner::{self, RunnerError, Runs};
 use crate::sim::SimOutcome;
-use ocslab_emulator::Bytes;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 /// The demo's topology file (lab-sized: 4 racks of 4 hosts).
 pub const TOPOLOGY: &str = include_str!("topology.toml");
@@ -42,17 +40,9 @@ pub enum DemoError {
     /// The embedded experiment is invalid (a bug of this build).
     #[error(transparent)]
     Experiment(#[from] ExperimentError),
-    /// A simulated run failed.
+    /// A run, or writing the results folder, failed.
     #[error(transparent)]
-    Sim(#[from] crate::sim::RunError),
-    /// An emulated run failed.
-    #[error("task scheduler {scheduler}: {message}")]
-    Emu {
-        /// The scheduler being run.
-        scheduler: String,
-        /// What failed.
-        message: String,
-    },
+    Run(#[from] RunnerError),
     /// The embedded files could not be prepared.
     #[error("preparing the demo's experiment: {0}")]
     Prepare(String),
@@ -64,9 +54,6 @@ pub enum DemoError {
         /// Why.
         source: std::io::Error,
     },
-    /// The results folder could not be written.
-    #[error(transparent)]
-    Results(#[from] ResultsError),
 }
 
 /// A finished demo.
@@ -133,35 +120,14 @@ pub fn prepare(dir: &Path) -> Result<Experiment, DemoError> {
 /// `bar` shows jobs done over all runs, bytes moved and the scheduler running.
 pub fn run(driver: &mut dyn Driver, dir: &Path, bar: &Progress) -> Result<DemoOutcome, DemoError> {
     let exp = prepare(dir)?;
-    let jobs = exp.jobs()?;
-    bar.set_total_jobs((jobs.len() * exp.task_schedulers.len()) as u64);
-    let start = Instant::now();
-    let mut outcomes = Vec::with_capacity(exp.task_schedulers.len());
-    let (mut done, mut moved) = (0u64, Bytes(0));
-    let kind = driver.name();
-    for name in &exp.task_schedulers {
-        bar.set_message(format!("{name} ({kind})"));
-        let out = driver.run(&exp, name, jobs.clone(), &mut |p| {
-            bar.set_jobs_done(done + p.jobs_done as u64);
-            bar.set_bytes(moved + p.bytes);
-            bar.set_message(format!("{name} ({kind}), run time {:.1} s", p.now.as_secs_f64()));
-        })?;
-        done += jobs.len() as u64;
-        moved += out.net.eps_bytes + out.net.ocs_bytes;
-        bar.set_jobs_done(done);
-        bar.set_bytes(moved);
-        outcomes.push(out);
-    }
-    let wall_s = start.elapsed().as_secs_f64();
-    bar.finish();
-    let mut summaries: Vec<SchedulerSummary> = outcomes
-        .iter()
-        .enumerate()
-        .map(|(i, o)| driver.summary(i, o))
-        .collect();
-    normalize(&mut summaries);
-    results::write_as(dir, driver.name(), &exp, &outcomes, &summaries)?;
-    driver.write_extras(dir)?;
+    let runs = runner::run_all(driver, &exp, bar)?;
+    runs.write(dir, &exp, driver)?;
+    let Runs {
+        outcomes,
+        summaries,
+        wall_s,
+        ..
+    } = runs;
     let outcome = DemoOutcome {
         driver: driver.name(),
         experiment: exp.name.clone(),

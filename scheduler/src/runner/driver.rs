@@ -1,9 +1,10 @@
-//! What runs one task scheduler of the demo: the flow-level simulator
+//! What runs one task scheduler of an experiment: the flow-level simulator
 //! ([`Simulator`], virtual time) or the kernel fabric with real bytes
-//! ([`Emulator`], the emulation driver of [`crate::emu`]). The demo only sees [`Driver`], so its table, results
-//! folder and checks are the same whichever runs it.
+//! ([`Emulator`], the emulation driver of [`crate::emu`]). The runner only
+//! sees [`Driver`], so tables, results folders and checks are the same
+//! whichever runs it.
 
-use super::DemoError;
+use super::RunnerError;
 use crate::emu::experiment::{as_sim_outcome, summarize_emu};
 use crate::emu::{self, EmuConfig, EmuOutcome, FabricChoice};
 use crate::experiment::Experiment;
@@ -27,7 +28,7 @@ pub trait Driver {
         scheduler: &str,
         jobs: Vec<Job>,
         progress: &mut dyn FnMut(&SimProgress),
-    ) -> Result<SimOutcome, DemoError>;
+    ) -> Result<SimOutcome, RunnerError>;
 
     /// The summary of the `run`-th outcome this driver returned (`out`).
     /// By default the simulator's ([`summarize`]: bytes per fabric from the
@@ -38,7 +39,7 @@ pub trait Driver {
 
     /// Writes what this driver measured beyond the outcomes into the
     /// results folder `dir` (after the common files). Nothing by default.
-    fn write_extras(&self, _dir: &Path) -> Result<(), DemoError> {
+    fn write_extras(&self, _dir: &Path) -> Result<(), RunnerError> {
         Ok(())
     }
 }
@@ -58,7 +59,7 @@ impl Driver for Simulator {
         scheduler: &str,
         jobs: Vec<Job>,
         progress: &mut dyn FnMut(&SimProgress),
-    ) -> Result<SimOutcome, DemoError> {
+    ) -> Result<SimOutcome, RunnerError> {
         Ok(run_scheduler_with(exp, scheduler, jobs, progress)?)
     }
 }
@@ -98,8 +99,8 @@ impl Driver for Emulator {
         scheduler: &str,
         jobs: Vec<Job>,
         _progress: &mut dyn FnMut(&SimProgress),
-    ) -> Result<SimOutcome, DemoError> {
-        let fail = |message: String| DemoError::Emu {
+    ) -> Result<SimOutcome, RunnerError> {
+        let fail = |message: String| RunnerError::Emu {
             scheduler: scheduler.to_string(),
             message,
         };
@@ -131,11 +132,11 @@ impl Driver for Emulator {
         }
     }
 
-    fn write_extras(&self, dir: &Path) -> Result<(), DemoError> {
+    fn write_extras(&self, dir: &Path) -> Result<(), RunnerError> {
         for r in &self.runs {
             let sub = dir.join(&r.policy);
             crate::report::wire::write(&r.wire, &sub)
-                .map_err(|source| DemoError::Io { path: sub, source })?;
+                .map_err(|source| RunnerError::Io { path: sub, source })?;
         }
         Ok(())
     }
