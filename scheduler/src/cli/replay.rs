@@ -130,16 +130,15 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         Some(d) => d,
         None => results_dir(&stem, &a.coflow_scheduler)?,
     };
-    write_results(&dir, &run, &summary)?;
-    crate::report::plots::write_replay_plots(&dir, run.topology.racks, &run.outcome)
-        .with_context(|| format!("plotting into {}", dir.display()))?;
-    let path = dir.join("utilization.csv");
-    crate::report::plots::write_utilization_csv(&path, &run.outcome.links)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    if let Some(w) = &wire {
-        crate::report::wire::write(w, &dir)
-            .with_context(|| format!("writing wire results to {}", dir.display()))?;
-    }
+    crate::report::replay::write(
+        &dir,
+        &run.topology,
+        run.flows,
+        &run.outcome,
+        &summary,
+        wire.as_ref(),
+    )
+    .with_context(|| format!("writing results to {}", dir.display()))?;
     let report = Report {
         trace: a.trace.display().to_string(),
         topology: &run.topology.name,
@@ -257,69 +256,6 @@ pub(crate) fn utc_stamp(secs: u64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-/// coflows.csv, circuits.csv (when any) and summary.json in `dir` (the
-/// plots and utilization.csv are written by [`crate::report::plots`]).
-fn write_results(dir: &Path, run: &ReplayRun, summary: &ReplaySummary) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = dir.join("coflows.csv");
-    let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
-    w.write_record([
-        "id",
-        "arrival_s",
-        "bytes",
-        "width",
-        "bin",
-        "cct_s",
-        "lower_bound_s",
-        "ratio",
-        "eps_bytes",
-        "ocs_bytes",
-    ])?;
-    for r in &run.outcome.records {
-        w.write_record([
-            r.id.0.to_string(),
-            format!("{:.9}", r.arrival.as_secs_f64()),
-            r.bytes.0.to_string(),
-            r.width.to_string(),
-            r.bin.to_string(),
-            format!("{:.9}", r.cct.as_secs_f64()),
-            r.lower_bound
-                .map_or(String::new(), |b| format!("{:.9}", b.value().as_secs_f64())),
-            r.ratio().map_or(String::new(), |x| format!("{x:.6}")),
-            r.eps_bytes.0.to_string(),
-            r.ocs_bytes.0.to_string(),
-        ])?;
-    }
-    w.flush()?;
-    if !run.outcome.circuits.is_empty() {
-        let path = dir.join("circuits.csv");
-        let mut w =
-            csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
-        w.write_record(["src_rack", "dst_rack", "port", "requested_s", "up_s", "down_s"])?;
-        for c in &run.outcome.circuits {
-            w.write_record([
-                c.src_rack.to_string(),
-                c.dst_rack.to_string(),
-                c.port.to_string(),
-                format!("{:.9}", c.requested_at.as_secs_f64()),
-                format!("{:.9}", c.up_at.as_secs_f64()),
-                c.down_at
-                    .map_or(String::new(), |t| format!("{:.9}", t.as_secs_f64())),
-            ])?;
-        }
-        w.flush()?;
-    }
-    let path = dir.join("summary.json");
-    let text = serde_json::to_string_pretty(&serde_json::json!({
-        "topology": run.topology.nominal,
-        "flows": run.flows,
-        "summary": summary,
-        "version": env!("CARGO_PKG_VERSION"),
-    }))?;
-    std::fs::write(&path, text + "\n").with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

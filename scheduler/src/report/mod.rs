@@ -1,10 +1,12 @@
 //! Run reports: per-scheduler summaries normalized to the first scheduler
 //! ([`summary`]) and the results folder with the experiment as run and one
 //! CSV per job, task attempt, coflow and flow ([`results`]), and the SVG
-//! plots drawn from them ([`plots`]), and what was measured on the wire in an
-//! emulated run ([`wire`]).
+//! plots drawn from them ([`plots`]), the folder of a coflow-trace replay
+//! ([`replay`]), and what was measured on the wire in an emulated run
+//! ([`wire`]).
 
 pub mod plots;
+pub mod replay;
 pub mod results;
 pub mod summary;
 pub mod wire;

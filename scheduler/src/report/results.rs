@@ -290,7 +290,11 @@ pub fn write_records(dir: &Path, r: &Records) -> Result<(), ResultsError> {
     )
 }
 
-fn csv_file<T: Serialize>(dir: &Path, name: &str, rows: impl Iterator<Item = T>) -> Result<(), ResultsError> {
+pub(super) fn csv_file<T: Serialize>(
+    dir: &Path,
+    name: &str,
+    rows: impl Iterator<Item = T>,
+) -> Result<(), ResultsError> {
     let path = dir.join(name);
     let err = |source| ResultsError::Csv {
         path: path.display().to_string(),
