@@ -29,12 +29,12 @@
 use crate::engine::{EngineConfig, SlotConfig};
 use crate::model::job::Job;
 use crate::policy::{self, TaskPolicy};
-use crate::sim::SimConfig;
 use crate::trace::swim::{self, SwimJob, SwimModel};
 use crate::workload::generated::{GeneratedWorkload, WorkloadError};
 use crate::workload::spec;
 use ocslab_core::topology::{locate, toml_error_location, unknown_key};
 use ocslab_emulator::{HostId, Nanos, Topology};
+use ocslab_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -89,7 +89,7 @@ pub enum NetworkKind {
     #[default]
     Fluid,
     /// No contention: every flow at the host NIC rate, over EPS
-    /// ([`crate::sim::FixedRateNetwork`]); separates compute from network effects.
+    /// ([`ocslab_sim::FixedRateNetwork`]); separates compute from network effects.
     Uncontended,
 }
 

@@ -3,8 +3,8 @@
 //! coflow) and `wire_summary.json` (FCT and CCT percentiles, verified, corrupt
 //! and lost flows, bytes per fabric from the kernel's counters).
 
-use crate::emu::metrics::{FabricBytes, Percentiles, WireReport};
 use ocslab_agent::protocol as wire;
+use ocslab_emu::metrics::{FabricBytes, Percentiles, WireReport};
 use ocslab_emulator::{HostId, Nanos};
 use serde::Serialize;
 use std::path::Path;

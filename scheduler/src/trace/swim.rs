@@ -31,11 +31,11 @@
 //! - **users**: uniform over `users`; **recurring**: a `recurring_share` of
 //!   jobs at random; **arrivals**: the trace's submit times, or uniform in a
 //!   window; **replicas**: HDFS's default placement
-//!   ([`crate::workload::generated::place_replicas`]).
+//!   ([`crate::model::hdfs::place_replicas`]).
 
 pub use super::TraceError;
+use crate::model::hdfs::place_replicas;
 use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, UserId};
-use crate::workload::generated::place_replicas;
 use ocslab_emulator::{Bps, Bytes, Nanos, Topology};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -11,7 +11,7 @@
 
 use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, UserId};
 pub use ocslab_core::model::hdfs::replicas_after_writer;
-use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
+use ocslab_emulator::{Bytes, Nanos, Topology};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -249,22 +249,7 @@ fn draw(rng: &mut ChaCha8Rng, range: [Nanos; 2]) -> Nanos {
     Nanos(rng.random_range(range[0].0..=range[1].0))
 }
 
-/// HDFS's default block placement (rack-aware): the first replica on a
-/// random host, the second and third on two different hosts of one other
-/// random rack; further replicas on random hosts not yet used. With one
-/// rack, or too few hosts, replicas go to distinct hosts wherever they fit.
-/// Never more replicas than hosts.
-pub fn place_replicas(topo: &Topology, n: u32, rng: &mut impl Rng) -> Vec<HostId> {
-    let n = (n as usize).min(topo.hosts());
-    if n == 0 {
-        return Vec::new();
-    }
-    let first = HostId::new(
-        rng.random_range(0..topo.racks),
-        rng.random_range(0..topo.hosts_per_rack),
-    );
-    replicas_after_writer(topo, first, n, rng)
-}
+pub use crate::model::hdfs::place_replicas;
 
 #[cfg(test)]
 mod tests {

@@ -40,6 +40,7 @@ mod parent_output;
 mod records;
 mod shuffle;
 mod state;
+mod task_policy;
 mod tasks;
 mod transitions;
 mod view;
@@ -52,11 +53,11 @@ pub use state::{
     AttemptState, FreeSlots, HostState, JobState, JobStatus, Locality, Phase, RackTraffic, TaskDone,
     TaskState, TaskStatus, UserState,
 };
+pub use task_policy::{TaskChoice, TaskPolicy};
 pub use view::{water_fill, ClusterView};
 
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use crate::model::job::{validate_jobs, Job, JobError, JobId};
-use crate::policy::TaskPolicy;
 use crate::{Nanos, Topology};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use view::Cluster;

@@ -5,9 +5,9 @@
 use super::event::{AttemptId, Command};
 use super::records::{FlowKind, Outcome};
 use super::state::{Locality, Phase};
+use super::TaskChoice;
 use super::{input_coflow, ClusterView, Engine};
 use crate::model::job::{TaskId, TaskKind};
-use crate::policy::TaskChoice;
 use crate::{Bytes, HostId, Nanos};
 
 impl Engine {

@@ -6,6 +6,23 @@
 use crate::{HostId, Topology};
 use rand::Rng;
 
+/// HDFS's default block placement (rack-aware): the first replica on a
+/// random host, the second and third on two different hosts of one other
+/// random rack; further replicas on random hosts not yet used. With one
+/// rack, or too few hosts, replicas go to distinct hosts wherever they fit.
+/// Never more replicas than hosts.
+pub fn place_replicas(topo: &Topology, n: u32, rng: &mut impl Rng) -> Vec<HostId> {
+    let n = (n as usize).min(topo.hosts());
+    if n == 0 {
+        return Vec::new();
+    }
+    let first = HostId::new(
+        rng.random_range(0..topo.racks),
+        rng.random_range(0..topo.hosts_per_rack),
+    );
+    replicas_after_writer(topo, first, n, rng)
+}
+
 /// HDFS's placement of a block whose first replica is on `writer` (the
 /// host that wrote it): `writer`, then a host of another random rack, then
 /// another host of that rack, then random hosts not yet used; `n` distinct

@@ -14,7 +14,7 @@
 //! never be the bottleneck (its load is at most the rack's NIC-up load), so
 //! paths leave it out: same rates, fewer links for the water-filling.
 
-use crate::coflow::view::FabricParams;
+use super::fabric::FabricParams;
 use crate::HostId;
 use serde::Serialize;
 
