@@ -23,6 +23,7 @@ pub mod metrics;
 pub use ocslab_sim::net;
 pub mod plot;
 pub mod progress;
+pub mod replay;
 pub mod report;
 pub mod repro;
 pub mod runner;

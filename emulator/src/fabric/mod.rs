@@ -23,6 +23,7 @@
 //! `docs/fabric.md`.
 
 pub mod apply;
+pub mod bench;
 pub mod clock;
 pub mod counters;
 pub mod holder;

@@ -4,16 +4,17 @@
 //! hosts), each the median of `--repeat` runs, with the peak memory of each
 //! figure (VmHWM, reset between figures through /proc/self/clear_refs).
 //!
-//! By default every scheduler replays the whole trace (about five minutes
+//! The harness is the simulator's own (`crate::sim::bench`); this module
+//! parses the arguments and prints. By default every scheduler replays the whole trace (about five minutes
 //! on this 2-core box at `--repeat 3`, most of it Sunflow's; `--schedulers`
 //! and `--limit` narrow it).
 
-use super::replay::run_replay;
 use crate::coflow::POLICY_NAMES;
-use crate::experiment::NetworkKind;
 use crate::net::levels::SolveStats;
 use crate::progress::Progress;
-use crate::sim::bench::{bench_jobs, JobsBench};
+use crate::sim::bench::{
+    bench_jobs_repeated, bench_replay, peak_rss_mb, reset_peak_rss, JobsRepeated, ReplayBench,
+};
 use anyhow::{Context, Result};
 use ocslab_emulator::Topology;
 use serde::Serialize;
@@ -52,42 +53,11 @@ pub struct SimArgs {
 }
 
 #[derive(Serialize)]
-struct Row {
-    scheduler: String,
-    topology: String,
-    coflows: usize,
-    flows: usize,
-    policy_calls: u64,
-    /// Median wall time of the replays, seconds.
-    wall_s: f64,
-    /// Every replay's wall time, seconds.
-    wall_runs_s: Vec<f64>,
-    /// Peak resident memory over these replays, MB (None: not measurable).
-    peak_rss_mb: Option<f64>,
-    avg_cct_s: f64,
-    /// How the rate solver went in the last replay.
-    solver: SolveStats,
-}
-
-#[derive(Serialize)]
-struct JobsRow {
-    /// The last run's figures (all runs simulate the same thing).
-    #[serde(flatten)]
-    run: JobsBench,
-    /// Median wall time of the runs, seconds (replaces the last run's `wall_s`).
-    median_wall_s: f64,
-    /// Every run's wall time, seconds.
-    wall_runs_s: Vec<f64>,
-    /// Peak resident memory over these runs, MB.
-    peak_rss_mb: Option<f64>,
-}
-
-#[derive(Serialize)]
 struct Report {
     trace: String,
     repeat: u32,
-    replay: Vec<Row>,
-    jobs: Option<JobsRow>,
+    replay: Vec<ReplayBench>,
+    jobs: Option<JobsRepeated>,
     /// Peak resident memory of this process over the whole benchmark, MB,
     /// when it could not be measured per figure (VmHWM could not be reset).
     peak_rss_mb: Option<f64>,
@@ -99,45 +69,6 @@ fn schedulers(named: &[String]) -> Vec<String> {
         POLICY_NAMES.iter().map(|s| s.to_string()).collect()
     } else {
         named.to_vec()
-    }
-}
-
-/// Peak resident set size in MB, from /proc/self/status.
-pub fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
-
-/// Hands the heap pages that earlier runs freed back to the kernel, so
-/// that they do not count in the next run's peak.
-fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the kernel; it
-    // takes no pointer and touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// Resets the peak resident set size (VmHWM) to the current one, the heap
-/// trimmed first; false if the kernel refused (then peaks are over the
-/// whole process).
-fn reset_peak_rss() -> bool {
-    trim_heap();
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
-/// The median of `xs` (not empty).
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
@@ -158,7 +89,6 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     let figures = schedulers.len() as u64 + u64::from(a.jobs > 0);
     let progress = Progress::counting(figures * u64::from(a.repeat), a.json, "runs", false);
     let per_figure_peak = reset_peak_rss();
-    let figure_peak = || if per_figure_peak { peak_rss_mb() } else { None };
     let mut rows = Vec::new();
     for s in &schedulers {
         let topo = if s == "sunflow" {
@@ -166,60 +96,36 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         } else {
             "fb2010.toml"
         };
-        reset_peak_rss();
-        let mut walls = Vec::new();
-        let mut last = None;
-        for i in 1..=a.repeat {
-            trim_heap();
-            progress.set_message(format!("replay under {s} on {topo}, run {i}/{}", a.repeat));
-            let run = run_replay(&trace, &topologies.join(topo), s, a.limit, |_, _| {})
-                .with_context(|| format!("replay under {s}"))?;
-            walls.push(run.wall_s);
-            progress.job_done();
-            last = Some(run);
-        }
-        let Some(run) = last else { continue };
-        let n = run.outcome.records.len();
-        rows.push(Row {
-            scheduler: s.clone(),
-            topology: topo.to_string(),
-            coflows: n,
-            flows: run.flows,
-            policy_calls: run.outcome.stats.policy_calls,
-            wall_s: median(&walls),
-            wall_runs_s: walls,
-            peak_rss_mb: figure_peak(),
-            solver: run.outcome.solver,
-            avg_cct_s: run
-                .outcome
-                .records
-                .iter()
-                .map(|r| r.cct.as_secs_f64())
-                .sum::<f64>()
-                / n.max(1) as f64,
-        });
+        let row = bench_replay(
+            &trace,
+            &topologies.join(topo),
+            s,
+            a.limit,
+            a.repeat,
+            per_figure_peak,
+            |i| {
+                if i > 1 {
+                    progress.job_done();
+                }
+                progress.set_message(format!("replay under {s} on {topo}, run {i}/{}", a.repeat));
+            },
+        )
+        .with_context(|| format!("replay under {s}"))?;
+        progress.job_done();
+        rows.push(row);
     }
     let jobs = if a.jobs > 0 {
         let path = locate(&a.jobs_topology);
         let topo = Topology::load(&path)?;
-        reset_peak_rss();
-        let mut walls = Vec::new();
-        let mut last = None;
-        for i in 1..=a.repeat {
-            trim_heap();
+        let run = bench_jobs_repeated(&topo, a.jobs, a.repeat, per_figure_peak, |i| {
+            if i > 1 {
+                progress.job_done();
+            }
             progress.set_message(format!("{} jobs on {}, run {i}/{}", a.jobs, topo.name, a.repeat));
-            let b = bench_jobs(&topo, a.jobs, 1, NetworkKind::Fluid, "fair", "fair")
-                .with_context(|| format!("simulating {} jobs on {}", a.jobs, path.display()))?;
-            walls.push(b.wall_s);
-            progress.job_done();
-            last = Some(b);
-        }
-        last.map(|run| JobsRow {
-            run,
-            median_wall_s: median(&walls),
-            wall_runs_s: walls,
-            peak_rss_mb: figure_peak(),
         })
+        .with_context(|| format!("simulating {} jobs on {}", a.jobs, path.display()))?;
+        progress.job_done();
+        Some(run)
     } else {
         None
     };
@@ -339,7 +245,7 @@ fn solver_line(s: &SolveStats) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{median, schedulers, solver_line};
+    use super::{schedulers, solver_line};
     use crate::coflow::POLICY_NAMES;
     use crate::net::levels::SolveStats;
 
@@ -387,11 +293,5 @@ mod tests {
             "100 solves, 2.5 coflow classes solved again and 30.0 kept each, \
              200 NIC freezes per class solved (20 % repeated from the last solve's order)"
         );
-    }
-
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
     }
 }

@@ -13,7 +13,6 @@ pub mod completions;
 pub mod demo;
 pub mod lab;
 pub mod replay;
-pub mod replay_emu;
 pub mod run;
 pub mod sim;
 pub mod topo;

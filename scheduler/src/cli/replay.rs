@@ -1,20 +1,19 @@
 //! `ocslab replay`: replay a coflow trace (Coflow-Benchmark format) through
-//! the fluid network under one coflow scheduler, print CCT statistics
+//! the fluid network (or, with `--emulate`, with real bytes; see
+//! [`crate::replay`]) under one coflow scheduler, print CCT statistics
 //! (overall, per bin, and against the lower bound), and write per-coflow
 //! results to a folder.
 
 use crate::coflow::POLICY_NAMES;
-use crate::net::replay::{replay, ReplayOutcome};
 use crate::outcome::summary::{Bin, Distribution, ReplaySummary};
 use crate::progress::Progress;
-use crate::trace::coflow_benchmark;
+use crate::replay;
 use anyhow::{Context, Result};
-use ocslab_emulator::{Bytes, Topology};
+use ocslab_emulator::Bytes;
 use serde::Serialize;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 /// Arguments of `ocslab replay`.
 #[derive(clap::Args, Debug)]
@@ -47,41 +46,6 @@ pub struct ReplayArgs {
     pub scale: f64,
 }
 
-/// A replay with what it was run on and how long it took.
-#[derive(Debug)]
-pub struct ReplayRun {
-    /// The topology.
-    pub topology: Topology,
-    /// Flows replayed.
-    pub flows: usize,
-    /// The outcome.
-    pub outcome: ReplayOutcome,
-    /// Wall time of the simulation alone (not reading the trace), seconds.
-    pub wall_s: f64,
-}
-
-/// Reads `trace` and `topology` and replays the first `limit` coflows under `scheduler`.
-pub fn run_replay(
-    trace: &Path,
-    topology: &Path,
-    scheduler: &str,
-    limit: Option<usize>,
-    progress: impl FnMut(usize, usize),
-) -> Result<ReplayRun> {
-    let topo = Topology::load(topology)?;
-    let parsed = coflow_benchmark::load(trace)?;
-    let coflows = parsed.to_coflows(&topo, limit);
-    let flows = coflows.iter().map(|c| c.flows.len()).sum();
-    let start = Instant::now();
-    let outcome = replay(&topo, scheduler, &coflows, progress)?;
-    Ok(ReplayRun {
-        topology: topo,
-        flows,
-        outcome,
-        wall_s: start.elapsed().as_secs_f64(),
-    })
-}
-
 #[derive(Serialize)]
 struct Report<'a> {
     trace: String,
@@ -99,16 +63,10 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
     let bar = Progress::counting(0, a.json, "coflows", false);
     bar.set_message(format!("replay under {}", a.coflow_scheduler));
     let (run, wire) = if a.emulate {
-        let (run, wire) = super::replay_emu::run_replay_emulated(
-            &a.trace,
-            &a.topology,
-            &a.coflow_scheduler,
-            a.limit,
-            a.scale,
-        )?;
+        let (run, wire) = replay::emulate(&a.trace, &a.topology, &a.coflow_scheduler, a.limit, a.scale)?;
         (run, Some(wire))
     } else {
-        let run = run_replay(
+        let run = replay::simulate(
             &a.trace,
             &a.topology,
             &a.coflow_scheduler,
@@ -158,7 +116,7 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_table(out: &mut impl Write, r: &Report<'_>, run: &ReplayRun) -> Result<()> {
+fn print_table(out: &mut impl Write, r: &Report<'_>, run: &replay::ReplayRun) -> Result<()> {
     let s = r.summary;
     let t = &run.topology;
     writeln!(

@@ -3,11 +3,14 @@
 //! experiment files and the same report as `ocslab sim`), plus what was
 //! measured on the wire: FCT/CCT percentiles from the agents' timestamps,
 //! bytes over EPS vs OCS from the kernel's counters, verified flows, and
-//! each coflow's measured CCT against the fluid model's prediction.
+//! each coflow's measured CCT against the fluid model's prediction. The
+//! runs go through [`crate::runner`] with its [`Emulator`] driver.
 
-use crate::emu::experiment::{run as run_emu, write_results, SchedulerRun};
+use crate::emu::experiment::SchedulerRun;
 use crate::emu::{EmuConfig, FabricChoice};
 use crate::experiment::Experiment;
+use crate::progress::Progress;
+use crate::runner::{self, Emulator};
 use anyhow::{Context, Result};
 use ocslab_agent::protocol::Transport;
 use ocslab_emulator::fabric::RunId;
@@ -69,18 +72,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         time_limit: Duration::from_secs(a.time_limit),
         ..EmuConfig::default()
     };
-    let fabric = match a.run {
-        Some(run) => FabricChoice::Attach(run),
-        None => FabricChoice::Build {
-            topology_file: Some(exp.topology_file.clone()),
-        },
-    };
-    let quiet = a.json;
-    let runs = run_emu(&exp, &cfg, &fabric, !a.no_unperturbed, |name| {
-        if !quiet {
-            eprintln!("running {name} on {} with real bytes ...", exp.topology.name);
-        }
-    })?;
+    let fabric = a.run.map(FabricChoice::Attach);
+    let mut emulator = Emulator::with(cfg, fabric, !a.no_unperturbed);
+    let bar = Progress::new(0, a.json);
+    let done = runner::run_all(&mut emulator, &exp, &bar)?;
     let dir = a.out.unwrap_or_else(|| {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -88,7 +83,9 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
             .unwrap_or(0);
         PathBuf::from("results").join(format!("{}-emu-{secs}", exp.name))
     });
-    write_results(&dir, &exp, &runs)?;
+    done.write(&dir, &exp, &emulator)
+        .with_context(|| format!("writing results to {}", dir.display()))?;
+    let runs = emulator.into_runs(&done.summaries);
     if a.json {
         let v = serde_json::json!({
             "experiment": exp.name,

@@ -19,13 +19,14 @@
 use super::compare::{self, CctComparison, RatioSummary};
 use super::perturb::PerturbCounts;
 use super::{run_jobs, EmuConfig, EmuError, EmuOutcome, FabricChoice};
+use crate::engine::EngineConfig;
 use crate::engine::{Outcome, Records};
 use crate::experiment::{Experiment, ExperimentError};
-use crate::model::job::TaskId;
+use crate::model::job::{Job, TaskId};
 use crate::net::{NetStats, NetTimeline};
 use crate::perturb::Timeline;
 use crate::policy::PolicyError;
-use crate::report::{normalize, results, summarize, SchedulerSummary};
+use crate::report::{summarize, SchedulerSummary};
 use crate::sim::SimOutcome;
 use ocslab_emulator::Bytes;
 use serde::Serialize;
@@ -204,31 +205,44 @@ pub fn summarize_emu(o: &EmuOutcome) -> SchedulerSummary {
     summarize(&as_sim_outcome(o)).with_wire_bytes(fab.eps_bytes, fab.ocs_bytes)
 }
 
-/// Runs every task scheduler of `exp` on real bytes, baseline first, with
-/// the experiment's perturbations carried out for real. With `unperturbed`
-/// and timed perturbations, each scheduler also runs without the timed
-/// ones (whole-run speeds kept), for [`PerturbSummary`]'s comparison.
-/// `progress(what)` is called as each run starts.
-pub fn run(
-    exp: &Experiment,
-    cfg: &EmuConfig,
-    fabric: &FabricChoice,
-    unperturbed: bool,
-    mut progress: impl FnMut(&str),
-) -> Result<Vec<SchedulerRun>, RunError> {
-    let jobs = exp.jobs()?;
+/// The emulation settings and engine configuration of `exp`'s runs, from
+/// `cfg`: the experiment's coflow scheduler, seed and load-sample
+/// interval, its perturbations (refused here, before any fabric is built,
+/// if emulation cannot carry them out), whole-run speeds in the engine.
+pub fn prepare(exp: &Experiment, cfg: &EmuConfig) -> Result<(EmuConfig, EngineConfig), RunError> {
     let mut cfg = cfg
         .clone()
         .with_experiment_load_samples(exp.sim.load_sample_interval);
     cfg.coflow_policy = exp.coflow_scheduler.clone();
     cfg.seed = exp.seed;
     let timeline = Timeline::of(&exp.perturbations);
-    // Refused before any fabric is built.
     super::perturb::PerturbPlan::new(&timeline).map_err(|e| RunError::Perturbation(e.to_string()))?;
     cfg.perturbations = timeline.clone();
     let mut engine = exp.engine.clone();
     timeline.apply_base(&mut engine);
-    let once = |name: &String, cfg: &EmuConfig| {
+    Ok((cfg, engine))
+}
+
+/// Runs task scheduler `name` of `exp` on `jobs` with real bytes, with the
+/// experiment's perturbations carried out for real, and compares each
+/// coflow's CCT with the fluid model's prediction. With `unperturbed` and
+/// timed perturbations, it also runs without the timed ones (whole-run
+/// speeds kept), for [`PerturbSummary`]'s comparison. The summary is not
+/// normalized.
+pub fn run_scheduler(
+    exp: &Experiment,
+    cfg: &EmuConfig,
+    fabric: &FabricChoice,
+    name: &str,
+    jobs: Vec<Job>,
+    unperturbed: bool,
+) -> Result<SchedulerRun, RunError> {
+    let (cfg, engine) = prepare(exp, cfg)?;
+    let failed = |source: EmuError| RunError::Emu {
+        scheduler: name.to_string(),
+        source,
+    };
+    let once = |cfg: &EmuConfig| {
         let policy = exp.policy(name)?;
         run_jobs(
             &exp.topology,
@@ -238,60 +252,34 @@ pub fn run(
             engine.clone(),
             cfg,
         )
-        .map_err(|source| RunError::Emu {
-            scheduler: name.clone(),
-            source,
-        })
+        .map_err(failed)
     };
-    let mut runs = Vec::new();
-    for name in &exp.task_schedulers {
-        progress(name);
-        let outcome = once(name, &cfg)?;
-        let baseline = if unperturbed && !timeline.actions.is_empty() {
-            progress(&format!("{name} without its timed perturbations"));
-            let mut plain = cfg.clone();
-            plain.perturbations.actions.clear();
-            Some(summarize_emu(&once(name, &plain)?))
-        } else {
-            None
-        };
-        let comparison =
-            compare::compare(&exp.topology, &cfg.coflow_policy, &outcome.wire.flows).map_err(|e| {
-                RunError::Emu {
-                    scheduler: name.clone(),
-                    source: e.into(),
-                }
-            })?;
-        let summary = summarize_emu(&outcome);
-        let perturbations = (!exp.perturbations.is_empty())
-            .then(|| PerturbSummary::of(&outcome, &summary, baseline.as_ref()));
-        runs.push(SchedulerRun {
-            summary,
-            perturbations,
-            cct_vs_sim: compare::summarize(&comparison),
-            outcome,
-            comparison,
-        });
-    }
-    let mut summaries: Vec<SchedulerSummary> = runs.iter().map(|r| r.summary.clone()).collect();
-    normalize(&mut summaries);
-    for (r, s) in runs.iter_mut().zip(summaries) {
-        r.summary = s;
-    }
-    Ok(runs)
+    let outcome = once(&cfg)?;
+    let baseline = if unperturbed && !cfg.perturbations.actions.is_empty() {
+        let mut plain = cfg.clone();
+        plain.perturbations.actions.clear();
+        Some(summarize_emu(&once(&plain)?))
+    } else {
+        None
+    };
+    let comparison = compare::compare(&exp.topology, &cfg.coflow_policy, &outcome.wire.flows)
+        .map_err(|e| failed(e.into()))?;
+    let summary = summarize_emu(&outcome);
+    let perturbations =
+        (!exp.perturbations.is_empty()).then(|| PerturbSummary::of(&outcome, &summary, baseline.as_ref()));
+    Ok(SchedulerRun {
+        summary,
+        perturbations,
+        cct_vs_sim: compare::summarize(&comparison),
+        outcome,
+        comparison,
+    })
 }
 
-/// Writes the results folder of an emulated experiment.
-pub fn write_results(dir: &Path, exp: &Experiment, runs: &[SchedulerRun]) -> Result<(), RunError> {
-    let err = |why: String| RunError::Results {
-        dir: dir.display().to_string(),
-        why,
-    };
-    let outcomes: Vec<SimOutcome> = runs.iter().map(|r| as_sim_outcome(&r.outcome)).collect();
-    let summaries: Vec<SchedulerSummary> = runs.iter().map(|r| r.summary.clone()).collect();
-    results::write(dir, exp, &outcomes, &summaries).map_err(|e| err(e.to_string()))?;
-    let wire: Vec<_> = runs
-        .iter()
+/// What `run.json` of an emulated experiment holds beyond the simulator's:
+/// each scheduler's wire summary, CCT against the model, perturbations.
+pub fn run_json_wire(runs: &[SchedulerRun]) -> serde_json::Value {
+    runs.iter()
         .map(|r| {
             serde_json::json!({
                 "scheduler": r.outcome.policy,
@@ -306,20 +294,16 @@ pub fn write_results(dir: &Path, exp: &Experiment, runs: &[SchedulerRun]) -> Res
                 "wall_s": r.outcome.wire.wall_s,
             })
         })
-        .collect();
-    let run = serde_json::json!({
-        "experiment": exp.name,
-        "seed": exp.seed,
-        "version": env!("CARGO_PKG_VERSION"),
-        "driver": "emu",
-        "topology": { "name": exp.topology.name, "scale": exp.topology.scale },
-        "coflow_scheduler": exp.coflow_scheduler,
-        "task_schedulers": exp.task_schedulers,
-        "slow_start": exp.engine.slow_start,
-        "wire": wire,
-    });
-    let text = serde_json::to_string_pretty(&run).map_err(|e| err(e.to_string()))?;
-    std::fs::write(dir.join("run.json"), text + "\n").map_err(|e| err(e.to_string()))?;
+        .collect()
+}
+
+/// Writes each scheduler's wire files and `cct_vs_sim.csv` into its folder
+/// of the results folder `dir`.
+pub fn write_extras(dir: &Path, runs: &[SchedulerRun]) -> Result<(), RunError> {
+    let err = |why: String| RunError::Results {
+        dir: dir.display().to_string(),
+        why,
+    };
     for r in runs {
         let sub = dir.join(&r.outcome.policy);
         crate::report::wire::write(&r.outcome.wire, &sub).map_err(|e| err(e.to_string()))?;

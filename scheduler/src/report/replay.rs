@@ -5,9 +5,9 @@
 //! and with real bytes what was measured on the wire ([`super::wire`]).
 
 use super::results::{csv_file, ResultsError};
-use crate::emu::WireReport;
 use crate::outcome::summary::ReplaySummary;
 use crate::outcome::ReplayOutcome;
+use ocslab_emu::WireReport;
 use ocslab_emulator::Topology;
 use serde::Serialize;
 use std::path::Path;

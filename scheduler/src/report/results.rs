@@ -53,17 +53,19 @@ pub fn write(
     outcomes: &[SimOutcome],
     summaries: &[SchedulerSummary],
 ) -> Result<(), ResultsError> {
-    write_as(dir, "sim", exp, outcomes, summaries)
+    write_as(dir, "sim", exp, outcomes, summaries, &[])
 }
 
 /// Writes the results folder `dir` for `exp` and its runs by `driver`
-/// (`"sim"` or `"emu"`, as `run.json` records it).
+/// (`"sim"` or `"emu"`, as `run.json` records it); `run_extra` are entries
+/// the driver adds to `run.json`.
 pub fn write_as(
     dir: &Path,
     driver: &str,
     exp: &Experiment,
     outcomes: &[SimOutcome],
     summaries: &[SchedulerSummary],
+    run_extra: &[(&str, serde_json::Value)],
 ) -> Result<(), ResultsError> {
     let io = |p: &Path| {
         let path = p.display().to_string();
@@ -76,7 +78,7 @@ pub fn write_as(
     };
     put("experiment.toml", &exp.text)?;
     put("topology.toml", &exp.topology_text)?;
-    let run = serde_json::json!({
+    let mut run = serde_json::json!({
         "experiment": exp.name,
         "seed": exp.seed,
         "version": env!("CARGO_PKG_VERSION"),
@@ -87,6 +89,11 @@ pub fn write_as(
         "task_schedulers": exp.task_schedulers,
         "slow_start": exp.engine.slow_start,
     });
+    if let Some(m) = run.as_object_mut() {
+        for (k, v) in run_extra {
+            m.insert((*k).to_string(), v.clone());
+        }
+    }
     put("run.json", &pretty(&run))?;
     put(
         "summary.json",

@@ -5,8 +5,8 @@
 //! whichever runs it.
 
 use super::RunnerError;
-use crate::emu::experiment::{as_sim_outcome, summarize_emu};
-use crate::emu::{self, EmuConfig, EmuOutcome, FabricChoice};
+use crate::emu::experiment::{self, SchedulerRun};
+use crate::emu::{EmuConfig, FabricChoice};
 use crate::experiment::Experiment;
 use crate::model::job::Job;
 use crate::report::{summarize, SchedulerSummary};
@@ -37,6 +37,11 @@ pub trait Driver {
         summarize(out)
     }
 
+    /// Entries this driver adds to `run.json`. None by default.
+    fn run_json(&self) -> Vec<(&'static str, serde_json::Value)> {
+        Vec::new()
+    }
+
     /// Writes what this driver measured beyond the outcomes into the
     /// results folder `dir` (after the common files). Nothing by default.
     fn write_extras(&self, _dir: &Path) -> Result<(), RunnerError> {
@@ -64,27 +69,61 @@ impl Driver for Simulator {
     }
 }
 
-/// The kernel fabric with real bytes: one fresh fabric and one agent per
-/// host for each scheduler ([`emu::run_jobs`]), torn down after it. The
-/// table's EPS and OCS bytes are then the fabric's own counters (EPS
-/// uplinks, OCS ports), and each scheduler's folder also gets what was
-/// measured on the wire (`wire_flows.csv`, `wire_coflows.csv`, `wire_summary.json`).
+/// The kernel fabric with real bytes ([`crate::emu::experiment`]): each
+/// scheduler on a fresh fabric with one agent per host (or on a lab that
+/// is up), the experiment's perturbations carried out for real, each
+/// coflow's CCT compared with the fluid model's. The table's EPS and OCS
+/// bytes are then the fabric's own counters (EPS uplinks, OCS ports), and
+/// each scheduler's folder also gets what was measured on the wire
+/// (`wire_flows.csv`, `wire_coflows.csv`, `wire_summary.json`) and
+/// `cct_vs_sim.csv`; `run.json` gets each scheduler's wire summary.
 #[derive(Debug)]
 pub struct Emulator {
     config: EmuConfig,
-    runs: Vec<EmuOutcome>,
+    fabric: Option<FabricChoice>,
+    unperturbed: bool,
+    runs: Vec<SchedulerRun>,
 }
 
 impl Emulator {
-    /// An emulator giving up on a scheduler's run after `time_limit`.
+    /// An emulator building each scheduler's fabric from the experiment's
+    /// topology file, giving up on a scheduler's run after `time_limit`.
     pub fn new(time_limit: Duration) -> Emulator {
-        Emulator {
-            config: EmuConfig {
+        Emulator::with(
+            EmuConfig {
                 time_limit,
                 ..EmuConfig::default()
             },
+            None,
+            false,
+        )
+    }
+
+    /// An emulator with `config`, on `fabric` (`None`: build one from the
+    /// experiment's topology file for each scheduler). With `unperturbed`,
+    /// a scheduler whose experiment has timed perturbations also runs
+    /// without them, for comparison.
+    pub fn with(config: EmuConfig, fabric: Option<FabricChoice>, unperturbed: bool) -> Emulator {
+        Emulator {
+            config,
+            fabric,
+            unperturbed,
             runs: Vec::new(),
         }
+    }
+
+    /// The runs so far, in order, with summaries not normalized.
+    pub fn runs(&self) -> &[SchedulerRun] {
+        &self.runs
+    }
+
+    /// The runs, each with its summary from `normalized` (the runner's).
+    pub fn into_runs(self, normalized: &[SchedulerSummary]) -> Vec<SchedulerRun> {
+        let mut runs = self.runs;
+        for (r, s) in runs.iter_mut().zip(normalized) {
+            r.summary = s.clone();
+        }
+        runs
     }
 }
 
@@ -104,40 +143,40 @@ impl Driver for Emulator {
             scheduler: scheduler.to_string(),
             message,
         };
-        exp.topology
-            .check_emulable(&exp.topology_file)
-            .map_err(|e| fail(e.to_string()))?;
-        let mut cfg = self
-            .config
-            .clone()
-            .with_experiment_load_samples(exp.sim.load_sample_interval);
-        cfg.coflow_policy = exp.coflow_scheduler.clone();
-        cfg.seed = exp.seed;
-        let policy = exp.policy(scheduler).map_err(|e| fail(e.to_string()))?;
-        let fabric = FabricChoice::Build {
-            topology_file: Some(exp.topology_file.clone()),
+        let fabric = match &self.fabric {
+            Some(f) => f.clone(),
+            None => {
+                exp.topology
+                    .check_emulable(&exp.topology_file)
+                    .map_err(|e| fail(e.to_string()))?;
+                FabricChoice::Build {
+                    topology_file: Some(exp.topology_file.clone()),
+                }
+            }
         };
-        let out = emu::run_jobs(&exp.topology, fabric, jobs, policy, exp.engine.clone(), &cfg)
+        let run = experiment::run_scheduler(exp, &self.config, &fabric, scheduler, jobs, self.unperturbed)
             .map_err(|e| fail(e.to_string()))?;
-        let sim = as_sim_outcome(&out);
-        self.runs.push(out);
+        let sim = experiment::as_sim_outcome(&run.outcome);
+        self.runs.push(run);
         Ok(sim)
     }
 
     /// The cross-rack bytes per fabric measured on the wire (kernel counters).
     fn summary(&self, run: usize, out: &SimOutcome) -> SchedulerSummary {
         match self.runs.get(run) {
-            Some(o) => summarize_emu(o),
+            Some(r) => r.summary.clone(),
             None => summarize(out),
         }
     }
 
+    fn run_json(&self) -> Vec<(&'static str, serde_json::Value)> {
+        vec![("wire", experiment::run_json_wire(&self.runs))]
+    }
+
     fn write_extras(&self, dir: &Path) -> Result<(), RunnerError> {
-        for r in &self.runs {
-            let sub = dir.join(&r.policy);
-            crate::report::wire::write(&r.wire, &sub)
-                .map_err(|source| RunnerError::Io { path: sub, source })?;
-        }
-        Ok(())
+        experiment::write_extras(dir, &self.runs).map_err(|e| RunnerError::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        })
     }
 }

@@ -104,7 +104,8 @@ impl Runs {
     /// Writes the results folder `dir` of these runs of `exp`, and what
     /// `driver` (the one that ran them) measured beyond the outcomes.
     pub fn write(&self, dir: &Path, exp: &Experiment, driver: &dyn Driver) -> Result<(), RunnerError> {
-        results::write_as(dir, self.driver, exp, &self.outcomes, &self.summaries)?;
+        let extra = driver.run_json();
+        results::write_as(dir, self.driver, exp, &self.outcomes, &self.summaries, &extra)?;
         driver.write_extras(dir)
     }
 }

@@ -1,16 +1,21 @@
-//! `sim::bench_jobs`: wall time to simulate a generated workload, for
-//! `ocslab bench sim` (issue 3's target: 1000 jobs on
-//! `topologies/coscheduler-paper.toml` in under 10 s). The only place in
-//! the simulator that reads a clock, and only to time the whole run.
+//! The simulator's benchmark harness, for `ocslab bench sim`: the wall time
+//! and peak memory of replaying a coflow trace under a coflow scheduler
+//! ([`bench_replay`]) and of simulating a generated job workload
+//! ([`bench_jobs`], [`bench_jobs_repeated`]), each the median of repeated
+//! runs. The only place in the simulator's use that reads a clock, and only
+//! to time whole runs.
 
 use super::{run_scheduler, RunError};
 use crate::engine::EngineConfig;
 use crate::experiment::{Experiment, NetworkKind, Workload};
+use crate::net::levels::SolveStats;
+use crate::replay::{self, ReplayRunError};
 use crate::sim::SimConfig;
 use crate::workload::generated::{default_classes, Arrivals, GeneratedWorkload};
 use ocslab_emulator::{Bytes, Nanos, Topology};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Instant;
 
 /// What one benchmark run measured.
@@ -101,4 +106,170 @@ pub fn bench_jobs(
         simulated_s: out.end.as_secs_f64(),
         wall_s: wall.as_secs_f64(),
     })
+}
+
+/// Peak resident set size in MB, from /proc/self/status.
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Hands the heap pages that earlier runs freed back to the kernel, so
+/// that they do not count in the next run's peak.
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; it
+    // takes no pointer and touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Resets the peak resident set size (VmHWM) to the current one, the heap
+/// trimmed first; false if the kernel refused (then peaks are over the
+/// whole process).
+pub fn reset_peak_rss() -> bool {
+    trim_heap();
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The median of `xs` (not empty).
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// What replaying a trace `repeat` times measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplayBench {
+    /// The coflow scheduler.
+    pub scheduler: String,
+    /// The topology file's name.
+    pub topology: String,
+    /// Coflows replayed.
+    pub coflows: usize,
+    /// Flows replayed.
+    pub flows: usize,
+    /// Times the policy was asked.
+    pub policy_calls: u64,
+    /// Median wall time of the replays, seconds.
+    pub wall_s: f64,
+    /// Every replay's wall time, seconds.
+    pub wall_runs_s: Vec<f64>,
+    /// Peak resident memory over these replays, MB (None: not measurable).
+    pub peak_rss_mb: Option<f64>,
+    /// Average CCT, seconds.
+    pub avg_cct_s: f64,
+    /// How the rate solver went in the last replay.
+    pub solver: SolveStats,
+}
+
+/// Replays the first `limit` coflows of `trace` on `topology` under
+/// `scheduler` `repeat` times (at least once); `each(i)` is called before
+/// run `i` (from 1). With `peaks`, the peak memory is this figure's own.
+pub fn bench_replay(
+    trace: &Path,
+    topology: &Path,
+    scheduler: &str,
+    limit: Option<usize>,
+    repeat: u32,
+    peaks: bool,
+    mut each: impl FnMut(u32),
+) -> Result<ReplayBench, ReplayRunError> {
+    reset_peak_rss();
+    let mut walls = Vec::new();
+    let mut last = None;
+    for i in 1..=repeat.max(1) {
+        trim_heap();
+        each(i);
+        let run = replay::simulate(trace, topology, scheduler, limit, |_, _| {})?;
+        walls.push(run.wall_s);
+        last = Some(run);
+    }
+    let run = last.expect("at least one run");
+    let n = run.outcome.records.len();
+    Ok(ReplayBench {
+        scheduler: scheduler.to_string(),
+        topology: topology.file_name().map_or_else(
+            || topology.display().to_string(),
+            |f| f.to_string_lossy().into_owned(),
+        ),
+        coflows: n,
+        flows: run.flows,
+        policy_calls: run.outcome.stats.policy_calls,
+        wall_s: median(&walls),
+        wall_runs_s: walls,
+        peak_rss_mb: if peaks { peak_rss_mb() } else { None },
+        solver: run.outcome.solver,
+        avg_cct_s: run
+            .outcome
+            .records
+            .iter()
+            .map(|r| r.cct.as_secs_f64())
+            .sum::<f64>()
+            / n.max(1) as f64,
+    })
+}
+
+/// [`bench_jobs`] repeated.
+#[derive(Clone, Debug, Serialize)]
+pub struct JobsRepeated {
+    /// The last run's figures (all runs simulate the same thing).
+    #[serde(flatten)]
+    pub run: JobsBench,
+    /// Median wall time of the runs, seconds (replaces the last run's `wall_s`).
+    pub median_wall_s: f64,
+    /// Every run's wall time, seconds.
+    pub wall_runs_s: Vec<f64>,
+    /// Peak resident memory over these runs, MB.
+    pub peak_rss_mb: Option<f64>,
+}
+
+/// [`bench_jobs`] of `jobs` jobs on `topology` (Fair task and coflow
+/// schedulers, fluid network, seed 1), `repeat` times (at least once);
+/// `each(i)` is called before run `i`. With `peaks`, the peak memory is
+/// this figure's own.
+pub fn bench_jobs_repeated(
+    topology: &Topology,
+    jobs: u32,
+    repeat: u32,
+    peaks: bool,
+    mut each: impl FnMut(u32),
+) -> Result<JobsRepeated, RunError> {
+    reset_peak_rss();
+    let mut walls = Vec::new();
+    let mut last = None;
+    for i in 1..=repeat.max(1) {
+        trim_heap();
+        each(i);
+        let b = bench_jobs(topology, jobs, 1, NetworkKind::Fluid, "fair", "fair")?;
+        walls.push(b.wall_s);
+        last = Some(b);
+    }
+    let run = last.expect("at least one run");
+    Ok(JobsRepeated {
+        run,
+        median_wall_s: median(&walls),
+        wall_runs_s: walls,
+        peak_rss_mb: if peaks { peak_rss_mb() } else { None },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
 }

@@ -1,0 +1,130 @@
+//! A coflow trace (Coflow-Benchmark format) replayed with no cluster engine,
+//! by either driver: [`simulate`] through the fluid network, [`emulate`]
+//! with real bytes on a fresh lab. Both give a [`ReplayRun`] whose outcome
+//! has the same per-coflow records, so `ocslab replay` reports and writes
+//! them with the same code, and `ocslab bench sim` times [`simulate`].
+
+use crate::emu::{self, EmuConfig, EmuError, FabricChoice, WireReport};
+use crate::model::coflow::Coflow;
+use crate::net::replay::{replay, ReplayError};
+use crate::outcome::ReplayOutcome;
+use crate::trace::coflow_benchmark;
+use crate::trace::TraceError;
+use ocslab_emulator::{Topology, TopologyError};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Why a replay could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayRunError {
+    /// The topology file is invalid.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// The trace file is invalid.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The simulated replay failed.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// The topology cannot run on this box.
+    #[error("this topology cannot run on this box; replay it without --emulate: {0}")]
+    NotEmulable(TopologyError),
+    /// The emulated replay failed.
+    #[error(transparent)]
+    Emu(#[from] EmuError),
+    /// The extra byte scale is not a number >= 1.
+    #[error("--scale must be a number >= 1 (got {0}); it divides every flow's bytes")]
+    Scale(f64),
+}
+
+/// A replay with what it was run on and how long it took.
+#[derive(Debug)]
+pub struct ReplayRun {
+    /// The topology.
+    pub topology: Topology,
+    /// Flows replayed.
+    pub flows: usize,
+    /// The outcome.
+    pub outcome: ReplayOutcome,
+    /// Wall time of the replay alone (not reading the trace), seconds.
+    pub wall_s: f64,
+}
+
+/// Reads `trace` and `topology` and replays the first `limit` coflows
+/// through the fluid network under `scheduler`; `progress(done, total)` is
+/// called as coflows finish.
+pub fn simulate(
+    trace: &Path,
+    topology: &Path,
+    scheduler: &str,
+    limit: Option<usize>,
+    progress: impl FnMut(usize, usize),
+) -> Result<ReplayRun, ReplayRunError> {
+    let topo = Topology::load(topology)?;
+    let parsed = coflow_benchmark::load(trace)?;
+    let coflows = parsed.to_coflows(&topo, limit);
+    let flows = coflows.iter().map(|c| c.flows.len()).sum();
+    let start = Instant::now();
+    let outcome = replay(&topo, scheduler, &coflows, progress)?;
+    Ok(ReplayRun {
+        topology: topo,
+        flows,
+        outcome,
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Reads `trace` and `topology`, keeps the first `limit` coflows, divides
+/// their flows' bytes by `scale` (on top of the topology's own scale, so a
+/// trace fits the box) and replays them with real bytes under `scheduler`
+/// on a fresh lab: every coflow's flows start at its arrival, CCT is
+/// measured from arrival to the last byte received.
+pub fn emulate(
+    trace: &Path,
+    topology: &Path,
+    scheduler: &str,
+    limit: Option<usize>,
+    scale: f64,
+) -> Result<(ReplayRun, WireReport), ReplayRunError> {
+    if !(scale.is_finite() && scale >= 1.0) {
+        return Err(ReplayRunError::Scale(scale));
+    }
+    let topo = Topology::load(topology)?;
+    topo.check_emulable(topology)
+        .map_err(ReplayRunError::NotEmulable)?;
+    let parsed = coflow_benchmark::load(trace)?;
+    let coflows: Vec<Coflow> = parsed
+        .to_coflows(&topo, limit)
+        .into_iter()
+        .map(|mut c| {
+            for f in c.flows.iter_mut() {
+                f.bytes = f.bytes.scaled_down(scale);
+            }
+            c
+        })
+        .collect();
+    let flows = coflows.iter().map(|c| c.flows.len()).sum();
+    let cfg = EmuConfig {
+        coflow_policy: scheduler.to_string(),
+        time_limit: Duration::from_secs(3600),
+        ..EmuConfig::default()
+    };
+    let start = Instant::now();
+    let out = emu::replay(
+        &topo,
+        FabricChoice::Build {
+            topology_file: Some(topology.to_path_buf()),
+        },
+        &coflows,
+        &cfg,
+    )?;
+    Ok((
+        ReplayRun {
+            topology: topo,
+            flows,
+            outcome: out.outcome,
+            wall_s: start.elapsed().as_secs_f64(),
+        },
+        out.wire,
+    ))
+}
