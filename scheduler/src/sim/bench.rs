@@ -147,6 +147,30 @@ fn median(xs: &[f64]) -> f64 {
     }
 }
 
+/// Runs `run` `repeat` times (at least once), the peak memory reset before
+/// the first and the heap trimmed before each, `each(i)` called before run
+/// `i` (from 1). Returns the last run's result and every run's wall time.
+fn repeated<T, E>(
+    repeat: u32,
+    each: &mut impl FnMut(u32),
+    mut run: impl FnMut() -> Result<(T, f64), E>,
+) -> Result<(T, Vec<f64>), E> {
+    reset_peak_rss();
+    let mut walls = Vec::new();
+    trim_heap();
+    each(1);
+    let (mut last, wall) = run()?;
+    walls.push(wall);
+    for i in 2..=repeat.max(1) {
+        trim_heap();
+        each(i);
+        let (r, wall) = run()?;
+        walls.push(wall);
+        last = r;
+    }
+    Ok((last, walls))
+}
+
 /// What replaying a trace `repeat` times measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct ReplayBench {
@@ -184,17 +208,11 @@ pub fn bench_replay(
     peaks: bool,
     mut each: impl FnMut(u32),
 ) -> Result<ReplayBench, ReplayRunError> {
-    reset_peak_rss();
-    let mut walls = Vec::new();
-    let mut last = None;
-    for i in 1..=repeat.max(1) {
-        trim_heap();
-        each(i);
+    let (run, walls) = repeated(repeat, &mut each, || {
         let run = replay::simulate(trace, topology, scheduler, limit, |_, _| {})?;
-        walls.push(run.wall_s);
-        last = Some(run);
-    }
-    let run = last.expect("at least one run");
+        let wall = run.wall_s;
+        Ok::<_, ReplayRunError>((run, wall))
+    })?;
     let n = run.outcome.records.len();
     Ok(ReplayBench {
         scheduler: scheduler.to_string(),
@@ -244,17 +262,11 @@ pub fn bench_jobs_repeated(
     peaks: bool,
     mut each: impl FnMut(u32),
 ) -> Result<JobsRepeated, RunError> {
-    reset_peak_rss();
-    let mut walls = Vec::new();
-    let mut last = None;
-    for i in 1..=repeat.max(1) {
-        trim_heap();
-        each(i);
+    let (run, walls) = repeated(repeat, &mut each, || {
         let b = bench_jobs(topology, jobs, 1, NetworkKind::Fluid, "fair", "fair")?;
-        walls.push(b.wall_s);
-        last = Some(b);
-    }
-    let run = last.expect("at least one run");
+        let wall = b.wall_s;
+        Ok::<_, RunError>((b, wall))
+    })?;
     Ok(JobsRepeated {
         run,
         median_wall_s: median(&walls),
