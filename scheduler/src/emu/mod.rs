@@ -4,5 +4,6 @@
 
 pub use ocslab_emu::*;
 
+pub mod bench;
 pub mod compare;
 pub mod experiment;

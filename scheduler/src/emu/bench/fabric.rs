@@ -31,7 +31,7 @@ impl Coflows {
     }
 }
 
-pub(super) async fn measure_fabric(a: &AgentsArgs, topo: &Topology) -> Result<FabricReport> {
+pub(super) async fn measure_fabric(a: &AgentsBench, topo: &Topology) -> Result<FabricReport, BenchError> {
     let fabric = FabricChoice::Build {
         topology_file: Some(a.topology.clone()),
     };
@@ -43,7 +43,7 @@ pub(super) async fn measure_fabric(a: &AgentsArgs, topo: &Topology) -> Result<Fa
     Ok(report)
 }
 
-async fn fabric_figures(a: &AgentsArgs, topo: &Topology, lab: &mut Lab) -> Result<FabricReport> {
+async fn fabric_figures(a: &AgentsBench, topo: &Topology, lab: &mut Lab) -> Result<FabricReport, BenchError> {
     let hosts: Vec<HostId> = lab.data_addrs().keys().copied().collect();
     let cfg = EmuConfig {
         coflow_policy: "fair".into(),
@@ -56,7 +56,7 @@ async fn fabric_figures(a: &AgentsArgs, topo: &Topology, lab: &mut Lab) -> Resul
         .agent_pids()
         .values()
         .map(|p| rss_kib(*p))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, BenchError>>()?;
 
     // Control-plane round trips, to the first host's agent.
     let first = *hosts.first().context("the topology has no host")?;
@@ -183,7 +183,13 @@ async fn fabric_figures(a: &AgentsArgs, topo: &Topology, lab: &mut Lab) -> Resul
 
 /// iperf3 moving `bytes` from `src` to `dst` (`dst_ip`) inside their host
 /// namespaces; the receiver's goodput in Mbit/s.
-fn iperf3_in_fabric(lab: &Lab, src: HostId, dst: HostId, dst_ip: &str, bytes: Bytes) -> Result<f64> {
+fn iperf3_in_fabric(
+    lab: &Lab,
+    src: HostId,
+    dst: HostId,
+    dst_ip: &str,
+    bytes: Bytes,
+) -> Result<f64, BenchError> {
     use std::process::{Command as Proc, Stdio};
     let port = "5201";
     let mut server = {
@@ -230,72 +236,4 @@ impl Drop for Killed {
             let _ = self.0.wait();
         }
     }
-}
-
-pub(super) fn print_fabric(f: &FabricReport) {
-    let list = |v: &[f64]| v.iter().map(|g| format!("{g:.1}")).collect::<Vec<_>>().join(", ");
-    let p = &f.path;
-    println!("kernel fabric: {}", f.topology);
-    println!(
-        "  one path {} -> {} ({} per flow, shaped at {:.1} Mbit/s)",
-        p.src,
-        p.dst,
-        Bytes(p.bytes),
-        p.line_rate_mbps
-    );
-    println!(
-        "    agent TCP   {:>6.1} Mbit/s median  [{}]",
-        p.agent_mbps_median,
-        list(&p.agent_mbps)
-    );
-    match (p.iperf3_mbps_median, p.agent_vs_iperf3) {
-        (Some(i), Some(ratio)) => println!(
-            "    iperf3      {i:>6.1} Mbit/s median  [{}]  agent / iperf3 = {:.1}% (target >= 95%)",
-            list(&p.iperf3_mbps),
-            ratio * 100.0
-        ),
-        _ => println!("    iperf3: {}", p.iperf3_note.as_deref().unwrap_or("not run")),
-    }
-    let s = &f.all_to_all;
-    println!(
-        "  all-to-all shuffle, {} hosts, {} flows x {}: {:.2} s measured, {:.2} s fluid max-min",
-        s.hosts,
-        s.flows,
-        Bytes(s.flow_bytes),
-        s.measured_cct_s,
-        s.fluid_cct_s
-    );
-    println!(
-        "    aggregate goodput {:.1} Mbit/s vs bound {:.1} Mbit/s: {:.1}%",
-        s.goodput_mbps,
-        s.bound_mbps,
-        s.efficiency * 100.0
-    );
-    println!(
-        "    flows: FCT median {:.2} s, max {:.2} s; first byte up to {:.2} s after the request, {} flows >= 1 s late",
-        s.fct_p50_s, s.fct_max_s, s.start_delay_max_s, s.flows_started_1s_late
-    );
-    println!("  CCT measured / simulated, per coflow:");
-    for c in &f.cct_vs_sim {
-        println!(
-            "    coflow {:>2}: {:>3} flows, {:>8}: {:.3} s / {:.3} s = {:.2}",
-            c.coflow.0,
-            c.flows,
-            Bytes(c.bytes.0).to_string(),
-            c.measured.as_secs_f64(),
-            c.predicted.as_secs_f64(),
-            c.ratio
-        );
-    }
-    let m = &f.cct_vs_sim_summary;
-    println!("    mean {:.2}, range {:.2}-{:.2}", m.mean, m.min, m.max);
-    println!(
-        "  control round trip p50 {:.0} us, p99 {:.0} us, max {:.0} us ({} pings)",
-        f.control_rtt_us_p50, f.control_rtt_us_p99, f.control_rtt_us_max, f.control_rtt_samples
-    );
-    println!(
-        "  agent RSS idle: at most {:.1} MiB over {} agents (target < 20 MB)",
-        f.rss_idle_max_mib,
-        f.rss_idle_kib.len()
-    );
 }

@@ -17,7 +17,7 @@ impl Drop for Agents {
     }
 }
 
-async fn next_event(server: &mut ControlServer) -> Result<Event> {
+async fn next_event(server: &mut ControlServer) -> Result<Event, BenchError> {
     match tokio::time::timeout(Duration::from_secs(60), server.next_event()).await {
         Ok(Some(ev)) => Ok(ev),
         Ok(None) => bail!("control server stopped"),
@@ -26,7 +26,7 @@ async fn next_event(server: &mut ControlServer) -> Result<Event> {
 }
 
 /// The loopback measurement (`--loopback`): two agents outside any namespace.
-pub(super) async fn measure_loopback(a: &AgentsArgs) -> Result<LoopbackReport> {
+pub(super) async fn measure_loopback(a: &AgentsBench) -> Result<LoopbackReport, BenchError> {
     let binary = agent_binary().context(
         "ocslab-agent not found next to ocslab: build it with `cargo build --release -p ocslab-agent`",
     )?;
@@ -70,7 +70,10 @@ pub(super) async fn measure_loopback(a: &AgentsArgs) -> Result<LoopbackReport> {
     // Idle memory: after a second of heartbeats only.
     let settle = tokio::time::Instant::now() + Duration::from_secs(1);
     while tokio::time::timeout_at(settle, server.next_event()).await.is_ok() {}
-    let rss_idle = pids.iter().map(|p| rss_kib(*p)).collect::<Result<Vec<_>>>()?;
+    let rss_idle = pids
+        .iter()
+        .map(|p| rss_kib(*p))
+        .collect::<Result<Vec<_>, BenchError>>()?;
 
     // Control-plane round trips.
     let handle = server.host(src).context("source agent gone")?;
@@ -128,7 +131,10 @@ pub(super) async fn measure_loopback(a: &AgentsArgs) -> Result<LoopbackReport> {
             }
         }
     }
-    let rss_after = pids.iter().map(|p| rss_kib(*p)).collect::<Result<Vec<_>>>()?;
+    let rss_after = pids
+        .iter()
+        .map(|p| rss_kib(*p))
+        .collect::<Result<Vec<_>, BenchError>>()?;
     server.shutdown(Duration::from_secs(2)).await;
     for c in &mut agents.0 {
         let _ = c.wait();
@@ -157,7 +163,7 @@ pub(super) async fn measure_loopback(a: &AgentsArgs) -> Result<LoopbackReport> {
     })
 }
 
-async fn wait_flow(server: &mut ControlServer, flow: FlowId) -> Result<FlowDone> {
+async fn wait_flow(server: &mut ControlServer, flow: FlowId) -> Result<FlowDone, BenchError> {
     loop {
         match next_event(server).await? {
             Event::Agent {
@@ -175,7 +181,7 @@ async fn wait_flow(server: &mut ControlServer, flow: FlowId) -> Result<FlowDone>
 }
 
 /// iperf3 TCP goodput (receiver side) from `src` to `dst`, in Gbit/s.
-async fn iperf3(src: &str, dst: &str, seconds: u32) -> Result<f64> {
+async fn iperf3(src: &str, dst: &str, seconds: u32) -> Result<f64, BenchError> {
     use tokio::process::Command as Proc;
     let port = {
         let l = std::net::TcpListener::bind((dst, 0))?;
@@ -216,46 +222,4 @@ async fn iperf3(src: &str, dst: &str, seconds: u32) -> Result<f64> {
     }
     let _ = server.kill().await;
     bail!("iperf3 gave no result: {last}")
-}
-
-pub(super) fn print_loopback(r: &LoopbackReport) {
-    let fmt_list = |v: &[f64]| v.iter().map(|g| format!("{g:.2}")).collect::<Vec<_>>().join(", ");
-    println!(
-        "loopback (unshaped, CPU-bound): {} ({} per flow)",
-        r.path,
-        Bytes(r.flow_bytes)
-    );
-    println!(
-        "  agent goodput, TCP   {:>7.2} Gbit/s median  [{}]",
-        r.agent_tcp_gbps_median,
-        fmt_list(&r.agent_tcp_gbps)
-    );
-    println!(
-        "  agent goodput, QUIC  {:>7.2} Gbit/s median  [{}]",
-        r.agent_quic_gbps_median,
-        fmt_list(&r.agent_quic_gbps)
-    );
-    match (r.iperf3_gbps, r.agent_vs_iperf3) {
-        (Some(i), Some(ratio)) => println!(
-            "  iperf3, same path    {i:>7.2} Gbit/s median  [{}]  agent TCP / iperf3 = {:.1}% (target >= 95%)",
-            fmt_list(&r.iperf3_gbps_runs),
-            ratio * 100.0
-        ),
-        _ => println!("  iperf3: {}", r.iperf3_note.as_deref().unwrap_or("not run")),
-    }
-    println!(
-        "  control round trip   p50 {:.0} us, p99 {:.0} us, max {:.0} us ({} pings)",
-        r.control_rtt_us_p50, r.control_rtt_us_p99, r.control_rtt_us_max, r.control_rtt_samples
-    );
-    let mib = |v: &[u64]| {
-        v.iter()
-            .map(|k| format!("{:.1}", *k as f64 / 1024.0))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    println!(
-        "  agent RSS            idle [{}] MiB, after flows [{}] MiB (target idle < 20 MB)",
-        mib(&r.rss_idle_kib),
-        mib(&r.rss_after_flows_kib)
-    );
 }
