@@ -6,7 +6,6 @@
 //! each coflow's measured CCT against the fluid model's prediction. The
 //! runs go through [`crate::runner`] with its [`Emulator`] driver.
 
-use crate::emu::experiment::SchedulerRun;
 use crate::emu::{EmuConfig, FabricChoice};
 use crate::experiment::Experiment;
 use crate::progress::Progress;
@@ -118,7 +117,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print_table(&exp, &runs);
+        crate::runner::table::emu_table(&mut std::io::stdout().lock(), &exp, &runs)?;
         println!("results: {}", dir.display());
     }
     let corrupt: u64 = runs.iter().map(|r| r.outcome.wire.corrupt_flows).sum();
@@ -127,92 +126,4 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_table(exp: &Experiment, runs: &[SchedulerRun]) {
-    println!(
-        "{} on {} (scale {}, seed {}, coflows: {}, real bytes)",
-        exp.name, exp.topology.name, exp.topology.scale, exp.seed, exp.coflow_scheduler
-    );
-    println!(
-        "{:<12} {:>16} {:>16} {:>16} {:>16} {:>9} {:>9} {:>11} {:>10} {:>10} {:>12}",
-        "scheduler",
-        "makespan s",
-        "avg JCT s",
-        "avg CCT s",
-        "p95 CCT s",
-        "p50 FCT",
-        "p99 FCT",
-        "verified",
-        "EPS MB",
-        "OCS MB",
-        "CCT/sim"
-    );
-    for r in runs {
-        let (s, w) = (&r.summary, &r.outcome.wire);
-        let n = &s.normalized;
-        let cell = |v: f64, x: f64| format!("{v:.2} ({x:.2})");
-        println!(
-            "{:<12} {:>16} {:>16} {:>16} {:>16} {:>9.3} {:>9.3} {:>11} {:>10.1} {:>10.1} {:>12}",
-            s.name,
-            cell(s.makespan_s, n.makespan),
-            cell(s.avg_jct_s, n.avg_jct),
-            cell(s.avg_cct_s, n.avg_cct),
-            cell(s.p95_cct_s, n.p95_cct),
-            w.fct.p50_s,
-            w.fct.p99_s,
-            format!("{}/{}", w.verified_flows, w.verified_flows + w.corrupt_flows),
-            w.fabric.eps_bytes as f64 / 1e6,
-            w.fabric.ocs_bytes as f64 / 1e6,
-            format!(
-                "{:.3} [{:.2}-{:.2}]",
-                r.cct_vs_sim.mean, r.cct_vs_sim.min, r.cct_vs_sim.max
-            ),
-        );
-    }
-    print_perturbations(runs);
-}
-
-fn print_perturbations(runs: &[SchedulerRun]) {
-    let with: Vec<(&str, &crate::emu::experiment::PerturbSummary)> = runs
-        .iter()
-        .filter_map(|r| r.perturbations.as_ref().map(|p| (r.summary.name.as_str(), p)))
-        .collect();
-    if with.is_empty() {
-        return;
-    }
-    println!("perturbations (carried out for real):");
-    let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
-    for (name, p) in with {
-        let c = p.carried_out;
-        println!(
-            "  {name}: {} kills, {} restarts ({} rejoined), {} speed changes; dead: [{}]; \
-             {} attempts lost, {} tasks re-run, {:.1} MB moved again, {:.1} MB wasted, {} flows cut; \
-             {}/{} jobs done, {}",
-            c.kills,
-            c.restarts,
-            c.rejoined,
-            c.speed_changes,
-            p.dead_hosts.join(", "),
-            p.attempts_lost,
-            p.tasks_rerun,
-            p.bytes_rerun as f64 / 1e6,
-            p.bytes_wasted as f64 / 1e6,
-            p.flows_cut,
-            p.jobs_finished,
-            p.jobs,
-            if p.all_verified {
-                "every partition verified"
-            } else {
-                "NOT all verified"
-            },
-        );
-        println!(
-            "  {name}: avg JCT {:.2} s (without: {} s), makespan {:.2} s (without: {} s)",
-            p.avg_jct_s,
-            opt(p.unperturbed_avg_jct_s),
-            p.makespan_s,
-            opt(p.unperturbed_makespan_s),
-        );
-    }
 }

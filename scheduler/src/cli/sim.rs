@@ -6,7 +6,6 @@
 
 use crate::experiment::Experiment;
 use crate::progress::Progress;
-use crate::report::SchedulerSummary;
 use crate::runner::{self, Simulator};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -61,53 +60,8 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print_table(&exp, &summaries);
+        crate::runner::table::sim_table(&mut std::io::stdout().lock(), &exp, &summaries)?;
         println!("results: {}", dir.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_table(exp: &Experiment, s: &[SchedulerSummary]) {
-    println!(
-        "{} on {} (seed {}, coflows: {}, {} jobs)",
-        exp.name,
-        exp.topology.name,
-        exp.seed,
-        exp.coflow_scheduler,
-        s.first().map_or(0, |x| x.jobs)
-    );
-    println!(
-        "{:<12} {:>18} {:>18} {:>18} {:>18} {:>18} {:>14} {:>16} {:>6} {:>8}",
-        "scheduler",
-        "makespan s",
-        "avg JCT s",
-        "p95 JCT s",
-        "avg CCT s",
-        "p95 CCT s",
-        "jobs/hour",
-        "cross-rack GB",
-        "OCS %",
-        "reconf"
-    );
-    for x in s {
-        let n = &x.normalized;
-        let cell = |v: f64, r: f64| format!("{v:.1} ({r:.2})");
-        println!(
-            "{:<12} {:>18} {:>18} {:>18} {:>18} {:>18} {:>14.1} {:>16} {:>6.1} {:>8}",
-            x.name,
-            cell(x.makespan_s, n.makespan),
-            cell(x.avg_jct_s, n.avg_jct),
-            cell(x.p95_jct_s, n.p95_jct),
-            cell(x.avg_cct_s, n.avg_cct),
-            cell(x.p95_cct_s, n.p95_cct),
-            x.throughput_jobs_per_hour,
-            format!(
-                "{:.2} ({:.2})",
-                x.cross_rack_bytes as f64 / 1e9,
-                n.cross_rack_bytes
-            ),
-            100.0 * x.ocs_share,
-            x.reconfigurations
-        );
-    }
 }

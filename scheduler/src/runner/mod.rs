@@ -3,9 +3,11 @@
 //! scheduler runs on the same jobs under one progress bar, their summaries
 //! are normalized to the first, and [`Runs::write`] writes the results
 //! folder of [`crate::report::results`] plus what the driver measured
-//! beyond it. `ocslab sim` and `ocslab demo` run through it.
+//! beyond it; [`table`] prints what `ocslab sim` and `ocslab run` show.
+//! `ocslab sim`, `ocslab run` and `ocslab demo` run through it.
 
 mod driver;
+pub mod table;
 
 pub use driver::{Driver, Emulator, Simulator};
 
