@@ -400,7 +400,7 @@ fn topologies_that_cannot_be_emulated_give_the_documented_errors() {
     assert!(e.message.contains("simulation"), "{e}");
     let text = std::fs::read_to_string(topology_path("tiny"))
         .unwrap()
-        .replace("racks = 2", "racks = 40")
+        .replace("racks = 2", "racks = 160")
         .replace("hosts_per_rack = 2", "hosts_per_rack = 8");
     let e = Fabric::up(&topology_from(&text), FabricOptions::default()).unwrap_err();
     assert!(e.to_string().contains("too large to emulate"), "{e}");

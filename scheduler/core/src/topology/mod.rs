@@ -21,8 +21,10 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 /// At most this many hosts are emulated on one box (namespaces, agents and
-/// sockets grow with it; 2 cores cannot drive more usefully).
-pub const MAX_EMULATED_HOSTS: usize = 256;
+/// sockets grow with it). 1,024 hosts (32 racks of 32) build here in 2.8 s
+/// and tear down in 0.33 s (`ocslab bench fabric --racks 32
+/// --hosts-per-rack 32`); 2 cores cannot drive more agents usefully.
+pub const MAX_EMULATED_HOSTS: usize = 1024;
 
 /// A topology file as written (before validation). Rates and sizes are
 /// nominal, i.e. as in the paper being reproduced.
@@ -633,12 +635,22 @@ elephant_threshold = "10MB"
     fn too_large_to_emulate() {
         let t = parse(
             &TINY
-                .replace("racks = 2", "racks = 60")
+                .replace("racks = 2", "racks = 128")
                 .replace("hosts_per_rack = 2", "hosts_per_rack = 10"),
         )
         .unwrap();
         let e = t.check_emulable(Path::new("t.toml")).unwrap_err();
-        assert!(e.message.contains("600 hosts"), "{e}");
+        assert!(
+            e.message.contains("1280 hosts") && e.message.contains("at most 1024"),
+            "{e}"
+        );
+        let at_cap = TINY
+            .replace("racks = 2", "racks = 128")
+            .replace("hosts_per_rack = 2", "hosts_per_rack = 8");
+        assert!(parse(&at_cap)
+            .unwrap()
+            .check_emulable(Path::new("t.toml"))
+            .is_ok());
         assert!(parse(TINY).unwrap().check_emulable(Path::new("t.toml")).is_ok());
     }
 
