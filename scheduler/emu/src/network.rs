@@ -107,9 +107,6 @@ pub struct EmuNetwork {
     flows: BTreeMap<FlowId, Entry>,
     /// Circuits the kernel reported up (and not down since).
     up: BTreeSet<Circuit>,
-    /// The kernel's OCS as decisions reconfigure it: the matching last
-    /// sent to it.
-    kernel: KernelSwitch,
     /// Coflows with no active flow, kept so a later flow resumes them.
     dormant: BTreeMap<CoflowId, CoflowView>,
     wake_at: Option<Nanos>,
@@ -138,7 +135,6 @@ impl EmuNetwork {
             transport,
             flows: BTreeMap::new(),
             up: BTreeSet::new(),
-            kernel: KernelSwitch::default(),
             dormant: BTreeMap::new(),
             wake_at: None,
             pair_plans: PairPlans::default(),
@@ -360,34 +356,32 @@ impl EmuNetwork {
             return;
         }
         let fabric = self.view.fabric;
-        let before = self.view.circuits.clone();
-        let sent = self.kernel.matching.clone();
+        // The view's circuits are the matching last sent to the OCS.
+        let sent = self.view.circuits.clone();
         self.stats.circuits_requested += set_up_circuits(
             &mut self.view.circuits,
             &fabric,
             &decision.circuits,
             now,
-            &mut self.kernel,
+            &mut KernelSwitch,
         );
         // A circuit torn down and set up again within one decision never
         // left the matching: it keeps running, and keeps its time up.
+        let kept = |key: &(u32, u32), dst: u32| sent.get(key).filter(|o| o.dst_rack == dst);
         for (key, c) in self.view.circuits.iter_mut() {
-            if let Some(old) = before.get(key).filter(|o| o.dst_rack == c.dst_rack) {
+            if let Some(old) = kept(key, c.dst_rack) {
                 c.up_at = old.up_at;
             }
         }
-        if self.kernel.matching == sent {
+        if self.view.circuits == sent {
             return;
         }
         // Circuits going away: hold their flows first, then forget them.
+        let now_up = &self.view.circuits;
         let removed: Vec<Circuit> = sent
             .iter()
-            .filter(|(k, j)| self.kernel.matching.get(k) != Some(j))
-            .map(|(&(i, w), &j)| Circuit {
-                src_rack: i,
-                dst_rack: j,
-                port: w,
-            })
+            .filter(|(k, o)| now_up.get(k).is_none_or(|c| c.dst_rack != o.dst_rack))
+            .map(|(_, o)| circuit(o))
             .collect();
         for c in &removed {
             self.up.remove(c);
@@ -411,7 +405,9 @@ impl EmuNetwork {
             }
         }
         self.stats.matchings += 1;
-        out.push(Action::Matching(self.kernel.circuits()));
+        out.push(Action::Matching(
+            self.view.circuits.values().map(circuit).collect(),
+        ));
     }
 
     fn apply_plans(&mut self, decision: &Decision, out: &mut Vec<Action>) {
@@ -513,37 +509,25 @@ impl EmuNetwork {
 }
 
 /// The kernel fabric's OCS as the shared rules reconfigure it
-/// ([`CircuitSwitch`]): it takes a whole matching at a time (the driver's
-/// OCS worker applies it and reports the kernel's circuit events), and it
-/// routes one circuit per rack pair.
-#[derive(Clone, Debug, Default)]
-struct KernelSwitch {
-    /// Receiving rack by sending side (rack, port).
-    matching: BTreeMap<(u32, u32), u32>,
-}
-
-impl KernelSwitch {
-    fn circuits(&self) -> Vec<Circuit> {
-        self.matching
-            .iter()
-            .map(|(&(i, w), &j)| Circuit {
-                src_rack: i,
-                dst_rack: j,
-                port: w,
-            })
-            .collect()
-    }
-}
+/// ([`CircuitSwitch`]): it routes one circuit per rack pair, and takes a
+/// whole matching at a time, the view's circuits once a decision's changes
+/// are made ([`Action::Matching`]; the driver's OCS worker applies it and
+/// reports the kernel's circuit events), so a single change needs nothing.
+struct KernelSwitch;
 
 impl CircuitSwitch for KernelSwitch {
     fn one_circuit_per_rack_pair(&self) -> bool {
         true
     }
-    fn tear_down(&mut self, _now: Nanos, c: &CircuitView) {
-        self.matching.remove(&(c.src_rack, c.port));
-    }
-    fn set_up(&mut self, _now: Nanos, c: &CircuitView) {
-        self.matching.insert((c.src_rack, c.port), c.dst_rack);
+    fn tear_down(&mut self, _now: Nanos, _c: &CircuitView) {}
+    fn set_up(&mut self, _now: Nanos, _c: &CircuitView) {}
+}
+
+fn circuit(c: &CircuitView) -> Circuit {
+    Circuit {
+        src_rack: c.src_rack,
+        dst_rack: c.dst_rack,
+        port: c.port,
     }
 }
 
