@@ -2,13 +2,13 @@
 //! replay (issue 3, "Correctness to show in tests"). Every expected value is
 //! worked out by hand in the comment above its assertion.
 
-use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
+use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
 use ocslab_scheduler::coflow::lower_bound::{coflow_lower_bound, ocs_lower_bound};
 use ocslab_scheduler::coflow::{self, FabricParams, NetView};
 use ocslab_scheduler::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
 use ocslab_scheduler::net::replay::{replay, ReplayOutcome};
 use ocslab_scheduler::net::{FluidNetwork, NetEvent};
-use ocslab_scheduler::trace::coflow_benchmark;
+use ocslab_scheduler::trace::coflow_benchmark::{self, FlowSizes};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -282,6 +282,46 @@ fn unit_ocs() -> Topology {
     topo(3, 1, ["10Gbit/s", "10Gbit/s"], (1, ["8Mbit/s", "250ms", "1B"]))
 }
 
+/// [`unit_ocs`] without an EPS core: racks meet only over circuits.
+fn unit_ocs_only() -> Topology {
+    Topology::builder("unit-ocs-only", 3, 1)
+        .simulation_only()
+        .host_rate(Bps(10_000_000_000))
+        .without_core()
+        .ocs(1, Bps(8_000_000), Nanos::from_millis(250), Bytes(0))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn on_a_fabric_of_circuits_only_a_flow_without_a_circuit_moves_no_byte() {
+    // Fair sharing never sets up a circuit: the flow between racks stays
+    // at 0 bytes sent and nothing is left to happen; the one inside a rack
+    // (NIC to NIC through its ToR) goes.
+    let t = unit_ocs_only();
+    let mut net = FluidNetwork::new(&t, "fair").unwrap();
+    net.add_flows(
+        Nanos::ZERO,
+        &[flow(0, 1, (0, 0), (1, 0), MB), flow(1, 2, (2, 0), (2, 0), MB)],
+    );
+    let done = run_to_end(&mut net);
+    assert_eq!(done.keys().copied().collect::<Vec<_>>(), vec![FlowId(1)]);
+    assert_eq!(net.next_event_at(), None);
+    net.sync_progress();
+    assert_eq!(net.view().flows[&FlowId(0)].remaining_bytes, MB as f64);
+    assert_eq!(
+        net.stats().eps_bytes,
+        Bytes(MB),
+        "the rack-local flow's bytes only"
+    );
+    // Sunflow sets up 0 -> 1: up at 0.25 s, 1 MB at 1 MB/s, done at 1.25 s.
+    let mut net = FluidNetwork::new(&t, "sunflow").unwrap();
+    net.add_flows(Nanos::ZERO, &[flow(0, 1, (0, 0), (1, 0), MB)]);
+    let done = run_to_end(&mut net);
+    assert_eq!(done[&FlowId(0)], Nanos::from_millis(1250));
+    assert_eq!(net.stats().ocs_bytes, Bytes(MB));
+}
+
 #[test]
 fn sunflow_single_coflow_finishes_at_its_lower_bound() {
     // C = {0->1: 2 units, 0->2: 1 unit}. Rack 0 sends on one circuit at a
@@ -301,23 +341,16 @@ fn sunflow_single_coflow_finishes_at_its_lower_bound() {
     assert_eq!(net.stats().eps_bytes, Bytes(0));
 }
 
-#[test]
-fn sunflow_two_coflows_on_three_racks_like_coscheduler_fig2() {
-    // In the spirit of Co-scheduler's Fig. 2: three racks, one circuit per
-    // rack, unit data (1 unit = 1 s on a circuit), δ = 0.25 s per set-up.
-    //   A (id 1): 0->1: 2, 0->2: 1.          T(A) = 3 + 2δ = 3.5
-    //   B (id 2): 1->2: 3, 2->0: 2, 0->2: 2. T(B) = col 2: (3+δ) + (2+δ) = 5.5
-    // Shorter coflow first: A, then B; pairs largest first.
-    //   t=0     A 0->1 reserved (tx0, rx1); A 0->2 waits (tx0 busy).
-    //           B 1->2 reserved (tx1, rx2); B 0->2 waits (tx0); B 2->0 reserved (tx2, rx0).
-    //           Three circuits set up, all up at 0.25.
-    //   t=2.25  A 0->1 and B 2->0 done. A 0->2 needs rx2, held by B 1->2
-    //           (non-preemptive): waits. B 0->2 also waits for rx2.
-    //   t=3.25  B 1->2 done. A (first) takes 0->2: set up, up at 3.5, done at 4.5.
-    //   t=4.5   A done (CCT 4.5). B 0->2 reuses the circuit 0->2 (no δ): done at 6.5.
-    // CCT(A) = 4.5 s, CCT(B) = 6.5 s; four circuits set up.
+/// Each flow's finish (ms), the circuits that came up (ms, from, to), and
+/// the number of circuits set up.
+type Fig2Run = (BTreeMap<u64, u64>, Vec<(u64, u32, u32)>, u64);
+
+/// The five flows of the Fig. 2-like case, run to the end: each flow's
+/// finish (ms), the circuits that came up (ms, from, to), and the number
+/// of circuits set up.
+fn fig2_case(policy: &str) -> Fig2Run {
     let t = unit_ocs();
-    let mut net = FluidNetwork::new(&t, "sunflow").unwrap();
+    let mut net = FluidNetwork::new(&t, policy).unwrap();
     net.add_flows(
         Nanos::ZERO,
         &[
@@ -347,13 +380,57 @@ fn sunflow_two_coflows_on_three_racks_like_coscheduler_fig2() {
             }
         }
     }
+    (done, circuits_up, net.stats().reconfigurations)
+}
+
+#[test]
+fn sunflow_np_two_coflows_on_three_racks_like_coscheduler_fig2() {
+    // Sunflow as Co-scheduler uses it, in the spirit of its Fig. 2: three racks, one circuit per
+    // rack, unit data (1 unit = 1 s on a circuit), δ = 0.25 s per set-up.
+    //   A (id 1): 0->1: 2, 0->2: 1.          T(A) = 3 + 2δ = 3.5
+    //   B (id 2): 1->2: 3, 2->0: 2, 0->2: 2. T(B) = col 2: (3+δ) + (2+δ) = 5.5
+    // Shorter coflow first: A, then B; pairs largest first.
+    //   t=0     A 0->1 reserved (tx0, rx1); A 0->2 waits (tx0 busy).
+    //           B 1->2 reserved (tx1, rx2); B 0->2 waits (tx0); B 2->0 reserved (tx2, rx0).
+    //           Three circuits set up, all up at 0.25.
+    //   t=2.25  A 0->1 and B 2->0 done. A 0->2 needs rx2, held by B 1->2
+    //           (non-preemptive): waits. B 0->2 also waits for rx2.
+    //   t=3.25  B 1->2 done. A (first) takes 0->2: set up, up at 3.5, done at 4.5.
+    //   t=4.5   A done (CCT 4.5). B 0->2 reuses the circuit 0->2 (no δ): done at 6.5.
+    // CCT(A) = 4.5 s, CCT(B) = 6.5 s; four circuits set up.
+    let (done, circuits_up, reconfigurations) = fig2_case("sunflow-np");
     let ms: BTreeMap<u64, u64> = [(0, 2250), (1, 4500), (2, 3250), (3, 2250), (4, 6500)].into();
     assert_eq!(done, ms);
     assert_eq!(
         circuits_up,
         vec![(250, 0, 1), (250, 1, 2), (250, 2, 0), (3500, 0, 2)]
     );
-    assert_eq!(net.stats().reconfigurations, 4);
+    assert_eq!(reconfigurations, 4);
+}
+
+#[test]
+fn sunflow_replans_the_fig2_case_and_preempts_between_coflows() {
+    // The same five flows under Sunflow as its authors run it (α order,
+    // a plan over time, the later coflow in the gaps before the horizon):
+    //   α(A) = 3 (rack 0 sends 3), α(B) = 5 (rack 2 receives 5): A first.
+    //   Pair 0->2 belongs to A (first with bytes on it); B's 0->2 waits.
+    //   Plan at 0: A 0->1 [0, 2.25], then A 0->2 [2.25, 3.5] (horizon 3.5).
+    //     B fills the gaps: 1->2 until rx2 is A's at 2.25: [0, 2.25] (1 of
+    //     its 3 units left over, no later gap); 2->0 [0, 2.25].
+    //   t=2.25  0->1 and 2->0 done; A's 0->2 is set up, tearing down B's
+    //           1->2 (1 unit left): up at 2.5, A done at 3.5.
+    //   t=3.5   A done: new plan for B: 0->2 (2) [0, 2.25] on the circuit
+    //           already up (no δ: done at 5.5), 1->2 at +2.25 = 5.75, up
+    //           at 6.0, done at 7.0.
+    // CCT(A) = 3.5 s (4.5 without preemption), CCT(B) = 7.0 s (6.5).
+    let (done, circuits_up, reconfigurations) = fig2_case("sunflow");
+    let ms: BTreeMap<u64, u64> = [(0, 2250), (1, 3500), (2, 7000), (3, 2250), (4, 5500)].into();
+    assert_eq!(done, ms);
+    assert_eq!(
+        circuits_up,
+        vec![(250, 0, 1), (250, 1, 2), (250, 2, 0), (2500, 0, 2), (6000, 1, 2)]
+    );
+    assert_eq!(reconfigurations, 5);
 }
 
 #[test]
@@ -380,7 +457,7 @@ fn repo() -> PathBuf {
 fn fb2010(limit: usize, topology: &str) -> (Topology, Vec<Coflow>) {
     let t = Topology::load(&repo().join("topologies").join(topology)).unwrap();
     let trace = coflow_benchmark::load(&repo().join("traces/FB2010-1Hr-150-0.txt")).unwrap();
-    let coflows = trace.to_coflows(&t, Some(limit));
+    let coflows = trace.to_coflows(&t, Some(limit), FlowSizes::default());
     (t, coflows)
 }
 

@@ -35,6 +35,12 @@ enum Command {
     Sim(cli::sim::SimArgs),
     /// Replay a coflow trace (Coflow-Benchmark format) under a coflow scheduler.
     Replay(cli::replay::ReplayArgs),
+    /// Make coflow traces.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  ocslab trace gen --racks 50 --coflows 300 --seed 1 -o /tmp/gen.txt"
+    )]
+    Trace(cli::trace::TraceCommand),
     /// Validate a topology file and print what it describes.
     #[command(subcommand, after_help = "Example:\n  ocslab topo check topologies/lab.toml")]
     Topo(cli::topo::TopoCommand),
@@ -74,6 +80,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cli::run::run(a),
         Command::Sim(a) => cli::sim::run(a),
         Command::Replay(a) => cli::replay::run(a),
+        Command::Trace(c) => cli::trace::run(c),
         Command::Topo(c) => cli::topo::run(c),
         Command::Up(a) => cli::lab::up(a),
         Command::Down(a) => cli::lab::down(a),

@@ -8,7 +8,7 @@ use crate::emu::{self, EmuConfig, EmuError, FabricChoice, WireReport};
 use crate::model::coflow::Coflow;
 use crate::net::replay::{replay, ReplayError};
 use crate::outcome::ReplayOutcome;
-use crate::trace::coflow_benchmark;
+use crate::trace::coflow_benchmark::{self, FlowSizes};
 use crate::trace::TraceError;
 use ocslab_emulator::{Topology, TopologyError};
 use std::path::Path;
@@ -37,6 +37,22 @@ pub enum ReplayRunError {
     Scale(f64),
 }
 
+/// What to replay: a trace, the topology, the coflow scheduler, how many
+/// coflows and how their flows are sized.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplaySpec<'a> {
+    /// The trace, in Coflow-Benchmark format.
+    pub trace: &'a Path,
+    /// The topology file.
+    pub topology: &'a Path,
+    /// The coflow scheduler's name.
+    pub scheduler: &'a str,
+    /// Only the first this many coflows (by arrival).
+    pub limit: Option<usize>,
+    /// How a trace line becomes flows.
+    pub sizes: FlowSizes,
+}
+
 /// A replay with what it was run on and how long it took.
 #[derive(Debug)]
 pub struct ReplayRun {
@@ -50,22 +66,19 @@ pub struct ReplayRun {
     pub wall_s: f64,
 }
 
-/// Reads `trace` and `topology` and replays the first `limit` coflows
-/// through the fluid network under `scheduler`; `progress(done, total)` is
-/// called as coflows finish.
+/// Reads the trace and topology of `spec` and replays the first `limit`
+/// coflows through the fluid network; `progress(done, total)` is called as
+/// coflows finish.
 pub fn simulate(
-    trace: &Path,
-    topology: &Path,
-    scheduler: &str,
-    limit: Option<usize>,
+    spec: &ReplaySpec<'_>,
     progress: impl FnMut(usize, usize),
 ) -> Result<ReplayRun, ReplayRunError> {
-    let topo = Topology::load(topology)?;
-    let parsed = coflow_benchmark::load(trace)?;
-    let coflows = parsed.to_coflows(&topo, limit);
+    let topo = Topology::load(spec.topology)?;
+    let parsed = coflow_benchmark::load(spec.trace)?;
+    let coflows = parsed.to_coflows(&topo, spec.limit, spec.sizes);
     let flows = coflows.iter().map(|c| c.flows.len()).sum();
     let start = Instant::now();
-    let outcome = replay(&topo, scheduler, &coflows, progress)?;
+    let outcome = replay(&topo, spec.scheduler, &coflows, progress)?;
     Ok(ReplayRun {
         topology: topo,
         flows,
@@ -74,27 +87,22 @@ pub fn simulate(
     })
 }
 
-/// Reads `trace` and `topology`, keeps the first `limit` coflows, divides
-/// their flows' bytes by `scale` (on top of the topology's own scale, so a
-/// trace fits the box) and replays them with real bytes under `scheduler`
-/// on a fresh lab: every coflow's flows start at its arrival, CCT is
-/// measured from arrival to the last byte received.
-pub fn emulate(
-    trace: &Path,
-    topology: &Path,
-    scheduler: &str,
-    limit: Option<usize>,
-    scale: f64,
-) -> Result<(ReplayRun, WireReport), ReplayRunError> {
+/// Reads the trace and topology of `spec`, keeps the first `limit`
+/// coflows, divides their flows' bytes by `scale` (on top of the
+/// topology's own scale, so a trace fits the box) and replays them with
+/// real bytes on a fresh lab: every coflow's flows start at its arrival,
+/// CCT is measured from arrival to the last byte received.
+pub fn emulate(spec: &ReplaySpec<'_>, scale: f64) -> Result<(ReplayRun, WireReport), ReplayRunError> {
     if !(scale.is_finite() && scale >= 1.0) {
         return Err(ReplayRunError::Scale(scale));
     }
+    let (topology, scheduler) = (spec.topology, spec.scheduler);
     let topo = Topology::load(topology)?;
     topo.check_emulable(topology)
         .map_err(ReplayRunError::NotEmulable)?;
-    let parsed = coflow_benchmark::load(trace)?;
+    let parsed = coflow_benchmark::load(spec.trace)?;
     let coflows: Vec<Coflow> = parsed
-        .to_coflows(&topo, limit)
+        .to_coflows(&topo, spec.limit, spec.sizes)
         .into_iter()
         .map(|mut c| {
             for f in c.flows.iter_mut() {

@@ -12,9 +12,11 @@
 use crate::coflow::POLICY_NAMES;
 use crate::net::levels::SolveStats;
 use crate::progress::Progress;
+use crate::replay::ReplaySpec;
 use crate::sim::bench::{
     bench_jobs_repeated, bench_replay, peak_rss_mb, reset_peak_rss, JobsRepeated, ReplayBench,
 };
+use crate::trace::flow_sizes::FlowSizes;
 use anyhow::{Context, Result};
 use ocslab_emulator::Topology;
 use serde::Serialize;
@@ -28,7 +30,7 @@ pub struct SimArgs {
     /// The trace to replay.
     #[arg(long, default_value = "traces/FB2010-1Hr-150-0.txt")]
     pub trace: PathBuf,
-    /// Folder with fb2010.toml (EPS-only schedulers) and fb2010-ocs.toml (sunflow).
+    /// Folder with fb2010.toml (EPS-only schedulers) and fb2010-ocs.toml (sunflow, sunflow-np).
     #[arg(long, default_value = "topologies")]
     pub topologies: PathBuf,
     /// Coflow schedulers to time (default: all).
@@ -37,6 +39,10 @@ pub struct SimArgs {
     /// Replay only the first N coflows (default: the whole trace).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// How trace lines become flows: coflowsim, sunflow, sunflow:SEED or exact
+    /// (see `ocslab replay --help`).
+    #[arg(long, default_value = "coflowsim")]
+    pub flow_sizes: FlowSizes,
     /// Runs per figure; the wall time reported is their median.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
@@ -91,25 +97,25 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     let per_figure_peak = reset_peak_rss();
     let mut rows = Vec::new();
     for s in &schedulers {
-        let topo = if s == "sunflow" {
+        let topo = if s.starts_with("sunflow") {
             "fb2010-ocs.toml"
         } else {
             "fb2010.toml"
         };
-        let row = bench_replay(
-            &trace,
-            &topologies.join(topo),
-            s,
-            a.limit,
-            a.repeat,
-            per_figure_peak,
-            |i| {
-                if i > 1 {
-                    progress.job_done();
-                }
-                progress.set_message(format!("replay under {s} on {topo}, run {i}/{}", a.repeat));
-            },
-        )
+        let topology = topologies.join(topo);
+        let spec = ReplaySpec {
+            trace: &trace,
+            topology: &topology,
+            scheduler: s,
+            limit: a.limit,
+            sizes: a.flow_sizes,
+        };
+        let row = bench_replay(&spec, a.repeat, per_figure_peak, |i| {
+            if i > 1 {
+                progress.job_done();
+            }
+            progress.set_message(format!("replay under {s} on {topo}, run {i}/{}", a.repeat));
+        })
         .with_context(|| format!("replay under {s}"))?;
         progress.job_done();
         rows.push(row);

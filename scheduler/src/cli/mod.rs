@@ -16,5 +16,6 @@ pub mod replay;
 pub mod run;
 pub mod sim;
 pub mod topo;
+pub mod trace;
 
 pub use ocslab_agent::cli::init_logging;

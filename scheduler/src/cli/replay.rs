@@ -8,6 +8,7 @@ use crate::coflow::POLICY_NAMES;
 use crate::outcome::summary::{Bin, Distribution, ReplaySummary};
 use crate::progress::Progress;
 use crate::replay;
+use crate::trace::flow_sizes::FlowSizes;
 use anyhow::{Context, Result};
 use ocslab_emulator::Bytes;
 use serde::Serialize;
@@ -35,6 +36,14 @@ pub struct ReplayArgs {
     /// Replay only the first N coflows (by arrival).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// How a trace line becomes flows, as a reference simulator reads it:
+    /// `coflowsim` (MB = 2^20 B, whole MiB per flow, mappers and reducers
+    /// merged per rack, flows of at least 1 MiB), `sunflow` (MB = 10^6 B,
+    /// ceil(MB / mappers) ± 5 % per flow from Sunflow's seeded glibc rand,
+    /// at least 10^6 B; `sunflow:SEED` for other draws) or `exact` (every
+    /// byte as given, split evenly, no minimum).
+    #[arg(long, default_value = "coflowsim")]
+    pub flow_sizes: FlowSizes,
     /// Results folder (default results/replay-<trace>-<scheduler>-<UTC time>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -51,6 +60,7 @@ struct Report<'a> {
     trace: String,
     topology: &'a str,
     scale: f64,
+    flow_sizes: String,
     flows: usize,
     wall_s: f64,
     results: String,
@@ -62,20 +72,21 @@ struct Report<'a> {
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
     let bar = Progress::counting(0, a.json, "coflows", false);
     bar.set_message(format!("replay under {}", a.coflow_scheduler));
+    let spec = replay::ReplaySpec {
+        trace: &a.trace,
+        topology: &a.topology,
+        scheduler: &a.coflow_scheduler,
+        limit: a.limit,
+        sizes: a.flow_sizes,
+    };
     let (run, wire) = if a.emulate {
-        let (run, wire) = replay::emulate(&a.trace, &a.topology, &a.coflow_scheduler, a.limit, a.scale)?;
+        let (run, wire) = replay::emulate(&spec, a.scale)?;
         (run, Some(wire))
     } else {
-        let run = replay::simulate(
-            &a.trace,
-            &a.topology,
-            &a.coflow_scheduler,
-            a.limit,
-            |done, total| {
-                bar.set_total_jobs(total as u64);
-                bar.set_jobs_done(done as u64);
-            },
-        )?;
+        let run = replay::simulate(&spec, |done, total| {
+            bar.set_total_jobs(total as u64);
+            bar.set_jobs_done(done as u64);
+        })?;
         (run, None)
     };
     bar.finish();
@@ -92,6 +103,7 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         &dir,
         &run.topology,
         run.flows,
+        a.flow_sizes,
         &run.outcome,
         &summary,
         wire.as_ref(),
@@ -101,6 +113,7 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         trace: a.trace.display().to_string(),
         topology: &run.topology.name,
         scale: run.topology.scale,
+        flow_sizes: a.flow_sizes.to_string(),
         flows: run.flows,
         wall_s: run.wall_s,
         results: dir.display().to_string(),
@@ -126,8 +139,8 @@ fn print_table(out: &mut impl Write, r: &Report<'_>, run: &replay::ReplayRun) ->
     )?;
     writeln!(
         out,
-        "{} coflows, {} flows; simulated makespan {:.1} s; wall time {:.3} s",
-        s.coflows, r.flows, s.makespan_s, r.wall_s
+        "{} coflows, {} flows ({} sizes); simulated makespan {:.1} s; wall time {:.3} s",
+        s.coflows, r.flows, r.flow_sizes, s.makespan_s, r.wall_s
     )?;
     let fabric = if t.ocs_ports_per_rack == 0 {
         "this topology has no OCS".to_string()

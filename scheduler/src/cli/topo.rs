@@ -44,12 +44,19 @@ pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
                     topo.slots_per_host
                 );
                 println!("  scale {} (rates and sizes below are divided by it)", topo.scale);
-                println!(
-                    "  EPS: hosts {}, ToR uplinks {} ({:.1}:1 oversubscribed)",
-                    topo.host_rate,
-                    topo.uplink_rate,
-                    topo.oversubscription()
-                );
+                if topo.nominal.eps.core {
+                    println!(
+                        "  EPS: hosts {}, ToR uplinks {} ({:.1}:1 oversubscribed)",
+                        topo.host_rate,
+                        topo.uplink_rate,
+                        topo.oversubscription()
+                    );
+                } else {
+                    println!(
+                        "  EPS: hosts {} to their ToR, no core: racks meet only over circuits",
+                        topo.host_rate
+                    );
+                }
                 println!(
                     "  OCS: {} port(s) per rack at {}, reconfiguration delay {}, elephants from {}",
                     topo.ocs_ports_per_rack, topo.ocs_port_rate, topo.reconfig_delay, topo.elephant_threshold

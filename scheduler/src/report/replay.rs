@@ -7,6 +7,7 @@
 use super::results::{csv_file, ResultsError};
 use crate::outcome::summary::ReplaySummary;
 use crate::outcome::ReplayOutcome;
+use crate::trace::flow_sizes::FlowSizes;
 use ocslab_emu::WireReport;
 use ocslab_emulator::Topology;
 use serde::Serialize;
@@ -27,12 +28,13 @@ struct CoflowRow {
     ocs_bytes: u64,
 }
 
-/// Writes the results folder `dir` of a replay of `flows` flows on
-/// `topology`.
+/// Writes the results folder `dir` of a replay of `flows` flows, sized by
+/// `sizes`, on `topology`.
 pub fn write(
     dir: &Path,
     topology: &Topology,
     flows: usize,
+    sizes: FlowSizes,
     outcome: &ReplayOutcome,
     summary: &ReplaySummary,
     wire: Option<&WireReport>,
@@ -67,6 +69,7 @@ pub fn write(
     let json = serde_json::json!({
         "topology": topology.nominal,
         "flows": flows,
+        "flow_sizes": sizes.to_string(),
         "summary": summary,
         "version": env!("CARGO_PKG_VERSION"),
     });

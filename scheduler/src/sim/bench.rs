@@ -9,13 +9,12 @@ use super::{run_scheduler, RunError};
 use crate::engine::EngineConfig;
 use crate::experiment::{Experiment, NetworkKind, Workload};
 use crate::net::levels::SolveStats;
-use crate::replay::{self, ReplayRunError};
+use crate::replay::{self, ReplayRunError, ReplaySpec};
 use crate::sim::SimConfig;
 use crate::workload::generated::{default_classes, Arrivals, GeneratedWorkload};
 use ocslab_emulator::{Bytes, Nanos, Topology};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Instant;
 
 /// What one benchmark run measured.
@@ -196,20 +195,17 @@ pub struct ReplayBench {
     pub solver: SolveStats,
 }
 
-/// Replays the first `limit` coflows of `trace` on `topology` under
-/// `scheduler` `repeat` times (at least once); `each(i)` is called before
-/// run `i` (from 1). With `peaks`, the peak memory is this figure's own.
+/// Replays `spec` `repeat` times (at least once); `each(i)` is called
+/// before run `i` (from 1). With `peaks`, the peak memory is this figure's own.
 pub fn bench_replay(
-    trace: &Path,
-    topology: &Path,
-    scheduler: &str,
-    limit: Option<usize>,
+    spec: &ReplaySpec<'_>,
     repeat: u32,
     peaks: bool,
     mut each: impl FnMut(u32),
 ) -> Result<ReplayBench, ReplayRunError> {
+    let (topology, scheduler) = (spec.topology, spec.scheduler);
     let (run, walls) = repeated(repeat, &mut each, || {
-        let run = replay::simulate(trace, topology, scheduler, limit, |_, _| {})?;
+        let run = replay::simulate(spec, |_, _| {})?;
         let wall = run.wall_s;
         Ok::<_, ReplayRunError>((run, wall))
     })?;

@@ -6,21 +6,20 @@
 //! <id> <arrival ms> <#mappers> <mapper rack>... <#reducers> <reducer rack>:<shuffle MB>...
 //! ```
 //!
-//! A reducer's MB is what it receives in total from all mappers. As in
-//! CoflowSim, MB means 2^20 bytes and each reducer's bytes are split evenly
-//! over the coflow's mappers (one flow per mapper–reducer pair; the remainder
-//! of the integer division goes one byte each to the first mappers).
+//! A reducer's MB is what it receives in total from all mappers. How that
+//! becomes flows (what MB means, rounding, merging per rack, the smallest
+//! flow) differs between the reference simulators; [`FlowSizes`] names the
+//! rule, CoflowSim's by default.
 //!
 //! [`parse`] reads the text into a [`CoflowTrace`] (checking every field);
-//! [`CoflowTrace::to_coflows`] places it on a topology.
+//! [`CoflowTrace::to_coflows`] sizes its flows and places them on a topology.
 
+pub use super::flow_sizes::FlowSizes;
+use super::flow_sizes::Sizer;
 pub use super::TraceError;
 use crate::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use std::path::Path;
-
-/// Bytes in the trace's "MB" (CoflowSim reads it as 2^20).
-pub const MB: f64 = 1_048_576.0;
 
 /// The most a reducer may receive, in MB: 2^30 MB (1 PiB). Far above any
 /// published trace, and low enough that the bytes of a coflow of millions
@@ -213,42 +212,43 @@ pub fn parse(text: &str, file: &Path) -> Result<CoflowTrace, TraceError> {
 
 impl CoflowTrace {
     /// The coflows placed on `topo`, in arrival order (ties by id), at most
-    /// `limit` of them. Trace rack `t` becomes rack `t mod racks`; with
-    /// several hosts per rack, mapper `k` and reducer `k` of coflow `id`
-    /// sit on host `(id + k) mod hosts_per_rack` (a deterministic spread).
-    /// Sizes are divided by the topology's `scale`; flows of 0 bytes are left
-    /// out. Flow ids are numbered from 0 in that order.
-    pub fn to_coflows(&self, topo: &Topology, limit: Option<usize>) -> Vec<Coflow> {
+    /// `limit` of them, their flows sized by `sizes` ([`FlowSizes`]).
+    /// Trace rack `t` becomes rack `t mod racks`; with several hosts per
+    /// rack, mapper `k` and reducer `k` of coflow `id` sit on host
+    /// `(id + k) mod hosts_per_rack` (a deterministic spread). Sizes are
+    /// divided by the topology's `scale`; flows of 0 bytes are left out.
+    /// Flow ids are numbered from 0 in that order.
+    pub fn to_coflows(&self, topo: &Topology, limit: Option<usize>, sizes: FlowSizes) -> Vec<Coflow> {
         let mut order: Vec<&TraceCoflow> = self.coflows.iter().collect();
         order.sort_by_key(|c| (c.arrival, c.id));
         order.truncate(limit.unwrap_or(usize::MAX));
         let hosts = topo.hosts_per_rack as u64;
         let place =
             |rack: u32, id: u64, k: usize| HostId::new(rack % topo.racks, ((id + k as u64) % hosts) as u32);
+        let sizer = Sizer::new(sizes);
         let mut next_flow = 0u64;
         order
             .into_iter()
             .map(|c| {
-                let m = c.mappers.len() as u64;
-                let mut flows = Vec::with_capacity(c.mappers.len() * c.reducers.len());
-                for (k, &(rrack, mb)) in c.reducers.iter().enumerate() {
-                    let total = Bytes((mb * MB).round() as u64).scaled_down(topo.scale).0;
-                    let dst = place(rrack, c.id, k);
-                    for (j, &mrack) in c.mappers.iter().enumerate() {
-                        let bytes = total / m + u64::from((j as u64) < total % m);
-                        if bytes == 0 {
-                            continue;
-                        }
-                        flows.push(FlowSpec {
-                            id: FlowId(next_flow),
-                            coflow: CoflowId(c.id),
-                            src: place(mrack, c.id, j),
-                            dst,
-                            bytes: Bytes(bytes),
-                        });
+                let flows = sizer
+                    .flows(c)
+                    .into_iter()
+                    .filter_map(|f| {
+                        let bytes = Bytes(f.bytes).scaled_down(topo.scale);
+                        (bytes.0 > 0).then_some((f, bytes))
+                    })
+                    .map(|(f, bytes)| {
+                        let id = FlowId(next_flow);
                         next_flow += 1;
-                    }
-                }
+                        FlowSpec {
+                            id,
+                            coflow: CoflowId(c.id),
+                            src: place(f.src_rack, c.id, f.mapper),
+                            dst: place(f.dst_rack, c.id, f.reducer),
+                            bytes,
+                        }
+                    })
+                    .collect();
                 Coflow {
                     id: CoflowId(c.id),
                     arrival: c.arrival,
@@ -322,12 +322,12 @@ mod tests {
         )
         .unwrap();
         let t = parse(TWO, Path::new("t.txt")).unwrap();
-        let c = t.to_coflows(&topo, None);
+        let c = t.to_coflows(&topo, None, FlowSizes::Exact);
         assert_eq!(c[0].flows.len(), 2);
         assert_eq!(c[0].flows[0].bytes.0 + c[0].flows[1].bytes.0, 3 * 1_048_576);
         assert_eq!(c[0].flows[0].bytes, Bytes(1_572_864));
         assert_eq!(c[1].flows.len(), 2);
         assert_eq!(c[1].flows[1].dst, HostId::new(1, 0));
-        assert_eq!(t.to_coflows(&topo, Some(1)).len(), 1);
+        assert_eq!(t.to_coflows(&topo, Some(1), FlowSizes::Exact).len(), 1);
     }
 }

@@ -3,6 +3,9 @@
 //! ([`TraceError`], one type for every format).
 
 pub mod coflow_benchmark;
+pub mod flow_sizes;
+pub mod generate;
+mod glibc_rand;
 pub mod swim;
 
 use std::fmt;

@@ -23,7 +23,8 @@
 //! | `fifo`    | [`fifo`]      | coflows in arrival order, strict priority                |
 //! | `varys`   | [`varys`]     | SEBF order + MADD rates (Chowdhury et al., SIGCOMM'14)   |
 //! | `aalo`    | [`aalo`]      | D-CLAS priority queues (Chowdhury & Stoica, SIGCOMM'15)  |
-//! | `sunflow` | [`sunflow`]   | circuits for elephants, shortest T(C) first (CoNEXT'16)  |
+//! | `sunflow` | [`sunflow`]   | circuits for elephants, re-planned at arrivals and completions, smallest busiest port first (CoNEXT'16) |
+//! | `sunflow-np` | [`sunflow_np`] | Sunflow as Co-scheduler uses it: shortest T(C) first, reservations held (non-preemptive) |
 //!
 //! [`lower_bound`] holds T(C) (Co-scheduler eqs. 1, 2 and 15) and the EPS
 //! isolation bound.
@@ -40,6 +41,7 @@ pub mod id_index;
 pub mod lower_bound;
 pub mod priority;
 pub mod sunflow;
+pub mod sunflow_np;
 pub mod varys;
 pub mod view;
 
@@ -178,11 +180,11 @@ impl Triggers {
 }
 
 /// The names [`by_name`] knows, in the order reports list them.
-pub const POLICY_NAMES: [&str; 5] = ["fair", "fifo", "varys", "aalo", "sunflow"];
+pub const POLICY_NAMES: [&str; 6] = ["fair", "fifo", "varys", "aalo", "sunflow", "sunflow-np"];
 
 /// A coflow policy name that is not in the table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown coflow scheduler {name:?}: expected one of fair, fifo, varys, aalo, sunflow")]
+#[error("unknown coflow scheduler {name:?}: expected one of fair, fifo, varys, aalo, sunflow, sunflow-np")]
 pub struct UnknownPolicy {
     /// The name given.
     pub name: String,
@@ -196,6 +198,7 @@ pub fn by_name(name: &str) -> Result<Box<dyn CoflowPolicy>, UnknownPolicy> {
         "varys" => Box::new(varys::Varys::default()),
         "aalo" => Box::new(aalo::Aalo::default()),
         "sunflow" => Box::new(sunflow::Sunflow::default()),
+        "sunflow-np" => Box::new(sunflow_np::SunflowNp::default()),
         _ => {
             return Err(UnknownPolicy {
                 name: name.to_string(),

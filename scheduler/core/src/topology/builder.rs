@@ -42,6 +42,7 @@ impl Topology {
                     host_rate: Bps(1_000_000_000),
                     uplink_rate: None,
                     oversubscription: Some(1.0),
+                    core: true,
                 },
                 ocs: RawOcs {
                     ports_per_rack: 0,
@@ -87,6 +88,14 @@ impl TopologyBuilder {
     pub fn oversubscription(mut self, ratio: f64) -> Self {
         self.raw.eps.oversubscription = Some(ratio);
         self.raw.eps.uplink_rate = None;
+        self
+    }
+    /// No EPS core: racks are joined only by OCS circuits (give an OCS with
+    /// an elephant threshold of 0 too).
+    pub fn without_core(mut self) -> Self {
+        self.raw.eps.core = false;
+        self.raw.eps.uplink_rate = None;
+        self.raw.eps.oversubscription = None;
         self
     }
     /// An OCS with `ports_per_rack` ports (wavelengths) per rack of

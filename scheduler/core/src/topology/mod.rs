@@ -69,6 +69,12 @@ pub struct RawEps {
     /// hosts_per_rack × host_rate ÷ uplink_rate; 1 means non-blocking.
     #[serde(default)]
     pub oversubscription: Option<f64>,
+    /// Whether an EPS core joins the racks (default true). `false` makes a
+    /// fabric of circuits only, as Sunflow's: hosts reach their ToR, and
+    /// racks reach each other only over OCS circuits (give neither
+    /// `uplink_rate` nor `oversubscription`, and an elephant threshold of 0).
+    #[serde(default = "default_core")]
+    pub core: bool,
 }
 
 /// The `[ocs]` table.
@@ -103,6 +109,9 @@ impl Default for RawAddresses {
     }
 }
 
+fn default_core() -> bool {
+    true
+}
 fn default_slots() -> u32 {
     4
 }
@@ -131,7 +140,8 @@ pub struct Topology {
     pub simulation_only: bool,
     /// Effective host NIC rate.
     pub host_rate: Bps,
-    /// Effective ToR ↔ core rate, each direction.
+    /// Effective ToR ↔ core rate, each direction; 0 on a fabric of circuits
+    /// only ([`RawEps::core`] false).
     pub uplink_rate: Bps,
     /// OCS ports (wavelengths) per rack.
     pub ocs_ports_per_rack: u32,
@@ -323,6 +333,32 @@ impl Topology {
             return Err(src.error("eps.host_rate", "must be more than 0, e.g. \"10Gbit/s\""));
         }
         let uplink_nominal = match (raw.eps.uplink_rate, raw.eps.oversubscription) {
+            (rate, over) if !raw.eps.core => {
+                if rate.is_some() || over.is_some() {
+                    let field = if rate.is_some() {
+                        "eps.uplink_rate"
+                    } else {
+                        "eps.oversubscription"
+                    };
+                    return Err(src.error(
+                        field,
+                        "a fabric without an EPS core (`core = false`) has no uplinks: remove it",
+                    ));
+                }
+                if raw.ocs.ports_per_rack == 0 && raw.racks > 1 {
+                    return Err(src.error(
+                        "ocs.ports_per_rack",
+                        "must be at least 1 when `eps.core = false`: circuits are the only way between racks",
+                    ));
+                }
+                if raw.ocs.elephant_threshold.0 > 0 {
+                    return Err(src.error(
+                        "ocs.elephant_threshold",
+                        "must be \"0B\" when `eps.core = false`: every flow between racks needs a circuit",
+                    ));
+                }
+                Bps(0)
+            }
             (Some(_), Some(_)) => {
                 return Err(src.error(
                     "eps.oversubscription",
@@ -412,6 +448,12 @@ impl Topology {
                 "this topology is marked for simulation only; use `ocslab sim`".into(),
             ));
         }
+        if !self.nominal.eps.core {
+            return Err(err(
+                "eps.core",
+                "a fabric of circuits only is simulated, not emulated: circuits are one-way and TCP needs a path back for its ACKs; use `ocslab sim` or `ocslab replay` without --emulate".into(),
+            ));
+        }
         if self.hosts() > MAX_EMULATED_HOSTS {
             return Err(err(
                 "racks",
@@ -446,7 +488,8 @@ impl Topology {
         h.rack < self.racks && h.host < self.hosts_per_rack
     }
 
-    /// Oversubscription of the ToR uplink (hosts' aggregate rate ÷ uplink).
+    /// Oversubscription of the ToR uplink (hosts' aggregate rate ÷ uplink);
+    /// infinite on a fabric without an EPS core.
     pub fn oversubscription(&self) -> f64 {
         self.host_rate.0 as f64 * self.hosts_per_rack as f64 / self.uplink_rate.0 as f64
     }
@@ -596,6 +639,27 @@ elephant_threshold = "10MB"
         assert_eq!(t.reconfig_delay, Nanos::from_millis(1));
         assert!((t.oversubscription() - 5.0).abs() < 1e-9);
         assert_eq!(t.hosts(), 4);
+    }
+
+    #[test]
+    fn a_fabric_without_a_core_joins_racks_by_circuits_only() {
+        let ocs_only = TINY
+            .replace("oversubscription = 5.0", "core = false")
+            .replace("\"10MB\"", "\"0B\"");
+        let t = parse(&ocs_only).unwrap();
+        assert_eq!(t.uplink_rate, Bps(0));
+        let e = t.check_emulable(Path::new("t.toml")).unwrap_err();
+        assert_eq!(e.field, "eps.core");
+        assert!(e.message.contains("ocslab sim"), "{e}");
+        // What it needs, each named.
+        let e =
+            parse(&ocs_only.replace("core = false", "core = false\nuplink_rate = \"1Gbit/s\"")).unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("eps.uplink_rate", Some(11)));
+        let e = parse(&TINY.replace("oversubscription = 5.0", "core = false")).unwrap_err();
+        assert_eq!(e.field, "ocs.elephant_threshold");
+        assert!(e.message.contains("0B"), "{e}");
+        let e = parse(&ocs_only.replace("ports_per_rack = 1", "ports_per_rack = 0")).unwrap_err();
+        assert_eq!(e.field, "ocs.ports_per_rack");
     }
 
     #[test]

@@ -120,14 +120,14 @@ fn each_policy_called_at_its_triggers_only_decides_as_if_called_at_every_event()
         assert_eq!(every.len(), 13, "{name}: all flows finish");
         assert_eq!(triggered, every, "{name}: same finishes and bytes per fabric");
         assert!(calls <= every_calls, "{name}: {calls} calls > {every_calls}");
-        if name == "sunflow" {
+        if name.starts_with("sunflow") {
             assert!(
                 every.iter().any(|f| f.3 > 0),
-                "sunflow: some bytes go over circuits"
+                "{name}: some bytes go over circuits"
             );
             assert!(
                 calls < every_calls,
-                "sunflow: {calls} calls, {every_calls} at every event"
+                "{name}: {calls} calls, {every_calls} at every event"
             );
         }
         if name == "varys" || name == "aalo" || name == "fifo" {
@@ -249,10 +249,10 @@ fn a_coflow_done_policy_is_called_when_a_coflows_last_flow_leaves_only() {
     assert_eq!(net.stats().policy_calls, 3);
 }
 
-/// Sunflow with its kept demand, checked at every call against the same
-/// Sunflow (same reservations) that reads every elephant again.
+/// Non-preemptive Sunflow with its kept demand, checked at every call
+/// against the same policy (same reservations) that reads every elephant again.
 struct CheckedSunflow {
-    kept: coflow::sunflow::Sunflow,
+    kept: coflow::sunflow_np::SunflowNp,
     calls: Arc<Mutex<u64>>,
     every_event: bool,
 }
@@ -287,16 +287,16 @@ impl CoflowPolicy for CheckedSunflow {
 }
 
 #[test]
-fn sunflow_keeping_demand_between_calls_decides_as_reading_every_elephant_again() {
+fn sunflow_np_keeping_demand_between_calls_decides_as_reading_every_elephant_again() {
     for every_event in [false, true] {
         let calls = Arc::new(Mutex::new(0));
         let policy = CheckedSunflow {
-            kept: coflow::sunflow::Sunflow::default(),
+            kept: coflow::sunflow_np::SunflowNp::default(),
             calls: calls.clone(),
             every_event,
         };
         let (finished, _) = run(Box::new(policy));
-        let (plain, _) = run(coflow::by_name("sunflow").expect("known policy"));
+        let (plain, _) = run(coflow::by_name("sunflow-np").expect("known policy"));
         assert_eq!(finished, plain, "every event: {every_event}");
         assert!(finished.iter().any(|f| f.3 > 0), "some bytes go over circuits");
         let calls = calls.lock().map(|c| *c).unwrap_or(0);

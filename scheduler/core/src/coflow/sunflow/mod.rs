@@ -1,397 +1,383 @@
-//! Sunflow, as the issue and Co-scheduler (Li & Shen, ToN 2022, Sec. III-B
-//! and V) describe it, after Huang, Sun & Ng, "Sunflow: Efficient Optical
-//! Circuit Scheduling for Coflows", CoNEXT'16.
+//! Sunflow as its authors' simulator runs it: Huang, Sun & Ng, "Sunflow:
+//! Efficient Optical Circuit Scheduling for Coflows", CoNEXT'16, and
+//! `SchedulerSunflow` in github.com/sunnyxhuang/sunflow (`src/`).
 //!
-//! Elephants (flows that [`NetView::may_use_ocs`]: their coflow's bytes
-//! between their racks reach the threshold) go over circuits, so a
-//! reservation carries all flows of that coflow's rack pair;
-//! everything else over EPS with fair sharing. At each call:
+//! The paper decides preemption at two levels: the subflows of one coflow
+//! never preempt each other, while between coflows a policy decides, the
+//! paper's being shortest coflow first. The simulator carries that out by
+//! planning again from scratch whenever the set of coflows changes, so a
+//! short coflow that arrives takes the ports a long one holds:
 //!
 //! ```text
-//! demand[c][i→j] = remaining bytes of c's elephants from rack i to rack j
-//! drop reservations whose demand is done            -- held until then: non-preemptive
-//! order coflows by T(C) of their remaining demand (eq. 2 / 15), then arrival, then id
-//! for c in order:                                   -- shortest coflow first
-//!   for (i→j) in c's pairs, largest demand first, not yet reserved:
-//!     w = a port with sending side (i,w) and receiving side (j,w) both unreserved,
-//!         preferring one where the circuit i→j already exists (no δ to pay)
-//!     if w: reserve (i,w),(j,w) for c's i→j; set up circuit i→j on w unless it exists
-//! elephants of reserved pairs: over their circuit (they move once it is up, δ later)
-//! other elephants: wait
+//! at a coflow's arrival or completion:             -- CoflowArriveCallBack, CoflowFinishCallBack
+//!   order coflows by α = the most bytes left at any one port (stable)
+//!   re-plan
+//! at the end of a plan, if demand is left: re-plan -- SCHEDULE_END
+//! re-plan:                                         -- ComputeReservations
+//!   layer[c] = c's bytes left per rack pair, for the pairs no earlier coflow has bytes on
+//!   reservations = solver::reserve(layers)         -- greedy for the first, gaps for the rest
+//! at each reservation's start (plan time):         -- ORDER_CIRCUIT
+//!   set up its circuits; a circuit using one of their port sides goes down
+//! at all times:                                    -- RateControlBySortedCoflows, SetFlowPath
+//!   a rack pair's circuit carries the first coflow (in order) with bytes on that pair
 //! ```
 //!
-//! The plans are per (coflow, rack pair) ([`PairPlan`]) and a decision
-//! carries only those that changed since the last one
-//! ([`Decision::pair_changes`]), so the network moves only the flows of
-//! pairs that got or lost a port.
+//! Only elephants ([`NetView::may_use_ocs`]) enter it: on a hybrid fabric
+//! mice go over EPS with fair sharing, on a fabric of circuits only (the
+//! simulator's, with an elephant threshold of 0) every flow between racks
+//! is an elephant. An elephant without a circuit waits.
 //!
-//! A call costs what changed, not O(elephants) nor O(waiting pairs):
-//! - The policy keeps each coflow's pairs (their flows and remaining bytes)
-//!   from call to call (`demand`), with the row and column sums of t_ij
-//!   that give its T(C) in O(racks). Waiting pairs do not move, so their
-//!   bytes stand (as read when the pair was last read; the network's
-//!   counter for a flow that changed bundles since may differ in the last
-//!   bit). A coflow is read again whole when flows joined it, or when more
-//!   of its flows left than its reserved pairs account for; when fewer
-//!   flows are active than at the last call, its reserved pairs are checked
-//!   for departures (a pair with none left is done: its reservation ends).
-//! - Only pairs with a port free on both sides at the start of the greedy
-//!   pass can get one in it (ports are only taken during the pass), and
-//!   after a pass no waiting pair has one; sides are freed only when
-//!   reservations end. So the candidates are the pairs that started waiting
-//!   since the last pass, and the waiting pairs from a rack whose sending
-//!   side was freed to a rack with a matching free receiving side, or the
-//!   other way round (`waiting`): the same reservations as the full pass.
-//! - Reserved pairs move, so a coflow's T(C) is known only within bounds
-//!   from its kept sums (`demand::CoflowDemand::bounds`); its reserved
-//!   pairs are read again (the old full pass read every one at every call)
-//!   only when its bounds overlap another candidate coflow's, which is
-//!   when the order of the two could depend on them. The order is then
-//!   the exact (T(C), arrival, id) order.
+//! Where ocslab's reading differs from the authors' code:
+//! - A circuit still in its dark time when a new plan asks for it again
+//!   comes up when it would have; their simulator forgets it at the re-plan
+//!   and starts its δ again.
+//! - Flows of a rack pair share its circuit max-min fairly rather than in
+//!   proportion to their bytes left; the pair finishes at the same time.
+//! - Coflows of equal α keep their previous order (theirs sorts with a
+//!   comparator that is not a strict order, which may swap equals).
 //!
-//! A reservation lasts δ (if the circuit is new) + bytes/rate, i.e. until the
-//! pair's demand is done; lower-priority coflows take ports the higher ones
-//! leave idle (work conservation), and keep them until done even if a
-//! shorter coflow arrives. Only the affected ports go dark (not-all-stop).
-//! One circuit per pair at a time.
+//! When it is called ([`Sunflow::triggers`]): at elephant arrivals, when a
+//! coflow's last elephant between two racks leaves (the next coflow with
+//! bytes on that pair takes its circuit; if it was the coflow's last
+//! elephant, the coflows are ordered again and a plan made), and at its
+//! `wake_at` (the next reservation's start, or the plan's end). A call at
+//! any other event finds nothing changed and changes nothing.
 //!
-//! When it is called ([`Sunflow::triggers`]): when elephants arrive (a
-//! coflow's new rack pair, more flows for a reserved one, or a pair crossing
-//! the elephant threshold) and when a coflow's last elephant of a rack pair
-//! leaves (its reservation ends). Nothing else changes the decision: after
-//! a call, every pair left without a reservation found no free port, and
-//! ports are freed only when a reservation ends, so a call in between would
-//! keep the same reservations, circuits and plans whatever the coflows'
-//! order; mice do not enter it, and a circuit coming up changes no input
-//! (the network starts the flows waiting on it by itself).
+//! Cost: the policy keeps each coflow's elephants per rack pair with their
+//! bytes left. A plan reads whole only the coflows that are new or gained
+//! elephants, and the bytes of the pairs a circuit carried since the last
+//! plan (no other pair moved); then it orders, layers and reserves (the
+//! solver looks only at the port sides a layer can use). A call that does
+//! not plan looks at the pairs with a circuit only when a flow joined or
+//! left since the last call.
 
-mod demand;
-mod ports;
-mod waiting;
+pub mod solver;
 
-use crate::coflow::decision::PairPlans;
+use crate::coflow::decision::{PairKey, PairPlans};
 use crate::coflow::{
-    Arrivals, CircuitSetup, CoflowPolicy, Decision, Departures, FlowPlan, NetView, PairPlan, Progress,
-    Triggers,
+    set_up_circuits, Arrivals, CircuitSetup, CircuitSwitch, CircuitView, CoflowPolicy, Decision, Departures,
+    FlowPlan, NetView, PairPlan, Progress, Triggers,
 };
 use crate::model::coflow::{CoflowId, FlowId};
-use crate::Nanos;
-use demand::CoflowDemand;
-use ports::PortSides;
-use std::collections::btree_map::Entry;
-use std::collections::BTreeMap;
-use waiting::Waiting;
+use crate::{Bytes, Nanos};
+use solver::{Circuits, PairDemand};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// A port pair held for one coflow's demand from `src` to `dst`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Reservation {
-    /// The coflow.
-    pub coflow: CoflowId,
-    /// Receiving rack.
-    pub dst: u32,
+/// A coflow's elephants between two racks.
+#[derive(Clone, Debug, Default)]
+struct Pair {
+    /// The active ones.
+    flows: Vec<FlowId>,
+    /// Their bytes left, as last read (they change only while the pair's
+    /// circuit carries them).
+    bytes: f64,
 }
 
-/// Sunflow over the OCS, EPS for the rest.
+/// What the policy keeps of a coflow with elephants.
+#[derive(Clone, Debug, Default)]
+struct Kept {
+    /// Its bytes known at the last call (flows that joined change it).
+    known: Bytes,
+    /// Its active elephants, by (source rack, destination rack).
+    pairs: BTreeMap<(u32, u32), Pair>,
+    /// How many there are.
+    elephants: usize,
+    /// Elephants joined since it was read: read it whole at the next plan.
+    stale: bool,
+}
+
+impl Kept {
+    /// Coflow `id`'s elephants in `view`, with their bytes left.
+    fn read(id: CoflowId, known: Bytes, view: &NetView, progress: &dyn Progress) -> Kept {
+        let mut pairs: BTreeMap<(u32, u32), Pair> = BTreeMap::new();
+        let mut elephants = 0;
+        for f in view.flows_of(id).filter(|f| f.elephant) {
+            let p = pairs.entry((f.spec.src.rack, f.spec.dst.rack)).or_default();
+            p.flows.push(f.spec.id);
+            p.bytes += progress.remaining_bytes(f);
+            elephants += 1;
+        }
+        Kept {
+            known,
+            pairs,
+            elephants,
+            stale: false,
+        }
+    }
+}
+
+/// Sunflow, re-planned at every arrival and completion.
 #[derive(Clone, Debug, Default)]
 pub struct Sunflow {
-    /// Reservations by sending side (rack, port).
-    reservations: BTreeMap<(u32, u32), Reservation>,
-    /// The elephants of each active coflow, per rack pair.
-    coflows: BTreeMap<CoflowId, CoflowDemand>,
-    /// Pairs without a reservation.
-    waiting: Waiting,
-    /// The pair plans as the driver holds them after the last decision
-    /// ([`Decision::pair_changes`] are relative to them).
+    /// Coflows with elephants, in priority order.
+    order: Vec<CoflowId>,
+    /// Their elephants.
+    coflows: BTreeMap<CoflowId, Kept>,
+    /// Active coflows without elephants, with their bytes known when last read.
+    mice: BTreeMap<CoflowId, Bytes>,
+    /// Rack pairs with a circuit at some time since the last plan (those
+    /// it had, and those set up since): their coflows' bytes are read
+    /// again at the next (the others' have not moved).
+    moved: BTreeSet<(u32, u32)>,
+    /// Active flows at the last call.
+    active: usize,
+    /// Per rack pair, the coflows with elephants on it, in priority order:
+    /// the first owns the pair's circuit.
+    owners: BTreeMap<(u32, u32), Vec<CoflowId>>,
+    /// Circuits of the current plan still to set up, by when.
+    batches: VecDeque<(Nanos, Vec<CircuitSetup>)>,
+    /// When the current plan ends (`None`: no plan).
+    plan_end: Option<Nanos>,
+    /// The pair plans as the driver holds them.
     plans: PairPlans,
-    /// Changes to `plans` made during the current call, in order.
-    changes: Vec<PairPlan>,
-    /// The (sending rack, receiving rack) of reservations ended during
-    /// the current call.
-    freed: Vec<(u32, u32)>,
-    /// Calls so far, this one included.
-    calls: u64,
+    /// Plans made so far.
+    replans: u64,
 }
 
-/// A candidate coflow's T(C) during a pass: within `[low, high]`, exact
-/// when `read` (its reserved pairs were read at this call).
-#[derive(Clone, Copy, Debug)]
-struct Priority {
-    low: Nanos,
-    high: Nanos,
-    read: bool,
+/// A switch that notes the rack pairs whose circuit changed, and the
+/// setups that were carried out (not those already up or coming up).
+#[derive(Default)]
+struct Changed {
+    pairs: BTreeSet<(u32, u32)>,
+    made: Vec<CircuitSetup>,
 }
 
-/// A waiting pair that may get a port: its coflow's priority (T(C),
-/// arrival, id), its bytes left, and its racks.
-type Candidate = ((Nanos, Nanos, CoflowId), f64, (u32, u32));
+impl CircuitSwitch for Changed {
+    fn tear_down(&mut self, _now: Nanos, c: &CircuitView) {
+        self.pairs.insert((c.src_rack, c.dst_rack));
+    }
+    fn set_up(&mut self, _now: Nanos, c: &CircuitView) {
+        self.pairs.insert((c.src_rack, c.dst_rack));
+        self.made.push(CircuitSetup {
+            src_rack: c.src_rack,
+            dst_rack: c.dst_rack,
+            port: c.port,
+        });
+    }
+}
 
 impl Sunflow {
-    /// Current reservations, keyed by sending side (rack, port).
-    pub fn reservations(&self) -> &BTreeMap<(u32, u32), Reservation> {
-        &self.reservations
+    /// Plans made so far (at arrivals, completions and plan ends).
+    pub fn replans(&self) -> u64 {
+        self.replans
     }
 
-    /// The pair plans of its last decision, as the driver holds them.
-    pub fn pair_plans(&self) -> &PairPlans {
-        &self.plans
+    /// The coflows with elephants, in the order they were last given.
+    pub fn order(&self) -> &[CoflowId] {
+        &self.order
     }
 
-    /// Forgets what it keeps of the coflows' demand (not the reservations,
-    /// nor the plans the driver holds): its next call reads every elephant
-    /// again, as a call without kept state would, checks every waiting
-    /// pair for a free port and reads every candidate coflow's T(C). For
-    /// tests of the kept state (the fluid network's, in the simulator).
-    #[doc(hidden)]
-    pub fn forget_demand(&mut self) {
-        for d in self.coflows.values_mut() {
-            *d = CoflowDemand::default();
-        }
-        self.waiting.clear();
-    }
-
-    /// Coflow `c`'s plans, from its pairs (after it was read again): a plan
-    /// per pair, and none for pairs it no longer has. Only those that differ
-    /// from the driver's are listed (one walk over both, in pair order),
-    /// unless `c`'s plans already changed during this call (then all are).
-    fn replan(&mut self, c: CoflowId) {
-        let Some(d) = self.coflows.get(&c) else { return };
-        let plan = |p: &demand::PairDemand| Some(p.port.map_or(FlowPlan::WAIT, FlowPlan::ocs));
-        let all = self.changes.iter().any(|p| p.coflow == c);
-        let mut held = self.plans.of_coflow(c).peekable();
-        let mut changes = Vec::new();
-        for (&k, p) in &d.pairs {
-            while let Some((gone, _)) = held.next_if(|&(h, _)| h < k) {
-                changes.push((gone, None));
-            }
-            let now = plan(p);
-            let before = held.next_if(|&(h, _)| h == k).map(|(_, plan)| plan);
-            if all || before != now {
-                changes.push((k, now));
+    /// Reads `view` for what changed since the last call: whether an
+    /// elephant joined, whether a coflow's elephants are all done; notes
+    /// the rack pairs whose owner changed in `dirty` and the (coflow, rack
+    /// pair)s that are done in `gone`.
+    fn changes(
+        &mut self,
+        view: &NetView,
+        dirty: &mut BTreeSet<(u32, u32)>,
+        gone: &mut Vec<PairKey>,
+    ) -> (bool, bool) {
+        let mut arrived = false;
+        let mut finished = false;
+        // Coflows gone, and flows that joined: an elephant among them if a
+        // coflow has more active elephants than it kept (every kept one
+        // that left is found below).
+        let mut joined = false;
+        let elephants = |id: CoflowId| view.flows_of(id).filter(|f| f.elephant).count();
+        for (&id, kept) in &mut self.coflows {
+            match view.coflows.get(&id) {
+                None => finished = true,
+                Some(cv) if cv.known_bytes != kept.known => {
+                    joined = true;
+                    kept.known = cv.known_bytes;
+                    if elephants(id) > kept.elephants {
+                        kept.stale = true;
+                        arrived = true;
+                    }
+                }
+                Some(_) => {}
             }
         }
-        changes.extend(held.map(|(gone, _)| (gone, None)));
-        let changes = changes.into_iter().map(|((src_rack, dst_rack), plan)| PairPlan {
-            coflow: c,
-            src_rack,
-            dst_rack,
-            plan,
-        });
-        self.changes.extend(changes);
-    }
-
-    /// The plan of pair (c, i, j) from now on: `Some(plan)`, or `None` to drop it.
-    fn set_plan(&mut self, coflow: CoflowId, src_rack: u32, dst_rack: u32, plan: Option<FlowPlan>) {
-        self.changes.push(PairPlan {
-            coflow,
-            src_rack,
-            dst_rack,
-            plan,
-        });
-    }
-
-    /// Ends the reservation of coflow `c`'s pair (i, j) on port `w`: its
-    /// port sides are free for this call's pass.
-    fn end_reservation(&mut self, c: CoflowId, (i, j): (u32, u32), w: u32) {
-        if self.reservations.get(&(i, w)) == Some(&Reservation { coflow: c, dst: j }) {
-            self.reservations.remove(&(i, w));
-            self.freed.push((i, j));
-        }
-    }
-
-    /// Ends coflow `c`'s reservations whose pair `keep` rejects.
-    fn end_reservations_of(&mut self, c: CoflowId, keep: impl Fn((u32, u32)) -> bool) {
-        let ended: Vec<((u32, u32), u32)> = self
-            .reservations
-            .iter()
-            .filter(|(&(i, _), r)| r.coflow == c && !keep((i, r.dst)))
-            .map(|(&(i, w), r)| ((i, r.dst), w))
-            .collect();
-        for (k, w) in ended {
-            self.end_reservation(c, k, w);
-        }
-    }
-
-    /// Brings the per-coflow demand up to date with `view` (see the module
-    /// doc); ends the reservations whose pair is done.
-    fn sync(&mut self, view: &NetView, progress: &dyn Progress) {
-        let fabric = view.fabric;
-        let remaining = |ids: &[FlowId]| {
-            ids.iter()
-                .filter_map(|id| view.flows.get(id))
-                .fold(0.0, |sum, f| sum + progress.remaining_bytes(f))
-        };
-        // One walk over the kept coflows and the view's, both in id order:
-        // coflows gone, coflows to read again, and reserved pairs done.
-        let (mut gone, mut fresh, mut done) = (Vec::new(), Vec::new(), Vec::new());
-        let mut kept = self.coflows.iter_mut().peekable();
+        // Coflows without elephants so far: read again when flows join.
+        self.mice.retain(|id, _| view.coflows.contains_key(id));
         for (&id, cv) in &view.coflows {
-            while let Some((&k, _)) = kept.next_if(|(&k, _)| k < id) {
-                gone.push(k);
+            if self.coflows.contains_key(&id) || self.mice.get(&id) == Some(&cv.known_bytes) {
+                continue;
             }
-            let Some((_, c)) = kept.next_if(|(&k, _)| k == id) else {
-                fresh.push(id);
+            joined = true;
+            if elephants(id) > 0 {
+                arrived = true; // read whole at the plan
+            } else {
+                self.mice.insert(id, cv.known_bytes);
+            }
+        }
+        // With no flow joined and as many active as at the last call, none
+        // left either.
+        let active = view.flows.len();
+        if !joined && active == std::mem::replace(&mut self.active, active) {
+            return (arrived, finished);
+        }
+        // Elephants only leave while their pair's circuit carries them.
+        let carrying: BTreeSet<(u32, u32)> =
+            view.circuits.values().map(|c| (c.src_rack, c.dst_rack)).collect();
+        for pair in carrying {
+            let Some(chain) = self.owners.get_mut(&pair) else {
                 continue;
             };
-            // Flows joined: read it again.
-            if c.known != Some(cv.known_bytes) {
-                fresh.push(id);
-                continue;
-            }
-            // None joined nor left: its pairs stand (reserved ones move,
-            // and are read again only if its T(C) is needed).
-            if c.active == cv.flows.len() {
-                continue;
-            }
-            // Flows left: those of reserved pairs may have (waiting ones
-            // do not move); if more left, mice did: read it again.
-            let departed = c.active.saturating_sub(cv.flows.len());
-            let mut left = 0;
-            let mut emptied = Vec::new();
-            for &k in &c.reserved {
-                if left >= departed {
-                    break; // every flow that left is found
-                }
-                let Some(p) = c.pairs.get_mut(&k) else { continue };
-                let before = p.flows.len();
-                p.flows.retain(|f| cv.flows.contains(f));
-                left += before - p.flows.len();
-                if p.flows.is_empty() {
-                    emptied.push((k, p.port));
-                }
-            }
-            for &(k, port) in &emptied {
-                c.remove(k);
-                done.push((id, k, port));
-            }
-            c.active = cv.flows.len();
-            if departed > left {
-                fresh.push(id);
-            }
-        }
-        gone.extend(kept.map(|(&k, _)| k));
-        for id in gone {
-            if let Some(c) = self.coflows.remove(&id) {
-                for (&(i, j), p) in &c.pairs {
-                    if p.port.is_none() {
-                        self.waiting.remove((i, j, id));
-                    }
-                }
-            }
-            self.end_reservations_of(id, |_| false);
-            let dropped: Vec<(u32, u32)> = self.plans.of_coflow(id).map(|(k, _)| k).collect();
-            for (i, j) in dropped {
-                self.set_plan(id, i, j, None);
-            }
-        }
-        for (id, (i, j), port) in done {
-            if let Some(w) = port {
-                self.end_reservation(id, (i, j), w);
-            }
-            self.set_plan(id, i, j, None);
-        }
-        for id in fresh {
-            let Some(cv) = view.coflows.get(&id) else { continue };
-            let old = self.coflows.remove(&id).unwrap_or_default();
-            let mut flows: BTreeMap<(u32, u32), Vec<FlowId>> = BTreeMap::new();
-            for f in view.flows_of(id).filter(|f| f.elephant) {
-                flows
-                    .entry((f.spec.src.rack, f.spec.dst.rack))
-                    .or_default()
-                    .push(f.spec.id);
-            }
-            // Reservations of pairs it no longer has end.
-            self.end_reservations_of(id, |k| flows.contains_key(&k));
-            let mut d = CoflowDemand::new(cv.known_bytes, cv.flows.len(), self.calls);
-            for (k, ids) in flows {
-                let held = Reservation { coflow: id, dst: k.1 };
-                let port = (0..fabric.ocs_ports).find(|&w| self.reservations.get(&(k.0, w)) == Some(&held));
-                let bytes = match old.pairs.get(&k) {
-                    // Same flows, waiting: they have not moved.
-                    Some(o) if o.flows == ids && o.port.is_none() => o.bytes,
-                    _ => remaining(&ids),
+            while let Some(&c) = chain.first() {
+                let Some(kept) = self.coflows.get_mut(&c) else {
+                    chain.remove(0);
+                    continue;
                 };
-                d.insert(&fabric, k, ids, bytes, port);
-            }
-            // Pairs that waited and no longer do (a pair that still waits
-            // stays, and is not new: no port of its racks was free).
-            for (&(i, j), p) in &old.pairs {
-                if p.port.is_none() && d.pairs.get(&(i, j)).is_none_or(|n| n.port.is_some()) {
-                    self.waiting.remove((i, j, id));
+                let Some(p) = kept.pairs.get_mut(&pair) else {
+                    chain.remove(0);
+                    continue;
+                };
+                let before = p.flows.len();
+                p.flows.retain(|id| view.flows.contains_key(id));
+                kept.elephants -= before - p.flows.len();
+                if !p.flows.is_empty() {
+                    break;
                 }
+                kept.pairs.remove(&pair);
+                chain.remove(0);
+                dirty.insert(pair);
+                gone.push((c, pair.0, pair.1));
+                finished |= kept.pairs.is_empty();
             }
-            for (&(i, j), p) in &d.pairs {
-                if p.port.is_none() {
-                    self.waiting.insert((i, j, id));
-                }
-            }
-            // Kept even with no elephants, so that it is not read again at every call.
-            self.coflows.insert(id, d);
-            self.replan(id);
         }
+        (arrived, finished)
     }
 
-    /// Coflow `c`'s T(C) now: its reserved pairs' bytes read again (they
-    /// move; its waiting pairs do not).
-    fn read_bound(&mut self, c: CoflowId, view: &NetView, progress: &dyn Progress) -> Nanos {
+    /// Brings the kept coflows up to date (gone ones out, new and stale
+    /// ones read whole, the bytes of pairs a circuit carried read again);
+    /// with `resort`, orders the coflows again by α; then plans from `now`.
+    fn replan(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress, resort: bool) {
+        self.replans += 1;
         let fabric = view.fabric;
-        let Some(d) = self.coflows.get_mut(&c) else {
-            return Nanos(u64::MAX);
-        };
-        let reserved: Vec<(u32, u32)> = d.reserved.iter().copied().collect();
-        for k in reserved {
-            let Some(p) = d.pairs.get(&k) else { continue };
-            let bytes = p
-                .flows
-                .iter()
-                .filter_map(|id| view.flows.get(id))
-                .fold(0.0, |sum, f| sum + progress.remaining_bytes(f));
-            d.set_bytes(&fabric, k, bytes);
+        let mut coflows = std::mem::take(&mut self.coflows);
+        coflows.retain(|id, k| view.coflows.contains_key(id) && !k.stale && !k.pairs.is_empty());
+        let mut moved = std::mem::take(&mut self.moved);
+        moved.extend(view.circuits.values().map(|c| (c.src_rack, c.dst_rack)));
+        for pair in moved {
+            for c in self.owners.get(&pair).into_iter().flatten() {
+                let Some(p) = coflows.get_mut(c).and_then(|k| k.pairs.get_mut(&pair)) else {
+                    continue;
+                };
+                p.bytes = p
+                    .flows
+                    .iter()
+                    .filter_map(|id| view.flows.get(id))
+                    .map(|f| progress.remaining_bytes(f))
+                    .sum();
+            }
         }
-        d.read_in = self.calls;
-        d.bound(&fabric)
+        self.moved
+            .extend(view.circuits.values().map(|c| (c.src_rack, c.dst_rack)));
+        for (&id, cv) in &view.coflows {
+            if coflows.contains_key(&id) || self.mice.get(&id) == Some(&cv.known_bytes) {
+                continue;
+            }
+            let k = Kept::read(id, cv.known_bytes, view, progress);
+            if k.pairs.is_empty() {
+                self.mice.insert(id, cv.known_bytes);
+            } else {
+                self.mice.remove(&id);
+                coflows.insert(id, k);
+            }
+        }
+        // The order: kept coflows as they were, new ones after by arrival.
+        self.order.retain(|c| coflows.contains_key(c));
+        let known: BTreeSet<CoflowId> = self.order.iter().copied().collect();
+        let mut new: Vec<CoflowId> = coflows.keys().copied().filter(|c| !known.contains(c)).collect();
+        new.sort_by_key(|c| (view.coflows.get(c).map_or(Nanos::ZERO, |v| v.arrival), *c));
+        self.order.extend(new);
+        if resort {
+            // α: the most bytes left at one sending or receiving rack.
+            let racks = fabric.racks as usize;
+            let mut send = vec![0.0f64; racks];
+            let mut receive = vec![0.0f64; racks];
+            let mut alpha = |k: &Kept| {
+                for (&(i, j), p) in &k.pairs {
+                    send[i as usize % racks] += p.bytes;
+                    receive[j as usize % racks] += p.bytes;
+                }
+                let mut most = 0.0f64;
+                for &(i, j) in k.pairs.keys() {
+                    let (i, j) = (i as usize % racks, j as usize % racks);
+                    most = most.max(send[i]).max(receive[j]);
+                    send[i] = 0.0;
+                    receive[j] = 0.0;
+                }
+                most
+            };
+            let alphas: BTreeMap<CoflowId, f64> = coflows.iter().map(|(&c, k)| (c, alpha(k))).collect();
+            self.order.sort_by(|a, b| alphas[a].total_cmp(&alphas[b]));
+        }
+        self.owners.clear();
+        for &c in &self.order {
+            for &pair in coflows[&c].pairs.keys() {
+                self.owners.entry(pair).or_default().push(c);
+            }
+        }
+        // One layer per coflow: the pairs it owns, in pair order.
+        let layers: Vec<Vec<PairDemand>> = self
+            .order
+            .iter()
+            .map(|c| {
+                coflows[c]
+                    .pairs
+                    .iter()
+                    .filter(|(pair, _)| self.owners[*pair].first() == Some(c))
+                    .map(|(&(src, dst), p)| PairDemand {
+                        src,
+                        dst,
+                        bytes: p.bytes,
+                    })
+                    .collect()
+            })
+            .collect();
+        self.coflows = coflows;
+        let plan = solver::reserve(
+            &layers,
+            Circuits {
+                racks: fabric.racks,
+                ports: fabric.ocs_ports,
+                rate: fabric.ocs_port_rate.bytes_per_sec(),
+                delta: fabric.reconfig_delay.as_secs_f64(),
+            },
+        );
+        self.batches.clear();
+        for r in &plan.reserved {
+            let at = now + Nanos::from_secs_f64(r.start);
+            let setup = CircuitSetup {
+                src_rack: r.src,
+                dst_rack: r.dst,
+                port: r.port,
+            };
+            match self.batches.back_mut() {
+                Some((t, setups)) if *t == at => setups.push(setup),
+                _ => self.batches.push_back((at, vec![setup])),
+            }
+        }
+        self.plan_end = (!plan.reserved.is_empty()).then(|| now + Nanos::from_secs_f64(plan.horizon));
     }
 
-    /// The candidate coflows' T(C), read exactly wherever the bounds of two
-    /// of them overlap (or touch), so that ordering by `low` gives the
-    /// (T(C), arrival, id) order: coflows whose bounds overlap no other's
-    /// are apart from all of them whatever their exact T(C).
-    fn order(&mut self, coflows: &mut BTreeMap<CoflowId, Priority>, view: &NetView, progress: &dyn Progress) {
-        loop {
-            let mut by_low: Vec<(Nanos, Nanos, bool, CoflowId)> =
-                coflows.iter().map(|(&c, p)| (p.low, p.high, p.read, c)).collect();
-            by_low.sort_unstable();
-            // Runs of coflows whose bounds chain into each other.
-            let mut to_read = Vec::new();
-            let mut run: Vec<(bool, CoflowId)> = Vec::new();
-            let mut reach = Nanos::ZERO;
-            for (low, high, read, c) in by_low {
-                if !run.is_empty() && low > reach {
-                    if run.len() > 1 {
-                        to_read.extend(run.iter().filter(|(read, _)| !read).map(|&(_, c)| c));
-                    }
-                    run.clear();
-                }
-                reach = if run.is_empty() { high } else { reach.max(high) };
-                run.push((read, c));
-            }
-            if run.len() > 1 {
-                to_read.extend(run.iter().filter(|(read, _)| !read).map(|&(_, c)| c));
-            }
-            if to_read.is_empty() {
-                return;
-            }
-            for c in to_read {
-                let t = self.read_bound(c, view, progress);
-                coflows.insert(
-                    c,
-                    Priority {
-                        low: t,
-                        high: t,
-                        read: true,
-                    },
-                );
-            }
+    /// The plan of coflow `c`'s flows on `pair` given the circuits as they
+    /// will be: over the pair's circuit if `c` owns the pair and it has one.
+    fn plan_of(
+        &self,
+        c: CoflowId,
+        pair: (u32, u32),
+        circuits: &BTreeMap<(u32, u32), CircuitView>,
+        ports: u32,
+    ) -> FlowPlan {
+        if self.owners.get(&pair).and_then(|o| o.first()) != Some(&c) {
+            return FlowPlan::WAIT;
         }
+        (0..ports)
+            .find(|&w| circuits.get(&(pair.0, w)).is_some_and(|v| v.dst_rack == pair.1))
+            .map_or(FlowPlan::WAIT, FlowPlan::ocs)
     }
 }
 
@@ -409,91 +395,82 @@ impl CoflowPolicy for Sunflow {
             circuit_up: false,
         }
     }
-    fn decide(&mut self, _now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
+    fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let fabric = view.fabric;
-        let ports = fabric.ocs_ports;
-        self.calls += 1;
-        self.sync(view, progress);
-
-        // Candidates: waiting pairs with a port free on both sides now (see
-        // the module doc): new ones, and those the freed sides may serve.
-        let mut sides = PortSides::of(fabric.racks, ports, &self.reservations);
-        let mut maybe = self.waiting.take_new();
-        let (mut freed_tx, mut freed_rx): (Vec<u32>, Vec<u32>) = self.freed.drain(..).unzip();
-        for racks in [&mut freed_tx, &mut freed_rx] {
-            racks.sort_unstable();
-            racks.dedup();
-        }
-        let free = |i: u32, j: u32| sides.free(i, j).next().is_some();
-        for &i in &freed_tx {
-            self.waiting.leaving(i, |j| free(i, j), &mut maybe);
-        }
-        for &j in &freed_rx {
-            self.waiting.entering(j, |i| free(i, j), &mut maybe);
-        }
-        maybe.retain(|&(i, j, _)| free(i, j));
-        maybe.sort_unstable();
-        maybe.dedup();
-        let mut priorities: BTreeMap<CoflowId, Priority> = BTreeMap::new();
-        for &(_, _, c) in &maybe {
-            let (Entry::Vacant(e), Some(d)) = (priorities.entry(c), self.coflows.get(&c)) else {
-                continue;
-            };
-            // A coflow read at this call has its T(C) exactly.
-            let read = d.read_in == self.calls;
-            let (low, high) = if read {
-                let t = d.bound(&fabric);
-                (t, t)
-            } else {
-                d.bounds(&fabric)
-            };
-            e.insert(Priority { low, high, read });
-        }
-        self.order(&mut priorities, view, progress);
-        let mut candidates: Vec<Candidate> = Vec::with_capacity(maybe.len());
-        for (i, j, c) in maybe {
-            let (Some(p), Some(d)) = (priorities.get(&c), self.coflows.get(&c)) else {
-                continue;
-            };
-            let Some(pair) = d.pairs.get(&(i, j)) else {
-                continue;
-            };
-            let arrival = view.coflows.get(&c).map_or(Nanos::ZERO, |v| v.arrival);
-            candidates.push(((p.low, arrival, c), pair.bytes, (i, j)));
-        }
-        // Shortest coflow first (T(C), arrival, id), then its pairs by demand, largest first.
-        candidates.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
-
-        for ((_, _, c), _, (i, j)) in candidates {
-            let port = {
-                let mut free = sides.free(i, j);
-                let first = free.clone().next();
-                free.find(|&w| view.circuit(i, j, w).is_some()).or(first)
-            };
-            let Some(w) = port else { continue };
-            sides.take(i, j, w);
-            self.reservations
-                .insert((i, w), Reservation { coflow: c, dst: j });
-            self.waiting.remove((i, j, c));
-            if let Some(d) = self.coflows.get_mut(&c) {
-                d.reserve((i, j), w);
+        let mut dirty: BTreeSet<(u32, u32)> = BTreeSet::new();
+        let mut gone: Vec<PairKey> = Vec::new();
+        let (arrived, finished) = self.changes(view, &mut dirty, &mut gone);
+        let ended = self.plan_end.is_some_and(|end| now >= end) && !self.coflows.is_empty();
+        let mut changes: Vec<PairPlan> = Vec::new();
+        let replanned = arrived || finished || ended;
+        if replanned {
+            self.replan(now, view, progress, arrived || finished);
+            // Plans of pairs that are done or gone leave the table; new
+            // pairs get theirs below.
+            let coflows = &self.coflows;
+            let kept =
+                |c: CoflowId, pair: (u32, u32)| coflows.get(&c).is_some_and(|k| k.pairs.contains_key(&pair));
+            changes.extend(self.plans.iter().filter(|&((c, i, j), _)| !kept(c, (i, j))).map(
+                |((coflow, src_rack, dst_rack), _)| PairPlan {
+                    coflow,
+                    src_rack,
+                    dst_rack,
+                    plan: None,
+                },
+            ));
+            for (&c, k) in &self.coflows {
+                for &pair in k.pairs.keys() {
+                    if self.plans.get((c, pair.0, pair.1)).is_none() {
+                        dirty.insert(pair);
+                    }
+                }
             }
-            self.set_plan(c, i, j, Some(FlowPlan::ocs(w)));
+            // Owners may have changed; only a pair with a circuit can have
+            // a plan other than waiting.
+            dirty.extend(view.circuits.values().map(|c| (c.src_rack, c.dst_rack)));
+        } else {
+            // Pairs that are done leave the table.
+            changes.extend(gone.into_iter().map(|(coflow, src_rack, dst_rack)| PairPlan {
+                coflow,
+                src_rack,
+                dst_rack,
+                plan: None,
+            }));
         }
-        // Circuits for every reservation that has none (new ones, or lost ones).
-        let circuits = self
-            .reservations
-            .iter()
-            .filter(|(&(i, w), r)| view.circuit(i, r.dst, w).is_none())
-            .map(|(&(i, w), r)| CircuitSetup {
-                src_rack: i,
-                dst_rack: r.dst,
-                port: w,
-            })
-            .collect();
+        // Reservations that start now; those whose circuit is already up
+        // (or coming up) need no setup.
+        let mut starting: Vec<CircuitSetup> = Vec::new();
+        while let Some((at, _)) = self.batches.front() {
+            if *at > now {
+                break;
+            }
+            if let Some((_, setups)) = self.batches.pop_front() {
+                starting.extend(setups);
+            }
+        }
+        let mut after = view.circuits.clone();
+        let mut changed = Changed::default();
+        set_up_circuits(&mut after, &fabric, &starting, now, &mut changed);
+        dirty.extend(changed.pairs);
+        self.moved
+            .extend(changed.made.iter().map(|c| (c.src_rack, c.dst_rack)));
+        let circuits = changed.made;
+        for pair in dirty {
+            let Some(chain) = self.owners.get(&pair) else {
+                continue;
+            };
+            for &c in chain {
+                changes.push(PairPlan {
+                    coflow: c,
+                    src_rack: pair.0,
+                    dst_rack: pair.1,
+                    plan: Some(self.plan_of(c, pair, &after, fabric.ocs_ports)),
+                });
+            }
+        }
         let pair_changes = self
             .plans
-            .apply(&self.changes)
+            .apply(&changes)
             .into_iter()
             .map(|((coflow, src_rack, dst_rack), plan)| PairPlan {
                 coflow,
@@ -502,11 +479,22 @@ impl CoflowPolicy for Sunflow {
                 plan,
             })
             .collect();
-        self.changes.clear();
+        let wake_at = self
+            .batches
+            .front()
+            .map(|b| b.0)
+            .into_iter()
+            .chain(self.plan_end)
+            .filter(|&t| t > now)
+            .min();
         Decision {
             pair_changes,
             circuits,
+            wake_at,
             ..Decision::default()
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

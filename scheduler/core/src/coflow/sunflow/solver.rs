@@ -1,0 +1,616 @@
+//! Sunflow's circuit reservations over virtual time (Huang, Sun & Ng,
+//! CoNEXT'16, Sec. 4; `SunflowSolver::ReserveCircuits` in the authors'
+//! simulator, github.com/sunnyxhuang/sunflow, `src/sunflowSolver.cc`).
+//!
+//! Input: the coflows' demands in priority order, one layer per coflow
+//! (each rack pair belongs to the first coflow that has bytes on it). Time
+//! starts at 0. A circuit from rack `i` to rack `j` on port `w` takes the
+//! sending side `(i, w)` and the receiving side `(j, w)`.
+//!
+//! ```text
+//! first coflow:                                     -- no subflow preempts another
+//!   t = 0
+//!   repeat until every pair is reserved:
+//!     for (i→j, bytes) in pair order:
+//!       if a port w has (i,w) and (j,w) free: reserve i→j on w for [t, t + δ + bytes/rate]
+//!     t = the next end of one of its reservations; free that reservation's two sides
+//!   horizon = its last end
+//! each later coflow:                                -- fills the gaps the earlier left
+//!   the sides' free slots before the horizon come from the reservations so far
+//!   repeat:
+//!     for (i→j, bytes) in pair order:
+//!       w = the free port whose slot (min of both sides) lasts longest
+//!       if the slot holds δ and one bit:
+//!         reserve [t, min(slot end, t + δ + bytes/rate)]; what does not fit waits
+//!         for a later slot (and pays δ again)
+//!     if no side frees up before the horizon: stop
+//!     t = when the next side frees up (reservations of earlier coflows
+//!         starting by then take their sides)
+//! ```
+//!
+//! What is not carried over from the authors' code: a circuit joins the
+//! same port on both racks (theirs may join port `a` of one rack to port
+//! `b` of the other), and a later coflow's freed sides get the free slot of
+//! the port it chose (theirs take the first candidate's, which differs only
+//! with several ports per rack).
+//!
+//! Cost: each pass looks only at the pairs of the racks whose sides were
+//! just freed (no other pair can have become reservable), so a coflow of
+//! `P` pairs costs about `P` times the pairs of two racks, not `P²`.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// One rack pair's bytes in a layer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairDemand {
+    /// Sending rack.
+    pub src: u32,
+    /// Receiving rack.
+    pub dst: u32,
+    /// Bytes left.
+    pub bytes: f64,
+}
+
+/// A circuit reserved for `[start, end]` (seconds from the plan's start).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reserved {
+    /// The layer (coflow, in priority order) it serves.
+    pub layer: usize,
+    /// Sending rack.
+    pub src: u32,
+    /// Receiving rack.
+    pub dst: u32,
+    /// Port on both racks.
+    pub port: u32,
+    /// When it is set up.
+    pub start: f64,
+    /// When its reservation ends (set-up + δ + the bytes it carries).
+    pub end: f64,
+}
+
+/// The fabric the solver plans on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Circuits {
+    /// Racks.
+    pub racks: u32,
+    /// Ports (wavelengths) per rack.
+    pub ports: u32,
+    /// Bytes per second of one circuit.
+    pub rate: f64,
+    /// Reconfiguration delay, seconds.
+    pub delta: f64,
+}
+
+/// A plan: reservations by start time (ties in the order they were made),
+/// and the horizon (the first coflow's last end; 0 if nothing is reserved).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// Reservations, by start.
+    pub reserved: Vec<Reserved>,
+    /// The end of the first coflow's reservations.
+    pub horizon: f64,
+}
+
+/// Which side of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Send,
+    Receive,
+}
+
+/// A port event in time order, ties first in first out
+/// (`PortEventQueue` of the authors' code).
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    /// An earlier coflow's reservation starts on this side.
+    Busy { side: Side, socket: usize },
+    /// A reservation of the first coflow ends: both its sides are free.
+    End { src: usize, dst: usize },
+    /// One side is free until `until`.
+    Idle { side: Side, socket: usize, until: f64 },
+}
+
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Reverse<(u64, u64)>>,
+    events: Vec<(f64, Event)>,
+}
+
+impl Queue {
+    fn push(&mut self, at: f64, e: Event) {
+        let seq = self.events.len() as u64;
+        self.events.push((at, e));
+        // Times are finite and non-negative: their bits order as they do.
+        self.heap.push(Reverse((at.max(0.0).to_bits(), seq)));
+    }
+    fn peek(&self) -> Option<f64> {
+        self.heap.peek().map(|Reverse((t, _))| f64::from_bits(*t))
+    }
+    fn pop(&mut self) -> Option<(f64, Event)> {
+        self.heap.pop().map(|Reverse((_, seq))| self.events[seq as usize])
+    }
+    fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+/// Reservations for `layers` (each a coflow's pairs, in the order they are
+/// tried) on `fabric`.
+pub fn reserve(layers: &[Vec<PairDemand>], fabric: Circuits) -> Plan {
+    let mut plan = Plan::default();
+    if fabric.ports == 0 || fabric.racks == 0 || fabric.rate <= 0.0 {
+        return plan;
+    }
+    let mut booked = Booked::new(fabric);
+    let mut first = true;
+    for (layer, demands) in layers.iter().enumerate() {
+        let demands: Vec<PairDemand> = demands
+            .iter()
+            .copied()
+            .filter(|d| d.bytes > 0.0 && d.src < fabric.racks && d.dst < fabric.racks)
+            .collect();
+        if demands.is_empty() {
+            continue;
+        }
+        let made = if first {
+            first_layer(layer, demands, fabric)
+        } else {
+            later_layer(layer, demands, fabric, &booked, plan.horizon)
+        };
+        if first {
+            plan.horizon = made.iter().fold(0.0, |h, r| h.max(r.end));
+            first = false;
+        }
+        booked.add(&made);
+        plan.reserved.extend(made);
+        // Stable: ties keep the order they were made in.
+        plan.reserved.sort_by(|a, b| a.start.total_cmp(&b.start));
+    }
+    plan
+}
+
+/// The pairs of a layer still to reserve, indexed by rack.
+struct Pending {
+    demands: Vec<Option<PairDemand>>,
+    by_src: Vec<Vec<usize>>,
+    by_dst: Vec<Vec<usize>>,
+    left: usize,
+}
+
+impl Pending {
+    fn new(demands: Vec<PairDemand>, racks: u32) -> Pending {
+        let mut by_src = vec![Vec::new(); racks as usize];
+        let mut by_dst = vec![Vec::new(); racks as usize];
+        for (k, d) in demands.iter().enumerate() {
+            by_src[d.src as usize].push(k);
+            by_dst[d.dst as usize].push(k);
+        }
+        Pending {
+            left: demands.len(),
+            demands: demands.into_iter().map(Some).collect(),
+            by_src,
+            by_dst,
+        }
+    }
+    /// The pending pairs from `srcs` or to `dsts`, in pair order (the
+    /// racks' lists drop the pairs no longer pending as they are read).
+    fn touching(&mut self, srcs: &[u32], dsts: &[u32]) -> Vec<usize> {
+        let demands = &self.demands;
+        let mut ks: Vec<usize> = Vec::new();
+        for (lists, racks) in [(&mut self.by_src, srcs), (&mut self.by_dst, dsts)] {
+            for &r in racks {
+                let list = &mut lists[r as usize];
+                list.retain(|&k| demands[k].is_some());
+                ks.extend_from_slice(list);
+            }
+        }
+        ks.sort_unstable();
+        ks.dedup();
+        ks
+    }
+    fn remove(&mut self, k: usize) {
+        if self.demands[k].take().is_some() {
+            self.left -= 1;
+        }
+    }
+}
+
+/// Busy sides, indexed by socket `port · racks + rack`.
+struct Sides {
+    racks: u32,
+    ports: u32,
+    send: Vec<bool>,
+    receive: Vec<bool>,
+}
+
+impl Sides {
+    fn new(f: Circuits) -> Sides {
+        let n = (f.racks * f.ports) as usize;
+        Sides {
+            racks: f.racks,
+            ports: f.ports,
+            send: vec![false; n],
+            receive: vec![false; n],
+        }
+    }
+    fn socket(&self, rack: u32, port: u32) -> usize {
+        (port * self.racks + rack) as usize
+    }
+    /// Ports with both `(i, w)` sending and `(j, w)` receiving free.
+    fn free(&self, i: u32, j: u32) -> impl Iterator<Item = u32> + '_ {
+        (0..self.ports).filter(move |&w| !self.send[self.socket(i, w)] && !self.receive[self.socket(j, w)])
+    }
+    fn rack_of(&self, socket: usize) -> u32 {
+        (socket as u32) % self.racks
+    }
+}
+
+fn first_layer(layer: usize, demands: Vec<PairDemand>, f: Circuits) -> Vec<Reserved> {
+    let mut pending = Pending::new(demands, f.racks);
+    let mut sides = Sides::new(f);
+    let mut ends = Queue::default();
+    let mut made = Vec::new();
+    let mut t = 0.0;
+    let mut candidates: Vec<usize> = (0..pending.demands.len()).collect();
+    // After the first pass, the sides just freed: once none of them is
+    // free again no other candidate can be reserved.
+    let mut freed: Option<(u32, u32)> = None;
+    loop {
+        for k in candidates {
+            if let Some((i, j)) = freed {
+                let any = |busy: &[bool], r: u32| (0..f.ports).any(|w| !busy[sides.socket(r, w)]);
+                if !any(&sides.send, i) && !any(&sides.receive, j) {
+                    break;
+                }
+            }
+            let Some(d) = pending.demands[k] else { continue };
+            let Some(w) = sides.free(d.src, d.dst).next() else {
+                continue;
+            };
+            let (s, r) = (sides.socket(d.src, w), sides.socket(d.dst, w));
+            sides.send[s] = true;
+            sides.receive[r] = true;
+            let end = t + f.delta + d.bytes / f.rate;
+            made.push(Reserved {
+                layer,
+                src: d.src,
+                dst: d.dst,
+                port: w,
+                start: t,
+                end,
+            });
+            ends.push(end, Event::End { src: s, dst: r });
+            pending.remove(k);
+        }
+        if pending.left == 0 {
+            return made;
+        }
+        // The next reservation to end frees its two sides.
+        let Some((at, Event::End { src, dst })) = ends.pop() else {
+            return made;
+        };
+        t = at;
+        sides.send[src] = false;
+        sides.receive[dst] = false;
+        let (i, j) = (sides.rack_of(src), sides.rack_of(dst));
+        freed = Some((i, j));
+        candidates = pending.touching(&[i], &[j]);
+    }
+}
+
+/// The reservations so far on each side, by socket (`port · racks + rack`).
+struct Booked {
+    racks: u32,
+    ports: u32,
+    send: Vec<Vec<(f64, f64)>>,
+    receive: Vec<Vec<(f64, f64)>>,
+}
+
+impl Booked {
+    fn new(f: Circuits) -> Booked {
+        let n = (f.racks * f.ports) as usize;
+        Booked {
+            racks: f.racks,
+            ports: f.ports,
+            send: vec![Vec::new(); n],
+            receive: vec![Vec::new(); n],
+        }
+    }
+    fn add(&mut self, made: &[Reserved]) {
+        for r in made {
+            let (s, d) = (
+                (r.port * self.racks + r.src) as usize,
+                (r.port * self.racks + r.dst) as usize,
+            );
+            self.send[s].push((r.start, r.end));
+            self.receive[d].push((r.start, r.end));
+        }
+    }
+
+    /// The events of the sides a layer with `demands` can use, before
+    /// `horizon` (`BuildPortFreeUpsFromReservations`, for those sides
+    /// only: no other side changes what the layer can reserve): each
+    /// earlier reservation is a `Busy` event at its start, each gap an
+    /// `Idle` one.
+    fn events(&self, demands: &[PairDemand], horizon: f64) -> Queue {
+        let sockets = |racks: &mut Vec<u32>| {
+            racks.sort_unstable();
+            racks.dedup();
+            let (n, ports) = (self.racks, self.ports);
+            racks
+                .iter()
+                .flat_map(move |&r| (0..ports).map(move |w| (w * n + r) as usize))
+                .collect::<Vec<usize>>()
+        };
+        let send = sockets(&mut demands.iter().map(|d| d.src).collect());
+        let receive = sockets(&mut demands.iter().map(|d| d.dst).collect());
+        let mut queue = Queue::default();
+        let mut idle = Vec::new();
+        for (side, sockets, booked) in [
+            (Side::Send, &send, &self.send),
+            (Side::Receive, &receive, &self.receive),
+        ] {
+            for &socket in sockets {
+                let mut spans = booked[socket].clone();
+                spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let mut slots: Vec<(f64, f64)> = Vec::new();
+                for (start, end) in spans {
+                    queue.push(start, Event::Busy { side, socket });
+                    match slots.last_mut() {
+                        None => {
+                            if start > 0.0 {
+                                slots.push((0.0, start));
+                            }
+                            slots.push((end, horizon));
+                        }
+                        Some(last) if last.0 >= start => last.0 = end,
+                        Some(last) => {
+                            last.1 = start;
+                            slots.push((end, horizon));
+                        }
+                    }
+                }
+                idle.extend(
+                    slots
+                        .into_iter()
+                        .filter(|(from, until)| until > from)
+                        .map(|(from, until)| (from, Event::Idle { side, socket, until })),
+                );
+            }
+        }
+        // Busy events first: at equal times they come before the gaps.
+        for (at, e) in idle {
+            queue.push(at, e);
+        }
+        queue
+    }
+}
+
+fn later_layer(
+    layer: usize,
+    demands: Vec<PairDemand>,
+    f: Circuits,
+    booked: &Booked,
+    horizon: f64,
+) -> Vec<Reserved> {
+    let mut events = booked.events(&demands, horizon);
+    let mut pending = Pending::new(demands, f.racks);
+    let mut sides = Sides::new(f);
+    let n = sides.send.len();
+    // Until when each side is free (`horizon` where no earlier reservation limits it).
+    let mut send_until = vec![horizon; n];
+    let mut receive_until = vec![horizon; n];
+    let apply = |e: Event, sides: &mut Sides, su: &mut Vec<f64>, ru: &mut Vec<f64>| match e {
+        Event::Busy {
+            side: Side::Send,
+            socket,
+        } => sides.send[socket] = true,
+        Event::Busy {
+            side: Side::Receive,
+            socket,
+        } => sides.receive[socket] = true,
+        Event::End { .. } => {}
+        Event::Idle {
+            side: Side::Send,
+            socket,
+            until,
+        } => {
+            sides.send[socket] = false;
+            su[socket] = until;
+        }
+        Event::Idle {
+            side: Side::Receive,
+            socket,
+            until,
+        } => {
+            sides.receive[socket] = false;
+            ru[socket] = until;
+        }
+    };
+    while events.peek() == Some(0.0) {
+        if let Some((_, e)) = events.pop() {
+            apply(e, &mut sides, &mut send_until, &mut receive_until);
+        }
+    }
+    let one_bit = 1.0 / (8.0 * f.rate);
+    let mut made = Vec::new();
+    let mut t = 0.0;
+    let mut candidates: Vec<usize> = (0..pending.demands.len()).collect();
+    loop {
+        for k in candidates {
+            let Some(d) = pending.demands[k] else { continue };
+            // The port whose slot lasts longest (the first of equals).
+            let mut best: Option<(u32, f64)> = None;
+            for w in sides.free(d.src, d.dst) {
+                let until = send_until[sides.socket(d.src, w)].min(receive_until[sides.socket(d.dst, w)]);
+                if best.is_none_or(|(_, b)| until > b) {
+                    best = Some((w, until));
+                }
+            }
+            let Some((w, feasible)) = best else { continue };
+            let least = t + f.delta + one_bit;
+            if feasible < least {
+                continue; // too short a slot
+            }
+            let desired = t + f.delta + d.bytes / f.rate;
+            let until = feasible.min(desired);
+            let (s, r) = (sides.socket(d.src, w), sides.socket(d.dst, w));
+            sides.send[s] = true;
+            sides.receive[r] = true;
+            made.push(Reserved {
+                layer,
+                src: d.src,
+                dst: d.dst,
+                port: w,
+                start: t,
+                end: until,
+            });
+            if until < send_until[s] {
+                events.push(
+                    until,
+                    Event::Idle {
+                        side: Side::Send,
+                        socket: s,
+                        until: send_until[s],
+                    },
+                );
+            }
+            if until < receive_until[r] {
+                events.push(
+                    until,
+                    Event::Idle {
+                        side: Side::Receive,
+                        socket: r,
+                        until: receive_until[r],
+                    },
+                );
+            }
+            let rest = (desired - until) * f.rate;
+            if rest <= 0.0 {
+                pending.remove(k);
+            } else if let Some(p) = pending.demands[k].as_mut() {
+                p.bytes = rest;
+            }
+        }
+        if events.is_empty() || pending.left == 0 {
+            return made;
+        }
+        // Up to the first side that frees, and everything at that time.
+        let (mut freed_src, mut freed_dst) = (Vec::new(), Vec::new());
+        let mut idle_seen = false;
+        while let Some(at) = events.peek() {
+            if idle_seen && at != t {
+                break;
+            }
+            let Some((at, e)) = events.pop() else { break };
+            if let Event::Idle { side, socket, .. } = e {
+                t = at;
+                idle_seen = true;
+                match side {
+                    Side::Send => freed_src.push(sides.rack_of(socket)),
+                    Side::Receive => freed_dst.push(sides.rack_of(socket)),
+                }
+            }
+            apply(e, &mut sides, &mut send_until, &mut receive_until);
+        }
+        candidates = pending.touching(&freed_src, &freed_dst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F: Circuits = Circuits {
+        racks: 4,
+        ports: 1,
+        rate: 1.0e6, // 1 MB/s
+        delta: 0.01,
+    };
+
+    fn d(src: u32, dst: u32, mb: f64) -> PairDemand {
+        PairDemand {
+            src,
+            dst,
+            bytes: mb * 1e6,
+        }
+    }
+
+    fn spans(p: &Plan) -> Vec<(usize, u32, u32, f64, f64)> {
+        p.reserved
+            .iter()
+            .map(|r| {
+                let ms = |x: f64| (x * 1e3).round() / 1e3;
+                (r.layer, r.src, r.dst, ms(r.start), ms(r.end))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_first_coflow_reserves_greedily_and_never_preempts_itself() {
+        // 0→1 (1 MB) and 2→1 (2 MB) both need rack 1's receiving side; 0→3
+        // (3 MB) needs rack 0's sending side after 0→1. Pair order: 0→1,
+        // 0→3, 2→1. At 0: 0→1 on [0, 1.01]. At 1.01 the sides of 0→1 free:
+        // 0→3 on [1.01, 4.02], then 2→1 on [1.01, 3.02].
+        let p = reserve(&[vec![d(0, 1, 1.0), d(0, 3, 3.0), d(2, 1, 2.0)]], F);
+        assert_eq!(
+            spans(&p),
+            vec![(0, 0, 1, 0.0, 1.01), (0, 0, 3, 1.01, 4.02), (0, 2, 1, 1.01, 3.02)]
+        );
+        assert!((p.horizon - 4.02).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_later_coflow_fills_the_gaps_before_the_horizon_only() {
+        // Coflow A: 0→1, 5 MB: [0, 5.01]; horizon 5.01. Coflow B: 2→1
+        // (1 MB) waits for rack 1 until 5.01, past the horizon: nothing.
+        // 2→3 (1 MB) has free sides: [0, 1.01]. 0→3 (10 MB) gets no slot
+        // (rack 0 sends until the horizon).
+        let p = reserve(
+            &[
+                vec![d(0, 1, 5.0)],
+                vec![d(0, 3, 10.0), d(2, 1, 1.0), d(2, 3, 1.0)],
+            ],
+            F,
+        );
+        assert_eq!(spans(&p), vec![(0, 0, 1, 0.0, 5.01), (1, 2, 3, 0.0, 1.01)]);
+    }
+
+    #[test]
+    fn a_later_coflow_split_over_gaps_pays_delta_again() {
+        // A: 0→1 (1 MB) then 0→2 (1 MB) once rack 0 is free: 0→1 [0, 1.01],
+        // 0→2 [1.01, 2.02]; horizon 2.02. Rack 3→2 is free until 1.01 (then
+        // 0→2 takes rack 2's receiving side... no: 0→2 receives on rack 2
+        // from 1.01), so B's 3→2 (1.5 MB) gets [0, 1.01] = δ + 1 MB, and
+        // the 0.5 MB left waits for rack 2, free again at 2.02 = the
+        // horizon: no slot left.
+        let p = reserve(&[vec![d(0, 1, 1.0), d(0, 2, 1.0)], vec![d(3, 2, 1.5)]], F);
+        assert_eq!(
+            spans(&p),
+            vec![(0, 0, 1, 0.0, 1.01), (1, 3, 2, 0.0, 1.01), (0, 0, 2, 1.01, 2.02)]
+        );
+        // With a later horizon the rest gets the gap after 0→2, δ again:
+        // A also has 1→0 (3 MB): horizon 3.01; B's 0.5 MB goes on
+        // [2.02, 2.53] (δ + 0.5 MB).
+        let p = reserve(
+            &[vec![d(0, 1, 1.0), d(0, 2, 1.0), d(1, 0, 3.0)], vec![d(3, 2, 1.5)]],
+            F,
+        );
+        let b: Vec<_> = spans(&p).into_iter().filter(|s| s.0 == 1).collect();
+        assert_eq!(b, vec![(1, 3, 2, 0.0, 1.01), (1, 3, 2, 2.02, 2.53)]);
+    }
+
+    #[test]
+    fn several_ports_carry_several_circuits_of_one_rack() {
+        let f = Circuits { ports: 2, ..F };
+        let p = reserve(&[vec![d(0, 1, 1.0), d(0, 2, 1.0), d(0, 3, 1.0)]], f);
+        // Two at once on ports 0 and 1, the third when the first ends.
+        let ports: Vec<(u32, u32, f64)> = p
+            .reserved
+            .iter()
+            .map(|r| (r.dst, r.port, (r.start * 1e3).round() / 1e3))
+            .collect();
+        assert_eq!(ports, vec![(1, 0, 0.0), (2, 1, 0.0), (3, 0, 1.01)]);
+    }
+}
