@@ -282,6 +282,33 @@ fn unit_ocs() -> Topology {
     topo(3, 1, ["10Gbit/s", "10Gbit/s"], (1, ["8Mbit/s", "250ms", "1B"]))
 }
 
+#[test]
+fn sincronia_serves_the_hand_worked_case_in_bssi_order() {
+    // One rack of 10 hosts at 1 MB/s (8 Mbit/s) NICs. Coflow X (1) sends
+    // 1 MB into each of h1, h2, h3 (from h4, h5, h6); Y1, Y2, Y3 (2-4) send
+    // 1.1 MB into h1, h2, h3 alone (from h7, h8, h9). BSSI (see
+    // coflow/sincronia.rs): Y3, Y2, X, Y1. X's flow into h1 goes at once
+    // (done at 1 s), its others after Y2 and Y3 (1.1 s): X done at 2.1 s;
+    // Y1 after X's first flow: 2.1 s. Smallest bottleneck first (Varys)
+    // serves X first instead: X at 1 s, every Y at 2.1 s.
+    let t = topo(1, 10, ["8Mbit/s", "80Mbit/s"], (0, ["0bit/s", "0ms", "0B"]));
+    let flows = [
+        flow(0, 1, (0, 4), (0, 1), MB),
+        flow(1, 1, (0, 5), (0, 2), MB),
+        flow(2, 1, (0, 6), (0, 3), MB),
+        flow(3, 2, (0, 7), (0, 1), 1_100_000),
+        flow(4, 3, (0, 8), (0, 2), 1_100_000),
+        flow(5, 4, (0, 9), (0, 3), 1_100_000),
+    ];
+    let ms = |policy: &str| -> Vec<u64> {
+        let mut net = FluidNetwork::new(&t, policy).unwrap();
+        net.add_flows(Nanos::ZERO, &flows);
+        run_to_end(&mut net).values().map(|n| n.0 / 1_000_000).collect()
+    };
+    assert_eq!(ms("sincronia"), vec![1000, 2100, 2100, 2100, 1100, 1100]);
+    assert_eq!(ms("varys"), vec![1000, 1000, 1000, 2100, 2100, 2100]);
+}
+
 /// [`unit_ocs`] without an EPS core: racks meet only over circuits.
 fn unit_ocs_only() -> Topology {
     Topology::builder("unit-ocs-only", 3, 1)

@@ -25,6 +25,7 @@
 //! | `aalo`    | [`aalo`]      | D-CLAS priority queues (Chowdhury & Stoica, SIGCOMM'15)  |
 //! | `sunflow` | [`sunflow`]   | circuits for elephants, re-planned at arrivals and completions, smallest busiest port first (CoNEXT'16) |
 //! | `sunflow-np` | [`sunflow_np`] | Sunflow as Co-scheduler uses it: shortest T(C) first, reservations held (non-preemptive) |
+//! | `sincronia` | [`sincronia`] | BSSI order, strict priority in it (Agarwal et al., SIGCOMM'18) |
 //!
 //! [`lower_bound`] holds T(C) (Co-scheduler eqs. 1, 2 and 15) and the EPS
 //! isolation bound.
@@ -40,6 +41,7 @@ pub mod held;
 pub mod id_index;
 pub mod lower_bound;
 pub mod priority;
+pub mod sincronia;
 pub mod sunflow;
 pub mod sunflow_np;
 pub mod varys;
@@ -180,11 +182,19 @@ impl Triggers {
 }
 
 /// The names [`by_name`] knows, in the order reports list them.
-pub const POLICY_NAMES: [&str; 6] = ["fair", "fifo", "varys", "aalo", "sunflow", "sunflow-np"];
+pub const POLICY_NAMES: [&str; 7] = [
+    "fair",
+    "fifo",
+    "varys",
+    "aalo",
+    "sincronia",
+    "sunflow",
+    "sunflow-np",
+];
 
 /// A coflow policy name that is not in the table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown coflow scheduler {name:?}: expected one of fair, fifo, varys, aalo, sunflow, sunflow-np")]
+#[error("unknown coflow scheduler {name:?}: expected one of fair, fifo, varys, aalo, sincronia, sunflow, sunflow-np")]
 pub struct UnknownPolicy {
     /// The name given.
     pub name: String,
@@ -197,6 +207,7 @@ pub fn by_name(name: &str) -> Result<Box<dyn CoflowPolicy>, UnknownPolicy> {
         "fifo" => Box::new(fifo::Fifo),
         "varys" => Box::new(varys::Varys::default()),
         "aalo" => Box::new(aalo::Aalo::default()),
+        "sincronia" => Box::new(sincronia::Sincronia::default()),
         "sunflow" => Box::new(sunflow::Sunflow::default()),
         "sunflow-np" => Box::new(sunflow_np::SunflowNp::default()),
         _ => {
