@@ -461,3 +461,59 @@ fn a_topology_too_large_to_emulate_is_checked_as_simulation_only_and_refused_by_
     assert!(err.contains(&at) && err.contains("too large to emulate"), "{err}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_generated_trace_replays_under_sunflow_on_circuits_only() {
+    // `ocslab trace gen` is seeded (the same file twice); its trace replays
+    // on the fabric of circuits only under `sunflow`, every coflow at or
+    // above its lower bound, and the summary names the flow-size rule.
+    let dir = scratch("trace-gen");
+    let (a, b) = (dir.join("a.txt"), dir.join("b.txt"));
+    for path in [&a, &b] {
+        let args = [
+            "trace",
+            "gen",
+            "--racks",
+            "8",
+            "--coflows",
+            "20",
+            "--seed",
+            "5",
+            "-o",
+        ];
+        let mut argv: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        argv.push(path.as_os_str());
+        let (ok, _, err) = ocslab(&argv);
+        assert!(ok, "{err}");
+    }
+    let text = std::fs::read_to_string(&a).expect("trace written");
+    assert_eq!(text, std::fs::read_to_string(&b).expect("trace written"));
+    assert!(text.starts_with("8 20\n"), "{text}");
+    let out = dir.join("replay");
+    let topology = repo().join("topologies/fb2010-ocs-only.toml");
+    let (ok, json, err) = ocslab(&[
+        "replay".as_ref(),
+        a.as_os_str(),
+        "--topology".as_ref(),
+        topology.as_os_str(),
+        "--coflow-scheduler".as_ref(),
+        "sunflow".as_ref(),
+        "--flow-sizes".as_ref(),
+        "sunflow".as_ref(),
+        "--json".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(ok, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&json).expect("json report");
+    assert_eq!(report["flow_sizes"], "sunflow");
+    assert_eq!(report["cct_s"]["count"], 20);
+    let ratios = csv_column(&out.join("coflows.csv"), "ratio");
+    assert_eq!(ratios.len(), 20);
+    for r in ratios.iter().filter(|r| !r.is_empty()) {
+        let x: f64 = r.parse().expect("a ratio");
+        assert!(x >= 1.0 - 1e-9, "a coflow below its lower bound: {x}");
+    }
+    assert_eq!(summary(&out)["flow_sizes"], "sunflow");
+    let _ = std::fs::remove_dir_all(&dir);
+}

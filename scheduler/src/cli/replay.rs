@@ -24,7 +24,8 @@ use std::process::ExitCode;
 pub struct ReplayArgs {
     /// The trace, in Coflow-Benchmark format (e.g. traces/FB2010-1Hr-150-0.txt).
     pub trace: PathBuf,
-    /// The topology to replay on (e.g. topologies/fb2010.toml; fb2010-ocs.toml for sunflow).
+    /// The topology to replay on (e.g. topologies/fb2010.toml; fb2010-ocs.toml for sunflow,
+    /// fb2010-ocs-only.toml for circuits only, as Sunflow's own simulator).
     #[arg(long)]
     pub topology: PathBuf,
     /// The coflow scheduler.

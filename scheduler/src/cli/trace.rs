@@ -18,7 +18,7 @@ pub enum TraceCommand {
 /// `uniform:A,B`, `exp:MEAN`, `pareto:MIN,SHAPE` or `lognormal:MEDIAN,SIGMA`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Example:\n  ocslab trace gen --racks 50 --coflows 300 --seed 1 -o /tmp/gen-50x300.txt"
+    after_help = "Distributions: const:X, uniform:A,B, exp:MEAN, pareto:MIN,SHAPE, lognormal:MEDIAN,SIGMA (numbers > 0).\n\nExample:\n  ocslab trace gen --racks 50 --coflows 300 --seed 1 -o /tmp/gen-50x300.txt"
 )]
 pub struct GenArgs {
     /// Racks (ports).
