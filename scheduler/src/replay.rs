@@ -32,8 +32,8 @@ pub enum ReplayRunError {
     /// The emulated replay failed.
     #[error(transparent)]
     Emu(#[from] EmuError),
-    /// The extra byte scale is not a number >= 1.
-    #[error("--scale must be a number >= 1 (got {0}); it divides every flow's bytes")]
+    /// The extra scale is not a number >= 1.
+    #[error("--scale must be a number >= 1 (got {0}); it multiplies the topology's scale")]
     Scale(f64),
 }
 
@@ -88,29 +88,21 @@ pub fn simulate(
 }
 
 /// Reads the trace and topology of `spec`, keeps the first `limit`
-/// coflows, divides their flows' bytes by `scale` (on top of the
-/// topology's own scale, so a trace fits the box) and replays them with
-/// real bytes on a fresh lab: every coflow's flows start at its arrival,
-/// CCT is measured from arrival to the last byte received.
+/// coflows and replays them with real bytes on a fresh lab, the topology's
+/// scale multiplied by `scale` (every rate and size divided by it more, so
+/// a trace fits the box; times kept, and the report, bins and thresholds
+/// all use the one scale): every coflow's flows start at its arrival, CCT
+/// is measured from arrival to the last byte received.
 pub fn emulate(spec: &ReplaySpec<'_>, scale: f64) -> Result<(ReplayRun, WireReport), ReplayRunError> {
     if !(scale.is_finite() && scale >= 1.0) {
         return Err(ReplayRunError::Scale(scale));
     }
     let (topology, scheduler) = (spec.topology, spec.scheduler);
-    let topo = Topology::load(topology)?;
+    let topo = Topology::load(topology)?.scaled_by(scale, topology)?;
     topo.check_emulable(topology)
         .map_err(ReplayRunError::NotEmulable)?;
     let parsed = coflow_benchmark::load(spec.trace)?;
-    let coflows: Vec<Coflow> = parsed
-        .to_coflows(&topo, spec.limit, spec.sizes)
-        .into_iter()
-        .map(|mut c| {
-            for f in c.flows.iter_mut() {
-                f.bytes = f.bytes.scaled_down(scale);
-            }
-            c
-        })
-        .collect();
+    let coflows: Vec<Coflow> = parsed.to_coflows(&topo, spec.limit, spec.sizes);
     let flows = coflows.iter().map(|c| c.flows.len()).sum();
     let cfg = EmuConfig {
         coflow_policy: scheduler.to_string(),

@@ -51,7 +51,8 @@ pub struct ReplayArgs {
     /// Replay with real bytes on the kernel fabric (agents, OCS) instead of the fluid model.
     #[arg(long)]
     pub emulate: bool,
-    /// With --emulate: divide every flow's bytes by this too, so a trace fits the box.
+    /// With --emulate: multiply the topology's scale by this (every rate and
+    /// size divided by it more, times kept), so a trace fits the box.
     #[arg(long, default_value_t = 1.0, requires = "emulate")]
     pub scale: f64,
 }

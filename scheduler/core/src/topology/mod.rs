@@ -297,6 +297,22 @@ impl Topology {
         Topology::from_raw(raw, &src, box_addrs)
     }
 
+    /// This topology with its `scale` multiplied by `factor`: every rate
+    /// and size divided by `factor` more, times kept (e.g. to fit a trace
+    /// to the box). Validated as the file would be, errors naming `file`.
+    pub fn scaled_by(&self, factor: f64, file: &Path) -> Result<Topology, TopologyError> {
+        let src = Source { file, text: "" };
+        if !(factor.is_finite() && factor >= 1.0) {
+            return Err(src.error(
+                "scale",
+                format!("the extra scale must be a number >= 1 (got {factor})"),
+            ));
+        }
+        let mut raw = self.nominal.clone();
+        raw.scale *= factor;
+        Topology::from_raw(raw, &src, &local_addresses())
+    }
+
     /// Validates a parsed file.
     fn from_raw(raw: RawTopology, src: &Source<'_>, box_addrs: &[IpAddr]) -> Result<Topology, TopologyError> {
         if raw.name.trim().is_empty()
@@ -660,6 +676,20 @@ elephant_threshold = "10MB"
         assert!(e.message.contains("0B"), "{e}");
         let e = parse(&ocs_only.replace("ports_per_rack = 1", "ports_per_rack = 0")).unwrap_err();
         assert_eq!(e.field, "ocs.ports_per_rack");
+    }
+
+    #[test]
+    fn scaled_by_divides_rates_and_sizes_once_more() {
+        let t = parse(TINY).unwrap();
+        let s = t.scaled_by(4.0, Path::new("t.toml")).unwrap();
+        assert_eq!(s.scale, 40.0);
+        assert_eq!(s.host_rate, Bps(25_000_000));
+        assert_eq!(s.elephant_threshold, Bytes(250_000));
+        assert_eq!(s.reconfig_delay, t.reconfig_delay);
+        let e = t.scaled_by(0.5, Path::new("t.toml")).unwrap_err();
+        assert_eq!(e.field, "scale");
+        let e = t.scaled_by(1e6, Path::new("t.toml")).unwrap_err();
+        assert!(e.message.contains("8kbit/s"), "{e}");
     }
 
     #[test]
