@@ -30,7 +30,7 @@ pub struct SimArgs {
     /// The trace to replay.
     #[arg(long, default_value = "traces/FB2010-1Hr-150-0.txt")]
     pub trace: PathBuf,
-    /// Folder with fb2010.toml (EPS-only schedulers) and fb2010-ocs.toml (sunflow, sunflow-np).
+    /// Folder with fb2010.toml (EPS-only schedulers) and fb2010-ocs.toml (those that use circuits).
     #[arg(long, default_value = "topologies")]
     pub topologies: PathBuf,
     /// Coflow schedulers to time (default: all).
@@ -97,7 +97,9 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     let per_figure_peak = reset_peak_rss();
     let mut rows = Vec::new();
     for s in &schedulers {
-        let topo = if s.starts_with("sunflow") {
+        // Schedulers that set up circuits replay on the fabric with an OCS.
+        let uses_ocs = crate::coflow::by_name(s).is_ok_and(|p| p.uses_ocs());
+        let topo = if uses_ocs {
             "fb2010-ocs.toml"
         } else {
             "fb2010.toml"

@@ -102,6 +102,16 @@ pub struct PairPlan {
 pub type PairKey = (CoflowId, u32, u32);
 
 impl PairPlan {
+    /// The plan `plan` for `pair` (`None`: the pair has no plan any more).
+    pub fn new((coflow, src_rack, dst_rack): PairKey, plan: Option<FlowPlan>) -> PairPlan {
+        PairPlan {
+            coflow,
+            src_rack,
+            dst_rack,
+            plan,
+        }
+    }
+
     /// The pair it is about.
     pub fn pair(&self) -> PairKey {
         (self.coflow, self.src_rack, self.dst_rack)
@@ -178,6 +188,16 @@ impl PairPlans {
                 let now = self.get(pair);
                 (now != old).then_some((pair, now))
             })
+            .collect()
+    }
+
+    /// Applies `changes` as [`PairPlans::apply`] does and returns what a
+    /// decision carries to a driver that holds the same table: the pairs
+    /// whose plan is not what it was, each with its plan now.
+    pub fn apply_changes(&mut self, changes: &[PairPlan]) -> Vec<PairPlan> {
+        self.apply(changes)
+            .into_iter()
+            .map(|(pair, plan)| PairPlan::new(pair, plan))
             .collect()
     }
 

@@ -410,14 +410,12 @@ impl CoflowPolicy for Sunflow {
             let coflows = &self.coflows;
             let kept =
                 |c: CoflowId, pair: (u32, u32)| coflows.get(&c).is_some_and(|k| k.pairs.contains_key(&pair));
-            changes.extend(self.plans.iter().filter(|&((c, i, j), _)| !kept(c, (i, j))).map(
-                |((coflow, src_rack, dst_rack), _)| PairPlan {
-                    coflow,
-                    src_rack,
-                    dst_rack,
-                    plan: None,
-                },
-            ));
+            changes.extend(
+                self.plans
+                    .iter()
+                    .filter(|&((c, i, j), _)| !kept(c, (i, j)))
+                    .map(|(pair, _)| PairPlan::new(pair, None)),
+            );
             for (&c, k) in &self.coflows {
                 for &pair in k.pairs.keys() {
                     if self.plans.get((c, pair.0, pair.1)).is_none() {
@@ -430,12 +428,7 @@ impl CoflowPolicy for Sunflow {
             dirty.extend(view.circuits.values().map(|c| (c.src_rack, c.dst_rack)));
         } else {
             // Pairs that are done leave the table.
-            changes.extend(gone.into_iter().map(|(coflow, src_rack, dst_rack)| PairPlan {
-                coflow,
-                src_rack,
-                dst_rack,
-                plan: None,
-            }));
+            changes.extend(gone.into_iter().map(|pair| PairPlan::new(pair, None)));
         }
         // Reservations that start now; those whose circuit is already up
         // (or coming up) need no setup.
@@ -460,25 +453,11 @@ impl CoflowPolicy for Sunflow {
                 continue;
             };
             for &c in chain {
-                changes.push(PairPlan {
-                    coflow: c,
-                    src_rack: pair.0,
-                    dst_rack: pair.1,
-                    plan: Some(self.plan_of(c, pair, &after, fabric.ocs_ports)),
-                });
+                let plan = self.plan_of(c, pair, &after, fabric.ocs_ports);
+                changes.push(PairPlan::new((c, pair.0, pair.1), Some(plan)));
             }
         }
-        let pair_changes = self
-            .plans
-            .apply(&changes)
-            .into_iter()
-            .map(|((coflow, src_rack, dst_rack), plan)| PairPlan {
-                coflow,
-                src_rack,
-                dst_rack,
-                plan,
-            })
-            .collect();
+        let pair_changes = self.plans.apply_changes(&changes);
         let wake_at = self
             .batches
             .front()

@@ -142,7 +142,7 @@ pub fn reserve(layers: &[Vec<PairDemand>], fabric: Circuits) -> Plan {
     if fabric.ports == 0 || fabric.racks == 0 || fabric.rate <= 0.0 {
         return plan;
     }
-    let mut booked = Booked::new(fabric);
+    let mut booked = Booked::new(fabric, Vec::new());
     let mut first = true;
     for (layer, demands) in layers.iter().enumerate() {
         let demands: Vec<PairDemand> = demands
@@ -216,39 +216,55 @@ impl Pending {
     }
 }
 
-/// Busy sides, indexed by socket `port · racks + rack`.
-struct Sides {
+/// A value per port side: the sending and the receiving side of each
+/// socket, indexed `port · racks + rack`.
+struct PerSide<T> {
     racks: u32,
     ports: u32,
-    send: Vec<bool>,
-    receive: Vec<bool>,
+    send: Vec<T>,
+    receive: Vec<T>,
 }
 
-impl Sides {
-    fn new(f: Circuits) -> Sides {
+impl<T: Clone> PerSide<T> {
+    fn new(f: Circuits, init: T) -> PerSide<T> {
         let n = (f.racks * f.ports) as usize;
-        Sides {
+        PerSide {
             racks: f.racks,
             ports: f.ports,
-            send: vec![false; n],
-            receive: vec![false; n],
+            send: vec![init.clone(); n],
+            receive: vec![init; n],
         }
     }
+}
+
+impl<T> PerSide<T> {
     fn socket(&self, rack: u32, port: u32) -> usize {
         (port * self.racks + rack) as usize
     }
+    fn rack_of(&self, socket: usize) -> u32 {
+        (socket as u32) % self.racks
+    }
+    fn side_mut(&mut self, side: Side) -> &mut Vec<T> {
+        match side {
+            Side::Send => &mut self.send,
+            Side::Receive => &mut self.receive,
+        }
+    }
+}
+
+/// Which sides are busy.
+type Sides = PerSide<bool>;
+
+impl Sides {
     /// Ports with both `(i, w)` sending and `(j, w)` receiving free.
     fn free(&self, i: u32, j: u32) -> impl Iterator<Item = u32> + '_ {
         (0..self.ports).filter(move |&w| !self.send[self.socket(i, w)] && !self.receive[self.socket(j, w)])
-    }
-    fn rack_of(&self, socket: usize) -> u32 {
-        (socket as u32) % self.racks
     }
 }
 
 fn first_layer(layer: usize, demands: Vec<PairDemand>, f: Circuits) -> Vec<Reserved> {
     let mut pending = Pending::new(demands, f.racks);
-    let mut sides = Sides::new(f);
+    let mut sides = Sides::new(f, false);
     let mut ends = Queue::default();
     let mut made = Vec::new();
     let mut t = 0.0;
@@ -299,30 +315,13 @@ fn first_layer(layer: usize, demands: Vec<PairDemand>, f: Circuits) -> Vec<Reser
     }
 }
 
-/// The reservations so far on each side, by socket (`port · racks + rack`).
-struct Booked {
-    racks: u32,
-    ports: u32,
-    send: Vec<Vec<(f64, f64)>>,
-    receive: Vec<Vec<(f64, f64)>>,
-}
+/// The reservations so far on each side, as (start, end).
+type Booked = PerSide<Vec<(f64, f64)>>;
 
 impl Booked {
-    fn new(f: Circuits) -> Booked {
-        let n = (f.racks * f.ports) as usize;
-        Booked {
-            racks: f.racks,
-            ports: f.ports,
-            send: vec![Vec::new(); n],
-            receive: vec![Vec::new(); n],
-        }
-    }
     fn add(&mut self, made: &[Reserved]) {
         for r in made {
-            let (s, d) = (
-                (r.port * self.racks + r.src) as usize,
-                (r.port * self.racks + r.dst) as usize,
-            );
+            let (s, d) = (self.socket(r.src, r.port), self.socket(r.dst, r.port));
             self.send[s].push((r.start, r.end));
             self.receive[d].push((r.start, r.end));
         }
@@ -337,10 +336,9 @@ impl Booked {
         let sockets = |racks: &mut Vec<u32>| {
             racks.sort_unstable();
             racks.dedup();
-            let (n, ports) = (self.racks, self.ports);
             racks
                 .iter()
-                .flat_map(move |&r| (0..ports).map(move |w| (w * n + r) as usize))
+                .flat_map(|&r| (0..self.ports).map(move |w| self.socket(r, w)))
                 .collect::<Vec<usize>>()
         };
         let send = sockets(&mut demands.iter().map(|d| d.src).collect());
@@ -396,41 +394,20 @@ fn later_layer(
 ) -> Vec<Reserved> {
     let mut events = booked.events(&demands, horizon);
     let mut pending = Pending::new(demands, f.racks);
-    let mut sides = Sides::new(f);
-    let n = sides.send.len();
+    let mut sides = Sides::new(f, false);
     // Until when each side is free (`horizon` where no earlier reservation limits it).
-    let mut send_until = vec![horizon; n];
-    let mut receive_until = vec![horizon; n];
-    let apply = |e: Event, sides: &mut Sides, su: &mut Vec<f64>, ru: &mut Vec<f64>| match e {
-        Event::Busy {
-            side: Side::Send,
-            socket,
-        } => sides.send[socket] = true,
-        Event::Busy {
-            side: Side::Receive,
-            socket,
-        } => sides.receive[socket] = true,
+    let mut free_until = PerSide::new(f, horizon);
+    let apply = |e: Event, sides: &mut Sides, free_until: &mut PerSide<f64>| match e {
+        Event::Busy { side, socket } => sides.side_mut(side)[socket] = true,
         Event::End { .. } => {}
-        Event::Idle {
-            side: Side::Send,
-            socket,
-            until,
-        } => {
-            sides.send[socket] = false;
-            su[socket] = until;
-        }
-        Event::Idle {
-            side: Side::Receive,
-            socket,
-            until,
-        } => {
-            sides.receive[socket] = false;
-            ru[socket] = until;
+        Event::Idle { side, socket, until } => {
+            sides.side_mut(side)[socket] = false;
+            free_until.side_mut(side)[socket] = until;
         }
     };
     while events.peek() == Some(0.0) {
         if let Some((_, e)) = events.pop() {
-            apply(e, &mut sides, &mut send_until, &mut receive_until);
+            apply(e, &mut sides, &mut free_until);
         }
     }
     let one_bit = 1.0 / (8.0 * f.rate);
@@ -443,7 +420,8 @@ fn later_layer(
             // The port whose slot lasts longest (the first of equals).
             let mut best: Option<(u32, f64)> = None;
             for w in sides.free(d.src, d.dst) {
-                let until = send_until[sides.socket(d.src, w)].min(receive_until[sides.socket(d.dst, w)]);
+                let until =
+                    free_until.send[sides.socket(d.src, w)].min(free_until.receive[sides.socket(d.dst, w)]);
                 if best.is_none_or(|(_, b)| until > b) {
                     best = Some((w, until));
                 }
@@ -466,25 +444,18 @@ fn later_layer(
                 start: t,
                 end: until,
             });
-            if until < send_until[s] {
-                events.push(
-                    until,
-                    Event::Idle {
-                        side: Side::Send,
-                        socket: s,
-                        until: send_until[s],
-                    },
-                );
-            }
-            if until < receive_until[r] {
-                events.push(
-                    until,
-                    Event::Idle {
-                        side: Side::Receive,
-                        socket: r,
-                        until: receive_until[r],
-                    },
-                );
+            for (side, socket) in [(Side::Send, s), (Side::Receive, r)] {
+                let slot_end = free_until.side_mut(side)[socket];
+                if until < slot_end {
+                    events.push(
+                        until,
+                        Event::Idle {
+                            side,
+                            socket,
+                            until: slot_end,
+                        },
+                    );
+                }
             }
             let rest = (desired - until) * f.rate;
             if rest <= 0.0 {
@@ -512,7 +483,7 @@ fn later_layer(
                     Side::Receive => freed_dst.push(sides.rack_of(socket)),
                 }
             }
-            apply(e, &mut sides, &mut send_until, &mut receive_until);
+            apply(e, &mut sides, &mut free_until);
         }
         candidates = pending.touching(&freed_src, &freed_dst);
     }

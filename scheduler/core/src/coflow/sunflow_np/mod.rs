@@ -496,17 +496,7 @@ impl CoflowPolicy for SunflowNp {
                 port: w,
             })
             .collect();
-        let pair_changes = self
-            .plans
-            .apply(&self.changes)
-            .into_iter()
-            .map(|((coflow, src_rack, dst_rack), plan)| PairPlan {
-                coflow,
-                src_rack,
-                dst_rack,
-                plan,
-            })
-            .collect();
+        let pair_changes = self.plans.apply_changes(&self.changes);
         self.changes.clear();
         Decision {
             pair_changes,
