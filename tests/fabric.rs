@@ -2,9 +2,12 @@
 //! `topologies/tiny.toml` (2 racks x 2 hosts, 100 Mbit/s hosts, 50 Mbit/s
 //! uplinks, one 200 Mbit/s OCS port per rack, δ = 1 ms). Each test builds
 //! its own run (its own run id), so they run in parallel without colliding.
-//! They need root (CI is root) and skip, saying why, without it.
+//! The OCS tests run on both datapaths (eBPF and tc-mirred). They need root
+//! (CI is root) and skip, saying why, without it.
 
-use ocslab_emulator::fabric::{self, ledger, netns, probe, Circuit, Fabric, FabricError, FabricOptions};
+use ocslab_emulator::fabric::{
+    self, ledger, netns, probe, Circuit, Datapath, Fabric, FabricError, FabricOptions,
+};
 use ocslab_emulator::{HostId, Nanos};
 use ocslab_tests::*;
 use std::process::Command;
@@ -21,6 +24,46 @@ fn up_tiny() -> Fabric {
         },
     )
     .unwrap_or_else(|e| panic!("fabric up: {e}"))
+}
+
+/// tiny.toml with its OCS on datapath `dp` (asked for: the build fails
+/// rather than fall back).
+fn up_tiny_on(dp: Datapath) -> Fabric {
+    let f = Fabric::up(
+        &topology("tiny"),
+        FabricOptions {
+            topology_file: Some(topology_path("tiny")),
+            datapath: Some(dp),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("fabric up on {dp}: {e}"));
+    assert_eq!(f.ledger().datapath, dp);
+    assert_eq!(f.ocs().unwrap().datapath(), dp);
+    f
+}
+
+/// Runs `test` on each datapath, as its own `#[test]` per datapath.
+macro_rules! on_both_datapaths {
+    ($name:ident, $body:ident) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn ebpf() {
+                if skip(concat!(stringify!($name), "::ebpf")) {
+                    return;
+                }
+                $body(Datapath::Ebpf);
+            }
+            #[test]
+            fn tc_mirred() {
+                if skip(concat!(stringify!($name), "::tc_mirred")) {
+                    return;
+                }
+                $body(Datapath::TcMirred);
+            }
+        }
+    };
 }
 
 fn h(rack: u32, host: u32) -> HostId {
@@ -139,12 +182,13 @@ fn two_way_goodput_through_a_shaped_uplink_matches_its_rate_each_way() {
     }
 }
 
-#[test]
-fn a_circuit_carries_marked_traffic_while_unmarked_traffic_stays_on_eps() {
-    if skip("a_circuit_carries_marked_traffic") {
-        return;
-    }
-    let f = up_tiny();
+on_both_datapaths!(
+    a_circuit_carries_marked_traffic_while_unmarked_traffic_stays_on_eps,
+    a_circuit_carries_marked_traffic_while_unmarked_traffic_stays_on_eps_on
+);
+
+fn a_circuit_carries_marked_traffic_while_unmarked_traffic_stays_on_eps_on(dp: Datapath) {
+    let f = up_tiny_on(dp);
     let ocs = f.ocs().unwrap();
     let rec = ocs
         .set_matching(&[Circuit {
@@ -198,12 +242,13 @@ fn a_circuit_carries_marked_traffic_while_unmarked_traffic_stays_on_eps() {
     f.down().unwrap();
 }
 
-#[test]
-fn a_torn_down_circuit_carries_nothing_and_traffic_falls_back_to_eps() {
-    if skip("a_torn_down_circuit_carries_nothing") {
-        return;
-    }
-    let f = up_tiny();
+on_both_datapaths!(
+    a_torn_down_circuit_carries_nothing_and_traffic_falls_back_to_eps,
+    a_torn_down_circuit_carries_nothing_and_traffic_falls_back_to_eps_on
+);
+
+fn a_torn_down_circuit_carries_nothing_and_traffic_falls_back_to_eps_on(dp: Datapath) {
+    let f = up_tiny_on(dp);
     let ocs = f.ocs().unwrap();
     let events = ocs.subscribe();
     let c = Circuit {
@@ -236,12 +281,13 @@ fn a_torn_down_circuit_carries_nothing_and_traffic_falls_back_to_eps() {
     f.down().unwrap();
 }
 
-#[test]
-fn not_all_stop_only_changed_ports_go_dark() {
-    if skip("not_all_stop") {
-        return;
-    }
-    let f = up_tiny();
+on_both_datapaths!(
+    not_all_stop_only_changed_ports_go_dark,
+    not_all_stop_only_changed_ports_go_dark_on
+);
+
+fn not_all_stop_only_changed_ports_go_dark_on(dp: Datapath) {
+    let f = up_tiny_on(dp);
     let ocs = f.ocs().unwrap();
     let a = Circuit {
         src_rack: 0,
@@ -325,7 +371,9 @@ fn crash_helper_build_then_wait_for_sigkill() {
     if std::env::var_os("OCSLAB_CRASH_HELPER").is_none() {
         return;
     }
-    let f = up_tiny();
+    let f = up_tiny_on(Datapath::Ebpf);
+    let ids = f.bpf_objects().expect("an eBPF run").expect("its object ids");
+    println!("BPF {}", serde_json::to_string(&ids).unwrap());
     println!("RUN {}", f.run_id());
     std::mem::forget(f);
     loop {
@@ -351,9 +399,30 @@ fn a_killed_owner_is_cleaned_up_by_cleanup_stale() {
         .spawn()
         .unwrap();
     let out = child.stdout.take().unwrap();
-    let run: fabric::RunId = std::io::BufReader::new(out)
-        .lines()
-        .map_while(Result::ok)
+    let mut lines = std::io::BufReader::new(out).lines().map_while(Result::ok);
+    let ids: serde_json::Value = lines
+        .find_map(|l| l.strip_prefix("BPF ").map(|j| serde_json::from_str(j).unwrap()))
+        .expect("the helper prints its BPF object ids");
+    let ids = fabric::ebpf::ObjectIds {
+        programs: ids["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect(),
+        maps: ids["maps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect(),
+    };
+    assert_eq!(
+        fabric::ebpf::still_loaded(&ids),
+        ids,
+        "loaded while the owner lives"
+    );
+    let run: fabric::RunId = lines
         .find_map(|l| l.strip_prefix("RUN ").map(|r| r.trim().parse().unwrap()))
         .expect("the helper prints its run id");
     assert!(netns::list_named().iter().any(|n| run.owns_netns(n)));
@@ -367,6 +436,19 @@ fn a_killed_owner_is_cleaned_up_by_cleanup_stale() {
     assert_eq!(ours.namespaces, 2 * 2 + 2 + 2);
     assert!(netns::list_named().iter().all(|n| !run.owns_netns(n)));
     assert!(!ledger::run_dir(run).exists());
+    // The owner's tcx links died with it; the kernel frees the programs and
+    // maps after an RCU grace period: wait for that, up to a bound.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while fabric::ebpf::still_loaded(&ids) != fabric::ebpf::ObjectIds::default()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        fabric::ebpf::still_loaded(&ids),
+        fabric::ebpf::ObjectIds::default(),
+        "BPF objects left after SIGKILL + cleanup"
+    );
 }
 
 #[test]

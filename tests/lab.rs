@@ -185,6 +185,13 @@ impl Lab {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
+    /// `ocslab ARGS`, which must fail; returns its stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        let o = self.ocslab(args);
+        assert!(!o.status.success(), "ocslab {args:?} as {:?} succeeded", self.who);
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    }
+
     fn json(&self, args: &[&str]) -> Value {
         let out = self.ok(args);
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("ocslab {args:?}: {e}: {out}"))
@@ -288,8 +295,10 @@ fn walk_the_tour(tag: &str, who: Who) {
     let run_id = up["run_id"].as_str().expect("run_id").to_string();
     let holder = up["owner_pid"].as_u64().expect("owner_pid") as u32;
     let mode = if who == Who::Root { "root" } else { "rootless" };
+    // Unprivileged BPF is disabled: rootless keeps the tc-mirred datapath.
+    let datapath = if who == Who::Root { "ebpf" } else { "tc-mirred" };
     assert_eq!(up["mode"], mode, "{up}");
-    assert_eq!(up["datapath"], "tc-mirred", "{up}");
+    assert_eq!(up["datapath"], datapath, "{up}");
     let r1h0 = up["hosts"]
         .as_array()
         .and_then(|h| h.iter().find(|h| h[0] == "r1h0"))
@@ -322,7 +331,8 @@ fn walk_the_tour(tag: &str, who: Who) {
     let mut show = vec!["ocs", "show", "--json"];
     show.extend_from_slice(&run);
     let shown = lab.json(&show);
-    let pairs: Vec<(u64, u64)> = shown
+    assert_eq!(shown["datapath"], datapath, "{shown}");
+    let pairs: Vec<(u64, u64)> = shown["circuits"]
         .as_array()
         .expect("circuits")
         .iter()
@@ -341,7 +351,7 @@ fn walk_the_tour(tag: &str, who: Who) {
         .and_then(|s| s.iter().find(|s| s["run_id"] == run_id.as_str()))
         .unwrap_or_else(|| panic!("run {run_id} not in status: {status}"));
     assert_eq!(me["mode"], mode);
-    assert_eq!(me["datapath"], "tc-mirred");
+    assert_eq!(me["datapath"], datapath);
     assert_eq!(me["state"], "up");
     assert_eq!(me["detached"], true);
     assert_eq!(
@@ -349,6 +359,31 @@ fn walk_the_tour(tag: &str, who: Who) {
         "2 hosts x 2 racks, 2 ToRs, core, OCS"
     );
     assert_eq!(me["circuits"].as_array().map(Vec::len), Some(2), "{me}");
+
+    // A rotor schedule: the eBPF datapath follows it by itself, and a
+    // matching is refused meanwhile; rootless, the schedule is refused.
+    let file = std::env::temp_dir().join(format!("ocslab-tour-{tag}-rotor.toml"));
+    std::fs::write(&file, "slot = \"1ms\"\ndelay = \"100us\"\n[[slots]]\ncircuits = [\"0:1\"]\n[[slots]]\ncircuits = [\"1:0\"]\n")
+        .expect("writing the schedule file");
+    let file_arg = file.to_string_lossy().into_owned();
+    let mut schedule = vec!["ocs", "schedule", file_arg.as_str()];
+    schedule.extend_from_slice(&run);
+    if who == Who::Root {
+        lab.ok(&schedule);
+        let shown = lab.json(&show);
+        assert_eq!(shown["schedule"]["slots"], 2, "{shown}");
+        assert_eq!(shown["schedule"]["period"], "2ms", "{shown}");
+        let refused = lab.fails(&set);
+        assert!(refused.contains("follows a schedule"), "{refused}");
+        let mut clear = vec!["ocs", "schedule", "--clear"];
+        clear.extend_from_slice(&run);
+        lab.ok(&clear);
+        assert!(lab.json(&show)["schedule"].is_null());
+    } else {
+        let refused = lab.fails(&schedule);
+        assert!(refused.contains("needs the eBPF datapath"), "{refused}");
+    }
+    let _ = std::fs::remove_file(&file);
 
     let user_ns = user_ns_of(holder);
     let mut down = vec!["down", "--json"];

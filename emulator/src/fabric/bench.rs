@@ -8,11 +8,9 @@
 //!   uplink at several rates, against what the rate allows (TCP payload
 //!   over 1514-byte frames: 95.6%), one way and optionally one stream each
 //!   way at once, with a given leaf queue;
-//! - [`dark_time`]: configured δ against the dark time seen by packets (a
-//!   paced, marked UDP stream whose circuit moves between two racks), and
-//!   how late the kernel applied each setup after δ.
+//! - the OCS datapaths' figures are in [`super::bench_ocs`].
 
-use super::{htb, netns, plan, probe, rootless, Circuit, Fabric, FabricError, FabricOptions, Mode};
+use super::{htb, netns, probe, rootless, Fabric, FabricError, FabricOptions, Mode};
 use crate::{Bps, HostId, Nanos, Topology, TopologyError};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -36,13 +34,16 @@ pub enum BenchError {
     /// The OCS refused a matching.
     #[error(transparent)]
     Ocs(#[from] super::ocs::OcsError),
+    /// The benchmark's rotor schedule is invalid (its parameters are).
+    #[error(transparent)]
+    Schedule(#[from] super::schedule::ScheduleError),
     /// A histogram refused a value.
     #[error("histogram: {0}")]
     Histogram(String),
 }
 
 /// A topology for benchmarks: scale 1, the default address range, δ 1 ms.
-fn bench_topology(
+pub(crate) fn bench_topology(
     racks: u32,
     hosts: u32,
     host_rate: Bps,
@@ -71,15 +72,15 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-fn histogram() -> Result<Histogram<u64>, BenchError> {
+pub(crate) fn histogram() -> Result<Histogram<u64>, BenchError> {
     Histogram::new(3).map_err(|e| BenchError::Histogram(e.to_string()))
 }
 
-fn record(h: &mut Histogram<u64>, v: u64) -> Result<(), BenchError> {
+pub(crate) fn record(h: &mut Histogram<u64>, v: u64) -> Result<(), BenchError> {
     h.record(v).map_err(|e| BenchError::Histogram(e.to_string()))
 }
 
-fn need_root() -> Result<(), BenchError> {
+pub(crate) fn need_root() -> Result<(), BenchError> {
     if rootless::is_root() {
         Ok(())
     } else {
@@ -255,153 +256,4 @@ pub fn link_goodputs(
         }
     }
     Ok(out)
-}
-
-/// What [`dark_time`] measured.
-#[derive(Clone, Debug, Serialize)]
-pub struct OcsFigures {
-    /// Configured δ, µs.
-    pub delay_us: u64,
-    /// Reconfigurations measured.
-    pub rounds: u32,
-    /// Dark gaps the probe saw.
-    pub gaps_measured: usize,
-    /// Dark time p50, µs.
-    pub dark_p50_us: f64,
-    /// Dark time p99, µs.
-    pub dark_p99_us: f64,
-    /// Longest dark time, µs.
-    pub dark_max_us: f64,
-    /// p50 − δ, µs.
-    pub dark_error_p50_us: f64,
-    /// Whether |p50 − δ| is within the target (5% of δ, at least 200 µs).
-    pub within_target: bool,
-    /// The target, µs.
-    pub target_us: f64,
-    /// How late the kernel applied a setup after δ, p50, µs.
-    pub setup_late_p50_us: f64,
-    /// The same, p99.
-    pub setup_late_p99_us: f64,
-    /// Time to apply a teardown batch, p50, µs.
-    pub teardown_p50_us: f64,
-    /// The same, p99.
-    pub teardown_p99_us: f64,
-    /// Probe packets sent.
-    pub probe_packets_sent: u64,
-    /// Probe packets received while measuring.
-    pub probe_packets_received: usize,
-    /// Mean spacing of probe packets at one receiver, µs: the resolution
-    /// of the dark-time figures.
-    pub probe_spacing_us: f64,
-}
-
-/// Mean time between arrivals at one receiver (first to last over the
-/// count): the resolution of the dark-time figures.
-fn spacing_us(arrivals: &[probe::Arrival]) -> f64 {
-    let mut per: Vec<(u64, u64, u64)> = vec![(u64::MAX, 0, 0); 2];
-    for x in arrivals {
-        if let Some(p) = per.get_mut(x.dst) {
-            p.0 = p.0.min(x.at_ns);
-            p.1 = p.1.max(x.at_ns);
-            p.2 += 1;
-        }
-    }
-    let v: Vec<f64> = per
-        .iter()
-        .filter(|p| p.2 > 1)
-        .map(|p| (p.1 - p.0) as f64 / (p.2 - 1) as f64 / 1000.0)
-        .collect();
-    v.iter().sum::<f64>() / v.len().max(1) as f64
-}
-
-/// Reconfigurations made before measuring.
-const WARMUP_ROUNDS: u32 = 2;
-
-fn realtime_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
-fn pct(h: &Histogram<u64>, q: f64) -> f64 {
-    h.value_at_quantile(q) as f64 / 1000.0
-}
-
-/// Moves a circuit from rack 0 between racks 1 and 2 `rounds` times with
-/// δ = `delay_us` while a marked UDP probe sends to both every
-/// `interval_us` (per destination: twice that), and measures the dark
-/// time packets see. Needs root.
-pub fn dark_time(delay_us: u64, rounds: u32, interval_us: u64) -> Result<OcsFigures, BenchError> {
-    need_root()?;
-    let gbit = Bps(1_000_000_000);
-    let topo = bench_topology(3, 1, gbit, gbit, 1, gbit)?;
-    let f = Fabric::up(&topo, FabricOptions::default())?;
-    let ocs = f.ocs()?;
-    let delay = Nanos(delay_us * 1000);
-    let to = [HostId::new(1, 0), HostId::new(2, 0)];
-    let circuit = |dst| Circuit {
-        src_rack: 0,
-        dst_rack: dst,
-        port: 0,
-    };
-    ocs.set_matching_with_delay(&[circuit(1)], Nanos(0))?;
-    let probe = probe::DarkProbe::start(
-        &f,
-        HostId::new(0, 0),
-        &to,
-        plan::OCS_TOS,
-        Duration::from_micros(interval_us),
-    )?;
-    let settle = Duration::from_micros(delay_us * 2).max(Duration::from_millis(5));
-    let mut late = histogram()?;
-    let mut teardown = histogram()?;
-    std::thread::sleep(settle);
-    // The first reconfigurations of a fresh fabric pay one-time kernel
-    // allocations (tc action tables, route caches): warm up, unmeasured.
-    let mut measured_from = 0;
-    for k in 0..rounds + WARMUP_ROUNDS {
-        let dst = if k % 2 == 0 { 2 } else { 1 };
-        let rec = ocs.set_matching_with_delay(&[circuit(dst)], delay)?;
-        if k >= WARMUP_ROUNDS {
-            record(&mut late, rec.setup_late.0.max(1))?;
-            record(&mut teardown, rec.teardown.0.max(1))?;
-        } else {
-            measured_from = rec.events.last().map(|e| e.at.0).unwrap_or(0);
-        }
-        // Steady traffic on the new circuit before the next move.
-        std::thread::sleep(settle);
-    }
-    let (sent, mut arrivals) = probe.finish()?;
-    // Arrivals carry CLOCK_REALTIME stamps; events CLOCK_MONOTONIC.
-    let offset = realtime_ns() as i128 - super::clock::now().0 as i128;
-    let cut = (measured_from as i128 + offset).max(0) as u64;
-    arrivals.retain(|x| x.at_ns >= cut);
-    f.down()?;
-    // OCS path: ToR, ToR (two routers); EPS: ToR, core, ToR (three).
-    let gaps = probe::dark_gaps(&arrivals, probe::PROBE_TTL - 2);
-    let mut dark = histogram()?;
-    for g in &gaps {
-        record(&mut dark, g.as_nanos() as u64)?;
-    }
-    let p50 = pct(&dark, 0.5);
-    let target_us = (delay_us as f64 * 0.05).max(200.0);
-    Ok(OcsFigures {
-        delay_us,
-        rounds,
-        gaps_measured: gaps.len(),
-        dark_p50_us: p50,
-        dark_p99_us: pct(&dark, 0.99),
-        dark_max_us: dark.max() as f64 / 1000.0,
-        dark_error_p50_us: p50 - delay_us as f64,
-        within_target: (p50 - delay_us as f64).abs() <= target_us,
-        target_us,
-        probe_spacing_us: spacing_us(&arrivals),
-        setup_late_p50_us: pct(&late, 0.5),
-        setup_late_p99_us: pct(&late, 0.99),
-        teardown_p50_us: pct(&teardown, 0.5),
-        teardown_p99_us: pct(&teardown, 0.99),
-        probe_packets_sent: sent,
-        probe_packets_received: arrivals.len(),
-    })
 }

@@ -19,6 +19,26 @@ pub fn now() -> Nanos {
     Nanos(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
 }
 
+/// Sleeps until `t` on CLOCK_MONOTONIC (at once if it has passed).
+pub fn sleep_until(t: Nanos) {
+    let ts = libc::timespec {
+        tv_sec: (t.0 / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t.0 % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be
+    // null with TIMER_ABSTIME. EINTR only wakes us early, so loop.
+    while now() < t {
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            );
+        }
+    }
+}
+
 /// SCHED_FIFO priority of the thread applying an OCS reconfiguration.
 pub const RECONFIG_PRIORITY: i32 = 10;
 /// SCHED_FIFO priority of a measurement probe's paced sender.

@@ -59,13 +59,28 @@ pub enum Datapath {
     /// its OCS port, plus a route in the source ToR's OCS table.
     #[default]
     TcMirred,
+    /// A circuit is an entry of a BPF map read by tc (tcx) programs on the
+    /// OCS ports and ToR downlinks (`emulator/bpf/ocs.bpf.c`).
+    Ebpf,
 }
 
 impl std::fmt::Display for Datapath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Datapath::TcMirred => "tc-mirred",
+            Datapath::Ebpf => "ebpf",
         })
+    }
+}
+
+impl std::str::FromStr for Datapath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Datapath, String> {
+        match s {
+            "tc-mirred" => Ok(Datapath::TcMirred),
+            "ebpf" => Ok(Datapath::Ebpf),
+            _ => Err(format!("{s:?} is not a datapath: ebpf or tc-mirred")),
+        }
     }
 }
 
@@ -346,7 +361,9 @@ pub fn cleanup_stale() -> Result<Vec<Teardown>, LedgerError> {
         .iter()
         .filter(|n| n.starts_with(NS_PREFIX))
         .filter_map(|n| RunId::of_netns(n))
-        .filter(|r| !runs.contains(r))
+        // A run reserved since `runs` was listed has a directory (made
+        // before its first namespace): it is not an orphan.
+        .filter(|r| !runs.contains(r) && !run_dir(*r).exists())
         .collect();
     orphans.sort();
     orphans.dedup();

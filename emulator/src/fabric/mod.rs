@@ -10,7 +10,9 @@
 //! - [`apply`]: the plan becomes kernel objects over rtnetlink
 //!   ([`netlink`], [`messages`]) from one process, namespaces made with
 //!   `unshare`/bind mounts ([`netns`]);
-//! - [`ocs`]: the crossbar (circuits, not-all-stop reconfiguration, events);
+//! - [`ocs`]: the crossbar (circuits, not-all-stop reconfiguration, events),
+//!   on one of two datapaths: [`ebpf`] (a circuit map read per packet by tc
+//!   programs; [`schedule`]s of matchings) or tc filters and routes;
 //! - [`ledger`]: what a run made, on disk, so teardown (also after a crash)
 //!   removes exactly that; [`names`] is the naming scheme it relies on;
 //! - [`rootless`]: building as an ordinary user inside a user namespace.
@@ -24,8 +26,10 @@
 
 pub mod apply;
 pub mod bench;
+pub mod bench_ocs;
 pub mod clock;
 pub mod counters;
+pub mod ebpf;
 pub mod holder;
 pub mod htb;
 pub mod ledger;
@@ -37,12 +41,14 @@ pub mod ocs;
 pub mod plan;
 pub mod probe;
 pub mod rootless;
+pub mod schedule;
 pub mod user_runs;
 
 pub use counters::CounterReader;
-pub use ledger::{cleanup_stale, Mode, Teardown};
+pub use ledger::{cleanup_stale, Datapath, Mode, Teardown};
 pub use names::RunId;
 pub use ocs::{Circuit, CircuitEvent, Ocs, OcsError, Reconfiguration};
+pub use schedule::Schedule;
 
 use crate::topology::{HostId, Topology, TopologyError};
 use crate::units::Nanos;
@@ -143,6 +149,11 @@ pub struct FabricOptions {
     pub detached: bool,
     /// The queue under every htb class (default: a few ms, see [`htb`]).
     pub leaf_queue: htb::LeafQueue,
+    /// The OCS datapath. `None`: eBPF as root, falling back to tc-mirred
+    /// (with a warning) if the programs cannot be loaded; tc-mirred rootless
+    /// (unprivileged BPF is disabled on most kernels). `Some` is required:
+    /// the build fails if it cannot be had.
+    pub datapath: Option<Datapath>,
 }
 
 /// Bytes of one ToR's EPS uplink, from the kernel's link counters of the
@@ -201,6 +212,10 @@ pub struct Fabric {
     ledger: Ledger,
     namespaces: Vec<NetNs>,
     ocs: Mutex<Option<Ocs>>,
+    /// The eBPF programs (owner only; dropping them detaches them).
+    bpf: Option<ebpf::Datapath>,
+    /// The eBPF circuit table, until the first [`Fabric::ocs`] takes it.
+    table: Mutex<Option<ebpf::CircuitTable>>,
     stats: Mutex<BTreeMap<usize, Rtnl>>,
     owner: bool,
     torn_down: bool,
@@ -284,6 +299,10 @@ impl Fabric {
             opts.threads
         };
         let applied = apply::apply(&plan, threads)?;
+        let (bpf, table) = Self::load_datapath(&plan, &applied.namespaces, opts.datapath, ledger.mode)?;
+        if bpf.is_some() {
+            ledger.datapath = Datapath::Ebpf;
+        }
         ledger.state = RunState::Up;
         ledger.save()?;
         tracing::info!(
@@ -291,6 +310,7 @@ impl Fabric {
             namespaces = plan.namespaces.len(),
             veths = plan.veth_count(),
             mode = ?ledger.mode,
+            datapath = %ledger.datapath,
             "fabric up"
         );
         let stats = applied
@@ -305,10 +325,36 @@ impl Fabric {
             ledger,
             namespaces: applied.namespaces,
             ocs: Mutex::new(None),
+            bpf,
+            table: Mutex::new(table),
             stats: Mutex::new(stats),
             owner: true,
             torn_down: false,
         })
+    }
+
+    /// Loads the eBPF datapath if it is asked for (or, by default, as root).
+    fn load_datapath(
+        plan: &FabricPlan,
+        namespaces: &[NetNs],
+        want: Option<Datapath>,
+        mode: Mode,
+    ) -> Result<(Option<ebpf::Datapath>, Option<ebpf::CircuitTable>), FabricError> {
+        let try_ebpf = match want {
+            Some(d) => d == Datapath::Ebpf,
+            None => mode == Mode::Root,
+        };
+        if !try_ebpf || !plan.has_ocs() {
+            return Ok((None, None));
+        }
+        match ebpf::load(plan, namespaces) {
+            Ok((bpf, table)) => Ok((Some(bpf), Some(table))),
+            Err(e) if want.is_none() => {
+                tracing::warn!("{e}; the OCS uses the tc-mirred datapath instead");
+                Ok((None, None))
+            }
+            Err(e) => Err(OcsError::Ebpf(e).into()),
+        }
     }
 
     /// Attaches to run `run`, which another process owns (e.g. `ocslab up`),
@@ -341,6 +387,8 @@ impl Fabric {
             ledger,
             namespaces,
             ocs: Mutex::new(None),
+            bpf: None,
+            table: Mutex::new(None),
             stats: Mutex::new(BTreeMap::new()),
             owner: false,
             torn_down: false,
@@ -459,14 +507,26 @@ impl Fabric {
         if !self.plan.has_ocs() {
             return Err(OcsError::NoOcs.into());
         }
-        let ocs_sock = self.socket_in(self.plan.ocs_ns())?;
-        let tor_socks = (0..self.plan.racks())
-            .map(|r| self.socket_in(self.plan.tor_ns(r)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let backend = match self.ledger.datapath {
+            Datapath::Ebpf => {
+                let owned = self.table.lock().unwrap_or_else(|p| p.into_inner()).take();
+                let table = match owned {
+                    Some(t) => t,
+                    None => ebpf::CircuitTable::find(&self.plan, &self.namespaces[self.plan.ocs_ns()])
+                        .map_err(OcsError::Ebpf)?,
+                };
+                ocs::Backend::Ebpf(Box::new(table))
+            }
+            Datapath::TcMirred => ocs::Backend::TcMirred {
+                ocs_sock: self.socket_in(self.plan.ocs_ns())?,
+                tor_socks: (0..self.plan.racks())
+                    .map(|r| self.socket_in(self.plan.tor_ns(r)))
+                    .collect::<Result<Vec<_>, _>>()?,
+            },
+        };
         let mut core = ocs::OcsCore {
             plan: self.plan.clone(),
-            ocs_sock,
-            tor_socks,
+            backend,
             current: ocs::Matching::new(),
             delay: self.topo.reconfig_delay,
             log: Some(ledger::run_dir(self.run_id()).join("ocs.jsonl")),
@@ -476,6 +536,12 @@ impl Fabric {
         let o = Ocs::new(core);
         *slot = Some(o.clone());
         Ok(o)
+    }
+
+    /// The kernel ids of the eBPF datapath's programs and maps (owner of an
+    /// eBPF run only; `None` otherwise).
+    pub fn bpf_objects(&self) -> Option<Result<ebpf::ObjectIds, ebpf::EbpfError>> {
+        self.bpf.as_ref().map(ebpf::Datapath::object_ids)
     }
 
     /// Reads the kernel's byte counters of every EPS uplink and OCS port.
@@ -522,6 +588,8 @@ impl Fabric {
         self.torn_down = true;
         // Close our own references first so the kernel can free the namespaces.
         *self.ocs.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.table.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.bpf = None;
         self.stats.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.namespaces.clear();
         let t = ledger::remove_run(self.run_id())?;

@@ -1,29 +1,35 @@
 //! The software optical circuit switch: a crossbar namespace with one port
-//! per (rack, wavelength), circuits as tc filters, and not-all-stop
-//! reconfiguration with delay δ.
+//! per (rack, wavelength), and not-all-stop reconfiguration with delay δ.
 //!
 //! Model (Sec. II-B of the Co-scheduler paper, after c-Through): each input
 //! port holds at most one circuit to one output port at a time; changing it
 //! takes δ, during which *only the affected ports* carry nothing
-//! ("not-all-stop"). Here a circuit i→j on wavelength w is
-//! - in the OCS namespace, a u32 match-all filter on port (i, w)'s ingress
-//!   with `mirred egress redirect` to port (j, w) (kernel-speed crossbar);
-//! - in ToR i, the route `<rack j subnet> via <ToR j optical addr> dev
-//!   ocs<w> table 100`, which packets marked TOS 0x08 look up first.
+//! ("not-all-stop"). Two datapaths carry the circuits ([`Datapath`]):
 //!
-//! [`Ocs::set_matching`] compares the new matching with the current one.
-//! Ports whose circuit changes are torn down at once (route, then filter:
-//! marked traffic falls back to EPS), then at *start + δ* the new circuits
-//! come up (filter, then route). Messages are encoded before the wait; the
-//! wait sleeps until 300 µs before the deadline and spins the rest, so δ of
-//! a millisecond or less is honoured to tens of microseconds.
+//! - **eBPF** (root; [`super::ebpf`]): a circuit is an entry of a BPF map
+//!   read by tc programs on every OCS port and ToR downlink. A
+//!   reconfiguration writes the changed entries with `up_at = now + δ`; the
+//!   kernel keeps the port dark until then, per packet. Several circuits
+//!   may join one rack pair on different wavelengths (flows spread by hash),
+//!   and the programs can follow a repeating [`Schedule`] by themselves.
+//! - **tc-mirred** (rootless, or on request): a circuit i→j on wavelength w
+//!   is a u32 match-all filter on port (i, w)'s ingress with `mirred egress
+//!   redirect` to port (j, w), plus, in ToR i, the route `<rack j subnet> via
+//!   <ToR j optical addr> dev ocs<w> table 100`, which packets marked TOS
+//!   0x08 look up first. Ports whose circuit changes are torn down at once
+//!   (route, then filter: marked traffic falls back to EPS), then δ after
+//!   the call began the new circuits come up (filter, then route), timed by
+//!   this thread (sleep until 300 µs before, then spin).
 //!
 //! The pure part ([`validate`], [`diff`]) has no clock and no I/O.
 
 use super::clock;
+use super::ebpf::{CircuitTable, EbpfError, PortStats};
+pub use super::ledger::Datapath;
 use super::messages;
 use super::netlink::{NetlinkError, Prepared, Request, Rtnl};
 use super::plan::FabricPlan;
+use super::schedule::Schedule;
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -74,9 +80,26 @@ pub struct Reconfiguration {
     pub kept: usize,
     /// How long the teardown batch took.
     pub teardown: Nanos,
-    /// How long after `started + delay` the new circuit filters were applied
-    /// (their routes follow in the next batch).
+    /// How long after `started + delay` the new circuits were applied
+    /// (tc-mirred: their filters; their routes follow in the next batch).
+    /// Always 0 on the eBPF datapath, where the kernel enforces `up_at`.
     pub setup_late: Nanos,
+    /// How long the call spent changing the kernel (eBPF: writing the map;
+    /// tc-mirred: the teardown and setup batches).
+    pub call: Nanos,
+    /// The datapath that carried it out.
+    pub datapath: Datapath,
+}
+
+/// A schedule as the eBPF datapath holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ScheduleSummary {
+    /// When slot 0 first began ([`clock::now`]).
+    pub epoch: Nanos,
+    /// One round of all slots.
+    pub period: Nanos,
+    /// Slots.
+    pub slots: u32,
 }
 
 /// Why a matching cannot be configured.
@@ -98,7 +121,7 @@ pub enum MatchingError {
     #[error("circuits {0} and {1} both enter rack {2} on port {3}; an OCS output port holds one circuit")]
     OutputTaken(String, String, u32, u32),
     /// Two circuits join the same pair of racks.
-    #[error("circuits {0} and {1} join the same racks; at most one circuit per rack pair is routed (no multipath)")]
+    #[error("circuits {0} and {1} join the same racks; the tc-mirred datapath routes one circuit per rack pair (the eBPF datapath spreads flows over several)")]
     SamePair(String, String),
 }
 
@@ -112,12 +135,46 @@ impl std::fmt::Display for Circuit {
     }
 }
 
+/// A circuit written `SRC:DST` or `SRC:DST@PORT` could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a circuit: expected SRC:DST or SRC:DST@PORT with rack numbers, e.g. 0:1 or 0:2@1")]
+pub struct ParseCircuitError(String);
+
+impl std::str::FromStr for Circuit {
+    type Err = ParseCircuitError;
+    /// `SRC:DST` (port 0) or `SRC:DST@PORT`, racks and ports zero-based.
+    fn from_str(s: &str) -> Result<Circuit, ParseCircuitError> {
+        let bad = || ParseCircuitError(s.to_string());
+        let (pair, port) = match s.split_once('@') {
+            Some((p, w)) => (p, w.trim().parse().map_err(|_| bad())?),
+            None => (s, 0),
+        };
+        let (a, b) = pair.split_once(':').ok_or_else(bad)?;
+        Ok(Circuit {
+            src_rack: a.trim().parse().map_err(|_| bad())?,
+            dst_rack: b.trim().parse().map_err(|_| bad())?,
+            port,
+        })
+    }
+}
+
 /// A matching: input port (src rack, port) → destination rack.
 pub type Matching = BTreeMap<(u32, u32), u32>;
 
 /// Checks that `circuits` form a matching of a fabric with `racks` racks
-/// and `ports` ports per rack.
+/// and `ports` ports per rack, with at most one circuit per rack pair (what
+/// the tc-mirred datapath can route).
 pub fn validate(racks: u32, ports: u32, circuits: &[Circuit]) -> Result<Matching, MatchingError> {
+    check(racks, ports, circuits, false)
+}
+
+/// As [`validate`], but a rack pair may be joined by several circuits on
+/// different wavelengths (the eBPF datapath spreads its flows over them).
+pub fn validate_multipath(racks: u32, ports: u32, circuits: &[Circuit]) -> Result<Matching, MatchingError> {
+    check(racks, ports, circuits, true)
+}
+
+fn check(racks: u32, ports: u32, circuits: &[Circuit], multipath: bool) -> Result<Matching, MatchingError> {
     let mut inputs: BTreeMap<(u32, u32), Circuit> = BTreeMap::new();
     let mut outputs: BTreeMap<(u32, u32), Circuit> = BTreeMap::new();
     let mut pairs: BTreeMap<(u32, u32), Circuit> = BTreeMap::new();
@@ -146,7 +203,9 @@ pub fn validate(racks: u32, ports: u32, circuits: &[Circuit]) -> Result<Matching
             ));
         }
         if let Some(o) = pairs.insert((c.src_rack, c.dst_rack), c) {
-            return Err(MatchingError::SamePair(o.to_string(), name));
+            if !multipath {
+                return Err(MatchingError::SamePair(o.to_string(), name));
+            }
         }
     }
     Ok(inputs.into_iter().map(|(k, c)| (k, c.dst_rack)).collect())
@@ -187,17 +246,37 @@ pub enum OcsError {
     /// The kernel refused a change.
     #[error(transparent)]
     Netlink(#[from] NetlinkError),
+    /// The eBPF datapath failed.
+    #[error(transparent)]
+    Ebpf(#[from] EbpfError),
     /// The topology has no OCS ports.
     #[error("this topology has no OCS (ocs.ports_per_rack = 0)")]
     NoOcs,
+    /// A matching was asked for while the datapath follows a schedule.
+    #[error("the OCS follows a schedule; clear it (`ocslab ocs schedule --clear`) before setting circuits")]
+    Schedule,
+    /// Something only the eBPF datapath can do.
+    #[error("{0} needs the eBPF datapath; this run uses tc-mirred (rootless, or `ocslab up --datapath tc-mirred`)")]
+    NeedsEbpf(&'static str),
+}
+
+/// How the crossbar reaches the kernel.
+pub(crate) enum Backend {
+    /// Filters in the OCS namespace and routes in the ToRs.
+    TcMirred {
+        /// The OCS namespace's rtnetlink socket.
+        ocs_sock: Rtnl,
+        /// ToR sockets, by rack.
+        tor_socks: Vec<Rtnl>,
+    },
+    /// The eBPF programs' maps.
+    Ebpf(Box<CircuitTable>),
 }
 
 /// The crossbar's state and sockets, shared by every [`Ocs`] handle.
 pub(crate) struct OcsCore {
     pub(crate) plan: FabricPlan,
-    pub(crate) ocs_sock: Rtnl,
-    /// ToR sockets, by rack.
-    pub(crate) tor_socks: Vec<Rtnl>,
+    pub(crate) backend: Backend,
     pub(crate) current: Matching,
     pub(crate) delay: Nanos,
     pub(crate) log: Option<PathBuf>,
@@ -219,25 +298,43 @@ impl std::fmt::Debug for Ocs {
 }
 
 impl OcsCore {
-    fn port_what(&self, c: &Circuit) -> String {
+    fn port_what(c: &Circuit) -> String {
         format!("{c} (rack {} port {})", c.src_rack, c.port)
     }
 
-    /// The circuits the kernel holds now: filters on the OCS ports' ingress.
-    pub(crate) fn read_kernel(&mut self) -> Result<Matching, NetlinkError> {
+    /// The datapath in use.
+    pub(crate) fn datapath(&self) -> Datapath {
+        match self.backend {
+            Backend::TcMirred { .. } => Datapath::TcMirred,
+            Backend::Ebpf(_) => Datapath::Ebpf,
+        }
+    }
+
+    /// The circuits the kernel holds now: filters on the OCS ports' ingress,
+    /// or the eBPF circuit table (circuits still dark included).
+    pub(crate) fn read_kernel(&mut self) -> Result<Matching, OcsError> {
+        let plan = &self.plan;
         let mut m = Matching::new();
-        for r in 0..self.plan.racks() {
-            for w in 0..self.plan.wavelengths() {
-                let idx = self.plan.ocs_port_index(r, w);
-                let msgs = self
-                    .ocs_sock
-                    .dump(messages::dump_filters(idx), "listing circuit filters")?;
-                for msg in msgs {
-                    if let netlink_packet_route::RouteNetlinkMessage::NewTrafficFilter(tc) = msg {
-                        if let Some((dst, _)) =
-                            messages::circuit_target(&tc).and_then(|t| self.plan.ocs_port_of_index(t))
-                        {
-                            m.insert((r, w), dst);
+        match &mut self.backend {
+            Backend::Ebpf(table) => {
+                let w = plan.wavelengths();
+                for (p, out) in table.circuits()? {
+                    m.insert((p / w, p % w), out / w);
+                }
+            }
+            Backend::TcMirred { ocs_sock, .. } => {
+                for r in 0..plan.racks() {
+                    for w in 0..plan.wavelengths() {
+                        let idx = plan.ocs_port_index(r, w);
+                        let msgs = ocs_sock.dump(messages::dump_filters(idx), "listing circuit filters")?;
+                        for msg in msgs {
+                            if let netlink_packet_route::RouteNetlinkMessage::NewTrafficFilter(tc) = msg {
+                                if let Some((dst, _)) =
+                                    messages::circuit_target(&tc).and_then(|t| plan.ocs_port_of_index(t))
+                                {
+                                    m.insert((r, w), dst);
+                                }
+                            }
                         }
                     }
                 }
@@ -246,33 +343,33 @@ impl OcsCore {
         Ok(m)
     }
 
-    fn teardown_requests(&self, down: &[Circuit]) -> (Vec<(u32, Vec<Request>)>, Vec<Request>) {
+    fn teardown_requests(plan: &FabricPlan, down: &[Circuit]) -> (Vec<(u32, Vec<Request>)>, Vec<Request>) {
         let mut routes: BTreeMap<u32, Vec<Request>> = BTreeMap::new();
         let mut filters = Vec::new();
         for c in down {
-            let r = self.plan.circuit_route(c.dst_rack, c.port);
+            let r = plan.circuit_route(c.dst_rack, c.port);
             routes
                 .entry(c.src_rack)
                 .or_default()
                 .push(messages::del_route(&r));
             filters.push(messages::del_circuit(
-                self.plan.ocs_port_index(c.src_rack, c.port),
-                &self.port_what(c),
+                plan.ocs_port_index(c.src_rack, c.port),
+                &Self::port_what(c),
             ));
         }
         (routes.into_iter().collect(), filters)
     }
 
-    fn setup_requests(&self, up: &[Circuit]) -> (Vec<Request>, Vec<(u32, Vec<Request>)>) {
+    fn setup_requests(plan: &FabricPlan, up: &[Circuit]) -> (Vec<Request>, Vec<(u32, Vec<Request>)>) {
         let mut routes: BTreeMap<u32, Vec<Request>> = BTreeMap::new();
         let mut filters = Vec::new();
         for c in up {
             filters.push(messages::add_circuit(
-                self.plan.ocs_port_index(c.src_rack, c.port),
-                self.plan.ocs_port_index(c.dst_rack, c.port),
-                &self.port_what(c),
+                plan.ocs_port_index(c.src_rack, c.port),
+                plan.ocs_port_index(c.dst_rack, c.port),
+                &Self::port_what(c),
             ));
-            let r = self.plan.circuit_route(c.dst_rack, c.port);
+            let r = plan.circuit_route(c.dst_rack, c.port);
             routes
                 .entry(c.src_rack)
                 .or_default()
@@ -282,81 +379,88 @@ impl OcsCore {
     }
 
     fn reconfigure(&mut self, circuits: &[Circuit], delay: Nanos) -> Result<Reconfiguration, OcsError> {
-        let new = validate(self.plan.racks(), self.plan.wavelengths(), circuits)?;
+        let (racks, ports) = (self.plan.racks(), self.plan.wavelengths());
+        let new = match self.backend {
+            Backend::Ebpf(ref table) => {
+                if table.follows_schedule()? {
+                    return Err(OcsError::Schedule);
+                }
+                validate_multipath(racks, ports, circuits)?
+            }
+            Backend::TcMirred { .. } => validate(racks, ports, circuits)?,
+        };
         let (down, up, kept) = diff(&self.current, &new);
-        let _rt = clock::Realtime::enter(clock::RECONFIG_PRIORITY);
-        let start = Instant::now();
-        let started = clock::now();
-        let mut events = Vec::with_capacity(down.len() + up.len());
-        // Teardown: routes first (marked traffic falls back to EPS), then filters.
-        let (td_routes, td_filters) = self.teardown_requests(&down);
-        let td_routes: Vec<(u32, Prepared)> = td_routes
-            .into_iter()
-            .map(|(r, reqs)| (r, self.tor_socks[r as usize].prepare(reqs)))
-            .collect();
-        let td_filters = self.ocs_sock.prepare(td_filters);
-        for (r, p) in &td_routes {
-            self.tor_socks[*r as usize].send(p)?;
-        }
-        self.ocs_sock.send(&td_filters)?;
-        let dark_at = clock::now();
-        for (r, p) in &td_routes {
-            self.tor_socks[*r as usize].finish(p)?;
-        }
-        self.ocs_sock.finish(&td_filters)?;
-        let teardown = Nanos(start.elapsed().as_nanos() as u64);
-        // Whatever was torn down is gone now, even if setup fails below.
-        for c in &down {
-            self.current.remove(&(c.src_rack, c.port));
-            events.push(CircuitEvent {
-                at: dark_at,
-                src_rack: c.src_rack,
-                dst_rack: c.dst_rack,
-                port: c.port,
-                up: false,
-            });
-        }
-        let mut setup_late = Nanos(0);
-        if !up.is_empty() {
-            let (su_filters, su_routes) = self.setup_requests(&up);
-            let su_filters = self.ocs_sock.prepare(su_filters);
-            let su_routes: Vec<(u32, Prepared)> = su_routes
-                .into_iter()
-                .map(|(r, reqs)| (r, self.tor_socks[r as usize].prepare(reqs)))
-                .collect();
-            let deadline = start + Duration::from_nanos(delay.0);
-            wait_until(deadline);
-            self.ocs_sock.send(&su_filters)?;
-            let up_at = clock::now();
-            setup_late = Nanos(Instant::now().saturating_duration_since(deadline).as_nanos() as u64);
-            for (r, p) in &su_routes {
-                self.tor_socks[*r as usize].send(p)?;
+        let rec = match self.backend {
+            Backend::Ebpf(ref mut table) => {
+                let w = self.plan.wavelengths();
+                let port = |c: &Circuit| c.src_rack * w + c.port;
+                let mut changed: Vec<u32> = down.iter().chain(&up).map(port).collect();
+                changed.sort_unstable();
+                changed.dedup();
+                let outs: Vec<(u32, u32)> = up.iter().map(|c| (port(c), c.dst_rack * w + c.port)).collect();
+                let started = clock::now();
+                let (dark_at, up_at) = table.reconfigure(&changed, &outs, delay)?;
+                let call = Nanos(clock::now().0.saturating_sub(started.0));
+                for c in &down {
+                    self.current.remove(&(c.src_rack, c.port));
+                }
+                for c in &up {
+                    self.current.insert((c.src_rack, c.port), c.dst_rack);
+                }
+                let events = events_of(&down, dark_at, false)
+                    .chain(events_of(&up, up_at, true))
+                    .collect();
+                // The kernel brings the circuits up by itself; the call
+                // still returns when they are, as on the other datapath.
+                if !up.is_empty() {
+                    clock::sleep_until(up_at);
+                }
+                Reconfiguration {
+                    started,
+                    delay,
+                    events,
+                    kept,
+                    teardown: call,
+                    setup_late: Nanos(0),
+                    call,
+                    datapath: Datapath::Ebpf,
+                }
             }
-            self.ocs_sock.finish(&su_filters)?;
-            for (r, p) in &su_routes {
-                self.tor_socks[*r as usize].finish(p)?;
+            Backend::TcMirred {
+                ref mut ocs_sock,
+                ref mut tor_socks,
+            } => {
+                let mut rec = mirred_reconfigure(
+                    &self.plan,
+                    ocs_sock,
+                    tor_socks,
+                    &down,
+                    &up,
+                    delay,
+                    &mut self.current,
+                )?;
+                rec.kept = kept;
+                rec
             }
-            for c in &up {
-                self.current.insert((c.src_rack, c.port), c.dst_rack);
-                events.push(CircuitEvent {
-                    at: up_at,
-                    src_rack: c.src_rack,
-                    dst_rack: c.dst_rack,
-                    port: c.port,
-                    up: true,
-                });
-            }
-        }
-        let rec = Reconfiguration {
-            started,
-            delay,
-            events,
-            kept,
-            teardown,
-            setup_late,
         };
         self.publish(&rec);
         Ok(rec)
+    }
+
+    /// Makes the eBPF datapath follow `schedule`, starting now.
+    fn set_schedule(&mut self, schedule: &Schedule) -> Result<Nanos, OcsError> {
+        let Backend::Ebpf(ref mut table) = self.backend else {
+            return Err(OcsError::NeedsEbpf("a time-flow schedule"));
+        };
+        let epoch = clock::now();
+        table.set_schedule(schedule, epoch)?;
+        self.current.clear();
+        tracing::info!(
+            slots = schedule.slots().len(),
+            period_us = schedule.period().0 / 1000,
+            "OCS follows a schedule"
+        );
+        Ok(epoch)
     }
 
     fn publish(&mut self, rec: &Reconfiguration) {
@@ -368,8 +472,9 @@ impl OcsCore {
             up = rec.events.iter().filter(|e| e.up).count(),
             kept = rec.kept,
             delay_us = rec.delay.0 / 1000,
-            teardown_us = rec.teardown.0 / 1000,
+            call_us = rec.call.0 / 1000,
             setup_late_us = rec.setup_late.0 / 1000,
+            datapath = %rec.datapath,
             "OCS reconfigured"
         );
         if let Some(path) = &self.log {
@@ -386,6 +491,92 @@ impl OcsCore {
         self.subscribers
             .retain(|s| rec.events.iter().all(|e| s.send(*e).is_ok()));
     }
+}
+
+fn events_of(cs: &[Circuit], at: Nanos, up: bool) -> impl Iterator<Item = CircuitEvent> + '_ {
+    cs.iter().map(move |c| CircuitEvent {
+        at,
+        src_rack: c.src_rack,
+        dst_rack: c.dst_rack,
+        port: c.port,
+        up,
+    })
+}
+
+/// The tc-mirred reconfiguration: routes and filters of the ports in `down`
+/// removed now, those of `up` added at the call's start + δ (timed here).
+fn mirred_reconfigure(
+    plan: &FabricPlan,
+    ocs_sock: &mut Rtnl,
+    tor_socks: &mut [Rtnl],
+    down: &[Circuit],
+    up: &[Circuit],
+    delay: Nanos,
+    current: &mut Matching,
+) -> Result<Reconfiguration, OcsError> {
+    let _rt = clock::Realtime::enter(clock::RECONFIG_PRIORITY);
+    let start = Instant::now();
+    let started = clock::now();
+    // Teardown: routes first (marked traffic falls back to EPS), then filters.
+    let (td_routes, td_filters) = OcsCore::teardown_requests(plan, down);
+    let td_routes: Vec<(u32, Prepared)> = td_routes
+        .into_iter()
+        .map(|(r, reqs)| (r, tor_socks[r as usize].prepare(reqs)))
+        .collect();
+    let td_filters = ocs_sock.prepare(td_filters);
+    for (r, p) in &td_routes {
+        tor_socks[*r as usize].send(p)?;
+    }
+    ocs_sock.send(&td_filters)?;
+    let dark_at = clock::now();
+    for (r, p) in &td_routes {
+        tor_socks[*r as usize].finish(p)?;
+    }
+    ocs_sock.finish(&td_filters)?;
+    let teardown = Nanos(start.elapsed().as_nanos() as u64);
+    // Whatever was torn down is gone now, even if setup fails below.
+    for c in down {
+        current.remove(&(c.src_rack, c.port));
+    }
+    let mut events: Vec<CircuitEvent> = events_of(down, dark_at, false).collect();
+    let mut setup_late = Nanos(0);
+    let mut setup = Nanos(0);
+    if !up.is_empty() {
+        let (su_filters, su_routes) = OcsCore::setup_requests(plan, up);
+        let su_filters = ocs_sock.prepare(su_filters);
+        let su_routes: Vec<(u32, Prepared)> = su_routes
+            .into_iter()
+            .map(|(r, reqs)| (r, tor_socks[r as usize].prepare(reqs)))
+            .collect();
+        let deadline = start + Duration::from_nanos(delay.0);
+        wait_until(deadline);
+        let setup_start = Instant::now();
+        ocs_sock.send(&su_filters)?;
+        let up_at = clock::now();
+        setup_late = Nanos(Instant::now().saturating_duration_since(deadline).as_nanos() as u64);
+        for (r, p) in &su_routes {
+            tor_socks[*r as usize].send(p)?;
+        }
+        ocs_sock.finish(&su_filters)?;
+        for (r, p) in &su_routes {
+            tor_socks[*r as usize].finish(p)?;
+        }
+        setup = Nanos(setup_start.elapsed().as_nanos() as u64);
+        for c in up {
+            current.insert((c.src_rack, c.port), c.dst_rack);
+        }
+        events.extend(events_of(up, up_at, true));
+    }
+    Ok(Reconfiguration {
+        started,
+        delay,
+        events,
+        kept: 0,
+        teardown,
+        setup_late,
+        call: Nanos(teardown.0 + setup.0),
+        datapath: Datapath::TcMirred,
+    })
 }
 
 /// Sleeps until shortly before `deadline`, then spins to it (a sleep
@@ -437,9 +628,58 @@ impl Ocs {
         circuits_of(&self.lock().current)
     }
 
-    /// The circuits the kernel holds now (reads the filters back).
+    /// The circuits the kernel holds now (reads the filters or the circuit
+    /// map back).
     pub fn kernel_circuits(&self) -> Result<Vec<Circuit>, OcsError> {
         Ok(circuits_of(&self.lock().read_kernel()?))
+    }
+
+    /// The datapath carrying the circuits.
+    pub fn datapath(&self) -> Datapath {
+        self.lock().datapath()
+    }
+
+    /// Makes the datapath follow `schedule` by itself from now on (eBPF
+    /// only); returns its epoch ([`clock::now`]), when slot 0 first begins.
+    /// [`Ocs::set_matching`] is refused until [`Ocs::clear_schedule`].
+    pub fn set_schedule(&self, schedule: &Schedule) -> Result<Nanos, OcsError> {
+        self.lock().set_schedule(schedule)
+    }
+
+    /// Stops following a schedule: every port dark, no circuit.
+    pub fn clear_schedule(&self) -> Result<(), OcsError> {
+        let mut core = self.lock();
+        let Backend::Ebpf(ref mut table) = core.backend else {
+            return Ok(());
+        };
+        table.clear_schedule()?;
+        core.current.clear();
+        Ok(())
+    }
+
+    /// Whether the datapath follows a schedule now.
+    pub fn follows_schedule(&self) -> Result<bool, OcsError> {
+        Ok(self.schedule_summary()?.is_some())
+    }
+
+    /// The schedule the datapath follows, as the kernel holds it: its
+    /// epoch ([`clock::now`]), period and number of slots.
+    pub fn schedule_summary(&self) -> Result<Option<ScheduleSummary>, OcsError> {
+        match self.lock().backend {
+            Backend::Ebpf(ref table) => Ok(table
+                .schedule_summary()?
+                .map(|(epoch, period, slots)| ScheduleSummary { epoch, period, slots })),
+            Backend::TcMirred { .. } => Ok(None),
+        }
+    }
+
+    /// Per input port (rack × wavelengths + wavelength): packets carried and
+    /// dropped by the eBPF datapath.
+    pub fn port_stats(&self) -> Result<Vec<PortStats>, OcsError> {
+        match self.lock().backend {
+            Backend::Ebpf(ref table) => Ok(table.stats()?),
+            Backend::TcMirred { .. } => Err(OcsError::NeedsEbpf("per-port packet counters")),
+        }
     }
 
     /// The topology's reconfiguration delay δ.

@@ -406,6 +406,11 @@ impl FabricPlan {
         self.racks
     }
 
+    /// Hosts per rack.
+    pub fn hosts_per_rack(&self) -> u32 {
+        self.hosts_per_rack
+    }
+
     /// OCS ports (wavelengths) per rack.
     pub fn wavelengths(&self) -> u32 {
         self.wavelengths

@@ -10,6 +10,9 @@
 //!   packet that crossed a circuit passed two routers (TTL 62), one that
 //!   took EPS passed three (TTL 61). The gaps between the last circuit
 //!   arrival at one rack and the first at the next are the ports' dark times.
+//!   Each packet carries its send time and each arrival records when the
+//!   receiver saw it, both on CLOCK_MONOTONIC: whatever the OCS decided for
+//!   a packet, it decided between those two times.
 //!
 //! Sockets are opened inside the hosts' namespaces (see [`Fabric::in_host`])
 //! and then used from ordinary threads.
@@ -206,6 +209,18 @@ pub struct Arrival {
     pub dst: usize,
     /// TTL on arrival.
     pub ttl: u8,
+    /// When it was sent ([`super::clock::now`], CLOCK_MONOTONIC).
+    pub sent: u64,
+    /// When the receiver read it (CLOCK_MONOTONIC, after the kernel
+    /// delivered it).
+    pub seen: u64,
+}
+
+impl Arrival {
+    /// Whether it crossed a circuit (two routers; EPS has three).
+    pub fn over_circuit(&self) -> bool {
+        self.ttl == PROBE_TTL - 2
+    }
 }
 
 /// A paced, OCS-marked UDP stream from one host to several, recording the
@@ -219,6 +234,8 @@ pub struct DarkProbe {
 impl DarkProbe {
     /// Starts sending from `from` to every host of `to`, in turn, one
     /// packet per `interval` at least (sleep-paced under SCHED_FIFO), marked with TOS `tos`.
+    /// With a zero `interval` it sends back to back, at whatever rate the
+    /// kernel takes them (a few µs apart), yielding the CPU every 64 packets.
     pub fn start(
         fabric: &Fabric,
         from: HostId,
@@ -260,14 +277,21 @@ impl DarkProbe {
                 let _rt = super::clock::Realtime::enter(super::clock::PROBE_PRIORITY);
                 let mut sent = 0u64;
                 let mut next = Instant::now();
-                let payload = [0u8; 64];
+                let mut payload = [0u8; 64];
                 while !stop.load(Ordering::Relaxed) {
                     for d in &dsts {
-                        let now = Instant::now();
-                        if next > now {
-                            std::thread::sleep(next - now);
+                        if interval.is_zero() {
+                            if sent % 64 == 63 {
+                                std::thread::yield_now();
+                            }
+                        } else {
+                            let now = Instant::now();
+                            if next > now {
+                                std::thread::sleep(next - now);
+                            }
+                            next = Instant::now().max(next) + interval;
                         }
-                        next = Instant::now().max(next) + interval;
+                        payload[..8].copy_from_slice(&super::clock::now().0.to_le_bytes());
                         // Drops (ENOBUFS) under load are part of what is measured.
                         if sock.send_to(&payload, d).is_ok() {
                             sent += 1;
@@ -331,7 +355,19 @@ fn receive(sock: UdpSocket, dst: usize, stop: Arc<AtomicBool>) -> io::Result<Vec
                         }
                     }
                 }
-                out.push(Arrival { at_ns, dst, ttl });
+                let seen = super::clock::now().0;
+                let sent = buf
+                    .get(..8)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_le_bytes)
+                    .unwrap_or(0);
+                out.push(Arrival {
+                    at_ns,
+                    dst,
+                    ttl,
+                    sent,
+                    seen,
+                });
             }
             Err(nix::Error::EAGAIN) | Err(nix::Error::EINTR) => {
                 if stop.load(Ordering::Relaxed) {
@@ -340,45 +376,5 @@ fn receive(sock: UdpSocket, dst: usize, stop: Arc<AtomicBool>) -> io::Result<Vec
             }
             Err(e) => return Err(io::Error::from(e)),
         }
-    }
-}
-
-/// The dark gaps in `arrivals` (time-ordered): for packets that crossed a
-/// circuit (TTL `circuit_ttl`), each change of receiver closes a gap from
-/// the last circuit arrival at the old receiver to the first at the new one.
-pub fn dark_gaps(arrivals: &[Arrival], circuit_ttl: u8) -> Vec<Duration> {
-    let mut gaps = Vec::new();
-    let mut last: Option<&Arrival> = None;
-    for a in arrivals.iter().filter(|a| a.ttl == circuit_ttl) {
-        if let Some(l) = last {
-            if l.dst != a.dst {
-                gaps.push(Duration::from_nanos(a.at_ns.saturating_sub(l.at_ns)));
-            }
-        }
-        last = Some(a);
-    }
-    gaps
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gaps_are_measured_between_circuit_arrivals_at_different_racks() {
-        let a = |at_ns, dst, ttl| Arrival { at_ns, dst, ttl };
-        let arrivals = [
-            a(100, 0, 62),
-            a(110, 1, 61), // EPS: ignored
-            a(120, 0, 62),
-            a(1_120, 1, 62), // circuit moved: 1000 ns dark
-            a(1_130, 0, 61),
-            a(1_140, 1, 62),
-            a(3_140, 0, 62), // moved back: 2000 ns dark
-        ];
-        assert_eq!(
-            dark_gaps(&arrivals, 62),
-            vec![Duration::from_nanos(1000), Duration::from_nanos(2000)]
-        );
     }
 }

@@ -153,6 +153,11 @@ impl AddressPlan {
         })
     }
 
+    /// The whole range (rack r's block is the r-th /24 of it).
+    pub fn range(&self) -> Ipv4Net {
+        self.range
+    }
+
     fn block(&self, k: u64) -> u32 {
         u32::from(self.range.addr) + (k as u32) * 256
     }

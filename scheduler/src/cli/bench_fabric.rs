@@ -3,9 +3,9 @@
 //! (never timed tests); this module parses the arguments and prints.
 
 use anyhow::Result;
-use ocslab_emulator::fabric::bench;
 use ocslab_emulator::fabric::htb;
-use ocslab_emulator::Bps;
+use ocslab_emulator::fabric::{bench, bench_ocs, Datapath};
+use ocslab_emulator::{Bps, Nanos};
 use std::process::ExitCode;
 
 /// Arguments of `ocslab bench fabric`.
@@ -112,51 +112,228 @@ pub fn links(a: LinksArgs) -> Result<ExitCode> {
 
 /// Arguments of `ocslab bench ocs`.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  ocslab bench ocs                                   # both datapaths, 4 delays, idle and loaded, rotor, goodput\n  ocslab bench ocs --datapaths ebpf --delays-us 10 --load busy --parts dark\n  ocslab bench ocs --json > ocs.json"
+)]
 pub struct OcsArgs {
-    /// Reconfiguration delay δ in microseconds.
-    #[arg(long, default_value_t = 1000)]
-    pub delay_us: u64,
-    /// Reconfigurations to measure.
+    /// Datapaths to measure.
+    #[arg(long, value_delimiter = ',', default_value = "ebpf,tc-mirred")]
+    pub datapaths: Vec<Datapath>,
+    /// Reconfiguration delays δ, microseconds.
+    #[arg(long, value_delimiter = ',', default_value = "10,100,1000,10000")]
+    pub delays_us: Vec<u64>,
+    /// Idle box, every core busy (one spinning thread per core), or both.
+    #[arg(long, value_enum, default_value_t = Load::Both)]
+    pub load: Load,
+    /// Circuit moves measured per run (after two unmeasured ones).
     #[arg(long, default_value_t = 40)]
     pub rounds: u32,
-    /// Probe packet interval in microseconds (per destination: twice this;
-    /// the sender sleeps between packets, so the real spacing is printed).
-    #[arg(long, default_value_t = 10)]
+    /// Probe packet interval in microseconds; 0 sends back to back (a few µs
+    /// apart; the real spacing is printed).
+    #[arg(long, default_value_t = 0)]
     pub interval_us: u64,
+    /// Reconfiguration calls timed per datapath and load (no probe).
+    #[arg(long, default_value_t = 1000)]
+    pub calls: u32,
+    /// Rotor slot length, microseconds (4 racks, 3 slots; eBPF only).
+    #[arg(long, default_value_t = 50)]
+    pub rotor_slot_us: u64,
+    /// Rotor dark time at a slot's start, microseconds.
+    #[arg(long, default_value_t = 10)]
+    pub rotor_delay_us: u64,
+    /// How long the rotor runs, milliseconds.
+    #[arg(long, default_value_t = 300)]
+    pub rotor_ms: u64,
+    /// What to measure.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "dark,calls,rotor,goodput"
+    )]
+    pub parts: Vec<Part>,
+    /// Goodput runs per datapath and load (interleaved; the median is printed).
+    #[arg(long, default_value_t = 3)]
+    pub goodput_repeat: u32,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
 }
 
+/// A part of `ocslab bench ocs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    /// Dark time per datapath, δ and load.
+    Dark,
+    /// Reconfiguration call latency, no probe.
+    Calls,
+    /// A rotor schedule's slots (eBPF).
+    Rotor,
+    /// TCP goodput through one circuit.
+    Goodput,
+}
+
+/// Whether benchmarks run on an idle box, a loaded one, or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Load {
+    /// No load started.
+    Idle,
+    /// One spinning thread per core.
+    Busy,
+    /// Idle, then busy.
+    Both,
+}
+
+impl Load {
+    fn runs(self) -> &'static [bool] {
+        match self {
+            Load::Idle => &[false],
+            Load::Busy => &[true],
+            Load::Both => &[false, true],
+        }
+    }
+}
+
+/// Everything `ocslab bench ocs` measured.
+#[derive(Debug, serde::Serialize)]
+struct OcsReport {
+    dark: Vec<bench_ocs::DarkFigures>,
+    calls: Vec<bench_ocs::CallFigures>,
+    rotor: Vec<bench_ocs::RotorFigures>,
+    goodput: Vec<bench_ocs::GoodputFigure>,
+}
+
 /// Runs the benchmark.
 pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
-    let figures = bench::dark_time(a.delay_us, a.rounds, a.interval_us)?;
+    let mut report = OcsReport {
+        dark: Vec::new(),
+        calls: Vec::new(),
+        rotor: Vec::new(),
+        goodput: Vec::new(),
+    };
+    let say = |line: String| {
+        if !a.json {
+            println!("{line}");
+        }
+    };
+    if a.parts.contains(&Part::Dark) {
+        say(format!(
+            "{:<9} {:>8} {:<5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>8}",
+            "datapath",
+            "δ µs",
+            "load",
+            "gaps",
+            "min µs",
+            "p50 µs",
+            "p99 µs",
+            "max µs",
+            "target",
+            "call p50",
+            "call p99",
+            "probe µs"
+        ));
+        for &dp in &a.datapaths {
+            for &load in a.load.runs() {
+                for &d in &a.delays_us {
+                    let f = bench_ocs::dark_time(bench_ocs::DarkSpec {
+                        datapath: dp,
+                        delay: Nanos(d * 1000),
+                        rounds: a.rounds,
+                        interval_us: a.interval_us,
+                        load,
+                    })?;
+                    say(format!(
+                        "{:<9} {:>8} {:<5} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10.1} {:>9.1} {:>9.1} {:>8.1}",
+                        dp.to_string(),
+                        d,
+                        if load { "busy" } else { "idle" },
+                        f.gaps_measured,
+                        f.dark_min_us,
+                        f.dark_p50_us,
+                        f.dark_p99_us,
+                        f.dark_max_us,
+                        if f.within_target { "met" } else { "missed" },
+                        f.stalled_moves,
+                        f.dark_p99_steady_us,
+                        f.call_p50_us,
+                        f.call_p99_us,
+                        f.probe_spacing_us
+                    ));
+                    report.dark.push(f);
+                }
+            }
+        }
+        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (with the probe running); probe = mean spacing at one receiver (the resolution); stalls = moves at whose edges the probe itself went silent for over two spacings; p99 steady = p99 over the other moves".into());
+        if let Some(f) = report.dark.first() {
+            say(format!(
+                "a probe packet costs the box {:.1} µs through the emulated path",
+                f.probe_send_us
+            ));
+        }
+    }
+    if a.parts.contains(&Part::Calls) {
+        for &dp in &a.datapaths {
+            for &load in a.load.runs() {
+                let c = bench_ocs::call_latency(dp, load, a.calls)?;
+                say(format!(
+                    "reconfiguration call, {dp}, {}, no probe: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({} calls)",
+                    if load { "busy" } else { "idle" },
+                    c.call_us[0],
+                    c.call_us[1],
+                    c.call_us[2],
+                    c.calls
+                ));
+                report.calls.push(c);
+            }
+        }
+    }
+    if a.parts.contains(&Part::Rotor) && a.datapaths.contains(&Datapath::Ebpf) {
+        for &load in a.load.runs() {
+            let r = bench_ocs::rotor(bench_ocs::RotorSpec {
+                slot: Nanos(a.rotor_slot_us * 1000),
+                delay: Nanos(a.rotor_delay_us * 1000),
+                duration_ms: a.rotor_ms,
+                load,
+            })?;
+            say(format!(
+                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows, {} circuit packets, {} outside their slots; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs per rack); schedule set in {:.1} µs",
+                r.racks, a.rotor_slot_us, a.rotor_delay_us, if load { "busy" } else { "idle" },
+                r.windows_seen, r.circuit_packets, r.violations,
+                r.open_error_us[0], r.open_error_us[1], r.open_error_us[2],
+                r.close_error_us[0], r.close_error_us[1], r.close_error_us[2],
+                r.probe_spacing_us, r.set_schedule_us
+            ));
+            report.rotor.push(r);
+        }
+    }
+    if a.parts.contains(&Part::Goodput) {
+        let mut runs: Vec<(Datapath, bool, Vec<f64>, f64)> = Vec::new();
+        for _ in 0..a.goodput_repeat {
+            for &dp in &a.datapaths {
+                for &load in a.load.runs() {
+                    let g = bench_ocs::circuit_goodput(dp, load)?;
+                    match runs.iter_mut().find(|r| r.0 == dp && r.1 == load) {
+                        Some(r) => r.2.push(g.gbit_s),
+                        None => runs.push((dp, load, vec![g.gbit_s], g.over_circuit)),
+                    }
+                    report.goodput.push(g);
+                }
+            }
+        }
+        for (dp, load, mut g, over) in runs {
+            g.sort_by(f64::total_cmp);
+            say(format!(
+                "goodput through one circuit, {dp}, {}: median {:.2} Gbit/s of {} runs ({}; {:.1} % of the bytes over the circuit)",
+                if load { "busy" } else { "idle" },
+                g[g.len() / 2],
+                g.len(),
+                g.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(", "),
+                over * 100.0
+            ));
+        }
+    }
     if a.json {
-        println!("{}", serde_json::to_string(&figures)?);
-    } else {
-        println!(
-            "δ = {} µs, {} reconfigurations ({} dark gaps seen; a probe packet reached each rack every {:.0} µs)",
-            a.delay_us, a.rounds, figures.gaps_measured, figures.probe_spacing_us
-        );
-        println!(
-            "dark time p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs (target |p50 - δ| <= {:.0} µs: {})",
-            figures.dark_p50_us,
-            figures.dark_p99_us,
-            figures.dark_max_us,
-            figures.target_us,
-            if figures.within_target { "met" } else { "missed" }
-        );
-        println!(
-            "setup applied after δ: p50 {:.1} µs, p99 {:.1} µs; teardown batch p50 {:.1} µs, p99 {:.1} µs",
-            figures.setup_late_p50_us,
-            figures.setup_late_p99_us,
-            figures.teardown_p50_us,
-            figures.teardown_p99_us
-        );
-        println!(
-            "probe: {} packets sent, {} received",
-            figures.probe_packets_sent, figures.probe_packets_received
-        );
+        println!("{}", serde_json::to_string(&report)?);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -26,7 +26,7 @@ pub use up::up;
 
 use anyhow::{bail, Context, Result};
 use ocslab_emulator::fabric::user_runs::{HolderRecord, UserRunDir};
-use ocslab_emulator::fabric::{self, ledger, rootless, Circuit, Fabric, RunId};
+use ocslab_emulator::fabric::{self, ledger, rootless, Circuit, Fabric, RunId, Schedule};
 use ocslab_emulator::{HostId, Nanos};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -48,6 +48,11 @@ pub struct UpArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The OCS datapath: ebpf (circuits in a BPF map, δ enforced per packet
+    /// by the kernel; needs root) or tc-mirred (tc filters and routes).
+    /// Default: ebpf as root, else tc-mirred.
+    #[arg(long, value_name = "ebpf|tc-mirred")]
+    pub datapath: Option<ledger::Datapath>,
     /// Internal: run as the detached holder (prints one line when up).
     #[arg(long, hide = true)]
     pub holder: bool,
@@ -104,6 +109,22 @@ pub enum OcsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Make the eBPF datapath follow a repeating schedule of matchings (a
+    /// rotor) by itself, from now on; or stop it with --clear.
+    #[command(
+        after_help = "Schedule file (TOML):\n  slot = \"50us\"          # default slot length\n  delay = \"10us\"         # optional: dark time of a port that changes (default: the topology's δ)\n  [[slots]]\n  circuits = [\"0:1\", \"1:2\", \"2:3\", \"3:0\"]\n  [[slots]]\n  length = \"100us\"       # optional: this slot's length\n  circuits = [\"0:2\", \"2:0\"]\n\nExamples:\n  ocslab ocs schedule schedules/rotor-4.toml\n  ocslab ocs schedule --clear"
+    )]
+    Schedule {
+        /// The schedule file.
+        #[arg(required_unless_present = "clear")]
+        file: Option<PathBuf>,
+        /// Stop following a schedule (every port dark, no circuit).
+        #[arg(long, conflicts_with = "file")]
+        clear: bool,
+        /// The run (needed when several fabrics are up).
+        #[arg(long)]
+        run: Option<RunId>,
+    },
     /// Show the circuits the kernel holds.
     #[command(after_help = "Example:\n  ocslab ocs show --json")]
     Show {
@@ -114,6 +135,17 @@ pub enum OcsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What `ocslab ocs show` prints.
+#[derive(serde::Serialize)]
+struct OcsView {
+    run: RunId,
+    datapath: ledger::Datapath,
+    schedule: Option<fabric::ocs::ScheduleSummary>,
+    circuits: Vec<Circuit>,
+    /// Per input port (eBPF only).
+    ports: Option<Vec<fabric::ebpf::PortStats>>,
 }
 
 /// Arguments of `ocslab status`.
@@ -129,21 +161,7 @@ pub struct StatusArgs {
 }
 
 fn parse_circuit(s: &str) -> Result<Circuit> {
-    let bad = || {
-        anyhow::anyhow!(
-            "{s:?} is not a circuit: expected SRC:DST or SRC:DST@PORT with rack numbers, e.g. 0:1 or 0:2@1"
-        )
-    };
-    let (pair, port) = match s.split_once('@') {
-        Some((p, w)) => (p, w.parse().map_err(|_| bad())?),
-        None => (s, 0),
-    };
-    let (a, b) = pair.split_once(':').ok_or_else(bad)?;
-    Ok(Circuit {
-        src_rack: a.trim().parse().map_err(|_| bad())?,
-        dst_rack: b.trim().parse().map_err(|_| bad())?,
-        port,
-    })
+    Ok(s.parse::<Circuit>()?)
 }
 
 /// Runs that are up with a live owner.
@@ -253,16 +271,73 @@ pub fn ocs(c: OcsCommand) -> Result<ExitCode> {
                 );
             }
         }
+        OcsCommand::Schedule { file, clear, run } => {
+            let f = attach(run)?;
+            let ocs = f.ocs()?;
+            match file {
+                Some(path) if !clear => {
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    let topo = f.topology();
+                    let schedule =
+                        Schedule::from_file(&path, &text, topo.racks, topo.ocs_ports_per_rack, ocs.delay())?;
+                    ocs.set_schedule(&schedule)?;
+                    println!(
+                        "run {}: the OCS follows {} ({} slots, period {}, δ {}) from now on; `ocslab ocs schedule --clear` stops it",
+                        f.run_id(),
+                        path.display(),
+                        schedule.slots().len(),
+                        schedule.period(),
+                        schedule.delay()
+                    );
+                }
+                _ => {
+                    ocs.clear_schedule()?;
+                    println!(
+                        "run {}: no schedule; every port dark until `ocslab ocs set`",
+                        f.run_id()
+                    );
+                }
+            }
+        }
         OcsCommand::Show { run, json } => {
             let f = attach(run)?;
-            let circuits = f.ocs()?.kernel_circuits()?;
+            let ocs = f.ocs()?;
+            let view = OcsView {
+                run: f.run_id(),
+                datapath: ocs.datapath(),
+                schedule: ocs.schedule_summary()?,
+                circuits: ocs.kernel_circuits()?,
+                ports: ocs.port_stats().ok(),
+            };
             if json {
-                println!("{}", serde_json::to_string_pretty(&circuits)?);
-            } else if circuits.is_empty() {
-                println!("no circuits (run {})", f.run_id());
+                println!("{}", serde_json::to_string_pretty(&view)?);
             } else {
-                for c in circuits {
+                println!("run {}: {} datapath", view.run, view.datapath);
+                if let Some(s) = view.schedule {
+                    println!("following a schedule of {} slots, period {}", s.slots, s.period);
+                } else if view.circuits.is_empty() {
+                    println!("no circuits");
+                }
+                for c in &view.circuits {
                     println!("rack {} -> rack {} on port {}", c.src_rack, c.dst_rack, c.port);
+                }
+                if let Some(ports) = &view.ports {
+                    let w = f.topology().ocs_ports_per_rack.max(1) as usize;
+                    for (i, p) in ports
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, p)| p.packets + p.dropped > 0)
+                    {
+                        println!(
+                            "port rack {} w{}: {} packets ({} bytes) switched, {} dropped (dark or no circuit)",
+                            i / w,
+                            i % w,
+                            p.packets,
+                            p.bytes,
+                            p.dropped
+                        );
+                    }
                 }
             }
         }

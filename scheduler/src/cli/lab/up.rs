@@ -60,6 +60,7 @@ pub fn up(a: UpArgs) -> Result<ExitCode> {
             run_id: user_run.as_ref().map(|u| u.record.run_id).or(a.run),
             topology_file: Some(a.file.clone()),
             detached: a.holder,
+            datapath: a.datapath,
             ..Default::default()
         },
     )?;
@@ -174,6 +175,9 @@ fn up_detached(a: UpArgs) -> Result<ExitCode> {
     cmd.arg("up").arg(&a.file).arg("--holder");
     if let Some(r) = a.run {
         cmd.arg("--run").arg(r.to_string());
+    }
+    if let Some(d) = a.datapath {
+        cmd.arg("--datapath").arg(d.to_string());
     }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())

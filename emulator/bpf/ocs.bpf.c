@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// The optical circuit switch of ocslab as an eBPF datapath.
+//
+// Two tc programs share one circuit table:
+//
+// - `ocs_port` runs on the ingress of every OCS port (namespace `ocs`,
+//   interface index OCS_IFINDEX + port). It looks up the port's circuit and
+//   redirects the packet to the output port's egress, or drops it when the
+//   port has no circuit or the circuit is still dark (now < up_at).
+// - `tor_ingress` runs on the ingress of every ToR downlink (packets from the
+//   rack's hosts). A packet marked with TOS 0x08 whose destination is in
+//   another rack leaves through one of the ToR's OCS ports when a usable
+//   circuit joins the two racks (several: picked by flow hash); otherwise it
+//   is left to the kernel's routing, which sends it over EPS.
+//
+// A port is usable at time `now` (bpf_ktime_get_ns, CLOCK_MONOTONIC) when
+// - mode ON_DEMAND: circuits[port].out is set and now >= circuits[port].up_at;
+// - mode SCHEDULE: in the slot of a repeating schedule that `now` falls in,
+//   the port has an output and the slot's dark time for it has passed.
+//
+// The Rust side (emulator/src/fabric/ebpf.rs) loads this object with aya,
+// sets the read-only globals below and writes the maps. Rebuild the shipped
+// object with scripts/build-bpf (CI checks it matches this source).
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#define NO_PORT 0xffffffffu
+#define MAX_WAVELENGTHS 32
+#define MAX_SLOTS 64
+#define MODE_ON_DEMAND 0
+#define MODE_SCHEDULE 1
+#define OCS_TOS 0x08
+#define DSCP_MASK 0xfc
+
+// Set by the loader before the programs are loaded.
+volatile const __u32 n_ports = 1;      // racks x wavelengths
+volatile const __u32 wavelengths = 1;  // OCS ports per rack
+volatile const __u32 racks = 1;
+volatile const __u32 ocs_ifindex = 10; // OCS port p is interface ocs_ifindex + p
+volatile const __u32 tor_ocs_ifindex = 100; // ToR transceiver w is tor_ocs_ifindex + w
+volatile const __u32 net_base = 0;     // first address of the range, host order
+
+// The on-demand circuit of an input port.
+struct circuit {
+    __u32 out;     // output port, or NO_PORT
+    __u32 pad;
+    __u64 up_at;   // usable from this time on
+};
+
+// A repeating schedule of matchings. Slot s covers
+// [start[s], start[s + 1]) of each period (the last slot ends at `period`).
+struct schedule {
+    __u64 epoch;   // when slot 0 of the first period begins
+    __u64 period;
+    __u32 slots;
+    __u32 pad;
+    __u64 start[MAX_SLOTS];
+};
+
+// Port p's circuit in one slot (index slot * n_ports + p).
+struct slot_port {
+    __u32 out;     // output port, or NO_PORT
+    __u32 dark;    // ns from the slot's start before it is usable
+};
+
+// What an OCS input port did.
+struct port_stats {
+    __u64 packets;  // redirected over a circuit
+    __u64 bytes;
+    __u64 dropped;  // arrived with no usable circuit
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __type(key, __u32);
+    __type(value, __u32);
+    __uint(max_entries, 1);
+} mode SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __type(key, __u32);
+    __type(value, struct circuit);
+    __uint(max_entries, 1); // n_ports, set by the loader
+} circuits SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __type(key, __u32);
+    __type(value, struct schedule);
+    __uint(max_entries, 1);
+} schedule SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __type(key, __u32);
+    __type(value, struct slot_port);
+    __uint(max_entries, 1); // MAX_SLOTS x n_ports, set by the loader
+} slot_ports SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __type(key, __u32);
+    __type(value, struct port_stats);
+    __uint(max_entries, 1); // n_ports, set by the loader
+} stats SEC(".maps");
+
+// The output of `port` at `now`, or NO_PORT when it has none or is dark.
+static __always_inline __u32 circuit_at(__u32 port, __u64 now)
+{
+    __u32 zero = 0;
+    __u32 *m = bpf_map_lookup_elem(&mode, &zero);
+    if (m && *m == MODE_SCHEDULE) {
+        struct schedule *s = bpf_map_lookup_elem(&schedule, &zero);
+        if (!s || s->period == 0 || s->slots == 0 || now < s->epoch)
+            return NO_PORT;
+        __u64 off = (now - s->epoch) % s->period;
+        __u32 slot = 0;
+        for (__u32 i = 1; i < MAX_SLOTS; i++) {
+            if (i >= s->slots || s->start[i] > off)
+                break;
+            slot = i;
+        }
+        if (slot >= MAX_SLOTS)
+            return NO_PORT;
+        __u64 into = off - s->start[slot];
+        __u32 key = slot * n_ports + port;
+        struct slot_port *sp = bpf_map_lookup_elem(&slot_ports, &key);
+        if (!sp || sp->out == NO_PORT || into < sp->dark)
+            return NO_PORT;
+        return sp->out;
+    }
+    struct circuit *c = bpf_map_lookup_elem(&circuits, &port);
+    if (!c || c->out == NO_PORT || now < c->up_at)
+        return NO_PORT;
+    return c->out;
+}
+
+SEC("classifier")
+int ocs_port(struct __sk_buff *skb)
+{
+    __u32 port = skb->ifindex - ocs_ifindex;
+    if (port >= n_ports)
+        return TC_ACT_SHOT;
+    __u32 out = circuit_at(port, bpf_ktime_get_ns());
+    struct port_stats *st = bpf_map_lookup_elem(&stats, &port);
+    if (out == NO_PORT || out >= n_ports) {
+        if (st)
+            st->dropped++;
+        return TC_ACT_SHOT;
+    }
+    if (st) {
+        st->packets++;
+        st->bytes += skb->len;
+    }
+    return bpf_redirect(ocs_ifindex + out, 0);
+}
+
+// Rack of a host-order address of the range, or `racks` when outside it.
+static __always_inline __u32 rack_of(__u32 addr)
+{
+    __u32 off = addr - net_base;
+    __u32 r = off >> 8;
+    return r < racks ? r : racks;
+}
+
+SEC("classifier")
+int tor_ingress(struct __sk_buff *skb)
+{
+    void *data = (void *)(long)skb->data;
+    void *data_end = (void *)(long)skb->data_end;
+    struct ethhdr *eth = data;
+    struct iphdr *ip = data + sizeof(*eth);
+    if ((void *)(ip + 1) > data_end)
+        return TC_ACT_OK;
+    if (eth->h_proto != bpf_htons(ETH_P_IP) || (ip->tos & DSCP_MASK) != OCS_TOS)
+        return TC_ACT_OK;
+    __u32 src = rack_of(bpf_ntohl(ip->saddr));
+    __u32 dst = rack_of(bpf_ntohl(ip->daddr));
+    if (src >= racks || dst >= racks || src == dst || ip->ttl <= 1)
+        return TC_ACT_OK;
+
+    // The usable circuits from this rack to `dst`, one per wavelength at most.
+    __u64 now = bpf_ktime_get_ns();
+    __u32 usable = 0;
+    __u32 mask = 0;
+    for (__u32 w = 0; w < MAX_WAVELENGTHS; w++) {
+        if (w >= wavelengths)
+            break;
+        if (circuit_at(src * wavelengths + w, now) == dst * wavelengths + w) {
+            mask |= 1u << w;
+            usable++;
+        }
+    }
+    if (usable == 0)
+        return TC_ACT_OK; // EPS
+    __u32 pick = usable == 1 ? 0 : bpf_get_hash_recalc(skb) % usable;
+    __u32 wl = 0;
+    for (__u32 w = 0; w < MAX_WAVELENGTHS; w++) {
+        if (mask & (1u << w)) {
+            if (pick == 0) {
+                wl = w;
+                break;
+            }
+            pick--;
+        }
+    }
+
+    // Forward as the ToR's router would: new MACs, TTL - 1.
+    __u8 smac[ETH_ALEN] = {0x02, 0x0c, src >> 8, src, wl, 0x01};
+    __u8 dmac[ETH_ALEN] = {0x02, 0x0c, dst >> 8, dst, wl, 0x01};
+    __u16 old = *(__u16 *)&ip->ttl;
+    ip->ttl--;
+    __u16 new = *(__u16 *)&ip->ttl;
+    __builtin_memcpy(eth->h_source, smac, ETH_ALEN);
+    __builtin_memcpy(eth->h_dest, dmac, ETH_ALEN);
+    bpf_l3_csum_replace(skb, ETH_HLEN + __builtin_offsetof(struct iphdr, check), old, new, 2);
+    return bpf_redirect(tor_ocs_ifindex + wl, 0);
+}
+
+char LICENSE[] SEC("license") = "MIT OR Apache-2.0";

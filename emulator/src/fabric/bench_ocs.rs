@@ -1,0 +1,523 @@
+//! Benchmarks of the OCS datapaths (`ocslab bench ocs` prints them; never
+//! timed tests). Each builds its own small fabric at 100 Gbit/s links (scale
+//! 1), so the shapers never hold a probe packet back:
+//!
+//! - [`dark_time`]: a circuit from rack 0 moves between racks 1 and 2 while
+//!   a marked UDP probe goes to both back to back. The dark time of a move
+//!   is the gap between the last packet that crossed the old circuit and the
+//!   first that crossed the new one, from the kernel's receive timestamps at
+//!   the destinations (TTL tells the path). Also: how long the
+//!   reconfiguration call took.
+//! - [`rotor`]: a 4-rack rotor schedule followed by the datapath alone.
+//!   Each probe packet that crossed a circuit is placed in its pair's slot
+//!   from its send and receive times; the figures are the packets outside
+//!   their slots (violations) and how far the first and last packet of each
+//!   slot are from the slot's usable window.
+//! - [`call_latency`]: how long a reconfiguration call spends changing the
+//!   kernel, with no probe traffic (δ = 0, so no call waits).
+//! - [`circuit_goodput`]: one marked TCP stream through one circuit.
+//!
+//! Each can run with a [`CpuLoad`]: one busy thread per core at normal
+//! priority, for as long as the measurement.
+
+use super::bench::{bench_topology, histogram, need_root, record, BenchError};
+use super::{plan, probe, Circuit, Datapath, Fabric, FabricOptions, Schedule};
+use crate::{Bps, HostId, Nanos};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One busy thread per core at normal priority, until dropped.
+pub struct CpuLoad {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl CpuLoad {
+    /// Starts one spinning thread per core (none if `on` is false).
+    pub fn start(on: bool) -> CpuLoad {
+        let stop = Arc::new(AtomicBool::new(false));
+        let n = if on {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        } else {
+            0
+        };
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 1u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..10_000 {
+                            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                        }
+                    }
+                })
+            })
+            .collect();
+        CpuLoad { stop, threads }
+    }
+}
+
+impl Drop for CpuLoad {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+const GBIT100: Bps = Bps(100_000_000_000);
+
+fn up(racks: u32, datapath: Datapath) -> Result<Fabric, BenchError> {
+    let topo = bench_topology(racks, 1, GBIT100, GBIT100, 1, GBIT100)?;
+    Ok(Fabric::up(
+        &topo,
+        FabricOptions {
+            datapath: Some(datapath),
+            ..Default::default()
+        },
+    )?)
+}
+
+fn circuit(src_rack: u32, dst_rack: u32) -> Circuit {
+    Circuit {
+        src_rack,
+        dst_rack,
+        port: 0,
+    }
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+fn pct(h: &Histogram<u64>, q: f64) -> f64 {
+    us(h.value_at_quantile(q))
+}
+
+/// Mean time between consecutive arrivals at one receiver, µs.
+fn spacing_us(arrivals: &[probe::Arrival], receivers: usize) -> f64 {
+    let per: Vec<f64> = (0..receivers)
+        .filter_map(|d| {
+            let t: Vec<u64> = arrivals.iter().filter(|a| a.dst == d).map(|a| a.at_ns).collect();
+            let (first, last) = (*t.first()?, *t.last()?);
+            (t.len() > 1).then(|| us(last - first) / (t.len() - 1) as f64)
+        })
+        .collect();
+    per.iter().sum::<f64>() / per.len().max(1) as f64
+}
+
+/// What one [`dark_time`] run is.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct DarkSpec {
+    /// The datapath.
+    pub datapath: Datapath,
+    /// δ.
+    pub delay: Nanos,
+    /// Moves measured (after two unmeasured ones).
+    pub rounds: u32,
+    /// Probe interval (zero: back to back).
+    pub interval_us: u64,
+    /// Whether every core is kept busy meanwhile.
+    pub load: bool,
+}
+
+/// What [`dark_time`] measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct DarkFigures {
+    /// The run.
+    pub spec: DarkSpec,
+    /// δ, µs.
+    pub delay_us: f64,
+    /// Dark gaps the probe saw (one per measured move, when it saw them all).
+    pub gaps_measured: usize,
+    /// Moves at whose edges the probe itself was silent for more than two
+    /// spacings (a stall of the probe, not of the datapath).
+    pub stalled_moves: usize,
+    /// Dark time p99 over the other moves, µs.
+    pub dark_p99_steady_us: f64,
+    /// Shortest dark time, µs.
+    pub dark_min_us: f64,
+    /// Dark time p50, µs.
+    pub dark_p50_us: f64,
+    /// Dark time p99, µs.
+    pub dark_p99_us: f64,
+    /// Longest dark time, µs.
+    pub dark_max_us: f64,
+    /// The target: p99 within max(1 % of δ, 10 µs) of δ.
+    pub target_us: f64,
+    /// Whether |p99 − δ| is within the target.
+    pub within_target: bool,
+    /// How long the reconfiguration call spent changing the kernel, p50, µs.
+    pub call_p50_us: f64,
+    /// The same, p99.
+    pub call_p99_us: f64,
+    /// How late the new circuits were applied after δ, p99, µs (0 on eBPF,
+    /// where the kernel enforces `up_at`).
+    pub setup_late_p99_us: f64,
+    /// Mean time between probe packets at one receiver, µs: the resolution.
+    pub probe_spacing_us: f64,
+    /// Probe packets sent.
+    pub probe_sent: u64,
+    /// Mean time per probe packet sent, µs: what one packet costs the box
+    /// through the emulated path (the floor of the probe's spacing).
+    pub probe_send_us: f64,
+    /// Probe packets received while measuring.
+    pub probe_received: usize,
+    /// Every dark gap, µs, in the order of the moves.
+    pub gaps_us: Vec<f64>,
+    /// Every dark gap between the send times of the same two packets, µs.
+    pub gaps_sent_us: Vec<f64>,
+    /// For each move, the longest time the probe was silent at the gap's
+    /// edges (no arrival at all), µs.
+    pub silences_us: Vec<f64>,
+}
+
+/// Reconfigurations made before measuring (one-time kernel allocations).
+const WARMUP_ROUNDS: u32 = 2;
+
+/// Moves a circuit from rack 0 between racks 1 and 2 and measures the dark
+/// time packets see (see the module doc). Needs root.
+pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
+    need_root()?;
+    let f = up(3, spec.datapath)?;
+    let ocs = f.ocs()?;
+    ocs.set_matching_with_delay(&[circuit(0, 1)], Nanos(0))?;
+    let probe = probe::DarkProbe::start(
+        &f,
+        HostId::new(0, 0),
+        &[HostId::new(1, 0), HostId::new(2, 0)],
+        plan::OCS_TOS,
+        Duration::from_micros(spec.interval_us),
+    )?;
+    let probe_start = super::clock::now();
+    let load = CpuLoad::start(spec.load);
+    let settle = Duration::from_nanos(spec.delay.0 * 2).max(Duration::from_millis(2));
+    let (mut call, mut late) = (histogram()?, histogram()?);
+    std::thread::sleep(settle);
+    let mut measured_from = 0;
+    for k in 0..spec.rounds + WARMUP_ROUNDS {
+        let dst = if k % 2 == 0 { 2 } else { 1 };
+        let rec = ocs.set_matching_with_delay(&[circuit(0, dst)], spec.delay)?;
+        if k >= WARMUP_ROUNDS {
+            record(&mut call, rec.call.0.max(1))?;
+            record(&mut late, rec.setup_late.0.max(1))?;
+        } else {
+            measured_from = rec.events.last().map(|e| e.at.0).unwrap_or(0);
+        }
+        // Steady traffic on the new circuit before the next move.
+        std::thread::sleep(settle);
+    }
+    drop(load);
+    let (sent, mut arrivals) = probe.finish()?;
+    let probe_send_us = us(super::clock::now().0 - probe_start.0) / sent.max(1) as f64;
+    f.down()?;
+    arrivals.retain(|a| a.sent >= measured_from);
+    let moves = dark_moves(&arrivals);
+    let spacing = spacing_us(&arrivals, 2);
+    let (mut dark, mut steady) = (histogram()?, histogram()?);
+    for m in &moves {
+        record(&mut dark, m.dark_ns)?;
+        if us(m.silence_ns) <= 2.0 * spacing {
+            record(&mut steady, m.dark_ns)?;
+        }
+    }
+    let delay_us = us(spec.delay.0);
+    let target_us = (delay_us * 0.01).max(10.0);
+    let p99 = pct(&dark, 0.99);
+    Ok(DarkFigures {
+        spec,
+        delay_us,
+        gaps_measured: moves.len(),
+        stalled_moves: moves.len() - steady.len() as usize,
+        dark_p99_steady_us: pct(&steady, 0.99),
+        dark_min_us: us(dark.min()),
+        dark_p50_us: pct(&dark, 0.5),
+        dark_p99_us: p99,
+        dark_max_us: us(dark.max()),
+        target_us,
+        within_target: !moves.is_empty() && (p99 - delay_us).abs() <= target_us,
+        call_p50_us: pct(&call, 0.5),
+        call_p99_us: pct(&call, 0.99),
+        setup_late_p99_us: pct(&late, 0.99),
+        probe_spacing_us: spacing,
+        probe_sent: sent,
+        probe_send_us,
+        probe_received: arrivals.len(),
+        gaps_us: moves.iter().map(|m| us(m.dark_ns)).collect(),
+        gaps_sent_us: moves.iter().map(|m| us(m.dark_sent_ns)).collect(),
+        silences_us: moves.iter().map(|m| us(m.silence_ns)).collect(),
+    })
+}
+
+/// One circuit move as the probe saw it.
+struct Move {
+    /// From the last arrival over the old circuit to the first over the new.
+    dark_ns: u64,
+    /// The same two packets' send times apart.
+    dark_sent_ns: u64,
+    /// The longer of the two times with no arrival at all (either path,
+    /// either receiver) at the gap's edges, after its first packet and
+    /// before its last: long when the probe itself stalled there.
+    silence_ns: u64,
+}
+
+/// The moves in `arrivals` (kernel receive times): each change of the
+/// receiver reached over a circuit.
+fn dark_moves(arrivals: &[probe::Arrival]) -> Vec<Move> {
+    let mut all: Vec<&probe::Arrival> = arrivals.iter().collect();
+    all.sort_by_key(|a| a.at_ns);
+    let mut moves = Vec::new();
+    let mut last: Option<usize> = None;
+    for (i, a) in all.iter().enumerate().filter(|(_, a)| a.over_circuit()) {
+        if let Some(l) = last {
+            if all[l].dst != a.dst {
+                // At the two edges of the gap: after the last old packet and
+                // before the first new one.
+                let silence_ns = all[l + 1]
+                    .at_ns
+                    .saturating_sub(all[l].at_ns)
+                    .max(a.at_ns.saturating_sub(all[i - 1].at_ns));
+                moves.push(Move {
+                    dark_ns: a.at_ns.saturating_sub(all[l].at_ns),
+                    dark_sent_ns: a.sent.saturating_sub(all[l].sent),
+                    silence_ns,
+                });
+            }
+        }
+        last = Some(i);
+    }
+    moves
+}
+
+/// What one [`rotor`] run is.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RotorSpec {
+    /// Slot length.
+    pub slot: Nanos,
+    /// δ: the dark time at the start of a slot for a port that changes.
+    pub delay: Nanos,
+    /// How long to follow it.
+    pub duration_ms: u64,
+    /// Whether every core is kept busy meanwhile.
+    pub load: bool,
+}
+
+/// What [`rotor`] measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct RotorFigures {
+    /// The run.
+    pub spec: RotorSpec,
+    /// Racks (rack r reaches r+1, r+2, r+3 in turn).
+    pub racks: u32,
+    /// Slot windows of rack 0's three pairs in which a circuit packet arrived.
+    pub windows_seen: usize,
+    /// Probe packets that crossed a circuit.
+    pub circuit_packets: usize,
+    /// Of those, packets that crossed outside their pair's usable window
+    /// (no instant between their send and receive times falls in one).
+    pub violations: usize,
+    /// |first packet's send time − window open|, p50 / p99 / max, µs.
+    pub open_error_us: [f64; 3],
+    /// window close − last packet's send time, p50 / p99 / max, µs.
+    pub close_error_us: [f64; 3],
+    /// Mean time between probe packets at one receiver, µs: the resolution.
+    pub probe_spacing_us: f64,
+    /// How long setting the schedule took, µs.
+    pub set_schedule_us: f64,
+}
+
+/// Follows a 4-rack rotor (three slots: rack r reaches r+k in slot k−1)
+/// and checks where rack 0's probe packets crossed (see the module doc).
+/// eBPF only. Needs root.
+pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
+    need_root()?;
+    let racks = 4;
+    let f = up(racks, Datapath::Ebpf)?;
+    let ocs = f.ocs()?;
+    let slots: Vec<_> = (1..racks)
+        .map(|k| {
+            (
+                spec.slot,
+                (0..racks).map(|r| circuit(r, (r + k) % racks)).collect(),
+            )
+        })
+        .collect();
+    let schedule = Schedule::new(racks, 1, &slots, spec.delay)?;
+    let to: Vec<HostId> = (1..racks).map(|r| HostId::new(r, 0)).collect();
+    let probe = probe::DarkProbe::start(&f, HostId::new(0, 0), &to, plan::OCS_TOS, Duration::ZERO)?;
+    let load = CpuLoad::start(spec.load);
+    let t0 = super::clock::now();
+    let epoch = ocs.set_schedule(&schedule)?;
+    let set_schedule_us = us(super::clock::now().0 - t0.0);
+    std::thread::sleep(Duration::from_millis(spec.duration_ms));
+    drop(load);
+    let (_, arrivals) = probe.finish()?;
+    f.down()?;
+
+    let period = schedule.period().0;
+    // The usable window of rack 0 → `want` that contains time t (since the
+    // epoch), as (period index, slot).
+    let window_at = |t: u64, want: u32| -> Option<(u64, usize)> {
+        let (s, into) = schedule.slot_at(Nanos(t));
+        let p = schedule.slots()[s].ports[0];
+        (p.out == Some(want) && into >= p.dark).then_some((t / period, s))
+    };
+    let mut windows: std::collections::BTreeMap<(u64, usize), (u64, u64)> = Default::default();
+    let (mut circuit_packets, mut violations) = (0, 0);
+    for a in arrivals.iter().filter(|a| a.over_circuit() && a.sent >= epoch.0) {
+        circuit_packets += 1;
+        let want = a.dst as u32 + 1;
+        let (sent, seen) = (a.sent - epoch.0, a.seen - epoch.0);
+        let found = (sent..=seen)
+            .step_by(250)
+            .chain([seen])
+            .find_map(|t| window_at(t, want));
+        match found {
+            Some(w) => {
+                let e = windows.entry(w).or_insert((sent, sent));
+                e.0 = e.0.min(sent);
+                e.1 = e.1.max(sent);
+            }
+            None => violations += 1,
+        }
+    }
+    let (mut open, mut close) = (histogram()?, histogram()?);
+    for (&(k, s), &(first, last)) in &windows {
+        let start = k * period + schedule.slot_start(s).0;
+        let open_at = start + schedule.slots()[s].ports[0].dark.0;
+        let close_at = start + schedule.slots()[s].length.0;
+        record(&mut open, first.abs_diff(open_at).max(1))?;
+        record(&mut close, close_at.saturating_sub(last).max(1))?;
+    }
+    let three = |h: &Histogram<u64>| [pct(h, 0.5), pct(h, 0.99), us(h.max())];
+    Ok(RotorFigures {
+        spec,
+        racks,
+        windows_seen: windows.len(),
+        circuit_packets,
+        violations,
+        open_error_us: three(&open),
+        close_error_us: three(&close),
+        probe_spacing_us: spacing_us(&arrivals, to.len()),
+        set_schedule_us,
+    })
+}
+
+/// What [`call_latency`] measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallFigures {
+    /// The datapath.
+    pub datapath: Datapath,
+    /// Whether every core was kept busy meanwhile.
+    pub load: bool,
+    /// Calls measured.
+    pub calls: u32,
+    /// Time spent changing the kernel, p50 / p99 / max, µs.
+    pub call_us: [f64; 3],
+}
+
+/// Moves one circuit of rack 0 between racks 1 and 2 `calls` times with
+/// δ = 0 and records how long each call spent changing the kernel
+/// ([`super::Reconfiguration::call`]). Needs root.
+pub fn call_latency(datapath: Datapath, load: bool, calls: u32) -> Result<CallFigures, BenchError> {
+    need_root()?;
+    let f = up(3, datapath)?;
+    let ocs = f.ocs()?;
+    let busy = CpuLoad::start(load);
+    let mut h = histogram()?;
+    for k in 0..calls + WARMUP_ROUNDS {
+        let rec = ocs.set_matching_with_delay(&[circuit(0, 1 + k % 2)], Nanos(0))?;
+        if k >= WARMUP_ROUNDS {
+            record(&mut h, rec.call.0.max(1))?;
+        }
+    }
+    drop(busy);
+    f.down()?;
+    Ok(CallFigures {
+        datapath,
+        load,
+        calls,
+        call_us: [pct(&h, 0.5), pct(&h, 0.99), us(h.max())],
+    })
+}
+
+/// What [`circuit_goodput`] measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct GoodputFigure {
+    /// The datapath.
+    pub datapath: Datapath,
+    /// Whether every core was kept busy meanwhile.
+    pub load: bool,
+    /// TCP goodput, Gbit/s.
+    pub gbit_s: f64,
+    /// Share of the stream's bytes the circuit carried (the rest took EPS).
+    pub over_circuit: f64,
+}
+
+/// One marked TCP stream from rack 0 to rack 1 through a circuit (links of
+/// 100 Gbit/s: the box is the limit), 2 s after 0.5 s of warm-up. Needs root.
+pub fn circuit_goodput(datapath: Datapath, load: bool) -> Result<GoodputFigure, BenchError> {
+    need_root()?;
+    let f = up(2, datapath)?;
+    f.ocs()?.set_matching(&[circuit(0, 1)])?;
+    let busy = CpuLoad::start(load);
+    let c0 = f.counters()?;
+    let g = probe::tcp_goodput(
+        &f,
+        HostId::new(0, 0),
+        HostId::new(1, 0),
+        Some(plan::OCS_TOS),
+        Duration::from_millis(500),
+        Duration::from_secs(2),
+    )?;
+    let c1 = f.counters()?;
+    drop(busy);
+    f.down()?;
+    let ocs = (c1.ocs_bytes() - c0.ocs_bytes()) as f64;
+    let eps = (c1.eps_uplink_bytes() - c0.eps_uplink_bytes()) as f64;
+    Ok(GoodputFigure {
+        datapath,
+        load,
+        gbit_s: g / 1e9,
+        over_circuit: ocs / (ocs + eps).max(1.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_move_is_the_gap_between_circuit_arrivals_at_two_racks() {
+        let a = |at_ns, dst, ttl| probe::Arrival {
+            at_ns,
+            dst,
+            ttl,
+            sent: 0,
+            seen: 0,
+        };
+        let (circuit, eps) = (probe::PROBE_TTL - 2, probe::PROBE_TTL - 3);
+        let arrivals = [
+            a(100, 0, circuit),
+            a(110, 1, eps), // EPS: not a circuit arrival
+            a(120, 0, circuit),
+            a(400, 0, eps),       // the probe went on over EPS while the port was dark
+            a(1_120, 1, circuit), // moved: 1,000 ns dark, 720 ns silent before it
+            a(1_130, 0, eps),
+            a(1_140, 1, circuit),
+            a(3_140, 0, circuit), // moved back: 2,000 ns with nothing at all
+        ];
+        let moves = dark_moves(&arrivals);
+        let got: Vec<(u64, u64)> = moves.iter().map(|m| (m.dark_ns, m.silence_ns)).collect();
+        assert!(
+            moves.iter().all(|m| m.dark_sent_ns == 0),
+            "no send times in this case"
+        );
+        assert_eq!(got, vec![(1_000, 720), (2_000, 2_000)]);
+    }
+}

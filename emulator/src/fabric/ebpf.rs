@@ -1,0 +1,457 @@
+//! The OCS as an eBPF datapath: circuits in a BPF map, the reconfiguration
+//! delay enforced per packet by the kernel.
+//!
+//! The programs are `emulator/bpf/ocs.bpf.c`, shipped compiled beside it
+//! (`scripts/build-bpf` rebuilds it; CI checks the two match), so building
+//! ocslab needs no clang. They are loaded with aya and attached with tcx:
+//! `ocs_port` on the ingress of every OCS port, `tor_ingress` on the ingress
+//! of every ToR downlink. The tcx links belong to this process: when the
+//! fabric's owner exits, however it exits, the kernel detaches the programs
+//! and frees them and their maps. Nothing is pinned.
+//!
+//! A circuit is one entry of the map `circuits`, indexed by input port
+//! (rack × wavelengths + wavelength): the output port and `up_at`, the
+//! CLOCK_MONOTONIC time from which it carries packets. A reconfiguration
+//! writes only the ports that change (not-all-stop), in two passes so that a
+//! program reading an entry while it is written never sees a usable circuit
+//! early: first every changed port becomes `{none, never}` (dark), then each
+//! new circuit `{out, up_at}` with `up_at` = the end of the first pass + δ.
+//! No rtnl lock is taken and no timer runs: the kernel compares `up_at` with
+//! its clock on every packet.
+//!
+//! A repeating [`Schedule`] of matchings (a rotor) is written to the maps
+//! `schedule` and `slot_ports`; the map `mode` says which of the two the
+//! programs follow.
+
+use super::netns::NetNs;
+use super::plan::{FabricPlan, OCS_PORT_INDEX, TOR_OCS_INDEX};
+use super::schedule::Schedule;
+use super::{clock, names::ifname};
+use crate::units::Nanos;
+use aya::maps::{Array, Map, MapData, MapInfo, PerCpuArray};
+use aya::programs::{tc::TcAttachType, SchedClassifier};
+use aya::{Ebpf, EbpfLoader, Pod};
+
+/// The compiled programs (`emulator/bpf/ocs.bpf.o`).
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../../bpf/ocs.bpf.o");
+
+/// No output port (also: no circuit).
+const NO_PORT: u32 = u32::MAX;
+/// Slots a schedule may have (`MAX_SLOTS` in the C source).
+pub const MAX_SLOTS: usize = 64;
+const MODE_ON_DEMAND: u32 = 0;
+const MODE_SCHEDULE: u32 = 1;
+
+/// `struct circuit` of the C source.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CircuitEntry {
+    out: u32,
+    pad: u32,
+    up_at: u64,
+}
+
+/// A port with no circuit, never usable: what a changed port first becomes.
+const DARK: CircuitEntry = CircuitEntry {
+    out: NO_PORT,
+    pad: 0,
+    up_at: u64::MAX,
+};
+
+/// `struct schedule` of the C source.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct ScheduleEntry {
+    epoch: u64,
+    period: u64,
+    slots: u32,
+    pad: u32,
+    start: [u64; MAX_SLOTS],
+}
+
+/// `struct slot_port` of the C source.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct SlotPortEntry {
+    out: u32,
+    dark: u32,
+}
+
+/// What one OCS input port did (`struct port_stats`), summed over CPUs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PortStats {
+    /// Packets redirected over a circuit.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Packets that arrived with no usable circuit (dark or none) and were dropped.
+    pub dropped: u64,
+}
+
+// SAFETY: plain `repr(C)` structs of integers, laid out as in the C source,
+// with explicit padding fields (every byte is initialised).
+unsafe impl Pod for CircuitEntry {}
+// SAFETY: as above.
+unsafe impl Pod for ScheduleEntry {}
+// SAFETY: as above.
+unsafe impl Pod for SlotPortEntry {}
+// SAFETY: as above.
+unsafe impl Pod for PortStats {}
+
+/// A failure of the eBPF datapath.
+#[derive(Debug, thiserror::Error)]
+#[error("eBPF OCS datapath: {what}: {source}")]
+pub struct EbpfError {
+    /// What was being done.
+    pub what: String,
+    /// Why it failed.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+fn err<E: std::error::Error + Send + Sync + 'static>(what: impl Into<String>) -> impl FnOnce(E) -> EbpfError {
+    let what = what.into();
+    move |e| EbpfError {
+        what,
+        source: Box::new(e),
+    }
+}
+
+/// The loaded programs and their links (dropping it detaches them).
+pub struct Datapath {
+    bpf: Ebpf,
+}
+
+/// Kernel ids of a run's BPF programs and maps.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ObjectIds {
+    /// Programs.
+    pub programs: Vec<u32>,
+    /// Maps (those the programs use).
+    pub maps: Vec<u32>,
+}
+
+impl Datapath {
+    /// The ids of the loaded programs and of their maps.
+    pub fn object_ids(&self) -> Result<ObjectIds, EbpfError> {
+        let mut ids = ObjectIds::default();
+        for (name, prog) in self.bpf.programs() {
+            let info = prog.info().map_err(err(format!("program {name}")))?;
+            ids.programs.push(info.id());
+            ids.maps.extend(
+                info.map_ids()
+                    .map_err(err(format!("maps of {name}")))?
+                    .unwrap_or_default(),
+            );
+        }
+        ids.programs.sort_unstable();
+        ids.maps.sort_unstable();
+        ids.maps.dedup();
+        Ok(ids)
+    }
+}
+
+/// Which of `ids` the kernel still holds (loaded programs and maps of the
+/// whole box are listed; other runs' are ignored).
+pub fn still_loaded(ids: &ObjectIds) -> ObjectIds {
+    let mut programs: Vec<u32> = aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .map(|p| p.id())
+        .filter(|id| ids.programs.contains(id))
+        .collect();
+    let mut maps: Vec<u32> = aya::maps::loaded_maps()
+        .filter_map(Result::ok)
+        .map(|m| m.id())
+        .filter(|id| ids.maps.contains(id))
+        .collect();
+    programs.sort_unstable();
+    maps.sort_unstable();
+    ObjectIds { programs, maps }
+}
+
+impl std::fmt::Debug for Datapath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Datapath").finish_non_exhaustive()
+    }
+}
+
+/// Loads the programs for `plan` and attaches them in its namespaces
+/// (`namespaces` is in plan order). Returns the owner's handle and the
+/// circuit table.
+pub fn load(plan: &FabricPlan, namespaces: &[NetNs]) -> Result<(Datapath, CircuitTable), EbpfError> {
+    let w = plan.wavelengths();
+    let racks = plan.racks();
+    let n_ports = racks * w;
+    let net_base = u32::from(plan.addresses().range().addr);
+    let (ocs_ifindex, tor_ocs_ifindex) = (OCS_PORT_INDEX, TOR_OCS_INDEX);
+    let mut bpf = EbpfLoader::new()
+        .override_global("n_ports", &n_ports, true)
+        .override_global("wavelengths", &w, true)
+        .override_global("racks", &racks, true)
+        .override_global("ocs_ifindex", &ocs_ifindex, true)
+        .override_global("tor_ocs_ifindex", &tor_ocs_ifindex, true)
+        .override_global("net_base", &net_base, true)
+        .map_max_entries("circuits", n_ports)
+        .map_max_entries("stats", n_ports)
+        .map_max_entries("slot_ports", n_ports * MAX_SLOTS as u32)
+        .load(OBJECT)
+        .map_err(err("loading emulator/bpf/ocs.bpf.o"))?;
+    // Every port dark before the first packet can reach a program (an
+    // array map starts zeroed, which would read as circuits to port 0).
+    let mut table = CircuitTable::from_maps(n_ports, |name| {
+        bpf.take_map(name).ok_or_else(|| EbpfError {
+            what: format!("the object has no map {name}"),
+            source: "missing map".into(),
+        })
+    })?;
+    table.clear_schedule()?;
+    let p = plan.run.if_prefix();
+    let ocs_ns = &namespaces[plan.ocs_ns()];
+    {
+        let prog = classifier(&mut bpf, "ocs_port")?;
+        for r in 0..racks {
+            for wl in 0..w {
+                let name = ifname::ocs_port(&p, r, wl);
+                attach(prog, ocs_ns, &name)?;
+            }
+        }
+    }
+    {
+        let prog = classifier(&mut bpf, "tor_ingress")?;
+        for r in 0..racks {
+            let ns = &namespaces[plan.tor_ns(r)];
+            for h in 0..plan.hosts_per_rack() {
+                attach(prog, ns, &ifname::tor_down(&p, h))?;
+            }
+        }
+    }
+    Ok((Datapath { bpf }, table))
+}
+
+fn classifier<'a>(bpf: &'a mut Ebpf, name: &str) -> Result<&'a mut SchedClassifier, EbpfError> {
+    let prog: &mut SchedClassifier = bpf
+        .program_mut(name)
+        .ok_or_else(|| EbpfError {
+            what: format!("the object has no program {name}"),
+            source: "missing program".into(),
+        })?
+        .try_into()
+        .map_err(err(format!("program {name}")))?;
+    prog.load().map_err(err(format!("verifying program {name}")))?;
+    Ok(prog)
+}
+
+fn attach(prog: &mut SchedClassifier, ns: &NetNs, iface: &str) -> Result<(), EbpfError> {
+    ns.enter(|| prog.attach(iface, TcAttachType::Ingress))
+        .map_err(err(format!("entering {}", ns.name())))?
+        .map_err(err(format!(
+            "attaching to {iface} in {} (tcx ingress)",
+            ns.name()
+        )))?;
+    Ok(())
+}
+
+/// The maps a reconfiguration writes. Owned by the fabric's owner after
+/// [`load`], or found again by another process with [`CircuitTable::find`].
+pub struct CircuitTable {
+    n_ports: u32,
+    mode: Array<MapData, u32>,
+    circuits: Array<MapData, CircuitEntry>,
+    schedule: Array<MapData, ScheduleEntry>,
+    slot_ports: Array<MapData, SlotPortEntry>,
+    stats: PerCpuArray<MapData, PortStats>,
+}
+
+impl std::fmt::Debug for CircuitTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CircuitTable")
+            .field("n_ports", &self.n_ports)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CircuitTable {
+    fn from_maps(
+        n_ports: u32,
+        mut take: impl FnMut(&str) -> Result<Map, EbpfError>,
+    ) -> Result<CircuitTable, EbpfError> {
+        Ok(CircuitTable {
+            n_ports,
+            mode: Array::try_from(take("mode")?).map_err(err("map mode"))?,
+            circuits: Array::try_from(take("circuits")?).map_err(err("map circuits"))?,
+            schedule: Array::try_from(take("schedule")?).map_err(err("map schedule"))?,
+            slot_ports: Array::try_from(take("slot_ports")?).map_err(err("map slot_ports"))?,
+            stats: PerCpuArray::try_from(take("stats")?).map_err(err("map stats"))?,
+        })
+    }
+
+    /// Finds the maps of the programs attached to OCS port (0, 0) of `plan`'s
+    /// run (`ocs_ns` is its OCS namespace): how a process other than the
+    /// owner reaches the circuits.
+    pub fn find(plan: &FabricPlan, ocs_ns: &NetNs) -> Result<CircuitTable, EbpfError> {
+        let iface = ifname::ocs_port(&plan.run.if_prefix(), 0, 0);
+        let (_, progs) = ocs_ns
+            .enter(|| SchedClassifier::query_tcx(&iface, TcAttachType::Ingress))
+            .map_err(err(format!("entering {}", ocs_ns.name())))?
+            .map_err(err(format!("listing the programs on {iface}")))?;
+        let prog = progs
+            .iter()
+            .find(|p| p.name_as_str() == Some("ocs_port"))
+            .ok_or_else(|| EbpfError {
+                what: format!("no ocs_port program on {iface}"),
+                source: "the run's eBPF datapath is not attached (its owner has exited?)".into(),
+            })?;
+        let ids = prog
+            .map_ids()
+            .map_err(err("listing the program's maps"))?
+            .unwrap_or_default();
+        let mut found = std::collections::BTreeMap::new();
+        for id in ids {
+            let info = MapInfo::from_id(id).map_err(err(format!("map {id}")))?;
+            if let Some(name) = info.name_as_str() {
+                found.insert(name.to_string(), id);
+            }
+        }
+        let n_ports = plan.racks() * plan.wavelengths();
+        CircuitTable::from_maps(n_ports, |name| {
+            let id = *found.get(name).ok_or_else(|| EbpfError {
+                what: format!("program ocs_port has no map {name}"),
+                source: "missing map".into(),
+            })?;
+            let data = MapData::from_id(id).map_err(err(format!("opening map {name}")))?;
+            Ok(match name {
+                "stats" => Map::PerCpuArray(data),
+                _ => Map::Array(data),
+            })
+        })
+    }
+
+    /// Input ports (racks × wavelengths).
+    pub fn ports(&self) -> u32 {
+        self.n_ports
+    }
+
+    fn set_circuit(&mut self, port: u32, e: CircuitEntry) -> Result<(), EbpfError> {
+        self.circuits
+            .set(port, e, 0)
+            .map_err(err(format!("writing the circuit of port {port}")))
+    }
+
+    /// Not-all-stop reconfiguration of the on-demand table: every port in
+    /// `changed` goes dark now; those in `up` (port, output) carry packets
+    /// from δ after the last of them went dark. Returns (dark at, up at).
+    pub fn reconfigure(
+        &mut self,
+        changed: &[u32],
+        up: &[(u32, u32)],
+        delay: Nanos,
+    ) -> Result<(Nanos, Nanos), EbpfError> {
+        for &p in changed {
+            self.set_circuit(p, DARK)?;
+        }
+        let dark_at = clock::now();
+        let up_at = Nanos(dark_at.0.saturating_add(delay.0));
+        for &(p, out) in up {
+            self.set_circuit(
+                p,
+                CircuitEntry {
+                    out,
+                    pad: 0,
+                    up_at: up_at.0,
+                },
+            )?;
+        }
+        Ok((dark_at, up_at))
+    }
+
+    /// The on-demand table: (input port, output port) of every circuit,
+    /// up or still dark.
+    pub fn circuits(&self) -> Result<Vec<(u32, u32)>, EbpfError> {
+        let mut out = Vec::new();
+        for p in 0..self.n_ports {
+            let e = self
+                .circuits
+                .get(&p, 0)
+                .map_err(err(format!("reading the circuit of port {p}")))?;
+            if e.out != NO_PORT {
+                out.push((p, e.out));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the programs follow a schedule (else the on-demand table).
+    pub fn follows_schedule(&self) -> Result<bool, EbpfError> {
+        Ok(self.mode.get(&0, 0).map_err(err("reading the mode"))? == MODE_SCHEDULE)
+    }
+
+    /// The schedule the programs follow, if they do: (epoch, period, slots).
+    pub fn schedule_summary(&self) -> Result<Option<(Nanos, Nanos, u32)>, EbpfError> {
+        if !self.follows_schedule()? {
+            return Ok(None);
+        }
+        let e = self.schedule.get(&0, 0).map_err(err("reading the schedule"))?;
+        Ok(Some((Nanos(e.epoch), Nanos(e.period), e.slots)))
+    }
+
+    /// Makes the programs follow `schedule` from `epoch` on (clears the
+    /// on-demand table first: every port is dark until then).
+    pub fn set_schedule(&mut self, schedule: &Schedule, epoch: Nanos) -> Result<(), EbpfError> {
+        self.clear_schedule()?;
+        let mut entry = ScheduleEntry {
+            epoch: epoch.0,
+            period: schedule.period().0,
+            slots: schedule.slots().len() as u32,
+            pad: 0,
+            start: [0; MAX_SLOTS],
+        };
+        for (s, slot) in schedule.slots().iter().enumerate() {
+            entry.start[s] = schedule.slot_start(s).0;
+            for p in 0..self.n_ports {
+                let (out, dark) = slot
+                    .ports
+                    .get(p as usize)
+                    .map(|sp| (sp.out.unwrap_or(NO_PORT), sp.dark.0 as u32))
+                    .unwrap_or((NO_PORT, 0));
+                let key = s as u32 * self.n_ports + p;
+                self.slot_ports
+                    .set(key, SlotPortEntry { out, dark }, 0)
+                    .map_err(err(format!("writing slot {s} port {p}")))?;
+            }
+        }
+        self.schedule
+            .set(0, entry, 0)
+            .map_err(err("writing the schedule"))?;
+        self.mode
+            .set(0, MODE_SCHEDULE, 0)
+            .map_err(err("writing the mode"))
+    }
+
+    /// Stops following a schedule: every port dark, on-demand table empty.
+    pub fn clear_schedule(&mut self) -> Result<(), EbpfError> {
+        for p in 0..self.n_ports {
+            self.set_circuit(p, DARK)?;
+        }
+        self.mode
+            .set(0, MODE_ON_DEMAND, 0)
+            .map_err(err("writing the mode"))
+    }
+
+    /// Per input port: packets carried and dropped, summed over CPUs.
+    pub fn stats(&self) -> Result<Vec<PortStats>, EbpfError> {
+        (0..self.n_ports)
+            .map(|p| {
+                let per_cpu = self
+                    .stats
+                    .get(&p, 0)
+                    .map_err(err(format!("reading the counters of port {p}")))?;
+                Ok(per_cpu.iter().fold(PortStats::default(), |a, s| PortStats {
+                    packets: a.packets + s.packets,
+                    bytes: a.bytes + s.bytes,
+                    dropped: a.dropped + s.dropped,
+                }))
+            })
+            .collect()
+    }
+}

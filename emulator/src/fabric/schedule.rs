@@ -1,0 +1,352 @@
+//! Time-flow schedules: a list of matchings with slot lengths, repeated
+//! (rotor switching, as in RotorNet, Opera and Sirius). Pure: no clock, no
+//! I/O. The eBPF datapath follows a schedule from the kernel's clock by
+//! itself ([`super::ebpf::CircuitTable::set_schedule`]).
+//!
+//! A port whose output changes from one slot to the next (cyclically) is
+//! dark for δ at the start of the slot; a port that keeps its output
+//! carries packets across the boundary (not-all-stop).
+
+use super::ebpf::MAX_SLOTS;
+use super::ocs::{validate_multipath, Circuit, MatchingError};
+use crate::units::Nanos;
+use serde::Deserialize;
+use std::path::Path;
+
+/// One input port in one slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotPort {
+    /// Its output port (rack × wavelengths + wavelength), if any.
+    pub out: Option<u32>,
+    /// How long after the slot's start it is dark (δ if its output changed).
+    pub dark: Nanos,
+}
+
+/// One slot of a schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// How long it lasts.
+    pub length: Nanos,
+    /// The circuits of its matching.
+    pub circuits: Vec<Circuit>,
+    /// Every input port, indexed rack × wavelengths + wavelength.
+    pub ports: Vec<SlotPort>,
+}
+
+/// A repeating list of matchings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    slots: Vec<Slot>,
+    wavelengths: u32,
+    delay: Nanos,
+}
+
+/// Why a schedule is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    /// No slots, or more than the datapath holds.
+    #[error("a schedule has 1 to {MAX_SLOTS} slots, not {0}")]
+    SlotCount(usize),
+    /// A slot too short for its dark time.
+    #[error("slot {slot}: its length {length} is not longer than δ = {delay}, so a port that changes circuit would never carry a packet")]
+    TooShort {
+        /// The slot.
+        slot: usize,
+        /// Its length.
+        length: Nanos,
+        /// δ.
+        delay: Nanos,
+    },
+    /// A slot's matching.
+    #[error("slot {slot}: {source}")]
+    Matching {
+        /// The slot.
+        slot: usize,
+        /// What is wrong with it.
+        #[source]
+        source: MatchingError,
+    },
+    /// δ longer than the datapath holds per slot.
+    #[error("δ = {0} is longer than a schedule's dark time can be (4.29 s)")]
+    DelayTooLong(Nanos),
+    /// A schedule file.
+    #[error("{path}: {why}")]
+    File {
+        /// The file.
+        path: String,
+        /// What is wrong (with line and field where TOML says so).
+        why: String,
+    },
+}
+
+impl Schedule {
+    /// A schedule of `slots` (length, matching) for a fabric of `racks` racks
+    /// with `wavelengths` OCS ports each, with reconfiguration delay `delay`.
+    pub fn new(
+        racks: u32,
+        wavelengths: u32,
+        slots: &[(Nanos, Vec<Circuit>)],
+        delay: Nanos,
+    ) -> Result<Schedule, ScheduleError> {
+        if slots.is_empty() || slots.len() > MAX_SLOTS {
+            return Err(ScheduleError::SlotCount(slots.len()));
+        }
+        if delay.0 > u32::MAX as u64 {
+            return Err(ScheduleError::DelayTooLong(delay));
+        }
+        let n_ports = (racks * wavelengths) as usize;
+        let mut outs = Vec::with_capacity(slots.len());
+        for (s, (_, circuits)) in slots.iter().enumerate() {
+            let m = validate_multipath(racks, wavelengths, circuits)
+                .map_err(|source| ScheduleError::Matching { slot: s, source })?;
+            let mut out = vec![None; n_ports];
+            for ((src, w), dst) in m {
+                out[(src * wavelengths + w) as usize] = Some(dst * wavelengths + w);
+            }
+            outs.push(out);
+        }
+        let mut built = Vec::with_capacity(slots.len());
+        for (s, (length, circuits)) in slots.iter().enumerate() {
+            let prev = &outs[(s + slots.len() - 1) % slots.len()];
+            let ports: Vec<SlotPort> = (0..n_ports)
+                .map(|p| {
+                    let out = outs[s][p];
+                    let dark = if out.is_some() && out != prev[p] {
+                        delay
+                    } else {
+                        Nanos(0)
+                    };
+                    SlotPort { out, dark }
+                })
+                .collect();
+            if ports.iter().any(|p| p.dark >= *length) {
+                return Err(ScheduleError::TooShort {
+                    slot: s,
+                    length: *length,
+                    delay,
+                });
+            }
+            built.push(Slot {
+                length: *length,
+                circuits: circuits.clone(),
+                ports,
+            });
+        }
+        Ok(Schedule {
+            slots: built,
+            wavelengths,
+            delay,
+        })
+    }
+
+    /// The slots, in order.
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// δ, the dark time of a port whose circuit changes.
+    pub fn delay(&self) -> Nanos {
+        self.delay
+    }
+
+    /// The length of one round of all slots.
+    pub fn period(&self) -> Nanos {
+        Nanos(self.slots.iter().map(|s| s.length.0).sum())
+    }
+
+    /// When slot `s` starts within a period.
+    pub fn slot_start(&self, s: usize) -> Nanos {
+        Nanos(self.slots[..s].iter().map(|s| s.length.0).sum())
+    }
+
+    /// The slot that time `t` after the schedule's epoch falls in, and how
+    /// far into it.
+    pub fn slot_at(&self, t: Nanos) -> (usize, Nanos) {
+        let mut off = t.0 % self.period().0;
+        for (s, slot) in self.slots.iter().enumerate() {
+            if off < slot.length.0 {
+                return (s, Nanos(off));
+            }
+            off -= slot.length.0;
+        }
+        (self.slots.len() - 1, Nanos(off))
+    }
+
+    /// The rack that port (`rack`, `w`) reaches at time `t` after the
+    /// epoch, if its circuit is up then (what the datapath computes per
+    /// packet).
+    pub fn reaches(&self, rack: u32, w: u32, t: Nanos) -> Option<u32> {
+        let (s, into) = self.slot_at(t);
+        let p = self.slots[s].ports[(rack * self.wavelengths + w) as usize];
+        match p.out {
+            Some(out) if into >= p.dark => Some(out / self.wavelengths),
+            _ => None,
+        }
+    }
+
+    /// Reads a schedule file for a fabric of `racks` × `wavelengths` with
+    /// δ = `delay` (the topology's unless the file sets `delay`):
+    ///
+    /// ```toml
+    /// slot = "50us"        # default slot length
+    /// delay = "10us"       # optional: δ
+    /// [[slots]]
+    /// circuits = ["0:1", "1:2", "2:3", "3:0"]
+    /// [[slots]]
+    /// length = "100us"     # optional: this slot's length
+    /// circuits = ["0:2@0", "2:0"]
+    /// ```
+    pub fn from_file(
+        path: &Path,
+        text: &str,
+        racks: u32,
+        wavelengths: u32,
+        delay: Nanos,
+    ) -> Result<Schedule, ScheduleError> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct FileSlot {
+            length: Option<String>,
+            circuits: Vec<String>,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            slot: Option<String>,
+            delay: Option<String>,
+            slots: Vec<FileSlot>,
+        }
+        let file_err = |why: String| ScheduleError::File {
+            path: path.display().to_string(),
+            why,
+        };
+        let f: File = toml::from_str(text).map_err(|e| file_err(e.to_string()))?;
+        let duration = |field: &str, v: &str| -> Result<Nanos, ScheduleError> {
+            v.parse::<Nanos>()
+                .map_err(|e| file_err(format!("{field} = {v:?}: {e}")))
+        };
+        let default_len = f.slot.as_deref().map(|v| duration("slot", v)).transpose()?;
+        let delay = match f.delay.as_deref() {
+            Some(v) => duration("delay", v)?,
+            None => delay,
+        };
+        let mut slots = Vec::with_capacity(f.slots.len());
+        for (i, s) in f.slots.iter().enumerate() {
+            let field = format!("slots[{i}]");
+            let length = match (&s.length, default_len) {
+                (Some(v), _) => duration(&format!("{field}.length"), v)?,
+                (None, Some(d)) => d,
+                (None, None) => return Err(file_err(format!("{field}: no length, and no default `slot`"))),
+            };
+            let circuits = s
+                .circuits
+                .iter()
+                .map(|c| {
+                    c.parse::<Circuit>()
+                        .map_err(|e| file_err(format!("{field}.circuits: {c:?}: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            slots.push((length, circuits));
+        }
+        Schedule::new(racks, wavelengths, &slots, delay)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(src_rack: u32, dst_rack: u32) -> Circuit {
+        Circuit {
+            src_rack,
+            dst_rack,
+            port: 0,
+        }
+    }
+
+    fn us(n: u64) -> Nanos {
+        Nanos(n * 1000)
+    }
+
+    /// Four racks, three slots of 50 µs: rack r reaches r+1, r+2, r+3 in
+    /// turn (a RotorNet-style round robin), δ = 10 µs.
+    fn rotor() -> Schedule {
+        let slots: Vec<_> = (1..4)
+            .map(|k| (us(50), (0..4).map(|r| c(r, (r + k) % 4)).collect()))
+            .collect();
+        Schedule::new(4, 1, &slots, us(10)).unwrap()
+    }
+
+    #[test]
+    fn a_rotor_serves_each_pair_in_its_slot_after_the_dark_time() {
+        let s = rotor();
+        assert_eq!(s.period(), us(150));
+        assert_eq!(s.slot_start(2), us(100));
+        // Slot 1 (50..100 µs): rack 0 reaches rack 2 from 60 µs on.
+        assert_eq!(s.reaches(0, 0, us(55)), None, "dark for δ");
+        assert_eq!(s.reaches(0, 0, us(60)), Some(2));
+        assert_eq!(s.reaches(0, 0, us(99)), Some(2));
+        assert_eq!(s.reaches(0, 0, us(100)), None, "slot 2 begins dark");
+        assert_eq!(s.reaches(0, 0, us(110)), Some(3));
+        // The schedule repeats.
+        assert_eq!(s.reaches(0, 0, us(150 + 10)), Some(1));
+        assert_eq!(s.reaches(3, 0, us(3 * 150 + 20)), Some(0));
+    }
+
+    #[test]
+    fn a_port_that_keeps_its_circuit_is_never_dark() {
+        let slots = vec![(us(50), vec![c(0, 1), c(2, 3)]), (us(50), vec![c(0, 1), c(2, 0)])];
+        let s = Schedule::new(4, 1, &slots, us(10)).unwrap();
+        assert_eq!(s.slots()[1].ports[0].dark, Nanos(0));
+        assert_eq!(s.reaches(0, 0, us(50)), Some(1));
+        assert_eq!(s.slots()[1].ports[2].dark, us(10));
+        assert_eq!(s.reaches(2, 0, us(55)), None);
+        // Slot 0 follows slot 1 cyclically: port 2 changes back, port 1 has none.
+        assert_eq!(s.slots()[0].ports[2].dark, us(10));
+        assert_eq!(
+            s.slots()[0].ports[1],
+            SlotPort {
+                out: None,
+                dark: Nanos(0)
+            }
+        );
+    }
+
+    #[test]
+    fn bad_schedules_are_refused_naming_the_slot() {
+        assert!(matches!(
+            Schedule::new(4, 1, &[], us(10)),
+            Err(ScheduleError::SlotCount(0))
+        ));
+        let short = Schedule::new(4, 1, &[(us(10), vec![c(0, 1)]), (us(50), vec![c(0, 2)])], us(10));
+        assert!(
+            matches!(short, Err(ScheduleError::TooShort { slot: 0, .. })),
+            "{short:?}"
+        );
+        let taken = Schedule::new(4, 1, &[(us(50), vec![c(0, 1), c(0, 2)])], us(10));
+        assert!(matches!(taken, Err(ScheduleError::Matching { slot: 0, .. })));
+    }
+
+    #[test]
+    fn a_schedule_file_names_the_bad_field() {
+        let p = Path::new("rotor.toml");
+        let ok = "slot = \"50us\"\ndelay = \"10us\"\n[[slots]]\ncircuits = [\"0:1\", \"1:0\"]\n[[slots]]\nlength = \"100us\"\ncircuits = [\"0:1@1\", \"1:0@1\"]\n";
+        let s = Schedule::from_file(p, ok, 2, 2, us(1)).unwrap();
+        assert_eq!(s.period(), us(150));
+        assert_eq!(s.delay(), us(10));
+        let e =
+            Schedule::from_file(p, "slot = \"fast\"\n[[slots]]\ncircuits = []\n", 2, 1, us(1)).unwrap_err();
+        assert!(e.to_string().contains("rotor.toml: slot = \"fast\""), "{e}");
+        let e = Schedule::from_file(p, "[[slots]]\ncircuits = [\"0:1\"]\n", 2, 1, us(1)).unwrap_err();
+        assert!(e.to_string().contains("slots[0]: no length"), "{e}");
+        let e = Schedule::from_file(
+            p,
+            "slot = \"50us\"\n[[slots]]\ncircuits = [\"0:x\"]\n",
+            2,
+            1,
+            us(1),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("slots[0].circuits: \"0:x\""), "{e}");
+    }
+}
