@@ -436,9 +436,9 @@ fn a_killed_owner_is_cleaned_up_by_cleanup_stale() {
     assert_eq!(ours.namespaces, 2 * 2 + 2 + 2);
     assert!(netns::list_named().iter().all(|n| !run.owns_netns(n)));
     assert!(!ledger::run_dir(run).exists());
-    // The owner's tcx links died with it; the kernel frees the programs and
-    // maps after an RCU grace period: wait for that, up to a bound.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    // The filters held the programs until the namespaces went; the kernel
+    // destroys those in a worker of its own: wait for that, up to a bound.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while fabric::ebpf::still_loaded(&ids) != fabric::ebpf::ObjectIds::default()
         && std::time::Instant::now() < deadline
     {

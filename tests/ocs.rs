@@ -288,9 +288,9 @@ fn teardown_leaves_no_bpf_program_or_map() {
     assert!(ids.maps.len() >= 5, "{ids:?}");
     assert_eq!(ebpf::still_loaded(&ids), ids, "loaded while up");
     f.down().unwrap();
-    // The kernel frees a detached program after an RCU grace period: wait
-    // for that, up to a bound.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    // The kernel destroys a removed namespace, and with it the filters that
+    // hold the programs, in a worker of its own: wait for that, up to a bound.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while ebpf::still_loaded(&ids) != ebpf::ObjectIds::default() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -107,20 +107,24 @@ pub struct BuildFigures {
     pub leftover: usize,
     /// Root or rootless.
     pub mode: Mode,
+    /// The OCS datapath the builds had.
+    pub datapath: super::Datapath,
     /// Each build's (up, down) seconds.
     pub runs: Vec<(f64, f64)>,
 }
 
 /// Builds and tears down `racks` x `hosts_per_rack` hosts with
 /// `ocs_ports` OCS ports per rack `repeat` times, with `threads` build
-/// threads (0: one per core, at most 4). Rootless outside root: call it
-/// before this process starts any thread.
+/// threads (0: one per core, at most 4) and OCS datapath `datapath` (`None`:
+/// the default). Rootless outside root: call it before this process starts
+/// any thread.
 pub fn build_and_teardown(
     racks: u32,
     hosts_per_rack: u32,
     ocs_ports: u32,
     threads: usize,
     repeat: u32,
+    datapath: Option<super::Datapath>,
 ) -> Result<BuildFigures, BenchError> {
     let mode = rootless::enter_if_needed()?;
     let gbit = Bps(1_000_000_000);
@@ -128,17 +132,20 @@ pub fn build_and_teardown(
     let mut runs = Vec::new();
     let mut leftover = 0;
     let mut shape = (0, 0, 0);
+    let mut built_with = super::Datapath::TcMirred;
     for _ in 0..repeat.max(1) {
         let t0 = Instant::now();
         let f = Fabric::up(
             &topo,
             FabricOptions {
                 threads,
+                datapath,
                 ..Default::default()
             },
         )?;
         let up_s = t0.elapsed().as_secs_f64();
         let run = f.run_id();
+        built_with = f.ledger().datapath;
         let p = f.plan();
         shape = (
             p.namespaces.len(),
@@ -161,6 +168,7 @@ pub fn build_and_teardown(
         down_s: median(runs.iter().map(|r| r.1).collect()),
         leftover,
         mode,
+        datapath: built_with,
         runs,
     })
 }

@@ -59,7 +59,7 @@ pub enum Datapath {
     /// its OCS port, plus a route in the source ToR's OCS table.
     #[default]
     TcMirred,
-    /// A circuit is an entry of a BPF map read by tc (tcx) programs on the
+    /// A circuit is an entry of a BPF map read by tc `bpf` programs on the
     /// OCS ports and ToR downlinks (`emulator/bpf/ocs.bpf.c`).
     Ebpf,
 }

@@ -20,8 +20,8 @@ use netlink_packet_route::route::{
 use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::tc::{
     TcAction, TcActionAttribute, TcActionGeneric, TcActionMirrorOption, TcActionOption, TcActionType,
-    TcAttribute, TcFilterU32Option, TcHandle, TcMessage, TcMirror, TcMirrorActionType, TcOption, TcU32Key,
-    TcU32Selector, TcU32SelectorFlags,
+    TcAttribute, TcBpfFlags, TcFilterBpfOption, TcFilterU32Option, TcHandle, TcMessage, TcMirror,
+    TcMirrorActionType, TcOption, TcU32Key, TcU32Selector, TcU32SelectorFlags,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
@@ -253,6 +253,35 @@ pub fn del_circuit(from_ifindex: u32, what: &str) -> Request {
         0,
         format!("deleting circuit filter {what}"),
     )
+}
+
+/// `tc filter add dev IF ingress prio 1 protocol all bpf direct-action fd
+/// FD name NAME`: the eBPF datapath's program `name` (loaded, descriptor
+/// `prog_fd` in this process) on `ifindex`'s ingress.
+pub fn add_bpf_filter(ifindex: u32, prog_fd: RawFd, name: &str, what: &str) -> Request {
+    let mut m = circuit_filter_msg(ifindex);
+    m.attributes.push(TcAttribute::Kind("bpf".into()));
+    m.attributes.push(TcAttribute::Options(vec![
+        TcOption::Bpf(TcFilterBpfOption::ProgFd(prog_fd as u32)),
+        TcOption::Bpf(TcFilterBpfOption::ProgName(name.into())),
+        TcOption::Bpf(TcFilterBpfOption::Flags(TcBpfFlags::DirectAction)),
+    ]));
+    Request::new(
+        RouteNetlinkMessage::NewTrafficFilter(m),
+        NLM_F_CREATE,
+        format!("attaching BPF program {name} to {what}"),
+    )
+}
+
+/// The program id of a dumped bpf filter.
+pub fn bpf_prog_id(m: &TcMessage) -> Option<u32> {
+    m.attributes.iter().find_map(|a| match a {
+        TcAttribute::Options(opts) => opts.iter().find_map(|o| match o {
+            TcOption::Bpf(TcFilterBpfOption::ProgId(id)) => Some(*id),
+            _ => None,
+        }),
+        _ => None,
+    })
 }
 
 /// A dump request for the filters on an OCS port's ingress.

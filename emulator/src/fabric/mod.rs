@@ -298,9 +298,12 @@ impl Fabric {
         } else {
             opts.threads
         };
-        let applied = apply::apply(&plan, threads)?;
-        let (bpf, table) = Self::load_datapath(&plan, &applied.namespaces, opts.datapath, ledger.mode)?;
-        if bpf.is_some() {
+        let (bpf, table) = Self::load_datapath(&plan, opts.datapath, ledger.mode)?;
+        let mut applied = apply::apply(&plan, threads)?;
+        if let Some(bpf) = &bpf {
+            for (i, reqs) in bpf.attach_requests(&plan) {
+                applied.sockets[i].execute(reqs)?;
+            }
             ledger.datapath = Datapath::Ebpf;
         }
         ledger.state = RunState::Up;
@@ -333,10 +336,10 @@ impl Fabric {
         })
     }
 
-    /// Loads the eBPF datapath if it is asked for (or, by default, as root).
+    /// Loads the eBPF datapath's programs if it is asked for (or, by
+    /// default, as root); they are attached once the namespaces exist.
     fn load_datapath(
         plan: &FabricPlan,
-        namespaces: &[NetNs],
         want: Option<Datapath>,
         mode: Mode,
     ) -> Result<(Option<ebpf::Datapath>, Option<ebpf::CircuitTable>), FabricError> {
@@ -347,7 +350,7 @@ impl Fabric {
         if !try_ebpf || !plan.has_ocs() {
             return Ok((None, None));
         }
-        match ebpf::load(plan, namespaces) {
+        match ebpf::load(plan) {
             Ok((bpf, table)) => Ok((Some(bpf), Some(table))),
             Err(e) if want.is_none() => {
                 tracing::warn!("{e}; the OCS uses the tc-mirred datapath instead");
@@ -512,8 +515,10 @@ impl Fabric {
                 let owned = self.table.lock().unwrap_or_else(|p| p.into_inner()).take();
                 let table = match owned {
                     Some(t) => t,
-                    None => ebpf::CircuitTable::find(&self.plan, &self.namespaces[self.plan.ocs_ns()])
-                        .map_err(OcsError::Ebpf)?,
+                    None => {
+                        let mut sock = self.socket_in(self.plan.ocs_ns())?;
+                        ebpf::CircuitTable::find(&self.plan, &mut sock).map_err(OcsError::Ebpf)?
+                    }
                 };
                 ocs::Backend::Ebpf(Box::new(table))
             }

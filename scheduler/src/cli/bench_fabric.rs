@@ -23,6 +23,9 @@ pub struct FabricArgs {
     /// Build threads (0: one per core, at most 4).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// The OCS datapath (default: ebpf as root, else tc-mirred).
+    #[arg(long, value_name = "ebpf|tc-mirred")]
+    pub datapath: Option<Datapath>,
     /// Builds to time (the figures are medians).
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
@@ -34,16 +37,24 @@ pub struct FabricArgs {
 /// Runs the benchmark.
 pub fn fabric(a: FabricArgs) -> Result<ExitCode> {
     // Before any thread: rootless builds inside a user namespace.
-    let figures = bench::build_and_teardown(a.racks, a.hosts_per_rack, a.ocs_ports, a.threads, a.repeat)?;
+    let figures = bench::build_and_teardown(
+        a.racks,
+        a.hosts_per_rack,
+        a.ocs_ports,
+        a.threads,
+        a.repeat,
+        a.datapath,
+    )?;
     if a.json {
         println!("{}", serde_json::to_string(&figures)?);
     } else {
         println!(
-            "{} hosts ({} racks x {}), {:?} mode: {} namespaces, {} veth pairs, {} htb classes",
+            "{} hosts ({} racks x {}), {:?} mode, {} datapath: {} namespaces, {} veth pairs, {} htb classes",
             figures.hosts,
             a.racks,
             a.hosts_per_rack,
             figures.mode,
+            figures.datapath,
             figures.namespaces,
             figures.veth_pairs,
             figures.htb_classes
