@@ -321,6 +321,55 @@ fn not_all_stop_only_changed_ports_go_dark_on(dp: Datapath) {
     f.down().unwrap();
 }
 
+/// The topology's `[tcp]` table reaches every host: its namespace's
+/// sysctls, and the congestion control and initial window of its routes,
+/// which a connected socket reports.
+#[test]
+fn a_topologys_tcp_settings_reach_the_hosts_sockets() {
+    if skip("a_topologys_tcp_settings_reach_the_hosts_sockets") {
+        return;
+    }
+    let text = std::fs::read_to_string(topology_path("tiny")).unwrap()
+        + "\n[tcp]\nmin_rto = \"5ms\"\ncongestion_control = \"bbr\"\ninitcwnd = 20\nsyn_retries = 3\n";
+    let f = Fabric::up(&topology_from(&text), FabricOptions::default())
+        .unwrap_or_else(|e| panic!("fabric up: {e}"));
+    let sysctl = |key: &str| {
+        f.in_host(h(0, 1), || {
+            std::fs::read_to_string(format!("/proc/sys/net/ipv4/{key}"))
+        })
+        .unwrap()
+        .unwrap()
+        .trim()
+        .to_string()
+    };
+    assert_eq!(sysctl("tcp_rto_min_us"), "5000");
+    assert_eq!(sysctl("tcp_syn_retries"), "3");
+    let at = std::net::SocketAddr::new(f.host_addr(h(1, 0)).into(), 0);
+    let listener = f
+        .in_host(h(1, 0), || std::net::TcpListener::bind(at))
+        .unwrap()
+        .unwrap();
+    let at = listener.local_addr().unwrap();
+    let s = f
+        .in_host(h(0, 0), || std::net::TcpStream::connect(at))
+        .unwrap()
+        .unwrap();
+    let cc = nix::sys::socket::getsockopt(&s, nix::sys::socket::sockopt::TcpCongestion).unwrap();
+    assert_eq!(cc.to_string_lossy(), "bbr", "the route's congctl");
+    drop((s, listener));
+    let mut ip = Command::new("ip");
+    ip.arg("route").stdout(std::process::Stdio::piped());
+    let routes = f.spawn_in(h(0, 0), ip).unwrap().wait_with_output().unwrap();
+    let routes = String::from_utf8_lossy(&routes.stdout);
+    assert!(
+        routes
+            .lines()
+            .all(|r| r.contains("initcwnd 20") && r.contains("congctl bbr")),
+        "{routes}"
+    );
+    f.down().unwrap();
+}
+
 #[test]
 fn down_removes_every_namespace_process_and_file_of_the_run() {
     if skip("down_removes_everything") {

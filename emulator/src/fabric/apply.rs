@@ -100,6 +100,17 @@ fn sysctls(ns: &NsPlan) -> Result<(), NetnsError> {
     ] {
         netns::write_sysctl(name, key, value, optional)?;
     }
+    if let Some(tcp) = &ns.tcp {
+        for (key, value, field) in &tcp.sysctls {
+            netns::write_sysctl(name, key, value, false).map_err(|e| NetnsError {
+                name: format!(
+                    "{} (the topology's `{field}`; this kernel may not have it)",
+                    e.name
+                ),
+                ..e
+            })?;
+        }
+    }
     if ns.forwarding {
         netns::write_sysctl(name, "ipv4/ip_forward", "1", false)?;
         netns::write_sysctl(name, "ipv4/conf/all/send_redirects", "0", false)?;
@@ -124,7 +135,11 @@ pub fn config_requests(plan: &FabricPlan, i: usize) -> Vec<Request> {
         .map(|v| messages::link_up(v.peer.index, &v.peer.name))
         .collect();
     reqs.extend(ns.addrs.iter().map(messages::address));
-    reqs.extend(ns.routes.iter().map(messages::add_route));
+    reqs.extend(
+        ns.routes
+            .iter()
+            .map(|r| messages::add_host_route(r, ns.tcp.as_ref())),
+    );
     reqs.extend(ns.rules.iter().map(messages::rule));
     reqs.extend(ns.neighbours.iter().map(messages::neighbour));
     for s in &ns.shapers {

@@ -5,7 +5,7 @@
 //! description used in error messages.
 
 use super::netlink::Request;
-use super::plan::{AddrPlan, NeighPlan, RoutePlan, RulePlan, VethPlan, MAIN_TABLE};
+use super::plan::{AddrPlan, HostTcp, NeighPlan, RoutePlan, RulePlan, VethPlan, MAIN_TABLE};
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{
@@ -15,7 +15,8 @@ use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
 };
 use netlink_packet_route::route::{
-    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteMetric, RouteProtocol, RouteScope,
+    RouteType,
 };
 use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::tc::{
@@ -141,8 +142,22 @@ fn describe_route(r: &RoutePlan) -> String {
 
 /// `ip route add DST [via GW] dev IF [table T]`.
 pub fn add_route(r: &RoutePlan) -> Request {
+    add_host_route(r, None)
+}
+
+/// `ip route add DST ... [initcwnd N] [congctl ALGO]`: a route of a host
+/// with its TCP settings, or of a switch (`None`).
+pub fn add_host_route(r: &RoutePlan, tcp: Option<&HostTcp>) -> Request {
+    let mut m = route_msg(r);
+    if let Some(t) = tcp {
+        let mut metrics = vec![RouteMetric::InitCwnd(t.initcwnd)];
+        if let Some(cc) = t.congestion_control {
+            metrics.push(RouteMetric::CcAlgo(cc.to_string()));
+        }
+        m.attributes.push(RouteAttribute::Metrics(metrics));
+    }
     Request::new(
-        RouteNetlinkMessage::NewRoute(route_msg(r)),
+        RouteNetlinkMessage::NewRoute(m),
         CREATE,
         format!("adding route {}", describe_route(r)),
     )

@@ -23,7 +23,7 @@
 use super::htb::LeafQueue;
 use super::names::{ifname, role, RunId};
 use crate::addr::{AddressPlan, Ipv4Net};
-use crate::topology::{HostId, Topology};
+use crate::topology::{CongestionControl, HostId, RawTcp, Topology};
 use crate::units::Bps;
 use std::net::Ipv4Addr;
 
@@ -168,6 +168,46 @@ pub struct NsPlan {
     pub shapers: Vec<ShaperPlan>,
     /// Interfaces that get an ingress qdisc (OCS ports).
     pub ingress: Vec<u32>,
+    /// A host's TCP settings (`None` elsewhere).
+    pub tcp: Option<HostTcp>,
+}
+
+/// How a host's TCP is set up: sysctls of its namespace and metrics of its
+/// routes, from the topology's `[tcp]` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostTcp {
+    /// Sysctls under `/proc/sys/net` (key, value, field of the topology).
+    pub sysctls: Vec<(&'static str, String, &'static str)>,
+    /// The `initcwnd` metric of every route.
+    pub initcwnd: u32,
+    /// The `congctl` metric of every route, unless it is the kernel's
+    /// default (cubic). A route metric rather than the namespace's sysctl:
+    /// outside the box's own namespace the sysctl takes only the algorithms
+    /// in `tcp_allowed_congestion_control`, which is the box's setting.
+    pub congestion_control: Option<&'static str>,
+}
+
+impl HostTcp {
+    /// The settings of `tcp`.
+    pub fn of(tcp: &RawTcp) -> HostTcp {
+        HostTcp {
+            sysctls: vec![
+                (
+                    "ipv4/tcp_rto_min_us",
+                    (tcp.min_rto.0 / 1000).to_string(),
+                    "tcp.min_rto",
+                ),
+                (
+                    "ipv4/tcp_syn_retries",
+                    tcp.syn_retries.to_string(),
+                    "tcp.syn_retries",
+                ),
+            ],
+            initcwnd: tcp.initcwnd,
+            congestion_control: (tcp.congestion_control != CongestionControl::Cubic)
+                .then(|| tcp.congestion_control.name()),
+        }
+    }
 }
 
 impl NsPlan {
@@ -183,6 +223,7 @@ impl NsPlan {
             neighbours: Vec::new(),
             shapers: Vec::new(),
             ingress: Vec::new(),
+            tcp: None,
         }
     }
 }
@@ -243,8 +284,10 @@ impl FabricPlan {
             wavelengths: w_count,
             addresses: a.clone(),
         };
+        let host_tcp = HostTcp::of(&topo.tcp);
         for h in topo.host_ids() {
             let mut ns = NsPlan::new(run, &role::host(h), NsRole::Host(h), false);
+            ns.tcp = Some(host_tcp.clone());
             let gw = a.tor_rack_addr(h.rack);
             ns.addrs.push(AddrPlan {
                 ifindex: HOST_NIC_INDEX,

@@ -3,7 +3,7 @@
 //! with the file format's defaults, and validates it the same way, so a
 //! topology built in code and one read from a file cannot differ in meaning.
 
-use super::{RawAddresses, RawEps, RawOcs, RawTopology, Source, Topology, TopologyError};
+use super::{RawAddresses, RawEps, RawOcs, RawTcp, RawTopology, Source, Topology, TopologyError};
 use crate::{Bps, Bytes, Nanos};
 use std::path::PathBuf;
 
@@ -51,12 +51,18 @@ impl Topology {
                     elephant_threshold: Bytes(0),
                 },
                 addresses: RawAddresses::default(),
+                tcp: RawTcp::default(),
             },
         }
     }
 }
 
 impl TopologyBuilder {
+    /// The hosts' TCP settings.
+    pub fn tcp(mut self, tcp: RawTcp) -> Self {
+        self.raw.tcp = tcp;
+        self
+    }
     /// Task slots on each host.
     pub fn slots_per_host(mut self, slots: u32) -> Self {
         self.raw.slots_per_host = slots;

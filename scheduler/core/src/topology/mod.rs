@@ -54,6 +54,62 @@ pub struct RawTopology {
     /// Addresses given to the emulated datacenter.
     #[serde(default)]
     pub addresses: RawAddresses,
+    /// The hosts' TCP (emulation only; the simulator's flows are fluid).
+    #[serde(default)]
+    pub tcp: RawTcp,
+}
+
+/// The `[tcp]` table: how every emulated host's TCP behaves. The defaults
+/// are Linux's; datacenters run a minimum RTO of a few milliseconds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawTcp {
+    /// The least retransmission timeout (sysctl `net.ipv4.tcp_rto_min_us`
+    /// in each host's namespace). Linux: 200 ms.
+    pub min_rto: Nanos,
+    /// Initial congestion window, in segments (the `initcwnd` metric of
+    /// every host route). Linux: 10.
+    pub initcwnd: u32,
+    /// Congestion control (`net.ipv4.tcp_congestion_control`): `cubic`,
+    /// `reno` or `bbr`. Linux: cubic.
+    pub congestion_control: CongestionControl,
+    /// How often a SYN is sent again before `connect` fails
+    /// (`net.ipv4.tcp_syn_retries`). Linux: 6.
+    pub syn_retries: u32,
+}
+
+impl Default for RawTcp {
+    fn default() -> Self {
+        RawTcp {
+            min_rto: Nanos::from_millis(200),
+            initcwnd: 10,
+            congestion_control: CongestionControl::Cubic,
+            syn_retries: 6,
+        }
+    }
+}
+
+/// A TCP congestion control this kernel has (`tcp_available_congestion_control`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CongestionControl {
+    /// CUBIC (Linux's default).
+    Cubic,
+    /// NewReno.
+    Reno,
+    /// BBR.
+    Bbr,
+}
+
+impl CongestionControl {
+    /// The kernel's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CongestionControl::Cubic => "cubic",
+            CongestionControl::Reno => "reno",
+            CongestionControl::Bbr => "bbr",
+        }
+    }
 }
 
 /// The `[eps]` table.
@@ -153,6 +209,8 @@ pub struct Topology {
     pub elephant_threshold: Bytes,
     /// The address range.
     pub range: Ipv4Net,
+    /// The hosts' TCP settings (not scaled).
+    pub tcp: RawTcp,
     /// The file as written (nominal values).
     pub nominal: RawTopology,
 }
@@ -430,6 +488,31 @@ impl Topology {
         }
         AddressPlan::new(range, raw.racks, raw.hosts_per_rack, raw.ocs.ports_per_rack)
             .map_err(|e| src.error("addresses.range", e.to_string()))?;
+        let tcp = &raw.tcp;
+        if !(Nanos(1_000)..=Nanos::from_millis(120_000)).contains(&tcp.min_rto) {
+            return Err(src.error(
+                "tcp.min_rto",
+                format!(
+                    "must be from 1us to 120s (got {}); Linux uses 200ms, datacenters a few ms",
+                    tcp.min_rto
+                ),
+            ));
+        }
+        if !(1..=1000).contains(&tcp.initcwnd) {
+            return Err(src.error(
+                "tcp.initcwnd",
+                format!(
+                    "must be from 1 to 1000 segments (got {}); Linux uses 10",
+                    tcp.initcwnd
+                ),
+            ));
+        }
+        if !(1..=127).contains(&tcp.syn_retries) {
+            return Err(src.error(
+                "tcp.syn_retries",
+                format!("must be from 1 to 127 (got {}); Linux uses 6", tcp.syn_retries),
+            ));
+        }
         Ok(Topology {
             name: raw.name.clone(),
             racks: raw.racks,
@@ -444,6 +527,7 @@ impl Topology {
             reconfig_delay: raw.ocs.reconfig_delay,
             elephant_threshold: raw.ocs.elephant_threshold.scaled_down(s),
             range,
+            tcp: raw.tcp.clone(),
             nominal: raw,
         })
     }
@@ -690,6 +774,31 @@ elephant_threshold = "10MB"
         assert_eq!(e.field, "scale");
         let e = t.scaled_by(1e6, Path::new("t.toml")).unwrap_err();
         assert!(e.message.contains("8kbit/s"), "{e}");
+    }
+
+    #[test]
+    fn tcp_settings_default_to_linux_and_are_checked() {
+        let t = parse(TINY).unwrap();
+        assert_eq!(t.tcp, RawTcp::default());
+        assert_eq!(t.tcp.min_rto, Nanos::from_millis(200));
+        let dc = format!("{TINY}\n[tcp]\nmin_rto = \"5ms\"\ncongestion_control = \"bbr\"\n");
+        let t = parse(&dc).unwrap();
+        assert_eq!(t.tcp.min_rto, Nanos::from_millis(5));
+        assert_eq!(t.tcp.congestion_control, CongestionControl::Bbr);
+        assert_eq!(
+            (t.tcp.initcwnd, t.tcp.syn_retries),
+            (10, 6),
+            "the others keep Linux's"
+        );
+        let e = parse(&format!("{TINY}\n[tcp]\nmin_rto = \"0ms\"\n")).unwrap_err();
+        assert_eq!(e.field, "tcp.min_rto");
+        assert!(e.message.contains("1us to 120s"), "{e}");
+        let e = parse(&format!("{TINY}\n[tcp]\ninitcwnd = 0\n")).unwrap_err();
+        assert_eq!(e.field, "tcp.initcwnd");
+        let e = parse(&format!("{TINY}\n[tcp]\nsyn_retries = 200\n")).unwrap_err();
+        assert_eq!(e.field, "tcp.syn_retries");
+        let e = parse(&format!("{TINY}\n[tcp]\ncongestion_control = \"dctcp\"\n")).unwrap_err();
+        assert!(e.message.contains("dctcp"), "{e}");
     }
 
     #[test]
