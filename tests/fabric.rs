@@ -449,23 +449,9 @@ fn a_killed_owner_is_cleaned_up_by_cleanup_stale() {
         .unwrap();
     let out = child.stdout.take().unwrap();
     let mut lines = std::io::BufReader::new(out).lines().map_while(Result::ok);
-    let ids: serde_json::Value = lines
+    let ids: fabric::ebpf::ObjectIds = lines
         .find_map(|l| l.strip_prefix("BPF ").map(|j| serde_json::from_str(j).unwrap()))
         .expect("the helper prints its BPF object ids");
-    let ids = fabric::ebpf::ObjectIds {
-        programs: ids["programs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap() as u32)
-            .collect(),
-        maps: ids["maps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap() as u32)
-            .collect(),
-    };
     assert_eq!(
         fabric::ebpf::still_loaded(&ids),
         ids,
@@ -487,16 +473,13 @@ fn a_killed_owner_is_cleaned_up_by_cleanup_stale() {
     assert!(!ledger::run_dir(run).exists());
     // The filters held the programs until the namespaces went; the kernel
     // destroys those in a worker of its own: wait for that, up to a bound.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while fabric::ebpf::still_loaded(&ids) != fabric::ebpf::ObjectIds::default()
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(
-        fabric::ebpf::still_loaded(&ids),
-        fabric::ebpf::ObjectIds::default(),
-        "BPF objects left after SIGKILL + cleanup"
+    let freed = eventually(Duration::from_secs(10), || {
+        fabric::ebpf::still_loaded(&ids) == fabric::ebpf::ObjectIds::default()
+    });
+    assert!(
+        freed,
+        "BPF objects left after SIGKILL + cleanup: {:?}",
+        fabric::ebpf::still_loaded(&ids)
     );
 }
 

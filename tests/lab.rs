@@ -11,11 +11,12 @@
 //! without them.
 
 use ocslab_emulator::fabric::ledger::process_start;
+use ocslab_tests::eventually;
 use serde_json::Value;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// tiny.toml's ToR uplink: 500 Mbit/s nominal at scale 10.
 const UPLINK_BPS: f64 = 50e6;
@@ -214,18 +215,6 @@ impl Lab {
             Who::User(uid) => Some(PathBuf::from(format!("/tmp/ocslab-{uid}"))),
         }
     }
-}
-
-/// Waits (bounded) until `cond` holds; false if it never did.
-fn eventually(within: Duration, cond: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    cond()
 }
 
 fn alive(pid: u32) -> bool {

@@ -1,11 +1,12 @@
 //! Helpers shared by the integration tests: whether this box lets a test
-//! build fabrics (and why not), the agent binary, the shipped topology files, and TCP
-//! transfers between emulated hosts that report bytes and goodput.
+//! build fabrics (and why not), the agent binary, the shipped topology files, TCP
+//! transfers between emulated hosts that report bytes and goodput, and a
+//! bounded wait for what the kernel finishes in a worker of its own.
 
 use ocslab_emulator::fabric::{probe, Fabric};
 use ocslab_emulator::{HostId, Topology};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Why this process cannot build a kernel fabric, or `None` if it can.
 /// Tests run on many threads, so rootless mode (which must unshare a user
@@ -103,3 +104,17 @@ pub fn goodput(
 }
 
 pub use probe::TCP_PAYLOAD_EFFICIENCY;
+
+/// Waits (bounded) until `cond` holds; false if it never did. For what the
+/// kernel completes asynchronously (a namespace's destruction, a process's
+/// exit), never as a synchronisation between the test's own threads.
+pub fn eventually(within: Duration, cond: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    cond()
+}

@@ -360,24 +360,13 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
     f.down()?;
 
     let period = schedule.period().0;
-    // The usable window of rack 0 → `want` that contains time t (since the
-    // epoch), as (period index, slot).
-    let window_at = |t: u64, want: u32| -> Option<(u64, usize)> {
-        let (s, into) = schedule.slot_at(Nanos(t));
-        let p = schedule.slots()[s].ports[0];
-        (p.out == Some(want) && into >= p.dark).then_some((t / period, s))
-    };
     let mut windows: std::collections::BTreeMap<(u64, usize), (u64, u64)> = Default::default();
     let (mut circuit_packets, mut violations) = (0, 0);
     for a in arrivals.iter().filter(|a| a.over_circuit() && a.sent >= epoch.0) {
         circuit_packets += 1;
         let want = a.dst as u32 + 1;
         let (sent, seen) = (a.sent - epoch.0, a.seen - epoch.0);
-        let found = (sent..=seen)
-            .step_by(250)
-            .chain([seen])
-            .find_map(|t| window_at(t, want));
-        match found {
+        match schedule.usable_window(0, 0, want, Nanos(sent), Nanos(seen)) {
             Some(w) => {
                 let e = windows.entry(w).or_insert((sent, sent));
                 e.0 = e.0.min(sent);

@@ -133,7 +133,7 @@ pub struct Datapath {
 }
 
 /// Kernel ids of a run's BPF programs and maps.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ObjectIds {
     /// Programs.
     pub programs: Vec<u32>,

@@ -184,6 +184,30 @@ impl Schedule {
         }
     }
 
+    /// The usable window of the circuit from port (`rack`, `w`) to rack
+    /// `dst` that some instant of `[from, to]` (times after the epoch)
+    /// falls in, as (period index, slot): where a packet seen only between
+    /// those two times could have been switched to `dst`. `None`: no
+    /// instant of `[from, to]` is in such a window.
+    pub fn usable_window(&self, rack: u32, w: u32, dst: u32, from: Nanos, to: Nanos) -> Option<(u64, usize)> {
+        let period = self.period().0;
+        let port = (rack * self.wavelengths + w) as usize;
+        for k in from.0 / period..=to.0 / period {
+            for (s, slot) in self.slots.iter().enumerate() {
+                let p = slot.ports[port];
+                if p.out.map(|o| o / self.wavelengths) != Some(dst) {
+                    continue;
+                }
+                let start = k * period + self.slot_start(s).0;
+                let (open, close) = (start + p.dark.0, start + slot.length.0);
+                if open <= to.0 && from.0 < close {
+                    return Some((k, s));
+                }
+            }
+        }
+        None
+    }
+
     /// Reads a schedule file for a fabric of `racks` × `wavelengths` with
     /// δ = `delay` (the topology's unless the file sets `delay`):
     ///
@@ -291,6 +315,34 @@ mod tests {
         // The schedule repeats.
         assert_eq!(s.reaches(0, 0, us(150 + 10)), Some(1));
         assert_eq!(s.reaches(3, 0, us(3 * 150 + 20)), Some(0));
+    }
+
+    #[test]
+    fn a_time_span_is_placed_in_the_pairs_usable_window() {
+        let s = rotor();
+        // Rack 0 reaches rack 2 in slot 1, usable 60..100 µs of each period.
+        assert_eq!(s.usable_window(0, 0, 2, us(61), us(70)), Some((0, 1)));
+        assert_eq!(s.usable_window(0, 0, 2, us(50), us(59)), None, "dark");
+        assert_eq!(
+            s.usable_window(0, 0, 2, us(55), us(60)),
+            Some((0, 1)),
+            "ends at the opening"
+        );
+        assert_eq!(
+            s.usable_window(0, 0, 2, us(100), us(205)),
+            None,
+            "slot 2, slot 0, slot 1 dark"
+        );
+        assert_eq!(
+            s.usable_window(0, 0, 2, us(100), us(215)),
+            Some((1, 1)),
+            "next period"
+        );
+        assert_eq!(
+            s.usable_window(0, 0, 3, us(61), us(70)),
+            None,
+            "another pair's slot"
+        );
     }
 
     #[test]

@@ -256,6 +256,13 @@ impl<T> PerSide<T> {
 type Sides = PerSide<bool>;
 
 impl Sides {
+    /// Takes `(i, w)` sending and `(j, w)` receiving; returns their sockets.
+    fn take(&mut self, i: u32, j: u32, w: u32) -> (usize, usize) {
+        let (s, r) = (self.socket(i, w), self.socket(j, w));
+        self.send[s] = true;
+        self.receive[r] = true;
+        (s, r)
+    }
     /// Ports with both `(i, w)` sending and `(j, w)` receiving free.
     fn free(&self, i: u32, j: u32) -> impl Iterator<Item = u32> + '_ {
         (0..self.ports).filter(move |&w| !self.send[self.socket(i, w)] && !self.receive[self.socket(j, w)])
@@ -284,9 +291,7 @@ fn first_layer(layer: usize, demands: Vec<PairDemand>, f: Circuits) -> Vec<Reser
             let Some(w) = sides.free(d.src, d.dst).next() else {
                 continue;
             };
-            let (s, r) = (sides.socket(d.src, w), sides.socket(d.dst, w));
-            sides.send[s] = true;
-            sides.receive[r] = true;
+            let (s, r) = sides.take(d.src, d.dst, w);
             let end = t + f.delta + d.bytes / f.rate;
             made.push(Reserved {
                 layer,
@@ -433,9 +438,7 @@ fn later_layer(
             }
             let desired = t + f.delta + d.bytes / f.rate;
             let until = feasible.min(desired);
-            let (s, r) = (sides.socket(d.src, w), sides.socket(d.dst, w));
-            sides.send[s] = true;
-            sides.receive[r] = true;
+            let (s, r) = sides.take(d.src, d.dst, w);
             made.push(Reserved {
                 layer,
                 src: d.src,
