@@ -271,7 +271,7 @@ fn tc_mirred_refuses_two_circuits_on_one_rack_pair() {
     f.down().unwrap();
 }
 
-/// Down detaches and frees every program and map of the run; nothing is
+/// Down frees every program and map of the run with its namespaces; nothing is
 /// pinned, so nothing else can be left.
 #[test]
 fn teardown_leaves_no_bpf_program_or_map() {

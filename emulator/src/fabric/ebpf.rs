@@ -124,6 +124,9 @@ fn err<E: std::error::Error + Send + Sync + 'static>(what: impl Into<String>) ->
     }
 }
 
+/// The programs, in the order of [`Datapath::fds`].
+const PROGRAMS: [&str; 2] = ["ocs_port", "tor_ingress"];
+
 /// The loaded programs (what the owner holds until they are attached; the
 /// filters then hold them too).
 pub struct Datapath {
@@ -158,6 +161,33 @@ impl Datapath {
         ids.maps.sort_unstable();
         ids.maps.dedup();
         Ok(ids)
+    }
+
+    /// The netlink batches, by namespace index of `plan`, that attach the
+    /// programs: `ocs_port` on every OCS port (whose ingress qdisc the plan
+    /// makes), an ingress qdisc and `tor_ingress` on every ToR downlink.
+    pub fn attach_requests(&self, plan: &FabricPlan) -> Vec<(usize, Vec<Request>)> {
+        let [ocs_fd, tor_fd] = self.fds;
+        let mut out = Vec::new();
+        let ports = (0..plan.racks())
+            .flat_map(|r| (0..plan.wavelengths()).map(move |w| (r, w)))
+            .map(|(r, w)| {
+                let i = plan.ocs_port_index(r, w);
+                messages::add_bpf_filter(i, ocs_fd, PROGRAMS[0], &format!("OCS port {r}/{w}"))
+            })
+            .collect();
+        out.push((plan.ocs_ns(), ports));
+        for r in 0..plan.racks() {
+            let mut reqs = Vec::new();
+            for h in 0..plan.hosts_per_rack() {
+                let i = TOR_DOWN_INDEX + h;
+                let what = format!("ToR {r} downlink {h}");
+                reqs.push(messages::ingress_qdisc(i, &what));
+                reqs.push(messages::add_bpf_filter(i, tor_fd, PROGRAMS[1], &what));
+            }
+            out.push((plan.tor_ns(r), reqs));
+        }
+        out
     }
 }
 
@@ -233,38 +263,6 @@ pub fn load(plan: &FabricPlan) -> Result<(Datapath, CircuitTable), EbpfError> {
             .as_raw_fd();
     }
     Ok((Datapath { bpf, fds }, table))
-}
-
-/// The programs, in the order of [`Datapath::fds`].
-const PROGRAMS: [&str; 2] = ["ocs_port", "tor_ingress"];
-
-impl Datapath {
-    /// The netlink batches, by namespace index of `plan`, that attach the
-    /// programs: `ocs_port` on every OCS port (whose ingress qdisc the plan
-    /// makes), an ingress qdisc and `tor_ingress` on every ToR downlink.
-    pub fn attach_requests(&self, plan: &FabricPlan) -> Vec<(usize, Vec<Request>)> {
-        let [ocs_fd, tor_fd] = self.fds;
-        let mut out = Vec::new();
-        let ports = (0..plan.racks())
-            .flat_map(|r| (0..plan.wavelengths()).map(move |w| (r, w)))
-            .map(|(r, w)| {
-                let i = plan.ocs_port_index(r, w);
-                messages::add_bpf_filter(i, ocs_fd, PROGRAMS[0], &format!("OCS port {r}/{w}"))
-            })
-            .collect();
-        out.push((plan.ocs_ns(), ports));
-        for r in 0..plan.racks() {
-            let mut reqs = Vec::new();
-            for h in 0..plan.hosts_per_rack() {
-                let i = TOR_DOWN_INDEX + h;
-                let what = format!("ToR {r} downlink {h}");
-                reqs.push(messages::ingress_qdisc(i, &what));
-                reqs.push(messages::add_bpf_filter(i, tor_fd, PROGRAMS[1], &what));
-            }
-            out.push((plan.tor_ns(r), reqs));
-        }
-        out
-    }
 }
 
 /// The maps a reconfiguration writes. Owned by the fabric's owner after

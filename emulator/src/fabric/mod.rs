@@ -212,7 +212,8 @@ pub struct Fabric {
     ledger: Ledger,
     namespaces: Vec<NetNs>,
     ocs: Mutex<Option<Ocs>>,
-    /// The eBPF programs (owner only; dropping them detaches them).
+    /// The eBPF programs (owner only; their filters hold them as well, until
+    /// the namespaces go).
     bpf: Option<ebpf::Datapath>,
     /// The eBPF circuit table, until the first [`Fabric::ocs`] takes it.
     table: Mutex<Option<ebpf::CircuitTable>>,

@@ -392,12 +392,14 @@ impl OcsCore {
         let (down, up, kept) = diff(&self.current, &new);
         let rec = match self.backend {
             Backend::Ebpf(ref mut table) => {
-                let w = self.plan.wavelengths();
-                let port = |c: &Circuit| c.src_rack * w + c.port;
+                let port = |c: &Circuit| c.src_rack * ports + c.port;
                 let mut changed: Vec<u32> = down.iter().chain(&up).map(port).collect();
                 changed.sort_unstable();
                 changed.dedup();
-                let outs: Vec<(u32, u32)> = up.iter().map(|c| (port(c), c.dst_rack * w + c.port)).collect();
+                let outs: Vec<(u32, u32)> = up
+                    .iter()
+                    .map(|c| (port(c), c.dst_rack * ports + c.port))
+                    .collect();
                 let started = clock::now();
                 let (dark_at, up_at) = table.reconfigure(&changed, &outs, delay)?;
                 let call = Nanos(clock::now().0.saturating_sub(started.0));

@@ -303,12 +303,16 @@ pub fn ocs(c: OcsCommand) -> Result<ExitCode> {
         OcsCommand::Show { run, json } => {
             let f = attach(run)?;
             let ocs = f.ocs()?;
+            let datapath = ocs.datapath();
             let view = OcsView {
                 run: f.run_id(),
-                datapath: ocs.datapath(),
+                datapath,
                 schedule: ocs.schedule_summary()?,
                 circuits: ocs.kernel_circuits()?,
-                ports: ocs.port_stats().ok(),
+                ports: match datapath {
+                    ledger::Datapath::Ebpf => Some(ocs.port_stats()?),
+                    ledger::Datapath::TcMirred => None,
+                },
             };
             if json {
                 println!("{}", serde_json::to_string_pretty(&view)?);
