@@ -292,3 +292,41 @@ fn teardown_leaves_no_bpf_program_or_map() {
     });
     assert!(freed, "left: {:?}", ebpf::still_loaded(&ids));
 }
+
+/// `ocslab up` on a topology with `[ocs.schedule]` (lab-rotor.toml): the
+/// eBPF datapath follows it from the start; tc-mirred refuses it, and the
+/// refused run leaves no namespace or run directory behind.
+#[test]
+fn a_topologys_schedule_is_followed_from_the_start_or_refused() {
+    if skip("a_topologys_schedule_is_followed_from_the_start_or_refused") {
+        return;
+    }
+    let topo = topology("lab-rotor");
+    let want = topo.ocs_schedule.clone().expect("lab-rotor has a schedule");
+    let on = |dp, run_id| {
+        Fabric::up(
+            &topo,
+            FabricOptions {
+                datapath: Some(dp),
+                run_id,
+                ..Default::default()
+            },
+        )
+    };
+    let f = on(Datapath::Ebpf, None).unwrap_or_else(|e| panic!("fabric up: {e}"));
+    let summary = f.ocs().unwrap().schedule_summary().unwrap();
+    f.down().unwrap();
+    let summary = summary.expect("the OCS follows the topology's schedule");
+    assert_eq!(
+        (summary.slots as usize, summary.period),
+        (want.slots().len(), want.period())
+    );
+
+    let run = fabric::RunId::random();
+    let Err(e) = on(Datapath::TcMirred, Some(run)) else {
+        panic!("tc-mirred accepted a schedule");
+    };
+    assert!(e.to_string().contains("needs the eBPF datapath"), "{e}");
+    assert_eq!(fabric::ledger::namespaces_of(run, None), Vec::<String>::new());
+    assert!(!fabric::ledger::run_dir(run).exists(), "run directory left");
+}

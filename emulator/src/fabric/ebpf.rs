@@ -31,11 +31,11 @@ use super::clock;
 use super::messages;
 use super::netlink::{Request, Rtnl};
 use super::plan::{FabricPlan, OCS_PORT_INDEX, TOR_DOWN_INDEX, TOR_OCS_INDEX};
-use super::schedule::Schedule;
 use crate::units::Nanos;
 use aya::maps::{Array, Map, MapData, MapInfo, PerCpuArray};
 use aya::programs::SchedClassifier;
 use aya::{Ebpf, EbpfLoader, Pod};
+use ocslab_core::optical::Schedule;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 /// The compiled programs (`emulator/bpf/ocs.bpf.o`).
@@ -43,8 +43,7 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!("../../bpf/ocs.bpf.o");
 
 /// No output port (also: no circuit).
 const NO_PORT: u32 = u32::MAX;
-/// Slots a schedule may have (`MAX_SLOTS` in the C source).
-pub const MAX_SLOTS: usize = 64;
+pub use ocslab_core::optical::MAX_SLOTS;
 const MODE_ON_DEMAND: u32 = 0;
 const MODE_SCHEDULE: u32 = 1;
 

@@ -41,7 +41,7 @@ pub mod ocs;
 pub mod plan;
 pub mod probe;
 pub mod rootless;
-pub mod schedule;
+pub use ocslab_core::optical::schedule;
 pub mod user_runs;
 
 pub use counters::CounterReader;
@@ -262,7 +262,17 @@ impl Fabric {
                 tracing::error!("cleaning up after a failed build of run {run}: {e}");
             }
         }
-        built
+        let fabric = built?;
+        // A topology's `[ocs.schedule]`: the OCS follows it from the start.
+        if let Some(schedule) = &topo.ocs_schedule {
+            if let Err(e) = fabric.ocs().and_then(|o| Ok(o.set_schedule(schedule)?)) {
+                if let Err(d) = fabric.down() {
+                    tracing::error!("tearing down run {run} after its schedule was refused: {d}");
+                }
+                return Err(e);
+            }
+        }
+        Ok(fabric)
     }
 
     fn build(topo: &Topology, run: RunId, opts: &FabricOptions) -> Result<Fabric, FabricError> {

@@ -16,6 +16,7 @@ pub mod coflow;
 pub mod engine;
 pub mod model;
 pub mod net;
+pub mod optical;
 pub mod outcome;
 pub mod perturb;
 pub mod policy;

@@ -72,6 +72,10 @@ use crate::Nanos;
 /// - [`Decision::circuits`] are set up at once; the network applies the
 ///   dark time δ on both affected port sides (not-all-stop: other ports keep
 ///   running) and reports when the circuit is up.
+/// - Under a topology's time-flow schedule (`[ocs.schedule]`, followed by
+///   the fluid network) the circuits are the schedule's: circuit requests
+///   are ignored, and a flow between racks crosses a circuit of its rack
+///   pair while one is up and EPS otherwise, whatever its path's port.
 /// - [`Decision::wake_at`] asks for a call at that time even if nothing else
 ///   happens; the network also calls at the events the policy's
 ///   [`CoflowPolicy::triggers`] name (the emulation driver at every flow

@@ -4,6 +4,7 @@
 //! topology built in code and one read from a file cannot differ in meaning.
 
 use super::{RawAddresses, RawEps, RawOcs, RawTcp, RawTopology, Source, Topology, TopologyError};
+use crate::optical::schedule::RawSchedule;
 use crate::{Bps, Bytes, Nanos};
 use std::path::PathBuf;
 
@@ -49,6 +50,7 @@ impl Topology {
                     port_rate: Bps(0),
                     reconfig_delay: Nanos::ZERO,
                     elephant_threshold: Bytes(0),
+                    schedule: None,
                 },
                 addresses: RawAddresses::default(),
                 tcp: RawTcp::default(),
@@ -119,7 +121,14 @@ impl TopologyBuilder {
             port_rate,
             reconfig_delay,
             elephant_threshold,
+            schedule: self.raw.ocs.schedule.take(),
         };
+        self
+    }
+    /// A time-flow schedule the circuits follow (`[ocs.schedule]`), set
+    /// after [`TopologyBuilder::ocs`].
+    pub fn schedule(mut self, schedule: RawSchedule) -> Self {
+        self.raw.ocs.schedule = Some(schedule);
         self
     }
     /// The IPv4 range of the emulated datacenter (default `198.18.0.0/15`).

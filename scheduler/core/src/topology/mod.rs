@@ -14,6 +14,7 @@
 pub mod builder;
 
 use crate::addr::{AddressPlan, Ipv4Net};
+use crate::optical::schedule::{RawSchedule, Schedule};
 use crate::units::{Bps, Bytes, Nanos};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -145,6 +146,11 @@ pub struct RawOcs {
     pub reconfig_delay: Nanos,
     /// Flows at least this large may use circuits (elephants); smaller ones use EPS.
     pub elephant_threshold: Bytes,
+    /// A time-flow schedule the circuits follow instead of being set up on
+    /// demand (rotor switching): `[ocs.schedule]`, in the format of
+    /// [`RawSchedule`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<RawSchedule>,
 }
 
 /// The `[addresses]` table.
@@ -207,6 +213,9 @@ pub struct Topology {
     pub reconfig_delay: Nanos,
     /// Effective elephant threshold.
     pub elephant_threshold: Bytes,
+    /// The schedule the circuits follow, if any (`[ocs.schedule]`); without
+    /// one, circuits are set up on demand by the coflow scheduler.
+    pub ocs_schedule: Option<Schedule>,
     /// The address range.
     pub range: Ipv4Net,
     /// The hosts' TCP settings (not scaled).
@@ -513,6 +522,19 @@ impl Topology {
                 format!("must be from 1 to 127 (got {}); Linux uses 6", tcp.syn_retries),
             ));
         }
+        let ocs_schedule = match &raw.ocs.schedule {
+            None => None,
+            Some(_) if raw.ocs.ports_per_rack == 0 => {
+                return Err(src.error(
+                    "ocs.schedule",
+                    "a schedule needs OCS ports: set `ocs.ports_per_rack` to 1 or more",
+                ))
+            }
+            Some(rs) => Some(
+                Schedule::from_raw(rs, raw.racks, raw.ocs.ports_per_rack, raw.ocs.reconfig_delay)
+                    .map_err(|e| src.error(&format!("ocs.schedule.{}", e.field()), e.to_string()))?,
+            ),
+        };
         Ok(Topology {
             name: raw.name.clone(),
             racks: raw.racks,
@@ -526,6 +548,7 @@ impl Topology {
             ocs_port_rate,
             reconfig_delay: raw.ocs.reconfig_delay,
             elephant_threshold: raw.ocs.elephant_threshold.scaled_down(s),
+            ocs_schedule,
             range,
             tcp: raw.tcp.clone(),
             nominal: raw,
@@ -728,6 +751,40 @@ elephant_threshold = "10MB"
 
     fn parse(text: &str) -> Result<Topology, TopologyError> {
         Topology::parse(text, Path::new("t.toml"), &[])
+    }
+
+    #[test]
+    fn an_ocs_schedule_is_read_with_the_topologys_delay_and_round_trips() {
+        let text = format!(
+            "{TINY}\n[ocs.schedule]\nslot = \"50us\"\n[[ocs.schedule.slots]]\ncircuits = [\"0:1\", \"1:0\"]\n"
+        );
+        let t = parse(&text).unwrap();
+        let s = t.ocs_schedule.as_ref().expect("a schedule");
+        assert_eq!(s.period(), Nanos(50_000));
+        assert_eq!(s.delay(), Nanos::from_millis(1), "the topology's reconfig_delay");
+        assert_eq!(s.slots()[0].circuits.len(), 2);
+        // The nominal file, as a results folder keeps it, reads back alike.
+        let again = toml::to_string(&t.nominal).unwrap();
+        assert_eq!(parse(&again).unwrap().ocs_schedule, t.ocs_schedule);
+    }
+
+    #[test]
+    fn a_bad_ocs_schedule_names_its_field() {
+        let bad = |schedule: &str| parse(&format!("{TINY}\n[ocs.schedule]\n{schedule}")).unwrap_err();
+        let e = bad("slot = \"50us\"\n[[ocs.schedule.slots]]\ncircuits = [\"0:2\"]\n");
+        assert_eq!(e.field, "ocs.schedule.slots[0].circuits");
+        assert!(e.message.contains("rack 2 does not exist"), "{e}");
+        let e = bad("slot = \"500ns\"\n[[ocs.schedule.slots]]\ncircuits = [\"0:1\"]\n[[ocs.schedule.slots]]\ncircuits = [\"1:0\"]\n");
+        assert_eq!(e.field, "ocs.schedule.slots[0].length");
+        assert!(e.message.contains("not longer than δ"), "{e}");
+        let e = bad("slot = \"soon\"\n[[ocs.schedule.slots]]\ncircuits = []\n");
+        assert_eq!(e.field, "ocs.schedule.slot");
+        let no_ocs = TINY.replace("ports_per_rack = 1", "ports_per_rack = 0");
+        let e = parse(&format!(
+            "{no_ocs}\n[ocs.schedule]\nslot = \"50us\"\n[[ocs.schedule.slots]]\ncircuits = []\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.field, "ocs.schedule");
     }
 
     #[test]

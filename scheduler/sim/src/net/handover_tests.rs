@@ -95,7 +95,7 @@ pub(super) fn done(events: Vec<NetEvent>) -> Vec<(u64, Nanos, u64, u64)> {
 }
 
 /// Runs `net` until idle; the flows done on the way.
-fn run(net: &mut FluidNetwork) -> Vec<(u64, Nanos, u64, u64)> {
+pub(super) fn run(net: &mut FluidNetwork) -> Vec<(u64, Nanos, u64, u64)> {
     let mut out = Vec::new();
     while let Some(t) = net.next_event_at() {
         out.extend(done(net.advance_to(t)));
@@ -104,7 +104,7 @@ fn run(net: &mut FluidNetwork) -> Vec<(u64, Nanos, u64, u64)> {
 }
 
 /// Bytes the link carried, as the utilization record counts them.
-fn link_bytes(net: &FluidNetwork, link: LinkKind) -> f64 {
+pub(super) fn link_bytes(net: &FluidNetwork, link: LinkKind) -> f64 {
     let i = net.usage().index(link).expect("tracked link");
     net.timeline(net.now()).links[i].bytes
 }

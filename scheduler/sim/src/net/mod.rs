@@ -28,6 +28,8 @@ mod freeze_log;
 #[cfg(test)]
 mod handover_tests;
 pub mod levels;
+#[cfg(test)]
+mod rotor_tests;
 pub use ocslab_core::net::{fasthash, links, maxmin};
 mod network;
 pub mod pair_matrix;

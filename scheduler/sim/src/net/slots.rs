@@ -24,6 +24,9 @@ pub(super) struct Slot {
     pub(super) bundle: usize,
     /// The bundle's service when the flow joined it.
     pub(super) joined: f64,
+    /// The bundle's service over circuits when the flow joined it
+    /// ([`super::network::OcsShare`]).
+    pub(super) joined_ocs: f64,
     /// The bundle's service at which the flow is done.
     pub(super) finish: f64,
     /// Bytes sent in earlier bundles, over EPS and over circuits.
@@ -68,6 +71,11 @@ impl Slots {
     /// id, in [`Slots::flow`], leads to).
     pub(super) fn len(&self) -> u32 {
         self.slots.len() as u32
+    }
+
+    /// Slots in use: the active flows.
+    pub(super) fn active(&self) -> usize {
+        self.slots.len() - self.free.len()
     }
 
     /// The flow in slot `i` and when it started.

@@ -91,6 +91,10 @@ pub(super) struct Bundle {
     /// Whether its demand (members, route) must be handed to the rate
     /// solver again; during a rate update, whether the update took it.
     pub(super) dirty: bool,
+    /// Whether it is routed over a circuit now.
+    pub(super) on_circuit: bool,
+    /// Whether it ever was: only then is its [`OcsShare`] read.
+    pub(super) had_circuit: bool,
     /// Members, first finish first: (service at which it finishes, as f64
     /// bits: order-preserving for >= 0; id; slot; the slot's stamp when it
     /// joined). Entries whose stamp is not their slot's are stale: the
@@ -215,6 +219,16 @@ impl Bundle {
             None => self.base,
         }
     }
+    /// Its service over circuits when its service is `service` (`share`
+    /// is read only if it was ever on a circuit: a bundle's first cache
+    /// line answers for the others).
+    pub(super) fn ocs_service(&self, share: &OcsShare, service: f64) -> f64 {
+        if self.had_circuit {
+            share.at(service)
+        } else {
+            0.0
+        }
+    }
     /// Each member's rate.
     pub(super) fn rate(&self, clocks: &[Clock]) -> f64 {
         self.clock.map_or(self.rate, |l| clocks[l as usize].level())
@@ -234,6 +248,45 @@ impl Bundle {
     }
 }
 
+/// How much of a bundle's service it received over a circuit. A bundle's
+/// route can change between EPS and a circuit while its key stays (under a
+/// time-flow schedule, a flow between racks crosses a circuit of its rack
+/// pair only while one is up), so its members' bytes are split by this
+/// second counter: the service received while routed over a circuit. Kept
+/// beside the bundles (indexed alike), off their cache lines.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OcsShare {
+    /// Whether the bundle is routed over a circuit now.
+    on: bool,
+    /// Service over circuits before the current stretch on one.
+    base: f64,
+    /// The bundle's service when the current stretch on a circuit began.
+    from: f64,
+}
+
+impl OcsShare {
+    /// Service over circuits at `now`, for a bundle whose service is `service` then.
+    pub(super) fn at(&self, service: f64) -> f64 {
+        if self.on {
+            self.base + (service - self.from)
+        } else {
+            self.base
+        }
+    }
+    /// The bundle's route is over a circuit (`on`) or not from now on, when
+    /// its service is `service`.
+    pub(super) fn route(&mut self, on: bool, service: f64) {
+        if on != self.on {
+            if self.on {
+                self.base += service - self.from;
+            } else {
+                self.from = service;
+            }
+            self.on = on;
+        }
+    }
+}
+
 /// A flow's progress at one instant, from its slot and its bundle's counter.
 pub(super) struct FlowProgress {
     pub(super) sent_eps: f64,
@@ -243,29 +296,40 @@ pub(super) struct FlowProgress {
 }
 
 impl FlowProgress {
-    /// Progress at `now` of a flow on `path` whose place is `s`.
-    pub(super) fn of(bundles: &[Bundle], clocks: &[Clock], s: &Slot, path: Path, now: Nanos) -> FlowProgress {
+    /// Progress at `now` of the flow whose place is `s`.
+    pub(super) fn of(
+        bundles: &[Bundle],
+        shares: &[OcsShare],
+        clocks: &[Clock],
+        s: &Slot,
+        now: Nanos,
+    ) -> FlowProgress {
         let b = &bundles[s.bundle];
         let service = b.service(clocks, now);
-        let here = service - s.joined;
-        let (sent_eps, sent_ocs) = match path {
-            Path::Ocs { .. } => (s.sent_eps, s.sent_ocs + here),
-            Path::Eps => (s.sent_eps + here, s.sent_ocs),
-            Path::Wait => (s.sent_eps, s.sent_ocs),
-        };
+        let (here, here_ocs) = sent_since_join(s, service, b, &shares[s.bundle]);
         FlowProgress {
-            sent_eps,
-            sent_ocs,
+            sent_eps: s.sent_eps + here - here_ocs,
+            sent_ocs: s.sent_ocs + here_ocs,
             remaining: (s.finish - service).max(0.0),
             rate: b.rate(clocks),
         }
     }
 }
 
+/// What the flow in slot `s` received in `bundle` (its bundle, whose
+/// share is `share`) since it joined, when the bundle's service is
+/// `service`: (in all, over circuits).
+pub(super) fn sent_since_join(s: &Slot, service: f64, bundle: &Bundle, share: &OcsShare) -> (f64, f64) {
+    let here = (service - s.joined).max(0.0);
+    let ocs = bundle.ocs_service(share, service);
+    (here, (ocs - s.joined_ocs).clamp(0.0, here))
+}
+
 /// [`Progress`] read from the network's bundles at `now`, for the flows a policy asks about.
 pub(super) struct LiveProgress<'a> {
     pub(super) now: Nanos,
     pub(super) bundles: &'a [Bundle],
+    pub(super) shares: &'a [OcsShare],
     pub(super) clocks: &'a [Clock],
     pub(super) slots: &'a Slots,
     pub(super) slot_of: &'a IdIndex,
@@ -276,7 +340,13 @@ pub(super) struct LiveProgress<'a> {
 impl LiveProgress<'_> {
     pub(super) fn of(&self, f: &FlowView) -> Option<FlowProgress> {
         let s = &self.slots[self.slot_of.get(f.spec.id)?];
-        Some(FlowProgress::of(self.bundles, self.clocks, s, f.path, self.now))
+        Some(FlowProgress::of(
+            self.bundles,
+            self.shares,
+            self.clocks,
+            s,
+            self.now,
+        ))
     }
 }
 

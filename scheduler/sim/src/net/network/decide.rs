@@ -17,6 +17,7 @@ impl FluidNetwork {
         let progress = LiveProgress {
             now,
             bundles: &self.bundles,
+            shares: &self.shares,
             clocks: &self.clocks,
             slots: &self.slots,
             slot_of: &self.slot_of,
@@ -26,14 +27,17 @@ impl FluidNetwork {
         let decision = self.policy.decide(now, &self.view, &progress);
         self.stats.policy_calls += 1;
         self.wake_at = decision.wake_at.filter(|&t| t > now);
-        let made = set_up_circuits(
-            &mut self.view.circuits,
-            &self.view.fabric,
-            &decision.circuits,
-            now,
-            &mut self.ocs,
-        );
-        self.stats.reconfigurations += made;
+        // Under a schedule the circuits are the schedule's ([`super::rotor`]).
+        if self.rotor.is_none() {
+            let made = set_up_circuits(
+                &mut self.view.circuits,
+                &self.view.fabric,
+                &decision.circuits,
+                now,
+                &mut self.ocs,
+            );
+            self.stats.reconfigurations += made;
+        }
         self.circuits_changed |= std::mem::take(&mut self.ocs.changed);
         self.pending.append(&mut self.ocs.events);
         self.apply_pair_plans(&decision.pair_changes);

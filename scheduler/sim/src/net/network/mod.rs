@@ -34,6 +34,7 @@
 mod bundles;
 mod circuits;
 mod decide;
+mod rotor;
 mod solve;
 
 use super::clocks::{Clock, NextFinishes};
@@ -45,14 +46,14 @@ use super::rates::Rates;
 use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
-use bundles::{Bundle, BundleIndex, BundleKey, FlowProgress, LiveProgress};
+pub(crate) use bundles::OcsShare;
+use bundles::{sent_since_join, Bundle, BundleIndex, BundleKey, FlowProgress, LiveProgress};
 use circuits::{circuit_event, FluidOcs};
 use decide::default_key;
 use ocslab_core::coflow::id_index::IdIndex;
 use ocslab_core::coflow::view::FlowTable;
 use ocslab_core::coflow::{
-    self, Arrivals, CoflowPolicy, CoflowView, Departures, FabricParams, NetView, PairKey, PairPlans, Path,
-    Triggers,
+    self, Arrivals, CoflowPolicy, CoflowView, Departures, FabricParams, NetView, PairKey, PairPlans, Triggers,
 };
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_core::{Bytes, Nanos, Topology};
@@ -87,7 +88,10 @@ pub struct FluidNetwork {
     emptied: Vec<usize>,
     /// Bundles whose demand must be handed to the solver again.
     dirty: Vec<usize>,
-    /// Bundles on a circuit path (their route changes with circuits).
+    /// Each bundle's service over circuits, indexed as `bundles`.
+    shares: Vec<OcsShare>,
+    /// Bundles whose route changes with circuits: those on a circuit path,
+    /// and under a schedule every bundle between racks.
     ocs_bundles: BTreeSet<usize>,
     /// Whether a circuit was set up, torn down or came up since the last solve.
     circuits_changed: bool,
@@ -128,6 +132,8 @@ pub struct FluidNetwork {
     stats: NetStats,
     /// The optical switch: every circuit's life.
     ocs: FluidOcs,
+    /// The time-flow schedule the circuits follow, if any ([`rotor`]).
+    rotor: Option<rotor::Rotor>,
     usage: LinkUsage,
     rates: Rates,
     /// What the last solve changed (kept to reuse its buffers).
@@ -143,7 +149,11 @@ impl FluidNetwork {
 
     /// A network for `topo` driven by `policy`.
     pub fn with_policy(topo: &Topology, policy: Box<dyn CoflowPolicy>) -> FluidNetwork {
-        FluidNetwork::on_fabric(FabricParams::from(topo), policy)
+        let mut net = FluidNetwork::on_fabric(FabricParams::from(topo), policy);
+        if let Some(schedule) = &topo.ocs_schedule {
+            net.follow_schedule(schedule.clone());
+        }
+        net
     }
 
     /// A network on `fabric` driven by `policy`.
@@ -164,6 +174,7 @@ impl FluidNetwork {
             free_bundles: Vec::new(),
             emptied: Vec::new(),
             dirty: Vec::new(),
+            shares: Vec::new(),
             ocs_bundles: BTreeSet::new(),
             circuits_changed: false,
             finishes: BinaryHeap::new(),
@@ -184,6 +195,7 @@ impl FluidNetwork {
             pending: Vec::new(),
             stats: NetStats::default(),
             ocs: FluidOcs::default(),
+            rotor: None,
             changes: Changes::default(),
             rates,
             view,
@@ -262,6 +274,7 @@ impl FluidNetwork {
                 Slot {
                     bundle: b,
                     joined,
+                    joined_ocs: self.bundles[b].ocs_service(&self.shares[b], joined),
                     finish,
                     sent_eps: 0.0,
                     sent_ocs: 0.0,
@@ -293,7 +306,7 @@ impl FluidNetwork {
             .min();
         let completion = self.finishes.peek().map(|e| e.0 .0);
         let on_clock = self.first_clock_finish;
-        [completion, on_clock, circuit, self.wake_at]
+        [completion, on_clock, circuit, self.wake_at, self.next_slot_at()]
             .into_iter()
             .flatten()
             .min()
@@ -354,7 +367,7 @@ impl FluidNetwork {
                 continue;
             };
             let s = &self.slots[ix];
-            let p = FlowProgress::of(&self.bundles, &self.clocks, s, f.path, now);
+            let p = FlowProgress::of(&self.bundles, &self.shares, &self.clocks, s, now);
             f.sent_eps_bytes = p.sent_eps;
             f.sent_ocs_bytes = p.sent_ocs;
             f.remaining_bytes = p.remaining;
@@ -438,6 +451,9 @@ impl FluidNetwork {
         };
         let b = match self.free_bundles.pop() {
             Some(b) => {
+                if self.bundles[b].had_circuit {
+                    self.shares[b] = OcsShare::default();
+                }
                 let old = &mut self.bundles[b];
                 let (generation, mut members) = (old.generation, std::mem::take(&mut old.members));
                 members.clear();
@@ -450,11 +466,12 @@ impl FluidNetwork {
             }
             None => {
                 self.bundles.push(fresh);
+                self.shares.push(OcsShare::default());
                 self.bundles.len() - 1
             }
         };
         self.bundle_of.insert(key, b);
-        if matches!(key.path, Path::Ocs { .. }) {
+        if self.follows_circuits(key) {
             self.ocs_bundles.insert(b);
         }
         b
@@ -478,12 +495,9 @@ impl FluidNetwork {
         s.stamp = s.stamp.wrapping_add(1);
         let b = &mut self.bundles[s.bundle];
         let service = b.service(&self.clocks, now);
-        let here = (service - s.joined).max(0.0);
-        match b.key.map(|k| k.path) {
-            Some(Path::Ocs { .. }) => s.sent_ocs += here,
-            Some(Path::Eps) => s.sent_eps += here,
-            _ => {}
-        }
+        let (here, here_ocs) = sent_since_join(s, service, b, &self.shares[s.bundle]);
+        s.sent_ocs += here_ocs;
+        s.sent_eps += here - here_ocs;
         s.finish = (s.finish - service).max(0.0); // now: bytes remaining
         let bundle = s.bundle;
         b.remove(&self.slots);
@@ -518,9 +532,11 @@ impl FluidNetwork {
             self.leave(ix);
             let b = self.bundle_for(key);
             let joined = self.bundles[b].service(&self.clocks, self.now);
+            let joined_ocs = self.bundles[b].ocs_service(&self.shares[b], joined);
             let s = &mut self.slots[ix];
             s.bundle = b;
             s.joined = joined;
+            s.joined_ocs = joined_ocs;
             s.finish += joined; // it held the bytes left
             let (finish, stamp) = (s.finish, s.stamp);
             self.bundles[b].insert(finish, id, ix, stamp);
@@ -539,6 +555,7 @@ impl FluidNetwork {
             self.usage.advance(self.now, t);
         }
         self.now = t;
+        self.catch_up_schedule();
     }
 
     /// Handles what happens at `self.now`, then asks the policy again.
@@ -595,7 +612,13 @@ impl FluidNetwork {
         for c in self.view.circuits.values().filter(|c| c.up_at == now) {
             self.circuits_changed = true;
             ask |= self.triggers.circuit_up;
-            events.push(circuit_event(now, c, true));
+            if self.rotor.is_none() {
+                events.push(circuit_event(now, c, true));
+            }
+        }
+        if self.next_slot_at() == Some(now) {
+            self.start_slot();
+            ask |= self.triggers.circuit_up;
         }
         if self.wake_at.is_some_and(|t| t <= now) {
             self.wake_at = None;

@@ -9,7 +9,7 @@ use crate::net::levels::Bottleneck;
 use crate::net::links::{LinkId, LinkMap, Links};
 use crate::net::maxmin::Demand;
 use ocslab_core::coflow::{CircuitView, Path};
-use ocslab_core::{Bps, Nanos};
+use ocslab_core::{Bps, HostId, Nanos};
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
@@ -28,11 +28,19 @@ impl FluidNetwork {
         // Each bundle once: the dirty ones, then those the solve moved.
         // A bundle stays dirty until the end: it tells the ones already taken.
         let mut touched = std::mem::take(&mut self.dirty);
+        let mode = self.circuit_mode();
         for &b in &touched {
-            let bundle = &self.bundles[b];
+            let bundle = &mut self.bundles[b];
             let (demand, class) = match bundle.key {
                 Some(k) if bundle.count > 0 => {
-                    let demand = route(&self.view.links, &self.view.circuits, k, now).map(|links| Demand {
+                    let r = route(&self.view.links, &self.view.circuits, k, now, mode);
+                    let on_circuit = matches!(r, Some((_, true)));
+                    if bundle.on_circuit != on_circuit {
+                        self.shares[b].route(on_circuit, bundle.service(&self.clocks, now));
+                        bundle.on_circuit = on_circuit;
+                        bundle.had_circuit = true;
+                    }
+                    let demand = r.map(|(links, _)| Demand {
                         links,
                         cap: k.cap().map_or(f64::INFINITY, Bps::bytes_per_sec),
                         weight: bundle.count,
@@ -95,7 +103,7 @@ impl FluidNetwork {
         let mut emptied = std::mem::take(&mut self.emptied);
         for &b in &emptied {
             if let Some(k) = self.bundles[b].key.take() {
-                if matches!(k.path, Path::Ocs { .. }) {
+                if self.follows_circuits(k) {
                     self.ocs_bundles.remove(&b);
                 }
             }
@@ -189,20 +197,78 @@ pub(super) fn eta(now: Nanos, remaining: f64, slack: f64, rate: f64) -> Option<N
     }
 }
 
-/// The links the flows of bundle `key` cross at `now`, or `None` if they do
-/// not move (waiting, or their circuit is not up).
+/// The links the flows of bundle `key` cross at `now`, and whether they
+/// cross a circuit; `None` if they do not move (waiting, or their circuit
+/// is not up).
+///
+/// On demand, a flow on a circuit path takes the circuit of its port, and
+/// only while it is up. Under a time-flow schedule the ports
+/// are the schedule's: a flow between racks, on either path, crosses a
+/// circuit of its rack pair while one is up, and EPS otherwise (as marked
+/// packets do in the kernel fabric's eBPF datapath; on a fabric without an
+/// EPS core it waits instead); when several circuits
+/// join the pair, each host pair's flows take one of them
+/// ([`spread_over`]).
 pub(super) fn route(
     links: &LinkMap,
     circuits: &BTreeMap<(u32, u32), CircuitView>,
     key: BundleKey,
     now: Nanos,
-) -> Option<Links> {
-    match key.path {
-        Path::Eps => Some(links.eps_route(key.src, key.dst)),
-        Path::Wait => None,
-        Path::Ocs { port } => circuits
-            .get(&(key.src.rack, port))
-            .filter(|c| c.dst_rack == key.dst.rack && c.is_up(now))
-            .map(|_| links.ocs_path(key.src, key.dst, port)),
+    mode: CircuitMode,
+) -> Option<(Links, bool)> {
+    let (src, dst) = (key.src, key.dst);
+    match (key.path, mode) {
+        (Path::Wait, _) => None,
+        (_, CircuitMode::Scheduled { eps }) if src.rack != dst.rack => {
+            let up = circuits
+                .range((src.rack, 0)..=(src.rack, u32::MAX))
+                .filter(|(_, c)| c.dst_rack == dst.rack && c.is_up(now))
+                .map(|(&(_, port), _)| port);
+            match spread_over(up, src, dst) {
+                Some(port) => Some((links.ocs_path(src, dst, port), true)),
+                None if eps => Some((links.eps_route(src, dst), false)),
+                None => None,
+            }
+        }
+        (Path::Eps, _) => Some((links.eps_route(src, dst), false)),
+        (Path::Ocs { port }, _) => circuits
+            .get(&(src.rack, port))
+            .filter(|c| c.dst_rack == dst.rack && c.is_up(now))
+            .map(|_| (links.ocs_path(src, dst, port), true)),
     }
+}
+
+/// The port, among `ports` (the circuits up between two racks, in port
+/// order), that the flows from host `src` to host `dst` take: a hash of
+/// the host pair picks one, so a rack pair's host pairs spread over its
+/// circuits as the datapath's flow hash spreads connections.
+pub(super) fn spread_over(ports: impl Iterator<Item = u32> + Clone, src: HostId, dst: HostId) -> Option<u32> {
+    let n = ports.clone().count() as u64;
+    if n == 0 {
+        return None;
+    }
+    let pair = [src.rack, src.host, dst.rack, dst.host]
+        .iter()
+        .fold(0u64, |h, &x| (h ^ x as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    ports.clone().nth((splitmix(pair) % n) as usize)
+}
+
+/// SplitMix64's finalizer: spreads a key's bits over the whole word.
+fn splitmix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// How bundles on circuits are routed ([`route`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CircuitMode {
+    /// Circuits set up on demand by the policy: a flow takes its port's circuit.
+    OnDemand,
+    /// Circuits follow a time-flow schedule; `eps`: whether there is an
+    /// EPS core to fall back on.
+    Scheduled {
+        /// Whether racks are also joined by an EPS core.
+        eps: bool,
+    },
 }

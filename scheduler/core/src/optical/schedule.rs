@@ -1,20 +1,24 @@
 //! Time-flow schedules: a list of matchings with slot lengths, repeated
 //! (rotor switching, as in RotorNet, Opera and Sirius). Pure: no clock, no
-//! I/O. The eBPF datapath follows a schedule from the kernel's clock by
-//! itself ([`super::ebpf::CircuitTable::set_schedule`]).
+//! I/O. The kernel fabric's eBPF datapath follows a schedule from the
+//! kernel's clock by itself; the fluid simulator raises its slot boundaries
+//! as events of its own clock.
 //!
 //! A port whose output changes from one slot to the next (cyclically) is
 //! dark for δ at the start of the slot; a port that keeps its output
 //! carries packets across the boundary (not-all-stop).
 
-use super::ebpf::MAX_SLOTS;
-use super::ocs::{validate_multipath, Circuit, MatchingError};
+use super::matching::{validate_multipath, Circuit, MatchingError};
 use crate::units::Nanos;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// Slots a schedule may have: what the eBPF datapath's schedule map holds
+/// (`MAX_SLOTS` in `emulator/bpf/ocs.bpf.c`).
+pub const MAX_SLOTS: usize = 64;
+
 /// One input port in one slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct SlotPort {
     /// Its output port (rack × wavelengths + wavelength), if any.
     pub out: Option<u32>,
@@ -23,7 +27,7 @@ pub struct SlotPort {
 }
 
 /// One slot of a schedule.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Slot {
     /// How long it lasts.
     pub length: Nanos,
@@ -34,7 +38,7 @@ pub struct Slot {
 }
 
 /// A repeating list of matchings.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Schedule {
     slots: Vec<Slot>,
     wavelengths: u32,
@@ -69,6 +73,14 @@ pub enum ScheduleError {
     /// δ longer than the datapath holds per slot.
     #[error("δ = {0} is longer than a schedule's dark time can be (4.29 s)")]
     DelayTooLong(Nanos),
+    /// A field as written.
+    #[error("{why}")]
+    Field {
+        /// The field, e.g. `slots[2].length`.
+        field: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A schedule file.
     #[error("{path}: {why}")]
     File {
@@ -77,6 +89,21 @@ pub enum ScheduleError {
         /// What is wrong (with line and field where TOML says so).
         why: String,
     },
+}
+
+impl ScheduleError {
+    /// The field of a schedule as written that the error is about, e.g.
+    /// `slots[1].circuits` (empty for a file error).
+    pub fn field(&self) -> String {
+        match self {
+            ScheduleError::SlotCount(_) => "slots".into(),
+            ScheduleError::TooShort { slot, .. } => format!("slots[{slot}].length"),
+            ScheduleError::Matching { slot, .. } => format!("slots[{slot}].circuits"),
+            ScheduleError::DelayTooLong(_) => "delay".into(),
+            ScheduleError::Field { field, .. } => field.clone(),
+            ScheduleError::File { .. } => String::new(),
+        }
+    }
 }
 
 impl Schedule {
@@ -208,18 +235,9 @@ impl Schedule {
         None
     }
 
-    /// Reads a schedule file for a fabric of `racks` × `wavelengths` with
-    /// δ = `delay` (the topology's unless the file sets `delay`):
-    ///
-    /// ```toml
-    /// slot = "50us"        # default slot length
-    /// delay = "10us"       # optional: δ
-    /// [[slots]]
-    /// circuits = ["0:1", "1:2", "2:3", "3:0"]
-    /// [[slots]]
-    /// length = "100us"     # optional: this slot's length
-    /// circuits = ["0:2@0", "2:0"]
-    /// ```
+    /// Reads a schedule file (the TOML of [`RawSchedule`]) for a fabric of
+    /// `racks` × `wavelengths` with δ = `delay` (the topology's unless the
+    /// file sets `delay`). Errors name `path` and the field.
     pub fn from_file(
         path: &Path,
         text: &str,
@@ -227,53 +245,97 @@ impl Schedule {
         wavelengths: u32,
         delay: Nanos,
     ) -> Result<Schedule, ScheduleError> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct FileSlot {
-            length: Option<String>,
-            circuits: Vec<String>,
-        }
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct File {
-            slot: Option<String>,
-            delay: Option<String>,
-            slots: Vec<FileSlot>,
-        }
         let file_err = |why: String| ScheduleError::File {
             path: path.display().to_string(),
             why,
         };
-        let f: File = toml::from_str(text).map_err(|e| file_err(e.to_string()))?;
+        let raw: RawSchedule = toml::from_str(text).map_err(|e| file_err(e.to_string()))?;
+        Schedule::from_raw(&raw, racks, wavelengths, delay)
+            .map_err(|e| file_err(format!("{}: {e}", e.field())))
+    }
+
+    /// Validates a schedule as written (in a schedule file, or a topology's
+    /// `[ocs.schedule]`), as [`Schedule::new`] does.
+    pub fn from_raw(
+        raw: &RawSchedule,
+        racks: u32,
+        wavelengths: u32,
+        delay: Nanos,
+    ) -> Result<Schedule, ScheduleError> {
+        let field_err = |field: String, why: String| ScheduleError::Field { field, why };
         let duration = |field: &str, v: &str| -> Result<Nanos, ScheduleError> {
             v.parse::<Nanos>()
-                .map_err(|e| file_err(format!("{field} = {v:?}: {e}")))
+                .map_err(|e| field_err(field.to_string(), format!("{v:?}: {e}")))
         };
-        let default_len = f.slot.as_deref().map(|v| duration("slot", v)).transpose()?;
-        let delay = match f.delay.as_deref() {
+        let default_len = raw.slot.as_deref().map(|v| duration("slot", v)).transpose()?;
+        let delay = match raw.delay.as_deref() {
             Some(v) => duration("delay", v)?,
             None => delay,
         };
-        let mut slots = Vec::with_capacity(f.slots.len());
-        for (i, s) in f.slots.iter().enumerate() {
+        let mut slots = Vec::with_capacity(raw.slots.len());
+        for (i, s) in raw.slots.iter().enumerate() {
             let field = format!("slots[{i}]");
             let length = match (&s.length, default_len) {
                 (Some(v), _) => duration(&format!("{field}.length"), v)?,
                 (None, Some(d)) => d,
-                (None, None) => return Err(file_err(format!("{field}: no length, and no default `slot`"))),
+                (None, None) => {
+                    return Err(field_err(
+                        format!("{field}.length"),
+                        "missing, and no default `slot` length".into(),
+                    ))
+                }
             };
             let circuits = s
                 .circuits
                 .iter()
                 .map(|c| {
                     c.parse::<Circuit>()
-                        .map_err(|e| file_err(format!("{field}.circuits: {c:?}: {e}")))
+                        .map_err(|e| field_err(format!("{field}.circuits"), e.to_string()))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             slots.push((length, circuits));
         }
         Schedule::new(racks, wavelengths, &slots, delay)
     }
+}
+
+/// A schedule as written, in a schedule file or as a topology's
+/// `[ocs.schedule]` table:
+///
+/// ```toml
+/// slot = "50us"        # default slot length
+/// delay = "10us"       # optional: δ (default: the topology's reconfig_delay)
+/// [[slots]]
+/// circuits = ["0:1", "1:2", "2:3", "3:0"]
+/// [[slots]]
+/// length = "100us"     # optional: this slot's length
+/// circuits = ["0:2@0", "2:0"]
+/// ```
+///
+/// Times are not scaled by the topology's `scale` (it divides rates and
+/// sizes only).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSchedule {
+    /// Default slot length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+    /// δ, if not the topology's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    /// The slots, in order.
+    pub slots: Vec<RawSlot>,
+}
+
+/// One slot as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSlot {
+    /// Its length, if not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<String>,
+    /// Its circuits, `SRC:DST` or `SRC:DST@PORT`.
+    pub circuits: Vec<String>,
 }
 
 #[cfg(test)]
@@ -388,9 +450,9 @@ mod tests {
         assert_eq!(s.delay(), us(10));
         let e =
             Schedule::from_file(p, "slot = \"fast\"\n[[slots]]\ncircuits = []\n", 2, 1, us(1)).unwrap_err();
-        assert!(e.to_string().contains("rotor.toml: slot = \"fast\""), "{e}");
+        assert!(e.to_string().contains("rotor.toml: slot: \"fast\""), "{e}");
         let e = Schedule::from_file(p, "[[slots]]\ncircuits = [\"0:1\"]\n", 2, 1, us(1)).unwrap_err();
-        assert!(e.to_string().contains("slots[0]: no length"), "{e}");
+        assert!(e.to_string().contains("slots[0].length: missing"), "{e}");
         let e = Schedule::from_file(
             p,
             "slot = \"50us\"\n[[slots]]\ncircuits = [\"0:x\"]\n",
