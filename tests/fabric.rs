@@ -163,17 +163,14 @@ fn two_way_goodput_through_a_shaped_uplink_matches_its_rate_each_way() {
             e * 100.0
         );
     }
-    // The other stream's ACKs share each link (≈ 2% of it) and queue behind
-    // up to 50 ms of data in the same leaf. With the kernel's 1000-packet
-    // leaf the slower direction lost up to 40% here. With the fabric's leaf,
-    // 16 runs on a quiet box gave each direction −1.6% to −26.7% and the
-    // pair's mean −4% to −18% (`docs/fabric.md`, "Two-way traffic"): the
-    // bounds below catch a return of the starvation, not that open loss.
-    let mean = err.iter().sum::<f64>() / err.len() as f64;
-    assert!(mean > -0.20, "mean goodput {:+.1}% from the rate", mean * 100.0);
+    // The other stream's ACKs share each link (≈ 2% of it). In the data's
+    // leaf they waited behind up to 50 ms of it, and each direction lost
+    // 1.6% to 26.7% (16 runs); in the small-packet class they are served
+    // first, and 11 runs gave each direction −0.6% to +0.1%
+    // (`docs/fabric.md`, "Two-way traffic").
     for ((s, g), e) in streams.iter().zip(&g).zip(&err) {
         assert!(
-            *e > -0.35 && *e < 0.05,
+            e.abs() < 0.05,
             "{} -> {}: goodput {g:.0} bit/s is {:+.1}% from {allowed:.0}",
             s.from,
             s.to,

@@ -145,7 +145,8 @@ pub fn config_requests(plan: &FabricPlan, i: usize) -> Vec<Request> {
     for s in &ns.shapers {
         let what = role_label(ns, s.ifindex);
         reqs.push(htb::qdisc(s.ifindex, &what));
-        reqs.push(htb::class(s.ifindex, s.rate, &what));
+        reqs.extend(htb::classes(s.ifindex, s.rate, &what));
+        reqs.push(htb::small_packet_filter(s.ifindex, &what));
         if let Some(limit) = s.leaf_limit {
             reqs.push(htb::leaf(s.ifindex, limit, &what));
         }

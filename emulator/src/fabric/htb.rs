@@ -9,24 +9,39 @@
 //! (`TCA_HTB_RTAB`) is needed; rates of 2^32 bytes/s and more go in
 //! `TCA_HTB_RATE64`/`TCA_HTB_CEIL64`, as `tc` does.
 //!
-//! Each shaped interface gets root qdisc `1:` (default class 1) and class
-//! `1:1` with rate = ceil. The burst is what `tc` picks by default
-//! (1 ms at the rate, plus one MTU) and at least one 64 KiB GSO packet, so
-//! that veth's large segments do not stall the token bucket.
+//! Each shaped interface gets root qdisc `1:` and class `1:1` with rate =
+//! ceil = the link's rate, split into two children that may each borrow
+//! up to the whole link:
 //!
-//! Each class gets a leaf qdisc `10:` of its own ([`LeafQueue`]): a `bfifo`
-//! holding a few milliseconds of the class rate. Without it htb's leaf is
-//! a `pfifo` of txqueuelen (1000) packets, which on a veth carrying GSO
-//! segments is hundreds of milliseconds at the emulated rates: a TCP stream
-//! fills it, and when both directions of a link are busy every ACK of the
-//! reverse stream waits behind it (measured in `docs/fabric.md`). A leaf
+//! ```text
+//! 1: htb default 11
+//! └─ 1:1   rate R ceil R
+//!    ├─ 1:10  rate R/20 ceil R prio 0   packets under 128 bytes (ACKs, SYNs)
+//!    └─ 1:11  rate 19R/20 ceil R prio 1 everything else → leaf 10: bfifo
+//! filter u32 on 1: ip total length < 128 → 1:10
+//! ```
+//!
+//! htb serves the lower `prio` first whenever both have packets, so a
+//! stream's ACKs never queue behind the data of a stream going the other
+//! way, as a shallow-buffered ToR with a priority queue for small packets
+//! keeps them. The burst is what `tc` picks by default (1 ms at the rate,
+//! plus one MTU) and at least one 64 KiB GSO packet, so that veth's large
+//! segments do not stall the token bucket.
+//!
+//! The data class gets a leaf qdisc `10:` of its own ([`LeafQueue`]): a
+//! `bfifo` holding a few milliseconds of the link rate. Without it htb's
+//! leaf is a `pfifo` of txqueuelen (1000) packets, which on a veth carrying
+//! GSO segments is hundreds of milliseconds at the emulated rates. A leaf
 //! `bfifo` takes `struct tc_fifo_qopt { __u32 limit; }` directly as
 //! `TCA_OPTIONS` (not nested attributes).
 
 use super::netlink::Request;
 use crate::units::{Bps, Nanos};
 use netlink_packet_core::{DefaultNla, NLM_F_CREATE, NLM_F_EXCL};
-use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage, TcOption};
+use netlink_packet_route::tc::{
+    TcAttribute, TcFilterU32Option, TcHandle, TcMessage, TcOption, TcU32Key, TcU32Selector,
+    TcU32SelectorFlags,
+};
 use netlink_packet_route::RouteNetlinkMessage;
 
 const TCA_HTB_PARMS: u16 = 1;
@@ -40,10 +55,31 @@ const PSCHED_SHIFT: u32 = 6;
 
 /// The root qdisc handle `1:`.
 pub const ROOT_HANDLE: TcHandle = TcHandle { major: 1, minor: 0 };
-/// The one class `1:1`.
+/// The link's class `1:1`.
 pub const CLASS_HANDLE: TcHandle = TcHandle { major: 1, minor: 1 };
+/// Small packets' class `1:10`, served first.
+pub const SMALL_CLASS: TcHandle = TcHandle {
+    major: 1,
+    minor: 0x10,
+};
+/// Everything else's class `1:11` (the qdisc's default).
+pub const DATA_CLASS: TcHandle = TcHandle {
+    major: 1,
+    minor: 0x11,
+};
+/// Packets of fewer IP bytes than this go to [`SMALL_CLASS`]: a pure ACK
+/// with timestamps and SACK blocks is 52–84 bytes; a data segment of this
+/// fabric is 1,500 bytes or a GSO segment of many.
+pub const SMALL_PACKET_BYTES: u16 = 128;
+/// The share of the link's rate guaranteed to small packets; either class
+/// borrows the rest while the other is idle.
+const SMALL_SHARE: u64 = 20;
+/// The small-packet filter's priority on the root qdisc.
+const SMALL_FILTER_PRIO: u32 = 1;
+/// `ETH_P_IP` in network order, as the filter's protocol.
+const ETH_P_IP_BE: u32 = (0x0800_u16).to_be() as u32;
 
-/// The leaf qdisc `10:` under class `1:1`.
+/// The leaf qdisc `10:` under the data class `1:11`.
 pub const LEAF_HANDLE: TcHandle = TcHandle {
     major: 0x10,
     minor: 0,
@@ -113,9 +149,9 @@ fn ratespec(rate: Bps) -> [u8; 12] {
     b
 }
 
-/// `struct tc_htb_glob`: version 3, r2q 10, default class 1.
+/// `struct tc_htb_glob`: version 3, r2q 10, default class `1:11`.
 pub fn glob_bytes() -> Vec<u8> {
-    [TC_HTB_PROTOVER, 10, CLASS_HANDLE.minor as u32, 0, 0]
+    [TC_HTB_PROTOVER, 10, DATA_CLASS.minor as u32, 0, 0]
         .iter()
         .flat_map(|v| v.to_ne_bytes())
         .collect()
@@ -127,16 +163,20 @@ fn ticks(bytes: u64, rate: Bps) -> u32 {
     (ns >> PSCHED_SHIFT).min(u32::MAX as u128) as u32
 }
 
-/// `struct tc_htb_opt` for a class with rate = ceil = `rate`.
-pub fn opt_bytes(rate: Bps) -> Vec<u8> {
-    let buffer = ticks(burst_bytes(rate), rate);
+/// `struct tc_htb_opt` for a class of `rate` that may borrow up to `ceil`,
+/// served at priority `prio` (0 first).
+pub fn opt_bytes(rate: Bps, ceil: Bps, prio: u32) -> Vec<u8> {
     let mut v = Vec::with_capacity(44);
     v.extend_from_slice(&ratespec(rate));
-    v.extend_from_slice(&ratespec(rate));
+    v.extend_from_slice(&ratespec(ceil));
     for x in [
-        buffer, buffer, 0, /* quantum: kernel derives */
+        ticks(burst_bytes(rate), rate),
+        ticks(burst_bytes(ceil), ceil),
+        // quantum: one maximal GSO segment (the kernel's rate / r2q is
+        // below an MTU on slow classes, and it says so in the kernel log)
+        MAX_GSO_BYTES as u32,
         0, /* level */
-        0, /* prio */
+        prio,
     ] {
         v.extend_from_slice(&x.to_ne_bytes());
     }
@@ -166,16 +206,36 @@ pub fn qdisc(ifindex: u32, what: &str) -> Request {
     )
 }
 
-/// `tc class add dev IF parent 1: classid 1:1 htb rate R ceil R`.
-pub fn class(ifindex: u32, rate: Bps, what: &str) -> Request {
-    let mut m = header(ifindex, CLASS_HANDLE, ROOT_HANDLE);
-    let mut opts = vec![TcOption::Other(DefaultNla::new(TCA_HTB_PARMS, opt_bytes(rate)))];
-    let bytes_ps = rate.0 / 8;
-    if bytes_ps > u32::MAX as u64 {
-        for kind in [TCA_HTB_RATE64, TCA_HTB_CEIL64] {
+/// The three classes of a link of `rate`: `1:1` (the link), `1:10`
+/// (small packets, first) and `1:11` (the rest), as the module shows.
+pub fn classes(ifindex: u32, rate: Bps, what: &str) -> [Request; 3] {
+    let small = Bps((rate.0 / SMALL_SHARE).max(8_000));
+    let data = Bps(rate.0.saturating_sub(small.0).max(8_000));
+    [
+        class(ifindex, CLASS_HANDLE, ROOT_HANDLE, (rate, rate, 0), what),
+        class(ifindex, SMALL_CLASS, CLASS_HANDLE, (small, rate, 0), what),
+        class(ifindex, DATA_CLASS, CLASS_HANDLE, (data, rate, 1), what),
+    ]
+}
+
+/// `tc class add dev IF parent PARENT classid HANDLE htb rate R ceil C prio P`.
+fn class(
+    ifindex: u32,
+    handle: TcHandle,
+    parent: TcHandle,
+    (rate, ceil, prio): (Bps, Bps, u32),
+    what: &str,
+) -> Request {
+    let mut m = header(ifindex, handle, parent);
+    let mut opts = vec![TcOption::Other(DefaultNla::new(
+        TCA_HTB_PARMS,
+        opt_bytes(rate, ceil, prio),
+    ))];
+    if rate.0 / 8 > u32::MAX as u64 || ceil.0 / 8 > u32::MAX as u64 {
+        for (kind, r) in [(TCA_HTB_RATE64, rate), (TCA_HTB_CEIL64, ceil)] {
             opts.push(TcOption::Other(DefaultNla::new(
                 kind,
-                bytes_ps.to_ne_bytes().to_vec(),
+                (r.0 / 8).to_ne_bytes().to_vec(),
             )));
         }
     }
@@ -184,13 +244,42 @@ pub fn class(ifindex: u32, rate: Bps, what: &str) -> Request {
     Request::new(
         RouteNetlinkMessage::NewTrafficClass(m),
         NLM_F_CREATE | NLM_F_EXCL,
-        format!("adding htb class 1:1 rate {rate} on {what}"),
+        format!(
+            "adding htb class {}:{:x} rate {rate} ceil {ceil} prio {prio} on {what}",
+            handle.major, handle.minor
+        ),
     )
 }
 
-/// `tc qdisc add dev IF parent 1:1 handle 10: bfifo limit BYTES`.
+/// `tc filter add dev IF parent 1: prio 1 protocol ip u32 match u16 0
+/// 0xff80 at 2 classid 1:10`: IPv4 packets under [`SMALL_PACKET_BYTES`]
+/// go to the small-packet class.
+pub fn small_packet_filter(ifindex: u32, what: &str) -> Request {
+    let mut m = header(ifindex, TcHandle::default(), ROOT_HANDLE);
+    m.header.info = (SMALL_FILTER_PRIO << 16) | ETH_P_IP_BE;
+    let mut sel = TcU32Selector::default();
+    sel.flags = TcU32SelectorFlags::Terminal;
+    sel.nkeys = 1;
+    let mut key = TcU32Key::default();
+    // The first word of the IP header; its low 16 bits are the total length.
+    key.mask = !(u32::from(SMALL_PACKET_BYTES) - 1) & 0xffff;
+    key.val = 0;
+    sel.keys = vec![key];
+    m.attributes.push(TcAttribute::Kind("u32".into()));
+    m.attributes.push(TcAttribute::Options(vec![
+        TcOption::U32(TcFilterU32Option::Selector(sel)),
+        TcOption::U32(TcFilterU32Option::ClassId(SMALL_CLASS)),
+    ]));
+    Request::new(
+        RouteNetlinkMessage::NewTrafficFilter(m),
+        NLM_F_CREATE,
+        format!("adding the small-packet filter on {what}"),
+    )
+}
+
+/// `tc qdisc add dev IF parent 1:11 handle 10: bfifo limit BYTES`.
 pub fn leaf(ifindex: u32, limit_bytes: u64, what: &str) -> Request {
-    let mut m = header(ifindex, LEAF_HANDLE, CLASS_HANDLE);
+    let mut m = header(ifindex, LEAF_HANDLE, DATA_CLASS);
     m.attributes.push(TcAttribute::Kind("bfifo".into()));
     let limit = limit_bytes.min(u32::MAX as u64) as u32;
     m.attributes.push(TcAttribute::Other(DefaultNla::new(
@@ -200,7 +289,7 @@ pub fn leaf(ifindex: u32, limit_bytes: u64, what: &str) -> Request {
     Request::new(
         RouteNetlinkMessage::NewQueueDiscipline(m),
         NLM_F_CREATE | NLM_F_EXCL,
-        format!("adding bfifo leaf of {limit} bytes under htb class 1:1 on {what}"),
+        format!("adding bfifo leaf of {limit} bytes under htb class 1:11 on {what}"),
     )
 }
 
@@ -210,16 +299,16 @@ mod tests {
     use netlink_packet_core::Nla;
 
     #[test]
-    fn glob_is_version_3_with_default_class_1() {
+    fn glob_is_version_3_with_the_data_class_by_default() {
         let g = glob_bytes();
         assert_eq!(g.len(), 20);
         assert_eq!(u32::from_ne_bytes(g[0..4].try_into().unwrap()), 3);
-        assert_eq!(u32::from_ne_bytes(g[8..12].try_into().unwrap()), 1);
+        assert_eq!(u32::from_ne_bytes(g[8..12].try_into().unwrap()), 0x11);
     }
 
     #[test]
     fn opt_carries_rate_in_bytes_and_buffer_in_ticks() {
-        let o = opt_bytes(Bps(100_000_000));
+        let o = opt_bytes(Bps(100_000_000), Bps(100_000_000), 0);
         assert_eq!(o.len(), 44, "sizeof(struct tc_htb_opt)");
         assert_eq!(o[1], TC_LINKLAYER_ETHERNET);
         assert_eq!(u32::from_ne_bytes(o[8..12].try_into().unwrap()), 12_500_000);
@@ -235,9 +324,9 @@ mod tests {
     #[test]
     fn rates_beyond_32_bits_of_bytes_saturate_and_use_rate64() {
         let r = Bps(40_000_000_000); // 5 GB/s
-        let o = opt_bytes(r);
+        let o = opt_bytes(r, r, 0);
         assert_eq!(u32::from_ne_bytes(o[8..12].try_into().unwrap()), u32::MAX);
-        let req = class(2, r, "x");
+        let [req, ..] = classes(2, r, "x");
         let RouteNetlinkMessage::NewTrafficClass(m) = req.msg else {
             panic!("not a class")
         };
@@ -261,12 +350,74 @@ mod tests {
         let RouteNetlinkMessage::NewQueueDiscipline(m) = req.msg else {
             panic!("not a qdisc")
         };
-        assert_eq!((m.header.parent, m.header.handle), (CLASS_HANDLE, LEAF_HANDLE));
+        assert_eq!((m.header.parent, m.header.handle), (DATA_CLASS, LEAF_HANDLE));
         assert_eq!(m.attributes[0], TcAttribute::Kind("bfifo".into()));
         let TcAttribute::Other(opt) = &m.attributes[1] else {
             panic!("no raw options")
         };
         assert_eq!(opt.kind(), TCA_OPTIONS);
         assert_eq!(opt.value_len(), 4, "sizeof(struct tc_fifo_qopt)");
+    }
+
+    /// The parameters of each class of a link: (handle, parent, rate, ceil, prio).
+    fn params(rate: Bps) -> Vec<(TcHandle, TcHandle, u32, u32, u32)> {
+        classes(2, rate, "x")
+            .into_iter()
+            .map(|req| {
+                let RouteNetlinkMessage::NewTrafficClass(m) = req.msg else {
+                    panic!("not a class")
+                };
+                let TcAttribute::Options(opts) = &m.attributes[1] else {
+                    panic!("no options")
+                };
+                let TcOption::Other(parms) = &opts[0] else {
+                    panic!("no parms")
+                };
+                let mut b = vec![0; parms.value_len()];
+                parms.emit_value(&mut b);
+                let word = |at: usize| u32::from_ne_bytes(b[at..at + 4].try_into().unwrap());
+                (m.header.handle, m.header.parent, word(8), word(20), word(40))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn small_packets_get_a_class_served_first_within_the_links_rate() {
+        // 50 Mbit/s = 6,250,000 B/s: 1/20 to small packets, the rest to data,
+        // both may borrow the whole link, small packets at priority 0.
+        assert_eq!(
+            params(Bps(50_000_000)),
+            [
+                (CLASS_HANDLE, ROOT_HANDLE, 6_250_000, 6_250_000, 0),
+                (SMALL_CLASS, CLASS_HANDLE, 312_500, 6_250_000, 0),
+                (DATA_CLASS, CLASS_HANDLE, 5_937_500, 6_250_000, 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_small_packet_filter_matches_ip_lengths_under_128() {
+        let req = small_packet_filter(2, "x");
+        let RouteNetlinkMessage::NewTrafficFilter(m) = req.msg else {
+            panic!("not a filter")
+        };
+        assert_eq!(m.header.parent, ROOT_HANDLE);
+        assert_eq!(m.header.info & 0xffff, 0x0800_u16.to_be() as u32, "protocol ip");
+        let TcAttribute::Options(opts) = &m.attributes[1] else {
+            panic!("no options")
+        };
+        let TcOption::U32(TcFilterU32Option::Selector(sel)) = &opts[0] else {
+            panic!("no selector")
+        };
+        let key = &sel.keys[0];
+        assert_eq!((key.off, key.mask, key.val), (0, 0x0000_ff80, 0));
+        // The key as the kernel applies it to an IP header's first word.
+        let matches = |total_len: u16| {
+            let word = u32::from_be_bytes([0x45, 0, (total_len >> 8) as u8, total_len as u8]);
+            word & key.mask == key.val
+        };
+        assert!(matches(52) && matches(84) && matches(127), "ACKs");
+        assert!(!matches(128) && !matches(1500) && !matches(65_000), "data");
+        assert_eq!(opts[1], TcOption::U32(TcFilterU32Option::ClassId(SMALL_CLASS)));
     }
 }
