@@ -25,6 +25,21 @@ use ocslab_scheduler::policy::{TaskChoice, TaskPolicy};
 use ocslab_tests::{agent_binary, skip, topology, topology_from, topology_path};
 use std::time::Duration;
 
+/// Every test here moves real bytes and checks times against the fluid
+/// model, so they run one at a time: on a 2-core box two real-byte runs
+/// share the cores with each other's agents. Run together, the one-way
+/// shuffle measured 1.16-2.42× the model in 4 of 34 runs of this binary;
+/// one at a time, 1.20× in 1 of 30 (a flow whose last segments are lost in
+/// the uplink's leaf waits out a retransmission timeout; still open) and
+/// 1.025-1.042× in the others.
+static REAL_BYTES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds the box for one test (a test that failed does not poison it for
+/// the others).
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    REAL_BYTES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn config(coflow_policy: &str) -> EmuConfig {
     EmuConfig {
         coflow_policy: coflow_policy.into(),
@@ -114,6 +129,7 @@ fn a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model() {
     if skip("a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model") {
         return;
     }
+    let _alone = alone();
     let topo = topology("tiny");
     // 4 maps on rack 0's two hosts, 2 reduces on rack 1: 4 fetches of 1.5 MB
     // share rack 0's 50 Mbit/s uplink (0.96 s in the fluid model).
@@ -191,6 +207,7 @@ fn real_bytes_give_a_utilization_timeline_and_engine_load_samples() {
     if skip("real_bytes_give_a_utilization_timeline_and_engine_load_samples") {
         return;
     }
+    let _alone = alone();
     let topo = topology("tiny");
     // The one-way shuffle of the test above: rack 0's 50 Mbit/s uplink busy for ≈ 1 s.
     let mut job = shuffle_job(&topo, 2, Bytes(750_000));
@@ -264,6 +281,7 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
     if skip("sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound") {
         return;
     }
+    let _alone = alone();
     let topo = topology("tiny");
     // Two hosts of rack 0 fill the 200 Mbit/s circuit to rack 1 (100 Mbit/s NICs).
     let coflow = Coflow {
@@ -300,6 +318,7 @@ fn a_flow_for_a_dark_circuit_waits_then_goes_over_the_ocs_only() {
     if skip("a_flow_for_a_dark_circuit_waits_then_goes_over_the_ocs_only") {
         return;
     }
+    let _alone = alone();
     // tiny with a long δ, so the wait is plain to see.
     let text = std::fs::read_to_string(topology_path("tiny"))
         .expect("tiny.toml")
@@ -348,6 +367,7 @@ fn an_agent_killed_mid_shuffle_is_replaced_and_the_job_completes_verified() {
     if skip("an_agent_killed_mid_shuffle_is_replaced_and_the_job_completes_verified") {
         return;
     }
+    let _alone = alone();
     let topo = topology("tiny");
     let job = shuffle_job(&topo, 2, Bytes(1_000_000));
     let mut cfg = config("fair");
@@ -416,6 +436,7 @@ fn a_slow_host_computes_longer_and_a_straggler_window_stretches_a_running_comput
     if skip("a_slow_host_computes_longer_and_a_straggler_window_stretches_a_running_compute") {
         return;
     }
+    let _alone = alone();
     let topo = topology("tiny");
     // One map per host, 600 ms of nominal compute each, no reduces.
     let nominal = Nanos::from_millis(600);

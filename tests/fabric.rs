@@ -167,10 +167,11 @@ fn two_way_goodput_through_a_shaped_uplink_matches_its_rate_each_way() {
     // leaf they waited behind up to 50 ms of it, and each direction lost
     // 1.6% to 26.7% (16 runs); in the small-packet class they are served
     // first, and 11 runs gave each direction −0.6% to +0.1%
-    // (`docs/fabric.md`, "Two-way traffic").
+    // (`docs/fabric.md`, "Two-way traffic"). An ACK-heavy reverse stream
+    // may cost a forward stream at most 3% of what the rate allows.
     for ((s, g), e) in streams.iter().zip(&g).zip(&err) {
         assert!(
-            e.abs() < 0.05,
+            e.abs() < 0.03,
             "{} -> {}: goodput {g:.0} bit/s is {:+.1}% from {allowed:.0}",
             s.from,
             s.to,
