@@ -546,3 +546,14 @@ fn replay_emulate_refuses_a_topology_with_a_schedule() {
     assert!(!out.join("summary.json").exists(), "nothing ran");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `ocslab topo check` says when a topology's circuits follow a schedule.
+#[test]
+fn topo_check_reports_a_topologys_schedule() {
+    let (ok, stdout, stderr) = topo_check(&repo().join("topologies/lab-rotor.toml"));
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("circuits follow a schedule: 3 slots, period 3ms, dark 100us"),
+        "{stdout}"
+    );
+}

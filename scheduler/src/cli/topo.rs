@@ -61,6 +61,14 @@ pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
                     "  OCS: {} port(s) per rack at {}, reconfiguration delay {}, elephants from {}",
                     topo.ocs_ports_per_rack, topo.ocs_port_rate, topo.reconfig_delay, topo.elephant_threshold
                 );
+                if let Some(s) = &topo.ocs_schedule {
+                    println!(
+                        "  circuits follow a schedule: {} slots, period {}, dark {} after a change (not the coflow scheduler's requests)",
+                        s.slots().len(),
+                        s.period(),
+                        s.delay()
+                    );
+                }
                 println!("  addresses: {}", topo.range);
                 match emulable {
                     Ok(()) => println!("  can be emulated on this box"),
