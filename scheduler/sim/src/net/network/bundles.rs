@@ -224,7 +224,7 @@ impl Bundle {
     /// line answers for the others).
     pub(super) fn ocs_service(&self, share: &OcsShare, service: f64) -> f64 {
         if self.had_circuit {
-            share.at(service)
+            share.at(service, self.on_circuit)
         } else {
             0.0
         }
@@ -253,11 +253,10 @@ impl Bundle {
 /// time-flow schedule, a flow between racks crosses a circuit of its rack
 /// pair only while one is up), so its members' bytes are split by this
 /// second counter: the service received while routed over a circuit. Kept
-/// beside the bundles (indexed alike), off their cache lines.
+/// beside the bundles (indexed alike), off their cache lines; whether the
+/// bundle is on a circuit now is its own [`Bundle::on_circuit`].
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct OcsShare {
-    /// Whether the bundle is routed over a circuit now.
-    on: bool,
     /// Service over circuits before the current stretch on one.
     base: f64,
     /// The bundle's service when the current stretch on a circuit began.
@@ -265,24 +264,22 @@ pub(crate) struct OcsShare {
 }
 
 impl OcsShare {
-    /// Service over circuits at `now`, for a bundle whose service is `service` then.
-    pub(super) fn at(&self, service: f64) -> f64 {
-        if self.on {
+    /// Service over circuits when the bundle's service is `service`, and it
+    /// is on a circuit (`on`) or not.
+    pub(super) fn at(&self, service: f64, on: bool) -> f64 {
+        if on {
             self.base + (service - self.from)
         } else {
             self.base
         }
     }
-    /// The bundle's route is over a circuit (`on`) or not from now on, when
+    /// The bundle's route changes onto a circuit (`on`) or off one, when
     /// its service is `service`.
-    pub(super) fn route(&mut self, on: bool, service: f64) {
-        if on != self.on {
-            if self.on {
-                self.base += service - self.from;
-            } else {
-                self.from = service;
-            }
-            self.on = on;
+    pub(super) fn switch(&mut self, on: bool, service: f64) {
+        if on {
+            self.from = service;
+        } else {
+            self.base += service - self.from;
         }
     }
 }

@@ -36,7 +36,7 @@ impl FluidNetwork {
                     let r = route(&self.view.links, &self.view.circuits, k, now, mode);
                     let on_circuit = matches!(r, Some((_, true)));
                     if bundle.on_circuit != on_circuit {
-                        self.shares[b].route(on_circuit, bundle.service(&self.clocks, now));
+                        self.shares[b].switch(on_circuit, bundle.service(&self.clocks, now));
                         bundle.on_circuit = on_circuit;
                         bundle.had_circuit = true;
                     }
