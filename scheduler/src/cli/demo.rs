@@ -5,6 +5,7 @@
 
 use crate::demo::{self, DemoOutcome, Driver};
 use crate::progress::Progress;
+use crate::report::folder;
 use anyhow::{Context, Result};
 use ocslab_emulator::fabric::ledger::Mode;
 use ocslab_emulator::fabric::netlink::Rtnl;
@@ -44,7 +45,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     };
     let dir = match a.out {
         Some(d) => d,
-        None => default_dir(driver.name()),
+        None => folder::dated(&format!("results/demo-{}", driver.name())),
     };
     let bar = Progress::new(0, a.json);
     let out =
@@ -75,21 +76,6 @@ fn emulator_driver(time_limit: Duration) -> Result<Box<dyn Driver>> {
         Ok(Mode::Root) => {}
     }
     Ok(Box::new(demo::Emulator::new(time_limit)))
-}
-
-/// `results/demo-<driver>-<UTC time>`, made unique with a suffix.
-fn default_dir(driver: &str) -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let base = format!("results/demo-{driver}-{}", super::replay::utc_stamp(secs));
-    let mut dir = PathBuf::from(&base);
-    let mut n = 2;
-    while dir.exists() {
-        dir = PathBuf::from(format!("{base}-{n}"));
-        n += 1;
-    }
-    dir
 }
 
 fn print_report(out: &DemoOutcome) {

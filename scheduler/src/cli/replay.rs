@@ -8,6 +8,7 @@ use crate::coflow::POLICY_NAMES;
 use crate::outcome::summary::{Bin, Distribution, ReplaySummary};
 use crate::progress::Progress;
 use crate::replay;
+use crate::report::folder::{self, Staged};
 use crate::trace::flow_sizes::FlowSizes;
 use anyhow::{Context, Result};
 use ocslab_emulator::Bytes;
@@ -99,10 +100,11 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
     let dir = match a.out {
         Some(d) => d,
-        None => results_dir(&stem, &a.coflow_scheduler)?,
+        None => folder::dated(&format!("results/replay-{stem}-{}", a.coflow_scheduler)),
     };
+    let staged = Staged::begin(&dir)?;
     crate::report::replay::write(
-        &dir,
+        staged.path(),
         &run.topology,
         run.flows,
         a.flow_sizes,
@@ -111,6 +113,7 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         wire.as_ref(),
     )
     .with_context(|| format!("writing results to {}", dir.display()))?;
+    staged.finish()?;
     let report = Report {
         trace: a.trace.display().to_string(),
         topology: &run.topology.name,
@@ -193,50 +196,4 @@ fn print_table(out: &mut impl Write, r: &Report<'_>, run: &replay::ReplayRun) ->
     )?;
     writeln!(out, "results: {}", r.results)?;
     Ok(())
-}
-
-/// `results/replay-<trace>-<scheduler>-<UTC time>/`, made unique with a suffix.
-fn results_dir(trace: &str, scheduler: &str) -> Result<PathBuf> {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let base = format!("results/replay-{trace}-{scheduler}-{}", utc_stamp(secs));
-    let mut dir = PathBuf::from(&base);
-    let mut n = 2;
-    while dir.exists() {
-        dir = PathBuf::from(format!("{base}-{n}"));
-        n += 1;
-    }
-    Ok(dir)
-}
-
-/// `YYYYmmddTHHMMSSZ` for seconds since the epoch (civil-from-days, H. Hinnant).
-pub(crate) fn utc_stamp(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn utc_stamp_matches_known_dates() {
-        assert_eq!(super::utc_stamp(0), "19700101T000000Z");
-        assert_eq!(super::utc_stamp(951_782_400), "20000229T000000Z");
-        assert_eq!(super::utc_stamp(1_700_000_000), "20231114T221320Z");
-    }
 }

@@ -9,6 +9,7 @@
 use crate::emu::{EmuConfig, FabricChoice};
 use crate::experiment::Experiment;
 use crate::progress::Progress;
+use crate::report::folder::{self, Staged};
 use crate::runner::{self, Emulator};
 use anyhow::{Context, Result};
 use ocslab_agent::protocol::Transport;
@@ -29,7 +30,7 @@ pub struct RunArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Results folder (default: results/<experiment>-emu-<unix time>).
+    /// Results folder (default: results/<experiment>-emu-<UTC time>).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Use the fabric of this running lab (`ocslab up --detach`) instead of building one.
@@ -75,15 +76,13 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     let mut emulator = Emulator::with(cfg, fabric, !a.no_unperturbed);
     let bar = Progress::new(0, a.json);
     let done = runner::run_all(&mut emulator, &exp, &bar)?;
-    let dir = a.out.unwrap_or_else(|| {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        PathBuf::from("results").join(format!("{}-emu-{secs}", exp.name))
-    });
-    done.write(&dir, &exp, &emulator)
+    let dir = a
+        .out
+        .unwrap_or_else(|| folder::dated(&format!("results/{}-emu", exp.name)));
+    let staged = Staged::begin(&dir)?;
+    done.write(staged.path(), &exp, &emulator)
         .with_context(|| format!("writing results to {}", dir.display()))?;
+    staged.finish()?;
     let runs = emulator.into_runs(&done.summaries);
     if a.json {
         let v = serde_json::json!({

@@ -6,6 +6,7 @@
 
 use crate::experiment::Experiment;
 use crate::progress::Progress;
+use crate::report::folder::{self, Staged};
 use crate::runner::{self, Simulator};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -20,7 +21,7 @@ pub struct SimArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Results folder (default: results/<experiment>-sim-<unix time>).
+    /// Results folder (default: results/<experiment>-sim-<UTC time>).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Add a perturbation (repeatable): speed:HOST:S, straggler:HOST:S@AT+FOR,
@@ -39,15 +40,13 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     }
     let bar = Progress::new(0, a.json);
     let runs = runner::run_all(&mut Simulator, &exp, &bar)?;
-    let dir = a.out.unwrap_or_else(|| {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        PathBuf::from("results").join(format!("{}-sim-{secs}", exp.name))
-    });
-    runs.write(&dir, &exp, &Simulator)
+    let dir = a
+        .out
+        .unwrap_or_else(|| folder::dated(&format!("results/{}-sim", exp.name)));
+    let staged = Staged::begin(&dir)?;
+    runs.write(staged.path(), &exp, &Simulator)
         .with_context(|| format!("writing results to {}", dir.display()))?;
+    staged.finish()?;
     let summaries = runs.summaries;
     if a.json {
         let v = serde_json::json!({

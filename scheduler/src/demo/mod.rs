@@ -22,6 +22,7 @@ pub use table::DemoTable;
 
 use crate::experiment::{Experiment, ExperimentError};
 use crate::progress::Progress;
+use crate::report::folder::{FolderError, Staged};
 use crate::report::SchedulerSummary;
 use crate::runner::{self, RunnerError, Runs};
 use crate::sim::SimOutcome;
@@ -46,6 +47,9 @@ pub enum DemoError {
     /// The embedded files could not be prepared.
     #[error("preparing the demo's experiment: {0}")]
     Prepare(String),
+    /// The results folder could not be staged or finished.
+    #[error(transparent)]
+    Folder(#[from] FolderError),
     /// A file of the results folder could not be written.
     #[error("{path}: {source}")]
     Io {
@@ -119,9 +123,10 @@ pub fn prepare(dir: &Path) -> Result<Experiment, DemoError> {
 /// Runs the demo with `driver`, writing its results folder into `dir`;
 /// `bar` shows jobs done over all runs, bytes moved and the scheduler running.
 pub fn run(driver: &mut dyn Driver, dir: &Path, bar: &Progress) -> Result<DemoOutcome, DemoError> {
-    let exp = prepare(dir)?;
+    let staged = Staged::begin(dir)?;
+    let exp = prepare(staged.path())?;
     let runs = runner::run_all(driver, &exp, bar)?;
-    runs.write(dir, &exp, driver)?;
+    runs.write(staged.path(), &exp, driver)?;
     let Runs {
         outcomes,
         summaries,
@@ -141,8 +146,9 @@ pub fn run(driver: &mut dyn Driver, dir: &Path, bar: &Progress) -> Result<DemoOu
         summaries,
         outcomes,
     };
-    let path = dir.join("demo.json");
+    let path = staged.path().join("demo.json");
     let text = serde_json::to_string_pretty(&outcome).map_err(|e| DemoError::Prepare(e.to_string()))?;
     std::fs::write(&path, text + "\n").map_err(|source| DemoError::Io { path, source })?;
+    staged.finish()?;
     Ok(outcome)
 }
