@@ -25,14 +25,17 @@ pub struct Bytes(pub u64);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Nanos(pub u64);
 
-/// Why a unit string did not parse: the text and what would be valid.
+/// Why a unit string did not parse: the text, what is wrong with it and
+/// what would be valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{text:?} is not a {kind}: expected {expected}")]
+#[error("{text:?} {problem}: expected {expected}")]
 pub struct UnitError {
     /// The text that was given.
     pub text: String,
     /// "rate", "size" or "duration".
     pub kind: &'static str,
+    /// What is wrong, e.g. "is not a rate" or "is negative".
+    pub problem: String,
     /// Examples of valid text.
     pub expected: &'static str,
 }
@@ -51,81 +54,116 @@ fn split_number(text: &str) -> Option<(f64, &str)> {
     // "1e9bit/s": the exponent 'e' is part of the number only when followed by a digit.
     let (num, unit) = t.split_at(end);
     let value: f64 = num.parse().ok()?;
-    if !value.is_finite() || value < 0.0 {
-        return None;
-    }
     Some((value, unit.trim()))
 }
 
-fn scaled(value: f64, mult: f64) -> Option<u64> {
+/// Parses `text` as a number times one of `units` (name, multiplier; the
+/// name's case ignored if `any_case`), into whole base units (bit/s, bytes,
+/// ns) that fit in 64 bits; `largest` is how the largest value reads.
+fn parse_unit(
+    text: &str,
+    (kind, expected): (&'static str, &'static str),
+    units: &[(&str, f64)],
+    any_case: bool,
+    largest: &str,
+) -> Result<u64, UnitError> {
+    let err = |problem: String| UnitError {
+        text: text.to_string(),
+        kind,
+        problem,
+        expected,
+    };
+    let not_one = || err(format!("is not a {kind}"));
+    let (value, unit) = split_number(text).ok_or_else(not_one)?;
+    let mult = units
+        .iter()
+        .find(|(name, _)| *name == unit || (any_case && name.eq_ignore_ascii_case(unit)))
+        .ok_or_else(not_one)?
+        .1;
+    if value.is_nan() {
+        return Err(not_one());
+    }
+    if value < 0.0 {
+        return Err(err("is negative".into()));
+    }
     let v = (value * mult).round();
-    (v >= 0.0 && v <= u64::MAX as f64).then_some(v as u64)
+    // u64::MAX as f64 is 2^64, one past the largest u64.
+    if v >= u64::MAX as f64 {
+        return Err(err(format!("is too large: the largest {kind} is {largest}")));
+    }
+    Ok(v as u64)
 }
+
+/// Rate units, matched whatever their case.
+const RATE_UNITS: &[(&str, f64)] = &[
+    ("bit/s", 1.0),
+    ("bps", 1.0),
+    ("b/s", 1.0),
+    ("kbit/s", 1e3),
+    ("kbps", 1e3),
+    ("kb/s", 1e3),
+    ("mbit/s", 1e6),
+    ("mbps", 1e6),
+    ("mb/s", 1e6),
+    ("gbit/s", 1e9),
+    ("gbps", 1e9),
+    ("gb/s", 1e9),
+    ("tbit/s", 1e12),
+    ("tbps", 1e12),
+    ("tb/s", 1e12),
+];
+
+/// Size units, matched exactly (`MB` is not `Mb`).
+const SIZE_UNITS: &[(&str, f64)] = &[
+    ("B", 1.0),
+    ("b", 1.0),
+    ("bytes", 1.0),
+    ("kB", 1e3),
+    ("KB", 1e3),
+    ("MB", 1e6),
+    ("GB", 1e9),
+    ("TB", 1e12),
+    ("KiB", 1024.0),
+    ("MiB", 1024.0 * 1024.0),
+    ("GiB", 1024.0 * 1024.0 * 1024.0),
+];
+
+/// Duration units, matched exactly.
+const TIME_UNITS: &[(&str, f64)] = &[
+    ("ns", 1.0),
+    ("us", 1e3),
+    ("µs", 1e3),
+    ("ms", 1e6),
+    ("s", 1e9),
+    ("min", 60e9),
+    ("h", 3600e9),
+];
 
 impl FromStr for Bps {
     type Err = UnitError;
     fn from_str(text: &str) -> Result<Self, UnitError> {
-        let err = || UnitError {
-            text: text.to_string(),
-            kind: "rate",
-            expected: RATE_EXPECTED,
-        };
-        let (value, unit) = split_number(text).ok_or_else(err)?;
-        let mult = match unit.to_ascii_lowercase().as_str() {
-            "bit/s" | "bps" | "b/s" => 1.0,
-            "kbit/s" | "kbps" | "kb/s" => 1e3,
-            "mbit/s" | "mbps" | "mb/s" => 1e6,
-            "gbit/s" | "gbps" | "gb/s" => 1e9,
-            "tbit/s" | "tbps" | "tb/s" => 1e12,
-            _ => return Err(err()),
-        };
-        scaled(value, mult).map(Bps).ok_or_else(err)
+        parse_unit(text, ("rate", RATE_EXPECTED), RATE_UNITS, true, "18.4Ebit/s").map(Bps)
     }
 }
 
 impl FromStr for Bytes {
     type Err = UnitError;
     fn from_str(text: &str) -> Result<Self, UnitError> {
-        let err = || UnitError {
-            text: text.to_string(),
-            kind: "size",
-            expected: SIZE_EXPECTED,
-        };
-        let (value, unit) = split_number(text).ok_or_else(err)?;
-        let mult = match unit {
-            "B" | "b" | "bytes" => 1.0,
-            "kB" | "KB" => 1e3,
-            "MB" => 1e6,
-            "GB" => 1e9,
-            "TB" => 1e12,
-            "KiB" => 1024.0,
-            "MiB" => 1024.0 * 1024.0,
-            "GiB" => 1024.0 * 1024.0 * 1024.0,
-            _ => return Err(err()),
-        };
-        scaled(value, mult).map(Bytes).ok_or_else(err)
+        parse_unit(text, ("size", SIZE_EXPECTED), SIZE_UNITS, false, "18.4EB").map(Bytes)
     }
 }
 
 impl FromStr for Nanos {
     type Err = UnitError;
     fn from_str(text: &str) -> Result<Self, UnitError> {
-        let err = || UnitError {
-            text: text.to_string(),
-            kind: "duration",
-            expected: TIME_EXPECTED,
-        };
-        let (value, unit) = split_number(text).ok_or_else(err)?;
-        let mult = match unit {
-            "ns" => 1.0,
-            "us" | "µs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "min" => 60e9,
-            "h" => 3600e9,
-            _ => return Err(err()),
-        };
-        scaled(value, mult).map(Nanos).ok_or_else(err)
+        parse_unit(
+            text,
+            ("duration", TIME_EXPECTED),
+            TIME_UNITS,
+            false,
+            "584 years (2^64 ns)",
+        )
+        .map(Nanos)
     }
 }
 
@@ -343,6 +381,40 @@ mod tests {
         assert!(e.to_string().contains("10Gbit/s"), "{e}");
         assert!("10 parsecs".parse::<Nanos>().is_err());
         assert!("-5MB".parse::<Bytes>().is_err());
+    }
+
+    #[test]
+    fn out_of_range_values_say_why() {
+        assert_eq!(
+            "2GBIT/S".parse::<Bps>().unwrap(),
+            Bps(2_000_000_000),
+            "rate units in any case"
+        );
+        let e = "-5MB".parse::<Bytes>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("\"-5MB\" is negative: expected {SIZE_EXPECTED}")
+        );
+        let e = "1e30Gbit/s".parse::<Bps>().unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("is too large: the largest rate is 18.4Ebit/s"),
+            "{e}"
+        );
+        let e = "1e12h".parse::<Nanos>().unwrap_err();
+        assert!(e.to_string().contains("the largest duration is 584 years"), "{e}");
+        for text in ["NaNs", "infms", "-infB", "1e400TB"] {
+            assert!(
+                text.parse::<Nanos>().is_err() && text.parse::<Bytes>().is_err(),
+                "{text}"
+            );
+        }
+        // 2^64 ns is one past the largest; 2^64 - 2048 fits exactly in an f64.
+        assert!("18446744073709551616ns".parse::<Nanos>().is_err());
+        assert_eq!(
+            "18446744073709549568ns".parse::<Nanos>().unwrap(),
+            Nanos(18_446_744_073_709_549_568)
+        );
     }
 
     #[test]

@@ -35,7 +35,7 @@
 
 pub use super::TraceError;
 use crate::model::hdfs::place_replicas;
-use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, UserId};
+use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, UserId, MAX_TASKS_PER_JOB};
 use ocslab_emulator::{Bps, Bytes, Nanos, Topology};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -307,10 +307,28 @@ impl SwimModel {
             let reduces_n = if sj.shuffle.0 == 0 {
                 0
             } else if self.reduces_by_shuffle_and_output {
-                (sj.shuffle.0 + sj.output.0).div_ceil(self.reduce_input.0).max(1)
+                sj.shuffle
+                    .0
+                    .saturating_add(sj.output.0)
+                    .div_ceil(self.reduce_input.0)
+                    .max(1)
             } else {
                 sj.shuffle.0.div_ceil(self.reduce_input.0).max(1)
             };
+            for (field, n, kind) in [
+                ("block_size", maps_n, "map"),
+                ("reduce_input", reduces_n, "reduce"),
+            ] {
+                if n > MAX_TASKS_PER_JOB {
+                    return Err(ModelError {
+                        field: field.into(),
+                        message: format!(
+                            "trace job {} (line {}) would have {n} {kind} tasks, more than {MAX_TASKS_PER_JOB}: raise {field}",
+                            sj.name, sj.line
+                        ),
+                    });
+                }
+            }
             let time = |bytes: f64, rate: Bps| {
                 self.task_overhead + Nanos::from_secs_f64(bytes / rate.bytes_per_sec())
             };
@@ -423,5 +441,33 @@ mod tests {
         assert_eq!(jobs[2].arrival, Nanos(11_000_000_000));
         crate::model::job::validate_jobs(&jobs, &topo()).unwrap();
         assert_eq!(jobs, SwimModel::default().to_jobs(&trace, &topo(), 1).unwrap());
+    }
+
+    #[test]
+    fn a_job_of_too_many_tasks_is_refused_naming_the_field() {
+        let trace = parse(TEXT, Path::new("fb.tsv")).unwrap();
+        let tiny_blocks = SwimModel {
+            block_size: Bytes(1),
+            ..SwimModel::default()
+        };
+        let e = tiny_blocks.to_jobs(&trace, &topo(), 1).unwrap_err();
+        assert_eq!(e.field, "block_size");
+        assert!(
+            e.message
+                .contains("trace job job1 (line 2) would have 300000000 map tasks"),
+            "{e:?}"
+        );
+        // Shuffle plus output bytes that overflow u64 are not wrapped to a small count.
+        let huge = parse(
+            "j\t1\t1\t1\t18446744073709551615\t18446744073709551615\n",
+            Path::new("h.tsv"),
+        )
+        .unwrap();
+        let by_both = SwimModel {
+            reduces_by_shuffle_and_output: true,
+            ..SwimModel::default()
+        };
+        let e = by_both.to_jobs(&huge, &topo(), 1).unwrap_err();
+        assert_eq!(e.field, "reduce_input");
     }
 }

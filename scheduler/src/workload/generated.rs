@@ -9,7 +9,7 @@
 //! divided by the topology's `scale`, like every size in ocslab; task
 //! durations are not scaled (times are preserved).
 
-use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, UserId};
+use crate::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, UserId, MAX_TASKS_PER_JOB};
 pub use ocslab_core::model::hdfs::replicas_after_writer;
 use ocslab_emulator::{Bytes, Nanos, Topology};
 use rand::{Rng, SeedableRng};
@@ -132,11 +132,17 @@ fn werr(field: impl Into<String>, message: impl Into<String>) -> WorkloadError {
     }
 }
 
+/// The most jobs a generated workload may have.
+pub const MAX_GENERATED_JOBS: u64 = 1_000_000;
+
 impl GeneratedWorkload {
     /// Checks ranges and shares.
     pub fn validate(&self) -> Result<(), WorkloadError> {
-        if self.jobs == 0 {
-            return Err(werr("jobs", "must be at least 1"));
+        if self.jobs == 0 || u64::from(self.jobs) > MAX_GENERATED_JOBS {
+            return Err(werr(
+                "jobs",
+                format!("must be from 1 to {MAX_GENERATED_JOBS} (got {})", self.jobs),
+            ));
         }
         if self.users == 0 {
             return Err(werr("users", "must be at least 1"));
@@ -164,11 +170,17 @@ impl GeneratedWorkload {
             if !(c.share.is_finite() && c.share > 0.0) {
                 return Err(werr(f("share"), "must be a number > 0"));
             }
-            if c.maps[0] == 0 || c.maps[0] > c.maps[1] {
-                return Err(werr(f("maps"), "must be [low, high] with 1 <= low <= high"));
+            if c.maps[0] == 0 || c.maps[0] > c.maps[1] || u64::from(c.maps[1]) > MAX_TASKS_PER_JOB {
+                return Err(werr(
+                    f("maps"),
+                    format!("must be [low, high] with 1 <= low <= high <= {MAX_TASKS_PER_JOB}"),
+                ));
             }
-            if c.reduces[0] > c.reduces[1] {
-                return Err(werr(f("reduces"), "must be [low, high] with low <= high"));
+            if c.reduces[0] > c.reduces[1] || u64::from(c.reduces[1]) > MAX_TASKS_PER_JOB {
+                return Err(werr(
+                    f("reduces"),
+                    format!("must be [low, high] with low <= high <= {MAX_TASKS_PER_JOB}"),
+                ));
             }
             if !(c.shuffle_ratio.is_finite() && c.shuffle_ratio >= 0.0) {
                 return Err(werr(f("shuffle_ratio"), "must be a number >= 0"));
@@ -308,5 +320,22 @@ mod tests {
         let mut w = workload();
         w.classes[1].maps = [5, 2];
         assert_eq!(w.validate().unwrap_err().field, "classes[1].maps");
+    }
+
+    #[test]
+    fn counts_that_cannot_be_allocated_are_refused() {
+        let mut w = workload();
+        w.classes[0].maps = [1, u32::MAX];
+        let e = w.validate().unwrap_err();
+        assert_eq!(e.field, "classes[0].maps");
+        assert!(e.message.contains("<= 100000"), "{e}");
+        let mut w = workload();
+        w.classes[0].reduces = [0, 100_001];
+        assert_eq!(w.validate().unwrap_err().field, "classes[0].reduces");
+        let mut w = workload();
+        w.jobs = u32::MAX;
+        let e = w.validate().unwrap_err();
+        assert_eq!(e.field, "jobs");
+        assert!(e.message.contains("from 1 to 1000000"), "{e}");
     }
 }

@@ -258,6 +258,11 @@ pub struct JobError {
     pub message: String,
 }
 
+/// The most map (or reduce) tasks one job may have. A workload whose
+/// settings would give more (a trace job's bytes over a tiny block size,
+/// a generated class of billions of maps) is refused, not allocated.
+pub const MAX_TASKS_PER_JOB: u64 = 100_000;
+
 /// Checks a workload against `topo`: ids unique, at least one map per job,
 /// replicas distinct hosts of the topology, shuffle matrix of the right
 /// shape, ratio finite and non-negative, parents known and acyclic, a

@@ -472,11 +472,17 @@ impl Topology {
         let host_rate = raw.eps.host_rate.scaled_down(s);
         let uplink_rate = uplink_nominal.scaled_down(s);
         let ocs_port_rate = raw.ocs.port_rate.scaled_down(s);
-        for (field, rate) in [
-            ("eps.host_rate", host_rate),
-            ("eps.uplink_rate", uplink_rate),
-            ("ocs.port_rate", ocs_port_rate),
+        for (field, nominal, rate) in [
+            ("eps.host_rate", raw.eps.host_rate, host_rate),
+            ("eps.uplink_rate", uplink_nominal, uplink_rate),
+            ("ocs.port_rate", raw.ocs.port_rate, ocs_port_rate),
         ] {
+            if nominal.0 > 0 && rate.0 == 0 {
+                return Err(src.error(
+                    field,
+                    format!("{nominal} is 0bit/s after dividing by scale {s}: lower `scale`"),
+                ));
+            }
             if rate.0 > 0 && rate.0 < 8_000 && !raw.simulation_only {
                 return Err(src.error(field, format!("is {rate} after dividing by scale {s}: below 8kbit/s cannot be shaped; lower `scale`")));
             }
@@ -831,6 +837,11 @@ elephant_threshold = "10MB"
         assert_eq!(e.field, "scale");
         let e = t.scaled_by(1e6, Path::new("t.toml")).unwrap_err();
         assert!(e.message.contains("8kbit/s"), "{e}");
+        // A scale so large a rate becomes 0 is refused even for simulation,
+        // where 0 would read as "no such link".
+        let e = parse(&TINY.replace("scale = 10", "scale = 1e308\nsimulation_only = true")).unwrap_err();
+        assert_eq!(e.field, "eps.host_rate");
+        assert!(e.message.contains("0bit/s after dividing by scale"), "{e}");
     }
 
     #[test]
