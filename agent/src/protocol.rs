@@ -610,7 +610,8 @@ pub struct FlowDone {
     pub end: Nanos,
     /// CRC-32 of the bytes received.
     pub checksum: u32,
-    /// CRC-32 the partition's content has.
+    /// CRC-32 the partition's content has over its first
+    /// `bytes_received` bytes.
     pub expected_checksum: u32,
     /// All bytes arrived and the checksums agree.
     pub ok: bool,

@@ -135,7 +135,9 @@ where
     }
     drop(reg);
     let checksum = crc.finalize();
-    let expected_checksum = content::expected_checksum(&header.partition, header.bytes);
+    // Over the bytes received, not the header's length: the cost of the
+    // check follows what arrived, never what a peer claims it will send.
+    let expected_checksum = content::expected_checksum(&header.partition, Bytes(got));
     let ok = got == header.bytes.0 && !overlong && checksum == expected_checksum;
     let ack = DataAck {
         bytes: Bytes(got),
@@ -158,4 +160,82 @@ where
         expected_checksum,
         ok,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{JobId, PartitionId};
+    use ocslab_emulator::HostId;
+
+    fn header(bytes: u64) -> Vec<u8> {
+        let h = DataHeader {
+            version: PROTOCOL_VERSION,
+            flow: FlowId(1),
+            from: HostId { rack: 0, host: 0 },
+            partition: PartitionId {
+                job: JobId(1),
+                map: 0,
+                reduce: 0,
+                seed: 1,
+            },
+            bytes: Bytes(bytes),
+            sent_at: Nanos(0),
+        };
+        let json = serde_json::to_vec(&h).expect("encode");
+        let mut out = (json.len() as u32).to_be_bytes().to_vec();
+        out.extend(json);
+        out
+    }
+
+    /// Found by `scripts/fuzz data_stream`: the expected checksum was
+    /// computed over the length the header claims, in time proportional to
+    /// it, so a peer claiming 2^62 bytes and closing at once held the
+    /// receiver for hours. It is now computed over what arrived.
+    #[test]
+    fn a_header_claiming_exabytes_is_answered_at_once() {
+        let mut input = header(1 << 62);
+        input.extend([7u8; 100]);
+        // On a thread of its own: the old computation never yielded, so
+        // only a wait from outside can tell a hang.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut r, mut w) = (&input[..], Vec::new());
+            let done = futures::executor::block_on(receive(&mut r, &mut w, &FlowTable::default()));
+            let _ = tx.send((done.map_err(|(_, e)| e.to_string()), w));
+        });
+        let (done, w) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("answered within 10 s");
+        let done = done.expect("a receipt");
+        assert_eq!((done.bytes_received, done.ok), (Bytes(100), false));
+        let ack: DataAck = serde_json::from_slice(&w[4..]).expect("an acknowledgement");
+        assert_eq!((ack.bytes, ack.ok), (Bytes(100), false));
+    }
+
+    #[tokio::test]
+    async fn the_true_content_is_verified_and_a_flipped_byte_is_not() {
+        let p = PartitionId {
+            job: JobId(1),
+            map: 0,
+            reduce: 0,
+            seed: 1,
+        };
+        let mut content = vec![0u8; 70_000];
+        content::PartitionContent::new(&p, Bytes(70_000)).fill(&mut content);
+        for flip in [None, Some(69_999)] {
+            let mut input = header(70_000);
+            let mut body = content.clone();
+            if let Some(at) = flip {
+                body[at] ^= 1;
+            }
+            input.extend(body);
+            let (mut r, mut w) = (&input[..], Vec::new());
+            let done = receive(&mut r, &mut w, &FlowTable::default())
+                .await
+                .expect("a receipt");
+            assert_eq!(done.ok, flip.is_none(), "flip {flip:?}");
+            assert_eq!(done.bytes_received, Bytes(70_000));
+        }
+    }
 }
