@@ -7,8 +7,9 @@
 
 use ocslab_agent::agent::{self, AgentConfig, AgentError};
 use ocslab_agent::clock;
+use ocslab_agent::control::credentials::SCHEDULER_NAME;
 use ocslab_agent::control::{
-    client, AgentCredentials, ControlError, ControlServer, DeathCause, Event, ServerConfig,
+    client, AgentCredentials, ControlError, ControlServer, DeathCause, Event, ServerConfig, ALPN_CONTROL,
 };
 use ocslab_agent::data::Faults;
 use ocslab_agent::protocol::{
@@ -672,4 +673,335 @@ async fn a_killed_agent_is_reported_dead_after_the_heartbeat_timeout() {
         server.send(host(0), Command::Shutdown),
         Err(ControlError::NotConnected(_))
     ));
+}
+
+// ------------------------------------------------------------ a hostile control plane
+
+/// A QUIC connection to the scheduler presenting `creds`, nothing said yet.
+async fn raw_connection(
+    server: SocketAddr,
+    creds: &AgentCredentials,
+) -> Result<(quinn::Endpoint, quinn::Connection), String> {
+    let mut endpoint =
+        quinn::Endpoint::client("127.0.0.1:0".parse().expect("addr")).map_err(|e| e.to_string())?;
+    let tls = creds.client_config(ALPN_CONTROL).map_err(|e| e.to_string())?;
+    let tls = quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(|e| e.to_string())?;
+    endpoint.set_default_client_config(quinn::ClientConfig::new(std::sync::Arc::new(tls)));
+    let conn = endpoint
+        .connect(server, SCHEDULER_NAME)
+        .map_err(|e| e.to_string())?
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((endpoint, conn))
+}
+
+/// `json` as one frame (length prefix and bytes), or cut after `keep` bytes.
+fn frame_bytes(json: &[u8], keep: Option<usize>) -> Vec<u8> {
+    let mut out = (json.len() as u32).to_be_bytes().to_vec();
+    out.extend(&json[..keep.unwrap_or(json.len()).min(json.len())]);
+    out
+}
+
+fn hello_of(i: usize) -> Hello {
+    Hello {
+        version: PROTOCOL_VERSION,
+        host: host(i),
+        pid: std::process::id(),
+        data_addr: "127.0.0.10:1".parse().expect("addr"),
+        slots: 1,
+    }
+}
+
+/// The next event that is not `host`'s heartbeat or another agent message.
+async fn next_other(lab: &mut Lab) -> Event {
+    loop {
+        match lab.next().await {
+            Event::Agent { .. } => {}
+            other => return other,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncated_or_malformed_frames_are_refused_and_the_run_goes_on() {
+    let mut lab = Lab::new(1, |_| Faults::default()).await;
+    let creds = AgentCredentials::load(&lab._dir.0).expect("the run's credentials");
+    let server = lab.server.local_addr();
+
+    // 1. A hello cut short, then the stream closed: refused, saying so.
+    let (_e1, conn) = raw_connection(server, &creds).await.expect("connect");
+    let (mut send, _recv) = conn.open_bi().await.expect("stream");
+    let json = serde_json::to_vec(&hello_of(1)).expect("encode");
+    send.write_all(&frame_bytes(&json, Some(10)))
+        .await
+        .expect("write");
+    send.finish().expect("finish");
+    let Event::Refused { reason, .. } = next_other(&mut lab).await else {
+        panic!("a truncated hello was not refused");
+    };
+    assert!(reason.contains("ended inside a frame"), "{reason}");
+
+    // 2. A hello that is not JSON: refused, saying so.
+    let (_e2, conn) = raw_connection(server, &creds).await.expect("connect");
+    let (mut send, _recv) = conn.open_bi().await.expect("stream");
+    send.write_all(&frame_bytes(b"\x00\xffnot json", None))
+        .await
+        .expect("write");
+    let Event::Refused { reason, .. } = next_other(&mut lab).await else {
+        panic!("a malformed hello was not refused");
+    };
+    assert!(reason.contains("malformed hello"), "{reason}");
+
+    // 3. A host that joins, then sends a message cut short: declared dead
+    //    with the reason; its slot is free to join again.
+    for (keep, why) in [(Some(12), "ended inside a frame"), (None, "malformed")] {
+        let (_e3, conn) = raw_connection(server, &creds).await.expect("connect");
+        let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+        let mut scratch = Vec::new();
+        ocslab_agent::frame::write_frame(&mut send, &hello_of(1), &mut scratch)
+            .await
+            .expect("hello");
+        let reply: Option<ocslab_agent::protocol::HelloReply> =
+            ocslab_agent::frame::read_frame(&mut recv, &mut scratch)
+                .await
+                .expect("reply");
+        assert!(
+            matches!(reply, Some(ocslab_agent::protocol::HelloReply::Welcome { .. })),
+            "{reply:?}"
+        );
+        assert!(matches!(next_other(&mut lab).await, Event::Joined { host: h, .. } if h == host(1)));
+        let bad = match keep {
+            Some(_) => serde_json::to_vec(&AgentMsg::Pong { nonce: 1 }).expect("encode"),
+            None => b"{\"type\":\"heartbeat\",\"seq\":\"x\"}".to_vec(),
+        };
+        send.write_all(&frame_bytes(&bad, keep)).await.expect("write");
+        send.finish().expect("finish");
+        match next_other(&mut lab).await {
+            Event::HostDead {
+                host: h,
+                cause: DeathCause::ConnectionLost(reason),
+                ..
+            } if h == host(1) => assert!(reason.contains(why), "{reason}"),
+            other => panic!("expected host 1 dead of a bad frame, got {other:?}"),
+        }
+    }
+
+    // 4. The honest agent saw none of it.
+    let rtt = lab
+        .server
+        .host(host(0))
+        .expect("host 0 still joined")
+        .ping()
+        .await
+        .expect("ping");
+    assert!(rtt < WAIT);
+    assert_eq!(lab.server.hosts(), vec![host(0)]);
+}
+
+/// Heartbeat sequence numbers of `host` among `events`.
+fn beats_of(events: &[Event], h: HostId) -> Vec<u64> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Agent {
+                host,
+                msg: AgentMsg::Heartbeat(b),
+                ..
+            } if *host == h => Some(b.seq),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Collects events until `host` has sent `beats` more heartbeats.
+async fn events_for_beats(lab: &mut Lab, h: HostId, beats: usize) -> Vec<Event> {
+    let mut events = Vec::new();
+    while beats_of(&events, h).len() < beats {
+        events.push(lab.next().await);
+    }
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_datagrams_change_nothing() {
+    // An agent that reaches the scheduler through a relay recording every
+    // datagram it sends, as an attacker on the path would.
+    let dir = RunDir::new("replay");
+    let (server, creds) =
+        ControlServer::start(&dir.0, "127.0.0.1:0".parse().expect("addr"), fast_config()).expect("server");
+    let relay = std::sync::Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.expect("relay"));
+    let upstream = std::sync::Arc::new(
+        tokio::net::UdpSocket::bind("127.0.0.1:0")
+            .await
+            .expect("upstream"),
+    );
+    upstream
+        .connect(server.local_addr())
+        .await
+        .expect("connect upstream");
+    let recorded = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
+    let agent_addr = std::sync::Arc::new(std::sync::Mutex::new(None::<SocketAddr>));
+    let (r, u, rec, who) = (
+        relay.clone(),
+        upstream.clone(),
+        recorded.clone(),
+        agent_addr.clone(),
+    );
+    let up = tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        while let Ok((n, from)) = r.recv_from(&mut buf).await {
+            *who.lock().expect("lock") = Some(from);
+            rec.lock().expect("lock").push(buf[..n].to_vec());
+            let _ = u.send(&buf[..n]).await;
+        }
+    });
+    let (r, u, who) = (relay.clone(), upstream.clone(), agent_addr.clone());
+    let down = tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        while let Ok(n) = u.recv(&mut buf).await {
+            let to = *who.lock().expect("lock");
+            if let Some(to) = to {
+                let _ = r.send_to(&buf[..n], to).await;
+            }
+        }
+    });
+    let agent = tokio::spawn(agent::run(agent_config(
+        0,
+        relay.local_addr().expect("relay addr"),
+        creds,
+        Faults::default(),
+    )));
+    let mut lab = Lab {
+        server,
+        data: BTreeMap::new(),
+        agents: vec![agent],
+        _dir: dir,
+    };
+    let mut before = vec![lab.next().await];
+    assert!(matches!(before[0], Event::Joined { .. }), "{:?}", before[0]);
+    before.extend(events_for_beats(&mut lab, host(0), 3).await);
+
+    // Every datagram so far, again: from the agent's own address (through
+    // the relay's upstream socket) and from a stranger's.
+    let old: Vec<Vec<u8>> = recorded.lock().expect("lock").clone();
+    assert!(old.len() >= 5, "only {} datagrams recorded", old.len());
+    let stranger = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("stranger");
+    for d in &old {
+        upstream.send(d).await.expect("replay");
+        stranger
+            .send_to(d, lab.server.local_addr())
+            .await
+            .expect("replay");
+    }
+    let after = events_for_beats(&mut lab, host(0), 5).await;
+
+    // One join, every heartbeat once and in order, the host alive and answering.
+    let all: Vec<Event> = before.into_iter().chain(after).collect();
+    let joins = all.iter().filter(|e| matches!(e, Event::Joined { .. })).count();
+    assert_eq!(joins, 1, "a replay joined again");
+    let seqs = beats_of(&all, host(0));
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "a heartbeat was delivered twice: {seqs:?}"
+    );
+    assert!(
+        !all.iter().any(|e| matches!(e, Event::HostDead { .. })),
+        "the replay killed the host"
+    );
+    lab.server
+        .host(host(0))
+        .expect("joined")
+        .ping()
+        .await
+        .expect("ping");
+    up.abort();
+    down.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_connections_leaves_joined_agents_unharmed() {
+    const FOREIGN: usize = 100;
+    const SILENT: usize = 100;
+    const GARBAGE: usize = 1_000;
+    let mut lab = Lab::new(1, |_| Faults::default()).await;
+    let creds = AgentCredentials::load(&lab._dir.0).expect("the run's credentials");
+    let other = RunDir::new("flood-other");
+    let (_other, foreign) =
+        ControlServer::start(&other.0, "127.0.0.1:0".parse().expect("addr"), fast_config())
+            .expect("server b");
+    let server = lab.server.local_addr();
+
+    // Another run's agents, agents of this run that never say hello, and
+    // datagrams of noise, all at once.
+    let mut attempts = tokio::task::JoinSet::new();
+    for _ in 0..FOREIGN {
+        let c = foreign.clone();
+        attempts.spawn(async move { raw_connection(server, &c).await.map(|(e, c)| (Some(e), Some(c))) });
+    }
+    for _ in 0..SILENT {
+        let c = creds.clone();
+        attempts.spawn(async move { raw_connection(server, &c).await.map(|(e, c)| (Some(e), Some(c))) });
+    }
+    let noise = tokio::net::UdpSocket::bind("127.0.0.1:0").await.expect("noise");
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..GARBAGE {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = 1 + (x as usize % 1_200);
+        let d: Vec<u8> = (0..len).map(|k| (x >> (k % 57)) as u8 ^ i as u8).collect();
+        noise.send_to(&d, server).await.expect("noise");
+    }
+    let mut held = Vec::new();
+    let (mut connected, mut failed) = (0, 0);
+    while let Some(r) = attempts.join_next().await {
+        match r.expect("attempt task") {
+            Ok(c) => {
+                connected += 1;
+                held.push(c);
+            }
+            Err(_) => failed += 1,
+        }
+    }
+    // The foreign ones fail the handshake; this run's ones connect (they
+    // hold a valid certificate) and are refused once they stay silent.
+    assert!(failed >= FOREIGN, "{failed} failed, {connected} connected");
+
+    // Meanwhile and after: the joined agent keeps its heartbeat, and a new
+    // agent joins.
+    let events = events_for_beats(&mut lab, host(0), 5).await;
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::HostDead { .. })),
+        "the flood killed a host"
+    );
+    lab.agents.push(tokio::spawn(agent::run(agent_config(
+        1,
+        server,
+        creds.clone(),
+        Faults::default(),
+    ))));
+    let joined = loop {
+        match lab.next().await {
+            Event::Joined { host, .. } => break host,
+            Event::HostDead { host, cause, .. } => panic!("{host} died during the flood: {cause:?}"),
+            _ => {}
+        }
+    };
+    assert_eq!(joined, host(1));
+    let refused = events
+        .iter()
+        .filter(|e| matches!(e, Event::Refused { .. }))
+        .count();
+    eprintln!(
+        "flood: {FOREIGN} foreign and {SILENT} silent connections, {GARBAGE} noise datagrams: {failed} failed the handshake, {connected} connected, {refused} refusals seen; the joined agent kept its heartbeat"
+    );
+    lab.server
+        .host(host(0))
+        .expect("joined")
+        .ping()
+        .await
+        .expect("ping");
+    drop(held);
 }

@@ -1,0 +1,369 @@
+//! Kill loops: each command is SIGKILLed at a seeded random moment, then
+//! `ocslab down` runs, and nothing of the run may be left: no namespace, no
+//! interface in the box's namespace, no BPF program, no ocslab or agent
+//! process, no run directory under `/run/ocslab`, and no results folder that
+//! is not complete (a killed run leaves no folder under the name it would
+//! have printed).
+//!
+//! Rounds per command: `OCSLAB_KILL_ROUNDS` (default 3; docs/reliability.md
+//! gives figures for 50), seed `OCSLAB_KILL_SEED` (default 1). A failure
+//! names the command, the round and the moment of the kill, so a round can
+//! be replayed. The loops that build fabrics need root and skip without it;
+//! the simulator's loop runs anywhere.
+
+use ocslab_emulator::fabric::ledger::RUN_ROOT;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The loops look at the whole box: one at a time.
+static ONE_LOOP: Mutex<()> = Mutex::new(());
+
+fn one_loop() -> std::sync::MutexGuard<'static, ()> {
+    ONE_LOOP.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// SplitMix64: the kill moments, from the seed.
+struct Moments(u64);
+
+impl Moments {
+    fn next_fraction(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) as f64 / u64::MAX as f64
+    }
+}
+
+fn release_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
+fn binary(name: &str) -> PathBuf {
+    let bin = release_dir().join(name);
+    assert!(
+        bin.is_file(),
+        "{} is missing: build the binaries first (scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ocslab-kill-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// What a run can leave on the box.
+#[derive(Debug, PartialEq, Eq)]
+struct Leftovers {
+    namespaces: BTreeSet<String>,
+    interfaces: BTreeSet<String>,
+    bpf_programs: usize,
+    processes: BTreeSet<u32>,
+    run_dirs: BTreeSet<String>,
+}
+
+fn names_in(dir: &str, keep: impl Fn(&str) -> bool) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| keep(n))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Leftovers {
+    fn now() -> Leftovers {
+        let ours = [binary("ocslab"), binary("ocslab-agent")];
+        let processes = names_in("/proc", |n| n.parse::<u32>().is_ok())
+            .into_iter()
+            .filter_map(|pid| {
+                let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+                ours.contains(&exe).then(|| pid.parse().ok()).flatten()
+            })
+            .collect();
+        let bpf_programs = aya::programs::loaded_programs()
+            .filter_map(Result::ok)
+            .filter(|p| matches!(p.name_as_str(), Some("ocs_port" | "tor_ingress")))
+            .count();
+        Leftovers {
+            namespaces: names_in("/run/netns", |n| n.starts_with("ocslab-")),
+            interfaces: names_in("/sys/class/net", |_| true),
+            bpf_programs,
+            processes,
+            run_dirs: names_in(RUN_ROOT, |_| true),
+        }
+    }
+}
+
+/// A command to kill, and how long into it the kill may come.
+struct Target {
+    name: &'static str,
+    args: Vec<String>,
+    /// Kills land uniformly in [0, window].
+    window: Duration,
+    /// The results folder the command writes (`--out`), if any, and a file
+    /// every complete one has.
+    results: Option<(PathBuf, &'static str)>,
+    /// Every file of a complete results folder, where known.
+    complete_files: Option<BTreeSet<String>>,
+}
+
+/// The files under `dir`, as paths relative to it.
+fn files_under(dir: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d)
+            .expect("read results")
+            .filter_map(Result::ok)
+        {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if let Ok(rel) = p.strip_prefix(dir) {
+                out.insert(rel.display().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Runs `rounds` kill rounds of `t`; returns how many the command finished
+/// before its kill.
+fn kill_loop(t: &Target, rounds: u64, seed: u64) -> u64 {
+    let ocslab = binary("ocslab");
+    let before = Leftovers::now();
+    let mut moments = Moments(seed ^ t.name.len() as u64);
+    let mut finished = 0;
+    for round in 0..rounds {
+        let at = t.window.mul_f64(moments.next_fraction());
+        let mut child = Command::new(&ocslab)
+            .args(&t.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start ocslab");
+        // The kill moment is the experiment's input, not a synchronisation.
+        std::thread::sleep(at);
+        let done_before = child.try_wait().expect("poll").is_some();
+        let _ = child.kill();
+        child.wait().expect("reap");
+        finished += u64::from(done_before);
+        let what = format!("{} round {round} (seed {seed}), SIGKILL at {at:?}", t.name);
+        let down = Command::new(&ocslab).arg("down").output().expect("ocslab down");
+        assert!(
+            down.status.success(),
+            "{what}: ocslab down failed: {}",
+            String::from_utf8_lossy(&down.stderr)
+        );
+        // The kernel destroys a removed namespace, and with it the tc
+        // filters that hold the BPF programs, in a worker of its own: wait
+        // for that, up to a bound.
+        ocslab_tests::eventually(Duration::from_secs(10), || Leftovers::now() == before);
+        assert_eq!(Leftovers::now(), before, "{what}: left behind");
+        if let Some((dir, file)) = &t.results {
+            if dir.exists() {
+                let text = std::fs::read_to_string(dir.join(file))
+                    .unwrap_or_else(|e| panic!("{what}: {} exists but has no {file}: {e}", dir.display()));
+                assert!(
+                    serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+                    "{what}: {file} of {} is not whole JSON",
+                    dir.display()
+                );
+                if let Some(files) = &t.complete_files {
+                    assert_eq!(&files_under(dir), files, "{what}: an incomplete folder");
+                }
+                std::fs::remove_dir_all(dir).expect("remove results");
+            }
+        }
+    }
+    eprintln!(
+        "{}: {rounds} kills in [0, {:?}], {finished} after the command ended, nothing left",
+        t.name, t.window
+    );
+    finished
+}
+
+fn rounds() -> (u64, u64) {
+    (env_u64("OCSLAB_KILL_ROUNDS", 3), env_u64("OCSLAB_KILL_SEED", 1))
+}
+
+fn repo(path: &str) -> String {
+    ocslab_tests::workspace_root().join(path).display().to_string()
+}
+
+/// A simulated replay: no fabric, so this loop is about the results folder,
+/// with kills spread over the whole run, writing included.
+#[test]
+fn a_killed_replay_leaves_a_complete_folder_or_none() {
+    let _one = one_loop();
+    let dir = scratch("replay-sim");
+    let out = dir.join("out");
+    let args: Vec<String> = [
+        "replay",
+        &repo("traces/FB2010-1Hr-150-0.txt"),
+        "--topology",
+        &repo("topologies/fb2010.toml"),
+        "--limit",
+        "60",
+        "--out",
+        &out.display().to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    // The window is 1.25 times one whole run: most kills come during it,
+    // some after it ended.
+    let start = std::time::Instant::now();
+    let whole = Command::new(binary("ocslab"))
+        .args(&args)
+        .output()
+        .expect("replay");
+    assert!(
+        whole.status.success(),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
+    let took = start.elapsed();
+    let complete = files_under(&out);
+    std::fs::remove_dir_all(&out).expect("remove the whole run's folder");
+    let (rounds, seed) = rounds();
+    let t = Target {
+        name: "replay (simulated)",
+        args,
+        window: took.mul_f64(1.25),
+        results: Some((out, "summary.json")),
+        complete_files: Some(complete),
+    };
+    kill_loop(&t, rounds * 10, seed);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn skip_without_root(test: &str) -> bool {
+    ocslab_tests::skip(test)
+}
+
+#[test]
+fn a_killed_up_leaves_nothing_after_down() {
+    if skip_without_root("a_killed_up_leaves_nothing_after_down") {
+        return;
+    }
+    let _one = one_loop();
+    let (rounds, seed) = rounds();
+    let t = Target {
+        name: "up",
+        args: vec!["up".into(), repo("topologies/lab.toml")],
+        window: Duration::from_millis(1500),
+        results: None,
+        complete_files: None,
+    };
+    kill_loop(&t, rounds, seed);
+}
+
+#[test]
+fn a_killed_emulated_replay_leaves_nothing_after_down() {
+    if skip_without_root("a_killed_emulated_replay_leaves_nothing_after_down") {
+        return;
+    }
+    let _one = one_loop();
+    let dir = scratch("replay-emu");
+    let out = dir.join("out");
+    let (rounds, seed) = rounds();
+    let t = Target {
+        name: "replay --emulate",
+        args: [
+            "replay",
+            &repo("traces/FB2010-1Hr-150-0.txt"),
+            "--topology",
+            &repo("topologies/lab.toml"),
+            "--emulate",
+            "--limit",
+            "3",
+            "--out",
+            &out.display().to_string(),
+        ]
+        .map(String::from)
+        .to_vec(),
+        window: Duration::from_secs(16),
+        results: Some((out, "summary.json")),
+        complete_files: None,
+    };
+    kill_loop(&t, rounds, seed);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_killed_run_leaves_nothing_after_down() {
+    if skip_without_root("a_killed_run_leaves_nothing_after_down") {
+        return;
+    }
+    let _one = one_loop();
+    let dir = scratch("run");
+    let exp = dir.join("kill-loop.toml");
+    std::fs::write(
+        &exp,
+        format!(
+            "name = \"kill-loop\"\ntopology = {:?}\nseed = 5\ntask_schedulers = [\"fair\"]\ncoflow_scheduler = \"fair\"\n\n\
+             [workload]\nkind = \"generated\"\njobs = 6\nusers = 2\narrivals = {{ process = \"poisson\", mean_gap = \"1s\" }}\nblock_size = \"64MB\"\n",
+            repo("topologies/tiny.toml")
+        ),
+    )
+    .expect("write experiment");
+    let out = dir.join("out");
+    let (rounds, seed) = rounds();
+    let t = Target {
+        name: "run",
+        args: vec![
+            "run".into(),
+            exp.display().to_string(),
+            "--no-unperturbed".into(),
+            "--out".into(),
+            out.display().to_string(),
+        ],
+        window: Duration::from_secs(8),
+        results: Some((out, "summary.json")),
+        complete_files: None,
+    };
+    kill_loop(&t, rounds, seed);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_killed_demo_leaves_nothing_after_down() {
+    if skip_without_root("a_killed_demo_leaves_nothing_after_down") {
+        return;
+    }
+    let _one = one_loop();
+    let dir = scratch("demo");
+    let out = dir.join("out");
+    let (rounds, seed) = rounds();
+    let t = Target {
+        name: "demo",
+        args: vec!["demo".into(), "--out".into(), out.display().to_string()],
+        window: Duration::from_secs(12),
+        results: Some((out, "demo.json")),
+        complete_files: None,
+    };
+    kill_loop(&t, rounds, seed);
+    std::fs::remove_dir_all(&dir).ok();
+}
