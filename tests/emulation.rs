@@ -415,6 +415,73 @@ fn an_agent_killed_mid_shuffle_is_replaced_and_the_job_completes_verified() {
     assert!(out.wire.flows.iter().filter(|f| f.useful).all(|f| f.verified));
 }
 
+/// The agent-kill loop: one shuffle job on tiny.toml under sunflow-np (so
+/// circuits change while it runs), its agents SIGKILLed one at a time at
+/// seeded random moments over the job's length and restarted 300 ms later.
+/// Every round either completes the job with every partition it used
+/// verified, or fails naming the job. Rounds: `OCSLAB_KILL_ROUNDS` (default
+/// 3), seed `OCSLAB_KILL_SEED` (default 1); docs/reliability.md.
+#[test]
+fn agents_killed_at_random_moments_lose_no_verified_byte() {
+    if skip("agents_killed_at_random_moments_lose_no_verified_byte") {
+        return;
+    }
+    let _alone = alone();
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let (rounds, seed) = (env("OCSLAB_KILL_ROUNDS", 3), env("OCSLAB_KILL_SEED", 1));
+    let topo = topology("tiny");
+    let hosts: Vec<HostId> = topo.host_ids().collect();
+    let run = |kill: Option<String>| {
+        let mut cfg = config("sunflow-np");
+        let mut engine = engine_config();
+        if let Some(spec) = kill {
+            let p = Perturbation::parse_cli(&spec, &topo).expect("valid kill");
+            cfg.perturbations = Timeline::of(&[p]);
+            cfg.perturbations.apply_base(&mut engine);
+        }
+        let job = shuffle_job(&topo, 2, Bytes(2_000_000));
+        emu::run_jobs(&topo, build(&topo), vec![job], fifo(), engine, &cfg)
+    };
+    let whole = run(None).unwrap_or_else(|e| panic!("{e}"));
+    let length = whole.end;
+    let mut x = seed;
+    let (mut completed, mut failed, mut declared_dead) = (0, 0, 0);
+    for round in 0..rounds {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let host = hosts[(x >> 33) as usize % hosts.len()];
+        let at = Nanos((length.0 as f64 * ((x >> 11) as f64 / (1u64 << 53) as f64)) as u64);
+        let spec = format!("kill:{host}@{}us+300ms", at.0 / 1_000);
+        match run(Some(spec.clone())) {
+            Ok(out) => {
+                let what = format!("round {round} (seed {seed}), {spec}");
+                assert!(
+                    out.records.jobs[&JobId(1)].finished.is_some(),
+                    "{what}: the job did not finish"
+                );
+                assert_eq!(out.wire.corrupt_flows, 0, "{what}");
+                assert!(
+                    out.wire.flows.iter().filter(|f| f.useful).all(|f| f.verified),
+                    "{what}: a partition the job used was not verified"
+                );
+                completed += 1;
+                declared_dead += usize::from(!out.wire.dead_hosts.is_empty());
+            }
+            Err(e) => {
+                assert!(
+                    e.to_string().contains("job"),
+                    "round {round}, {spec}: failed without naming the job: {e}"
+                );
+                failed += 1;
+            }
+        }
+    }
+    eprintln!(
+        "agent kills: {rounds} rounds over a {length} job: {completed} completed verified ({declared_dead} with the killed host declared dead), {failed} failed naming the job"
+    );
+}
+
 /// Runs map `m` of the job on host `m` (in `host_ids` order), nothing else.
 struct PinnedMaps;
 
