@@ -113,11 +113,23 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<SwimJob>, TraceError> {
                 )
             })
         };
+        let secs = |k: usize| -> Result<Nanos, TraceError> {
+            let s = num(k)?;
+            s.checked_mul(1_000_000_000).map(Nanos).ok_or_else(|| {
+                err(
+                    FIELDS[k],
+                    format!(
+                        "{s} s is past what 64-bit nanoseconds hold: at most {} s",
+                        u64::MAX / 1_000_000_000
+                    ),
+                )
+            })
+        };
         jobs.push(SwimJob {
             line,
             name: name.to_string(),
-            submit: Nanos(num(1)?.saturating_mul(1_000_000_000)),
-            gap: Nanos(num(2)?.saturating_mul(1_000_000_000)),
+            submit: secs(1)?,
+            gap: secs(2)?,
             input: Bytes(num(3)?),
             shuffle: Bytes(num(4)?),
             output: Bytes(num(5)?),
@@ -421,6 +433,13 @@ mod tests {
         assert!(e.message.contains("expected 6"), "{e}");
         let e = parse(&TEXT.replace("job0\t9\t9", "job0\t-9\t9"), Path::new("fb.tsv")).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (1, "submit_s"));
+        let e = parse(
+            &TEXT.replace("job0\t9\t9", "job0\t9\t18446744074"),
+            Path::new("fb.tsv"),
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (1, "gap_s"));
+        assert!(e.message.contains("at most 18446744073 s"), "{e}");
     }
 
     #[test]
