@@ -115,6 +115,16 @@ impl Lab {
         lab
     }
 
+    /// A ping round trip to joined host `h`, which must answer.
+    async fn ping(&self, h: HostId) -> Duration {
+        self.server
+            .host(h)
+            .unwrap_or_else(|| panic!("{h} is not joined"))
+            .ping()
+            .await
+            .expect("ping")
+    }
+
     async fn next(&mut self) -> Event {
         tokio::time::timeout(WAIT, self.server.next_event())
             .await
@@ -787,13 +797,7 @@ async fn truncated_or_malformed_frames_are_refused_and_the_run_goes_on() {
     }
 
     // 4. The honest agent saw none of it.
-    let rtt = lab
-        .server
-        .host(host(0))
-        .expect("host 0 still joined")
-        .ping()
-        .await
-        .expect("ping");
+    let rtt = lab.ping(host(0)).await;
     assert!(rtt < WAIT);
     assert_eq!(lab.server.hosts(), vec![host(0)]);
 }
@@ -910,12 +914,7 @@ async fn replayed_datagrams_change_nothing() {
         !all.iter().any(|e| matches!(e, Event::HostDead { .. })),
         "the replay killed the host"
     );
-    lab.server
-        .host(host(0))
-        .expect("joined")
-        .ping()
-        .await
-        .expect("ping");
+    lab.ping(host(0)).await;
     up.abort();
     down.abort();
 }
@@ -997,11 +996,6 @@ async fn a_flood_of_connections_leaves_joined_agents_unharmed() {
     eprintln!(
         "flood: {FOREIGN} foreign and {SILENT} silent connections, {GARBAGE} noise datagrams: {failed} failed the handshake, {connected} connected, {refused} refusals seen; the joined agent kept its heartbeat"
     );
-    lab.server
-        .host(host(0))
-        .expect("joined")
-        .ping()
-        .await
-        .expect("ping");
+    lab.ping(host(0)).await;
     drop(held);
 }

@@ -427,8 +427,7 @@ fn agents_killed_at_random_moments_lose_no_verified_byte() {
         return;
     }
     let _alone = alone();
-    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-    let (rounds, seed) = (env("OCSLAB_KILL_ROUNDS", 3), env("OCSLAB_KILL_SEED", 1));
+    let (rounds, seed) = ocslab_tests::kill_rounds();
     let topo = topology("tiny");
     let hosts: Vec<HostId> = topo.host_ids().collect();
     let run = |kill: Option<String>| {

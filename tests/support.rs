@@ -118,3 +118,11 @@ pub fn eventually(within: Duration, cond: impl Fn() -> bool) -> bool {
     }
     cond()
 }
+
+/// Rounds and seed of the kill loops (`tests/reliability.rs`,
+/// `tests/emulation.rs`): `OCSLAB_KILL_ROUNDS` (default 3) and
+/// `OCSLAB_KILL_SEED` (default 1).
+pub fn kill_rounds() -> (u64, u64) {
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    (env("OCSLAB_KILL_ROUNDS", 3), env("OCSLAB_KILL_SEED", 1))
+}

@@ -25,20 +25,27 @@ pub enum FrameError {
     Truncated,
 }
 
+/// Encodes `msg` as one frame into `out` (cleared first): the length
+/// prefix, then the JSON.
+pub fn encode_frame<T: Serialize>(msg: &T, out: &mut Vec<u8>) -> Result<(), FrameError> {
+    out.clear();
+    out.extend_from_slice(&[0; 4]);
+    serde_json::to_writer(&mut *out, msg)?;
+    let len = out.len() - 4;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge(len));
+    }
+    out[..4].copy_from_slice(&(len as u32).to_be_bytes());
+    Ok(())
+}
+
 /// Writes `msg` as one frame, encoding into `scratch` (reused between calls).
 pub async fn write_frame<W, T>(w: &mut W, msg: &T, scratch: &mut Vec<u8>) -> Result<(), FrameError>
 where
     W: AsyncWrite + Unpin,
     T: Serialize,
 {
-    scratch.clear();
-    scratch.extend_from_slice(&[0; 4]);
-    serde_json::to_writer(&mut *scratch, msg)?;
-    let len = scratch.len() - 4;
-    if len > MAX_FRAME {
-        return Err(FrameError::TooLarge(len));
-    }
-    scratch[..4].copy_from_slice(&(len as u32).to_be_bytes());
+    encode_frame(msg, scratch)?;
     w.write_all(scratch).await?;
     Ok(())
 }

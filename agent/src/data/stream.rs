@@ -182,9 +182,8 @@ mod tests {
             bytes: Bytes(bytes),
             sent_at: Nanos(0),
         };
-        let json = serde_json::to_vec(&h).expect("encode");
-        let mut out = (json.len() as u32).to_be_bytes().to_vec();
-        out.extend(json);
+        let mut out = Vec::new();
+        crate::frame::encode_frame(&h, &mut out).expect("encode");
         out
     }
 

@@ -5,15 +5,15 @@
 //! the two ends exchange). Not a fuzz target: run it as a plain program.
 
 use ocslab_agent::content::{ContentSource, PartitionContent};
+use ocslab_agent::frame::encode_frame;
 use ocslab_agent::protocol::*;
 use ocslab_core::{Bps, Bytes, HostId, Nanos};
 use serde::Serialize;
 use std::path::Path;
 
 fn frame<T: Serialize>(msg: &T) -> Vec<u8> {
-    let json = serde_json::to_vec(msg).expect("encode");
-    let mut out = (json.len() as u32).to_be_bytes().to_vec();
-    out.extend(json);
+    let mut out = Vec::new();
+    encode_frame(msg, &mut out).expect("encode");
     out
 }
 
