@@ -78,7 +78,7 @@ pub enum SimError {
 }
 
 /// What a finished simulation returns.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SimOutcome {
     /// The task policy's name.
     pub policy: String,
@@ -95,6 +95,9 @@ pub struct SimOutcome {
     pub events: u64,
     /// Flows the engine started.
     pub flows: u64,
+    /// Most flows in flight at once (after an instant's events), which
+    /// sets the run's peak memory.
+    pub peak_flows: u64,
 }
 
 /// Where a running simulation is, for progress bars.
@@ -124,6 +127,7 @@ pub struct Simulation<N: NetworkModel> {
     seq: u64,
     events: u64,
     flows: u64,
+    peak_flows: u64,
     next_sample: Option<Nanos>,
 }
 
@@ -141,6 +145,7 @@ impl<N: NetworkModel> Simulation<N> {
             seq: 0,
             events: 0,
             flows: 0,
+            peak_flows: 0,
         }
     }
 
@@ -182,6 +187,7 @@ impl<N: NetworkModel> Simulation<N> {
             }
             now = t;
             self.step(t);
+            self.peak_flows = self.peak_flows.max(self.engine.flows_in_flight() as u64);
             let (done, total) = self.engine.progress();
             if done != last_done {
                 last_done = done;
@@ -203,6 +209,7 @@ impl<N: NetworkModel> Simulation<N> {
             end,
             events: self.events,
             flows: self.flows,
+            peak_flows: self.peak_flows,
         })
     }
 

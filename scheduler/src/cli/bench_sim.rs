@@ -4,6 +4,10 @@
 //! hosts), each the median of `--repeat` runs, with the peak memory of each
 //! figure (VmHWM, reset between figures through /proc/self/clear_refs).
 //!
+//! With `--experiment FILE` (repeatable) it measures those experiment files
+//! instead: each task scheduler's wall time, CPU time, peak memory, flows
+//! and most flows in flight, one run at a time (issue 24).
+//!
 //! The harness is the simulator's own (`crate::sim::bench`); this module
 //! parses the arguments and prints. By default every scheduler replays the whole trace (about five minutes
 //! on this 2-core box at `--repeat 3`, most of it Sunflow's; `--schedulers`
@@ -13,8 +17,10 @@ use crate::coflow::POLICY_NAMES;
 use crate::net::levels::SolveStats;
 use crate::progress::Progress;
 use crate::replay::ReplaySpec;
+use crate::experiment::Experiment;
 use crate::sim::bench::{
-    bench_jobs_repeated, bench_replay, peak_rss_mb, reset_peak_rss, JobsRepeated, ReplayBench,
+    bench_experiment, bench_jobs_repeated, bench_replay, peak_rss_mb, reset_peak_rss, ExperimentBench,
+    JobsRepeated, ReplayBench,
 };
 use crate::trace::flow_sizes::FlowSizes;
 use anyhow::{Context, Result};
@@ -53,9 +59,23 @@ pub struct SimArgs {
     /// The topology of the jobs figure.
     #[arg(long, default_value = "topologies/coscheduler-paper.toml")]
     pub jobs_topology: PathBuf,
+    /// Time these experiment files instead of the trace and the jobs figure,
+    /// one row per task scheduler (repeatable), e.g.
+    /// experiments/coscheduler-paper.toml.
+    #[arg(long = "experiment", value_name = "FILE")]
+    pub experiments: Vec<PathBuf>,
+    /// With --experiment: only these task schedulers (default: each file's).
+    #[arg(long, value_delimiter = ',')]
+    pub task_schedulers: Vec<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Serialize)]
+struct ExperimentsReport {
+    repeat: u32,
+    experiments: Vec<ExperimentBench>,
 }
 
 #[derive(Serialize)]
@@ -89,6 +109,9 @@ fn locate(path: &Path) -> PathBuf {
 
 /// Runs the benchmark.
 pub fn run(a: SimArgs) -> Result<ExitCode> {
+    if !a.experiments.is_empty() {
+        return run_experiments(&a);
+    }
     let trace = locate(&a.trace);
     let topologies = locate(&a.topologies);
     let schedulers = schedulers(&a.schedulers);
@@ -201,6 +224,83 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         writeln!(out, "peak memory (VmHWM, whole benchmark): {mb:.1} MB")?;
     } else if !per_figure_peak {
         writeln!(out, "peak memory: /proc/self/status not readable")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Times each task scheduler of each `--experiment` file.
+fn run_experiments(a: &SimArgs) -> Result<ExitCode> {
+    let mut plan = Vec::new();
+    for file in &a.experiments {
+        let exp = Experiment::load(&locate(file))?;
+        let names: Vec<String> = if a.task_schedulers.is_empty() {
+            exp.task_schedulers.clone()
+        } else {
+            a.task_schedulers
+                .iter()
+                .filter(|s| exp.task_schedulers.contains(s))
+                .cloned()
+                .collect()
+        };
+        if names.is_empty() {
+            anyhow::bail!(
+                "{}: none of --task-schedulers {} is among its task_schedulers ({})",
+                file.display(),
+                a.task_schedulers.join(","),
+                exp.task_schedulers.join(",")
+            );
+        }
+        plan.push((exp, names));
+    }
+    let runs: usize = plan.iter().map(|(_, n)| n.len()).sum();
+    let progress = Progress::counting(runs as u64 * u64::from(a.repeat), a.json, "runs", false);
+    let peaks = reset_peak_rss();
+    let mut rows = Vec::new();
+    for (exp, names) in &plan {
+        for s in names {
+            let row = bench_experiment(exp, s, a.repeat, peaks, |i| {
+                if i > 1 {
+                    progress.job_done();
+                }
+                progress.set_message(format!("{} under {s}, run {i}/{}", exp.name, a.repeat));
+            })
+            .with_context(|| format!("{} under {s}", exp.name))?;
+            progress.job_done();
+            rows.push(row);
+        }
+    }
+    progress.finish();
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let report = ExperimentsReport {
+            repeat: a.repeat,
+            experiments: rows,
+        };
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "experiments, one run at a time (median of {} runs)", a.repeat)?;
+    writeln!(
+        out,
+        "{:<20} {:<20} {:>5} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}",
+        "experiment", "scheduler", "hosts", "jobs", "flows", "peak flows", "sim (s)", "wall (s)", "CPU (s)", "peak MB"
+    )?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{:<20} {:<20} {:>5} {:>6} {:>9} {:>10} {:>9.0} {:>8.1} {:>8.1} {:>8}",
+            r.experiment,
+            r.scheduler,
+            r.hosts,
+            r.jobs,
+            r.flows,
+            r.peak_flows,
+            r.simulated_s,
+            r.wall_s,
+            r.cpu_s,
+            r.peak_rss_mb.map_or("-".to_string(), |m| format!("{m:.0}"))
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -75,7 +75,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     let fabric = a.run.map(FabricChoice::Attach);
     let mut emulator = Emulator::with(cfg, fabric, !a.no_unperturbed);
     let bar = Progress::new(0, a.json);
-    let done = runner::run_all(&mut emulator, &exp, &bar)?;
+    let done = runner::run_all(&mut emulator, &exp, &bar, 1)?;
     let dir = a
         .out
         .unwrap_or_else(|| folder::dated(&format!("results/{}-emu", exp.name)));

@@ -28,6 +28,10 @@ pub struct SimArgs {
     /// kill:HOST@AT+DOWN, link-down:LINK@AT+FOR (see `ocslab_scheduler::perturb`).
     #[arg(long = "perturb", value_name = "SPEC")]
     pub perturb: Vec<String>,
+    /// Task schedulers simulated at once, each on its own thread (default:
+    /// one per core). Results do not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
 }
 
 /// Runs `ocslab sim`.
@@ -39,7 +43,8 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         exp.perturbations.push(p);
     }
     let bar = Progress::new(0, a.json);
-    let runs = runner::run_all(&mut Simulator, &exp, &bar)?;
+    let threads = a.threads.map_or_else(runner::default_threads, |n| n as usize);
+    let runs = runner::run_all(&mut Simulator, &exp, &bar, threads)?;
     let dir = a
         .out
         .unwrap_or_else(|| folder::dated(&format!("results/{}-sim", exp.name)));

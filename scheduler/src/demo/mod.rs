@@ -125,7 +125,7 @@ pub fn prepare(dir: &Path) -> Result<Experiment, DemoError> {
 pub fn run(driver: &mut dyn Driver, dir: &Path, bar: &Progress) -> Result<DemoOutcome, DemoError> {
     let staged = Staged::begin(dir)?;
     let exp = prepare(staged.path())?;
-    let runs = runner::run_all(driver, &exp, bar)?;
+    let runs = runner::run_all(driver, &exp, bar, runner::default_threads())?;
     runs.write(staged.path(), &exp, driver)?;
     let Runs {
         outcomes,

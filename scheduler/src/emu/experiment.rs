@@ -194,6 +194,7 @@ pub fn as_sim_outcome(o: &EmuOutcome) -> SimOutcome {
         end: o.end,
         events: 0,
         flows: o.wire.flows.len() as u64 + o.wire.lost_flows,
+        peak_flows: 0,
     }
 }
 

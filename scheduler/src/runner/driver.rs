@@ -37,6 +37,14 @@ pub trait Driver {
         summarize(out)
     }
 
+    /// A driver of the same kind that can run another scheduler at the same
+    /// time, on another thread, or `None` if this driver runs one
+    /// scheduler at a time (the emulator: one fabric, real time). The
+    /// runner runs schedulers concurrently only through forks.
+    fn fork(&self) -> Option<Box<dyn Driver + Send>> {
+        None
+    }
+
     /// Entries this driver adds to `run.json`. None by default.
     fn run_json(&self) -> Vec<(&'static str, serde_json::Value)> {
         Vec::new()
@@ -66,6 +74,12 @@ impl Driver for Simulator {
         progress: &mut dyn FnMut(&SimProgress),
     ) -> Result<SimOutcome, RunnerError> {
         Ok(run_scheduler_with(exp, scheduler, jobs, progress)?)
+    }
+
+    /// Each simulated run owns its engine, network and policies and reads
+    /// no clock, so runs on other threads give the same outcomes.
+    fn fork(&self) -> Option<Box<dyn Driver + Send>> {
+        Some(Box::new(Simulator))
     }
 }
 

@@ -15,7 +15,8 @@ use crate::experiment::{Experiment, ExperimentError};
 use crate::progress::Progress;
 use crate::report::results::{self, ResultsError};
 use crate::report::{normalize, SchedulerSummary};
-use crate::sim::SimOutcome;
+use crate::model::job::Job;
+use crate::sim::{SimOutcome, SimProgress};
 use ocslab_emulator::Bytes;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -48,6 +49,9 @@ pub enum RunnerError {
     /// The results folder could not be written.
     #[error(transparent)]
     Results(#[from] ResultsError),
+    /// The threads to run schedulers on could not be started.
+    #[error("could not start the runs' threads: {0}")]
+    Threads(String),
 }
 
 /// Every task scheduler of an experiment, run by one driver.
@@ -63,29 +67,29 @@ pub struct Runs {
     pub wall_s: f64,
 }
 
-/// Runs every task scheduler of `exp` with `driver`, one after the other,
-/// on the experiment's jobs; `bar` shows jobs done over all runs, bytes
-/// moved and the scheduler running.
-pub fn run_all(driver: &mut dyn Driver, exp: &Experiment, bar: &Progress) -> Result<Runs, RunnerError> {
+/// Runs every task scheduler of `exp` with `driver` on the experiment's
+/// jobs: up to `threads` at once when the driver can fork
+/// ([`Driver::fork`]: the simulator), else one after the other. Outcomes
+/// come back in the experiment's order whatever the thread count, and are
+/// the same (each run owns its engine, network and policies). `bar` shows
+/// jobs done over all runs, bytes moved and the schedulers running.
+pub fn run_all(
+    driver: &mut dyn Driver,
+    exp: &Experiment,
+    bar: &Progress,
+    threads: usize,
+) -> Result<Runs, RunnerError> {
     let jobs = exp.jobs()?;
     bar.set_total_jobs((jobs.len() * exp.task_schedulers.len()) as u64);
     let start = Instant::now();
-    let mut outcomes = Vec::with_capacity(exp.task_schedulers.len());
-    let (mut done, mut moved) = (0u64, Bytes(0));
     let kind = driver.name();
-    for name in &exp.task_schedulers {
-        bar.set_message(format!("{name} ({kind})"));
-        let out = driver.run(exp, name, jobs.clone(), &mut |p| {
-            bar.set_jobs_done(done + p.jobs_done as u64);
-            bar.set_bytes(moved + p.bytes);
-            bar.set_message(format!("{name} ({kind}), run time {:.1} s", p.now.as_secs_f64()));
-        })?;
-        done += jobs.len() as u64;
-        moved += out.net.eps_bytes + out.net.ocs_bytes;
-        bar.set_jobs_done(done);
-        bar.set_bytes(moved);
-        outcomes.push(out);
-    }
+    let forks: Option<Vec<Box<dyn Driver + Send>>> = (threads > 1 && exp.task_schedulers.len() > 1)
+        .then(|| exp.task_schedulers.iter().map(|_| driver.fork()).collect())
+        .flatten();
+    let outcomes = match forks {
+        Some(forks) => run_concurrently(forks, exp, &jobs, bar, threads)?,
+        None => run_one_by_one(driver, exp, &jobs, bar)?,
+    };
     let wall_s = start.elapsed().as_secs_f64();
     bar.finish();
     let mut summaries: Vec<SchedulerSummary> = outcomes
@@ -102,6 +106,116 @@ pub fn run_all(driver: &mut dyn Driver, exp: &Experiment, bar: &Progress) -> Res
     })
 }
 
+/// The threads runs use unless told: one per core this process may use.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Each scheduler in turn with `driver`.
+fn run_one_by_one(
+    driver: &mut dyn Driver,
+    exp: &Experiment,
+    jobs: &[Job],
+    bar: &Progress,
+) -> Result<Vec<SimOutcome>, RunnerError> {
+    let kind = driver.name();
+    let mut outcomes = Vec::with_capacity(exp.task_schedulers.len());
+    let (mut done, mut moved) = (0u64, Bytes(0));
+    for name in &exp.task_schedulers {
+        bar.set_message(format!("{name} ({kind})"));
+        let out = driver.run(exp, name, jobs.to_vec(), &mut |p| {
+            bar.set_jobs_done(done + p.jobs_done as u64);
+            bar.set_bytes(moved + p.bytes);
+            bar.set_message(format!("{name} ({kind}), run time {:.1} s", p.now.as_secs_f64()));
+        })?;
+        done += jobs.len() as u64;
+        moved += out.net.eps_bytes + out.net.ocs_bytes;
+        bar.set_jobs_done(done);
+        bar.set_bytes(moved);
+        outcomes.push(out);
+    }
+    Ok(outcomes)
+}
+
+/// Each scheduler on its own fork of the driver, `threads` at a time
+/// (a rayon pool of that size), outcomes in the experiment's order.
+fn run_concurrently(
+    forks: Vec<Box<dyn Driver + Send>>,
+    exp: &Experiment,
+    jobs: &[Job],
+    bar: &Progress,
+    threads: usize,
+) -> Result<Vec<SimOutcome>, RunnerError> {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| RunnerError::Threads(e.to_string()))?;
+    let tally = Tally::new(bar.clone(), exp.task_schedulers.len());
+    pool.install(|| {
+        forks
+            .into_par_iter()
+            .zip(exp.task_schedulers.par_iter())
+            .enumerate()
+            .map(|(i, (mut driver, name))| {
+                tally.started(i, name);
+                let out = driver.run(exp, name, jobs.to_vec(), &mut |p| tally.progress(i, p))?;
+                tally.finished(i, jobs.len() as u64, &out);
+                Ok(out)
+            })
+            .collect()
+    })
+}
+
+/// The progress of runs going on at once, summed into one bar.
+struct Tally {
+    bar: Progress,
+    /// Per run: jobs done, bytes moved, and its name while it runs.
+    runs: std::sync::Mutex<Vec<(u64, Bytes, Option<String>)>>,
+}
+
+impl Tally {
+    fn new(bar: Progress, runs: usize) -> Tally {
+        Tally {
+            bar,
+            runs: std::sync::Mutex::new(vec![(0, Bytes(0), None); runs]),
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut (u64, Bytes, Option<String>)), i: usize) {
+        // A poisoned lock only means another run panicked; the counts are still whole numbers.
+        let mut runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut runs[i]);
+        self.bar.set_jobs_done(runs.iter().map(|r| r.0).sum());
+        self.bar.set_bytes(runs.iter().map(|r| r.1).sum());
+        let running: Vec<&str> = runs.iter().filter_map(|r| r.2.as_deref()).collect();
+        self.bar.set_message(format!("running {}", running.join(", ")));
+    }
+
+    fn started(&self, i: usize, name: &str) {
+        self.update(|r| r.2 = Some(name.to_string()), i);
+    }
+
+    fn progress(&self, i: usize, p: &SimProgress) {
+        self.update(
+            |r| {
+                r.0 = p.jobs_done as u64;
+                r.1 = p.bytes;
+            },
+            i,
+        );
+    }
+
+    fn finished(&self, i: usize, jobs: u64, out: &SimOutcome) {
+        self.update(
+            |r| {
+                *r = (jobs, out.net.eps_bytes + out.net.ocs_bytes, None);
+            },
+            i,
+        );
+    }
+}
+
 impl Runs {
     /// Writes the results folder `dir` of these runs of `exp`, and what
     /// `driver` (the one that ran them) measured beyond the outcomes.
@@ -109,5 +223,37 @@ impl Runs {
         let extra = driver.run_json();
         results::write_as(dir, self.driver, exp, &self.outcomes, &self.summaries, &extra)?;
         driver.write_extras(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `file` under the simulator on `threads` threads.
+    fn simulate(file: &str, threads: usize) -> Runs {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments").join(file);
+        let exp = Experiment::load(&path).expect("a shipped experiment loads");
+        run_all(&mut Simulator, &exp, &Progress::hidden(0), threads).expect("the experiment runs")
+    }
+
+    /// Results do not depend on how many schedulers run at once: every
+    /// record, byte count and circuit of a 1-thread run equals a 2-thread
+    /// run's, scheduler by scheduler, in the experiment's order. The
+    /// experiments mix randomized placement (Delay's skips, Hadoop's fetcher
+    /// draws), circuits (Sunflow) and several schedulers per pool thread.
+    #[test]
+    fn outcomes_do_not_depend_on_the_thread_count() {
+        for file in ["lab-baselines.toml", "coscheduler-lab.toml"] {
+            let one = simulate(file, 1);
+            let two = simulate(file, 2);
+            assert_eq!(one.outcomes.len(), two.outcomes.len(), "{file}");
+            assert!(one.outcomes.len() > 2, "{file}: more schedulers than threads");
+            for (a, b) in one.outcomes.iter().zip(&two.outcomes) {
+                assert!(!a.records.jobs.is_empty(), "{file}: {} ran no job", a.policy);
+                assert_eq!(a, b, "{file}: {} differs between 1 and 2 threads", a.policy);
+            }
+            assert_eq!(one.summaries, two.summaries, "{file}");
+        }
     }
 }

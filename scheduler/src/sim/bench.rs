@@ -1,8 +1,8 @@
 //! The simulator's benchmark harness, for `ocslab bench sim`: the wall time
 //! and peak memory of replaying a coflow trace under a coflow scheduler
 //! ([`bench_replay`]) and of simulating a generated job workload
-//! ([`bench_jobs`], [`bench_jobs_repeated`]), each the median of repeated
-//! runs. The only place in the simulator's use that reads a clock, and only
+//! ([`bench_jobs`], [`bench_jobs_repeated`]) or an experiment file's
+//! schedulers ([`bench_experiment`]), each the median of repeated runs. The only place in the simulator's use that reads a clock, and only
 //! to time whole runs.
 
 use super::{run_scheduler, RunError};
@@ -267,6 +267,90 @@ pub fn bench_jobs_repeated(
         run,
         median_wall_s: median(&walls),
         wall_runs_s: walls,
+        peak_rss_mb: if peaks { peak_rss_mb() } else { None },
+    })
+}
+
+/// What simulating one task scheduler of an experiment file measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentBench {
+    /// The experiment's name.
+    pub experiment: String,
+    /// The task scheduler.
+    pub scheduler: String,
+    /// The coflow scheduler.
+    pub coflow_scheduler: String,
+    /// Hosts of its topology.
+    pub hosts: usize,
+    /// Jobs simulated.
+    pub jobs: usize,
+    /// Flows the engine started.
+    pub flows: u64,
+    /// Most flows in flight at once.
+    pub peak_flows: u64,
+    /// Events fed to the engine.
+    pub events: u64,
+    /// Simulated makespan, seconds.
+    pub simulated_s: f64,
+    /// Median wall time of the runs (workload generation excluded), seconds.
+    pub wall_s: f64,
+    /// Every run's wall time, seconds.
+    pub wall_runs_s: Vec<f64>,
+    /// Median CPU time (user + system) of the runs, seconds.
+    pub cpu_s: f64,
+    /// Peak resident memory over these runs, MB (`None`: not measurable
+    /// per figure).
+    pub peak_rss_mb: Option<f64>,
+}
+
+/// CPU time (user + system) this process has used so far, seconds.
+fn cpu_s() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given and keeps no pointer.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut u) != 0 {
+            return 0.0;
+        }
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// Simulates task scheduler `scheduler` of `exp` on its jobs `repeat`
+/// times (at least once, one run at a time so that the CPU time and, with
+/// `peaks`, the peak memory are this figure's own); `each(i)` is called
+/// before run `i`.
+pub fn bench_experiment(
+    exp: &Experiment,
+    scheduler: &str,
+    repeat: u32,
+    peaks: bool,
+    mut each: impl FnMut(u32),
+) -> Result<ExperimentBench, RunError> {
+    let jobs = exp.jobs()?;
+    let mut cpus = Vec::new();
+    let (out, walls) = repeated(repeat, &mut each, || {
+        let list = jobs.clone();
+        let (start, cpu) = (Instant::now(), cpu_s());
+        let out = run_scheduler(exp, scheduler, list, |_, _| {})?;
+        let wall = start.elapsed().as_secs_f64();
+        cpus.push(cpu_s() - cpu);
+        Ok::<_, RunError>((out, wall))
+    })?;
+    Ok(ExperimentBench {
+        experiment: exp.name.clone(),
+        scheduler: scheduler.to_string(),
+        coflow_scheduler: exp.coflow_scheduler.clone(),
+        hosts: exp.topology.hosts(),
+        jobs: jobs.len(),
+        flows: out.flows,
+        peak_flows: out.peak_flows,
+        events: out.events,
+        simulated_s: out.end.as_secs_f64(),
+        wall_s: median(&walls),
+        wall_runs_s: walls,
+        cpu_s: median(&cpus),
         peak_rss_mb: if peaks { peak_rss_mb() } else { None },
     })
 }
