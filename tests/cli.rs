@@ -56,6 +56,7 @@ fn sim_writes_a_results_folder_consistent_with_its_summary() {
         json: true,
         out: Some(out.clone()),
         perturb: Vec::new(),
+        threads: None,
     })
     .expect("sim runs");
     for f in ["experiment.toml", "topology.toml", "run.json", "summary.json"] {
@@ -106,6 +107,7 @@ fn sim_twice_with_the_same_seed_gives_identical_results() {
             json: true,
             out: Some(dir.join(out)),
             perturb: Vec::new(),
+            threads: None,
         })
         .expect("sim runs");
     }
@@ -131,6 +133,7 @@ fn a_bad_experiment_names_file_line_and_field() {
         json: false,
         out: Some(dir.join("out")),
         perturb: Vec::new(),
+        threads: None,
     })
     .expect_err("an unknown scheduler is refused");
     let msg = format!("{err:#}");
@@ -155,6 +158,7 @@ fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
         json: false,
         out: Some(dir.join("out")),
         perturb: vec!["straggler:r99h0:0.5@1s+1s".into()],
+        threads: None,
     })
     .expect_err("no such host");
     let msg = format!("{err:#}");

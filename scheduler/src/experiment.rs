@@ -126,6 +126,12 @@ pub struct RawEngine {
     /// Feed link-load samples this often (when the network model measures them).
     #[serde(default)]
     pub load_sample_interval: Option<Nanos>,
+    /// Simulation only: advance time in steps of this length, handling
+    /// task and flow completions, arrivals and wake-ups at the end of the
+    /// step they fall in (CoflowSim's 8 ms quantum); circuits keep their
+    /// exact times. Default: every event at its own time.
+    #[serde(default)]
+    pub quantum: Option<Nanos>,
 }
 
 impl Default for RawEngine {
@@ -140,6 +146,7 @@ impl Default for RawEngine {
             host_speed: BTreeMap::new(),
             record_flows: true,
             load_sample_interval: None,
+            quantum: None,
         }
     }
 }
@@ -473,6 +480,7 @@ impl Experiment {
             sim: SimConfig {
                 load_sample_interval: raw.engine.load_sample_interval,
                 time_limit: None,
+                quantum: raw.engine.quantum,
             },
             workload,
         })

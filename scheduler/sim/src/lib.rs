@@ -41,6 +41,15 @@ pub struct SimConfig {
     pub load_sample_interval: Option<Nanos>,
     /// Stop (with an error) if virtual time passes this.
     pub time_limit: Option<Nanos>,
+    /// With `Some(q)`, time advances in steps of `q` as in CoflowSim's
+    /// simulator (its 8 ms `SIMULATION_QUANTA`): task and flow completions,
+    /// arrivals and the engine's wake-ups are handled at the end of the
+    /// step they fall in (flow completions through
+    /// [`net::FluidNetwork::with_completion_quantum`]), so each happens up
+    /// to `q` late and an instant's events share one rate solve. Circuits
+    /// and schedule slots keep their exact times (δ is not rounded).
+    /// `None` (the default): every event at its own time.
+    pub quantum: Option<Nanos>,
 }
 
 /// Why a simulation could not finish.
@@ -216,12 +225,16 @@ impl<N: NetworkModel> Simulation<N> {
     /// The earliest of: engine wake-up, compute completion, network event, load sample.
     fn next_time(&self) -> Option<Nanos> {
         let sample = self.next_sample.filter(|_| self.engine.flows_in_flight() > 0);
+        let step_end = |t: Nanos| match self.config.quantum.filter(|q| q.0 > 0) {
+            Some(q) => Nanos(t.0.div_ceil(q.0).saturating_mul(q.0)),
+            None => t,
+        };
         [
-            self.engine.next_wakeup(),
-            self.timers.peek().map(|Reverse((t, ..))| *t),
+            self.engine.next_wakeup().map(step_end),
+            self.timers.peek().map(|Reverse((t, ..))| step_end(*t)),
             self.net.next_event_at(),
             sample,
-            self.external.front().map(|(t, _)| *t),
+            self.external.front().map(|(t, _)| step_end(*t)),
         ]
         .into_iter()
         .flatten()
@@ -230,7 +243,8 @@ impl<N: NetworkModel> Simulation<N> {
 
     /// Everything that happens at `t`.
     fn step(&mut self, t: Nanos) {
-        for ev in self.net.advance_to(t) {
+        // The rates are solved once, after the instant's arrivals (`settle` below).
+        for ev in self.net.advance_unsettled(t) {
             match ev {
                 NetEvent::FlowDone {
                     flow,
@@ -297,24 +311,32 @@ impl<N: NetworkModel> Simulation<N> {
         if let (Some(s), Some(every)) = (self.next_sample, self.config.load_sample_interval) {
             if s <= t {
                 self.next_sample = Some(t + every);
+                self.net.settle();
                 let loads = self.net.link_loads();
                 if !loads.is_empty() {
                     self.feed(t, Event::LoadSample(loads), t);
                 }
             }
         }
+        self.net.settle();
     }
 
     /// Feeds one event and carries out the engine's commands; flows join
     /// the network at `net_now` (the time it was advanced to).
     fn feed(&mut self, at: Nanos, event: Event, net_now: Nanos) {
         self.events += 1;
+        // In steps, everything is handled at the step's end.
+        let at = if self.config.quantum.is_some() {
+            net_now
+        } else {
+            at
+        };
         for cmd in self.engine.handle(at, event) {
             match cmd {
                 Command::StartTask { .. } | Command::KillTask { .. } => {}
                 Command::StartFlows(flows) => {
                     self.flows += flows.len() as u64;
-                    self.net.add_flows(net_now, &flows);
+                    self.net.add_flows_unsettled(net_now, &flows);
                 }
                 Command::Compute {
                     attempt,

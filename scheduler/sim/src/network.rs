@@ -13,10 +13,23 @@ use ocslab_core::Nanos;
 pub trait NetworkModel {
     /// Flows join the network at `now` (never before the last advance).
     fn add_flows(&mut self, now: Nanos, flows: &[FlowSpec]);
+    /// Like [`NetworkModel::add_flows`], but the model may leave its rates
+    /// unsolved until [`NetworkModel::settle`].
+    fn add_flows_unsettled(&mut self, now: Nanos, flows: &[FlowSpec]) {
+        self.add_flows(now, flows)
+    }
     /// When the next event happens if no flow is added; `None` when idle.
     fn next_event_at(&self) -> Option<Nanos>;
     /// Moves to `now`, returning what happened on the way, in time order.
     fn advance_to(&mut self, now: Nanos) -> Vec<NetEvent>;
+    /// Like [`NetworkModel::advance_to`], but the model may leave its
+    /// rates unsolved until [`NetworkModel::settle`] (the driver adds the
+    /// flows an instant's events start, then settles once).
+    fn advance_unsettled(&mut self, now: Nanos) -> Vec<NetEvent> {
+        self.advance_to(now)
+    }
+    /// Solves what [`NetworkModel::advance_unsettled`] left unsolved.
+    fn settle(&mut self) {}
     /// Totals so far.
     fn stats(&self) -> &NetStats;
     /// Current utilization of the links the model tracks (empty: the
@@ -40,6 +53,17 @@ impl NetworkModel for FluidNetwork {
     }
     fn advance_to(&mut self, now: Nanos) -> Vec<NetEvent> {
         FluidNetwork::advance_to(self, now)
+    }
+    fn advance_unsettled(&mut self, now: Nanos) -> Vec<NetEvent> {
+        let mut events = Vec::new();
+        FluidNetwork::advance_unsettled_into(self, now, &mut events);
+        events
+    }
+    fn settle(&mut self) {
+        FluidNetwork::settle(self)
+    }
+    fn add_flows_unsettled(&mut self, now: Nanos, flows: &[FlowSpec]) {
+        FluidNetwork::add_flows_unsettled(self, now, flows)
     }
     fn stats(&self) -> &NetStats {
         FluidNetwork::stats(self)

@@ -14,10 +14,10 @@
 //! and `--limit` narrow it).
 
 use crate::coflow::POLICY_NAMES;
+use crate::experiment::Experiment;
 use crate::net::levels::SolveStats;
 use crate::progress::Progress;
 use crate::replay::ReplaySpec;
-use crate::experiment::Experiment;
 use crate::sim::bench::{
     bench_experiment, bench_jobs_repeated, bench_replay, peak_rss_mb, reset_peak_rss, ExperimentBench,
     JobsRepeated, ReplayBench,
@@ -280,11 +280,24 @@ fn run_experiments(a: &SimArgs) -> Result<ExitCode> {
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(out, "experiments, one run at a time (median of {} runs)", a.repeat)?;
     writeln!(
         out,
-        "{:<20} {:<20} {:>5} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}",
-        "experiment", "scheduler", "hosts", "jobs", "flows", "peak flows", "sim (s)", "wall (s)", "CPU (s)", "peak MB"
+        "experiments, one run at a time (median of {} runs)",
+        a.repeat
+    )?;
+    writeln!(
+        out,
+        "{:<20} {:<20} {:>5} {:>6} {:>9} {:>10} {:>9} {:>8} {:>8} {:>8}",
+        "experiment",
+        "scheduler",
+        "hosts",
+        "jobs",
+        "flows",
+        "peak flows",
+        "sim (s)",
+        "wall (s)",
+        "CPU (s)",
+        "peak MB"
     )?;
     for r in &rows {
         writeln!(

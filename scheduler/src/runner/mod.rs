@@ -12,10 +12,10 @@ pub mod table;
 pub use driver::{Driver, Emulator, Simulator};
 
 use crate::experiment::{Experiment, ExperimentError};
+use crate::model::job::Job;
 use crate::progress::Progress;
 use crate::report::results::{self, ResultsError};
 use crate::report::{normalize, SchedulerSummary};
-use crate::model::job::Job;
 use crate::sim::{SimOutcome, SimProgress};
 use ocslab_emulator::Bytes;
 use std::path::{Path, PathBuf};
@@ -232,7 +232,9 @@ mod tests {
 
     /// Runs `file` under the simulator on `threads` threads.
     fn simulate(file: &str, threads: usize) -> Runs {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments").join(file);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../experiments")
+            .join(file);
         let exp = Experiment::load(&path).expect("a shipped experiment loads");
         run_all(&mut Simulator, &exp, &Progress::hidden(0), threads).expect("the experiment runs")
     }

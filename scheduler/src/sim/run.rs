@@ -60,7 +60,8 @@ pub fn run_scheduler_with(
     let out = match exp.network {
         NetworkKind::Fluid => {
             let net = FluidNetwork::new(&exp.topology, &exp.coflow_scheduler)
-                .map_err(|e| SimError::Network(format!("{e:#}")))?;
+                .map_err(|e| SimError::Network(format!("{e:#}")))?
+                .with_completion_quantum(exp.sim.quantum);
             Simulation::new(engine, net, exp.sim.clone())
                 .with_events(events.clone())
                 .run_with(progress)?

@@ -52,6 +52,7 @@ impl Links {
         l
     }
     /// The links, in path order.
+    #[inline]
     pub fn as_slice(&self) -> &[LinkId] {
         &self.ids[..self.len as usize]
     }

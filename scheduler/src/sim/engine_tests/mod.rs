@@ -11,4 +11,5 @@ mod fresh;
 mod netaware;
 mod omo;
 mod perturb;
+mod steps;
 pub(crate) mod support;

@@ -138,6 +138,13 @@ pub struct FluidNetwork {
     rates: Rates,
     /// What the last solve changed (kept to reuse its buffers).
     changes: Changes,
+    /// With `Some(q)`, flows that finish within a step of `q` (from time
+    /// zero) are taken out at the step's end, all at once
+    /// ([`FluidNetwork::with_completion_quantum`]).
+    completion_quantum: Option<Nanos>,
+    /// Whether flows left or circuits changed since the rates were last
+    /// solved ([`FluidNetwork::settle`]).
+    rates_stale: bool,
 }
 
 impl FluidNetwork {
@@ -200,6 +207,30 @@ impl FluidNetwork {
             rates,
             view,
             usage,
+            completion_quantum: None,
+            rates_stale: false,
+        }
+    }
+
+    /// Flow completions are handled at the end of the step of `quantum`
+    /// they fall in (steps counted from time zero), as CoflowSim's
+    /// simulator handles everything at the end of its 8 ms step
+    /// (`Constants.SIMULATION_QUANTA`). A finished flow's rate then stays
+    /// in effect (its bandwidth unused by others) until the step ends, so
+    /// every flow finishes up to `quantum` late, and the flows that finish
+    /// in one step cost one rate solve instead of one each. Circuits,
+    /// schedule slots, policy wake-ups and flow arrivals keep their exact
+    /// times. `None` (the default): every completion at its own time.
+    pub fn with_completion_quantum(mut self, quantum: Option<Nanos>) -> FluidNetwork {
+        self.completion_quantum = quantum.filter(|q| q.0 > 0);
+        self
+    }
+
+    /// `t`, or with a completion quantum the end of the step it falls in.
+    fn completion_time(&self, t: Nanos) -> Nanos {
+        match self.completion_quantum {
+            Some(q) => Nanos(t.0.div_ceil(q.0).saturating_mul(q.0)),
+            None => t,
         }
     }
 
@@ -216,9 +247,27 @@ impl FluidNetwork {
         }
     }
 
+    /// Like [`FluidNetwork::add_flows`], but the rates are solved only at
+    /// the next [`FluidNetwork::settle`], add or advance (the policy is
+    /// asked at once): the simulation driver adds the flows of all of an
+    /// instant's events, then settles once.
+    ///
+    /// # Panics
+    /// As [`FluidNetwork::add_flows`].
+    pub fn add_flows_unsettled(&mut self, now: Nanos, flows: &[FlowSpec]) {
+        if let Err(e) = self.add(now, flows, false) {
+            panic!("FluidNetwork::add_flows_unsettled: {e}");
+        }
+    }
+
     /// Like [`FluidNetwork::add_flows`], but returns an error (and adds
     /// none of the flows) if one is invalid.
     pub fn try_add_flows(&mut self, now: Nanos, flows: &[FlowSpec]) -> Result<(), NetError> {
+        self.add(now, flows, true)
+    }
+
+    /// Adds `flows` at `now`, then solves the rates if `settle`.
+    fn add(&mut self, now: Nanos, flows: &[FlowSpec], settle: bool) -> Result<(), NetError> {
         let f = &self.view.fabric;
         for spec in flows {
             for h in [spec.src, spec.dst] {
@@ -289,7 +338,13 @@ impl FluidNetwork {
             self.mark_dirty(b);
         }
         if !flows.is_empty() {
-            self.reschedule(ask);
+            if ask {
+                self.ask_policy();
+            }
+            self.rates_stale = true;
+            if settle {
+                self.settle();
+            }
         }
         Ok(())
     }
@@ -304,8 +359,8 @@ impl FluidNetwork {
             .map(|c| c.up_at)
             .filter(|&t| t > self.now)
             .min();
-        let completion = self.finishes.peek().map(|e| e.0 .0);
-        let on_clock = self.first_clock_finish;
+        let completion = self.finishes.peek().map(|e| self.completion_time(e.0 .0));
+        let on_clock = self.first_clock_finish.map(|t| self.completion_time(t));
         [completion, on_clock, circuit, self.wake_at, self.next_slot_at()]
             .into_iter()
             .flatten()
@@ -322,13 +377,39 @@ impl FluidNetwork {
     /// Like [`FluidNetwork::advance_to`], but appends what happened to
     /// `events` (a caller's buffer, reused from call to call).
     pub fn advance_into(&mut self, now: Nanos, events: &mut Vec<NetEvent>) {
+        self.advance_unsettled_into(now, events);
+        self.settle();
+    }
+
+    /// Like [`FluidNetwork::advance_into`], but if what happened last
+    /// happened at `now`, the rates are solved only at the next
+    /// [`FluidNetwork::settle`], [`FluidNetwork::add_flows`] or advance,
+    /// so that the departures of an instant and the arrivals its events
+    /// cause cost one solve, not two (the policy is still asked at once).
+    /// Until then, [`FluidNetwork::next_event_at`] and the loads are those
+    /// of the last solve.
+    pub fn advance_unsettled_into(&mut self, now: Nanos, events: &mut Vec<NetEvent>) {
         events.append(&mut self.pending);
-        while let Some(t) = self.next_event_at().filter(|&t| t <= now) {
+        loop {
+            self.settle();
+            let Some(t) = self.next_event_at().filter(|&t| t <= now) else {
+                break;
+            };
             self.move_to(t);
             self.process(events);
+            if t == now {
+                return;
+            }
         }
         if now > self.now {
             self.move_to(now);
+        }
+    }
+
+    /// Solves the rates if flows left since the last solve.
+    pub fn settle(&mut self) {
+        if self.rates_stale {
+            self.update_rates();
         }
     }
 
@@ -552,6 +633,7 @@ impl FluidNetwork {
     /// between); bundles' service is kept lazily, so only link usage is recorded.
     fn move_to(&mut self, t: Nanos) {
         if t > self.now {
+            self.settle();
             self.usage.advance(self.now, t);
         }
         self.now = t;
@@ -604,6 +686,10 @@ impl FluidNetwork {
             self.mark_dirty(b);
         }
         self.due = due;
+        // Simultaneous completions in flow-id order, whichever bundles
+        // they were in: the engine's reaction (the flows it starts, their
+        // ids) then does not depend on how bundles were numbered.
+        done.sort_unstable_by_key(|&ix| self.slots.flow(ix).0.id);
         let mut ask = false;
         for &ix in &done {
             ask |= self.finish(ix, events);
@@ -624,7 +710,10 @@ impl FluidNetwork {
             self.wake_at = None;
             ask = true;
         }
-        self.reschedule(ask);
+        if ask {
+            self.ask_policy();
+        }
+        self.rates_stale = true;
         events.append(&mut self.pending);
     }
 
@@ -732,15 +821,6 @@ impl FluidNetwork {
             }
         }
         ask
-    }
-
-    /// Asks the policy if `ask` (an event it is triggered by) and applies its
-    /// decision, then recomputes rates and finish times.
-    fn reschedule(&mut self, ask: bool) {
-        if ask {
-            self.ask_policy();
-        }
-        self.update_rates();
     }
 }
 

@@ -20,6 +20,7 @@ impl FluidNetwork {
     /// recomputes the finish of those and of the bundles whose members
     /// changed. A bundle whose bottleneck stayed put is not touched.
     pub(super) fn update_rates(&mut self) {
+        self.rates_stale = false;
         let now = self.now;
         if std::mem::take(&mut self.circuits_changed) {
             let ocs: Vec<usize> = self.ocs_bundles.iter().copied().collect();
