@@ -57,6 +57,7 @@ fn sim_writes_a_results_folder_consistent_with_its_summary() {
         out: Some(out.clone()),
         perturb: Vec::new(),
         threads: None,
+        seeds: 1,
     })
     .expect("sim runs");
     for f in ["experiment.toml", "topology.toml", "run.json", "summary.json"] {
@@ -108,6 +109,7 @@ fn sim_twice_with_the_same_seed_gives_identical_results() {
             out: Some(dir.join(out)),
             perturb: Vec::new(),
             threads: None,
+            seeds: 1,
         })
         .expect("sim runs");
     }
@@ -134,6 +136,7 @@ fn a_bad_experiment_names_file_line_and_field() {
         out: Some(dir.join("out")),
         perturb: Vec::new(),
         threads: None,
+        seeds: 1,
     })
     .expect_err("an unknown scheduler is refused");
     let msg = format!("{err:#}");
@@ -149,6 +152,67 @@ fn a_bad_experiment_names_file_line_and_field() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// `--seeds 3` runs seeds 5, 6 and 7 into their own folders, each the
+/// run of that seed (its run.json says so, and seed 5's equals a plain
+/// run's), and seeds.json's means and ratios are those of the three
+/// folders' summaries.
+#[test]
+fn seeds_give_a_folder_each_and_their_mean_and_spread() {
+    let dir = scratch("seeds");
+    let exp = experiment(&dir, "[\"fair\", \"fifo\"]");
+    let out = dir.join("out");
+    let single = dir.join("single");
+    let args = |out: &Path, seeds: u32| SimArgs {
+        experiment: exp.clone(),
+        json: true,
+        out: Some(out.to_path_buf()),
+        perturb: Vec::new(),
+        threads: Some(2),
+        seeds,
+    };
+    run(args(&out, 3)).expect("sim --seeds runs");
+    run(args(&single, 1)).expect("sim runs");
+    let mut jct: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    let mut ratio = Vec::new();
+    for seed in [5, 6, 7] {
+        let folder = out.join(format!("seed-{seed}"));
+        let run_json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(folder.join("run.json")).expect("run.json"))
+                .expect("json");
+        assert_eq!(run_json["seed"], seed);
+        let s = summary(&folder);
+        for (i, sched) in s["schedulers"].as_array().expect("schedulers").iter().enumerate() {
+            jct[i].push(sched["avg_jct_s"].as_f64().expect("avg_jct_s"));
+        }
+        ratio.push(
+            s["schedulers"][1]["normalized"]["avg_jct"]
+                .as_f64()
+                .expect("ratio"),
+        );
+    }
+    assert_eq!(
+        summary(&out.join("seed-5"))["schedulers"],
+        summary(&single)["schedulers"]
+    );
+    assert_ne!(jct[0][0], jct[0][1], "seeds 5 and 6 ran the same jobs");
+    let spread: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("seeds.json")).expect("seeds.json"))
+            .expect("json");
+    assert_eq!(spread["seeds"], serde_json::json!([5, 6, 7]));
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    for (i, name) in ["fair", "fifo"].iter().enumerate() {
+        let s = &spread["schedulers"][i];
+        assert_eq!(s["name"], *name);
+        let m = s["avg_jct_s"]["mean"].as_f64().expect("mean");
+        assert!((m - mean(&jct[i])).abs() < 1e-9, "{name}: {m} vs {:?}", jct[i]);
+    }
+    let r = spread["schedulers"][1]["avg_jct_ratio"]["mean"]
+        .as_f64()
+        .expect("ratio mean");
+    assert!((r - mean(&ratio)).abs() < 1e-9, "{r} vs {ratio:?}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
     let dir = scratch("perturb");
@@ -159,6 +223,7 @@ fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
         out: Some(dir.join("out")),
         perturb: vec!["straggler:r99h0:0.5@1s+1s".into()],
         threads: None,
+        seeds: 1,
     })
     .expect_err("no such host");
     let msg = format!("{err:#}");

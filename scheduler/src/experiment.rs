@@ -486,6 +486,15 @@ impl Experiment {
         })
     }
 
+    /// This experiment with seed `seed`: its workload and the engine's
+    /// random draws (placement, fetchers) both follow it.
+    pub fn with_seed(&self, seed: u64) -> Experiment {
+        let mut e = self.clone();
+        e.seed = seed;
+        e.engine.placement_seed = seed;
+        e
+    }
+
     /// The jobs of the workload (deterministic for the seed).
     pub fn jobs(&self) -> Result<Vec<Job>, ExperimentError> {
         let src = Src {

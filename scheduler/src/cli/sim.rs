@@ -7,9 +7,10 @@
 use crate::experiment::Experiment;
 use crate::progress::Progress;
 use crate::report::folder::{self, Staged};
+use crate::report::seeds;
 use crate::runner::{self, Simulator};
 use anyhow::{Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `ocslab sim`.
@@ -32,6 +33,12 @@ pub struct SimArgs {
     /// one per core). Results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
+    /// Repeat the experiment with N seeds (its seed, seed + 1, ...) and
+    /// report each scheduler's mean and spread over them; each seed's
+    /// results go to seed-S/ under the results folder, the spread to
+    /// seeds.json.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub seeds: u32,
 }
 
 /// Runs `ocslab sim`.
@@ -44,10 +51,14 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     }
     let bar = Progress::new(0, a.json);
     let threads = a.threads.map_or_else(runner::default_threads, |n| n as usize);
-    let runs = runner::run_all(&mut Simulator, &exp, &bar, threads)?;
     let dir = a
         .out
+        .clone()
         .unwrap_or_else(|| folder::dated(&format!("results/{}-sim", exp.name)));
+    if a.seeds > 1 {
+        return run_seeds(&a, &exp, &dir, &bar, threads);
+    }
+    let runs = runner::run_all(&mut Simulator, &exp, &bar, threads)?;
     let staged = Staged::begin(&dir)?;
     runs.write(staged.path(), &exp, &Simulator)
         .with_context(|| format!("writing results to {}", dir.display()))?;
@@ -67,5 +78,67 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         crate::runner::table::sim_table(&mut std::io::stdout().lock(), &exp, &summaries)?;
         println!("results: {}", dir.display());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--seeds N`: the experiment under seeds seed .. seed + N - 1, one
+/// results folder each, and the spread over them.
+fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads: usize) -> Result<ExitCode> {
+    let staged = Staged::begin(dir)?;
+    let mut all = Vec::new();
+    for k in 0..u64::from(a.seeds) {
+        let e = exp.with_seed(exp.seed.saturating_add(k));
+        let runs =
+            runner::run_all(&mut Simulator, &e, bar, threads).with_context(|| format!("seed {}", e.seed))?;
+        let sub = staged.path().join(format!("seed-{}", e.seed));
+        runs.write(&sub, &e, &Simulator)
+            .with_context(|| format!("writing results to {}", sub.display()))?;
+        bar.println(format!("seed {} done ({} of {})", e.seed, k + 1, a.seeds));
+        all.push(runs.summaries);
+    }
+    let spread = seeds::over_seeds(&all);
+    let report = serde_json::json!({
+        "experiment": exp.name,
+        "seeds": (0..u64::from(a.seeds)).map(|k| exp.seed.saturating_add(k)).collect::<Vec<_>>(),
+        "topology": exp.topology.name,
+        "coflow_scheduler": exp.coflow_scheduler,
+        "schedulers": spread,
+        "results_dir": dir,
+    });
+    let file = staged.path().join("seeds.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("writing {}", file.display()))?;
+    staged.finish()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} on {} (seeds {}..={}, coflows: {}): mean ± sd over seeds; ratios to {} seed by seed",
+        exp.name,
+        exp.topology.name,
+        exp.seed,
+        exp.seed.saturating_add(u64::from(a.seeds) - 1),
+        exp.coflow_scheduler,
+        spread.first().map_or("-", |s| s.name.as_str())
+    );
+    println!(
+        "{:<20} {:>16} {:>16} {:>16} {:>14} {:>14} {:>14}",
+        "scheduler", "makespan s", "avg JCT s", "avg CCT s", "makespan ×", "avg JCT ×", "avg CCT ×"
+    );
+    let pm = |s: &seeds::Spread, digits: usize| format!("{:.*} ± {:.*}", digits, s.mean, digits, s.sd);
+    for s in &spread {
+        println!(
+            "{:<20} {:>16} {:>16} {:>16} {:>14} {:>14} {:>14}",
+            s.name,
+            pm(&s.makespan_s, 1),
+            pm(&s.avg_jct_s, 1),
+            pm(&s.avg_cct_s, 2),
+            pm(&s.makespan_ratio, 3),
+            pm(&s.avg_jct_ratio, 3),
+            pm(&s.avg_cct_ratio, 3)
+        );
+    }
+    println!("results: {}", dir.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -28,7 +28,7 @@ use ocslab_emulator::Nanos;
 use serde::Serialize;
 
 /// One scheduler's figures.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SchedulerSummary {
     /// Task scheduler.
     pub name: String,
