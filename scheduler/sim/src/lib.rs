@@ -33,6 +33,15 @@ use ocslab_core::{HostId, Nanos};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
+/// `t`, or with steps of `quantum` (counted from time zero) the end of the
+/// step it falls in.
+pub(crate) fn step_end(t: Nanos, quantum: Option<Nanos>) -> Nanos {
+    match quantum {
+        Some(q) => Nanos(t.0.div_ceil(q.0).saturating_mul(q.0)),
+        None => t,
+    }
+}
+
 /// Driver settings.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SimConfig {
@@ -143,6 +152,11 @@ pub struct Simulation<N: NetworkModel> {
 impl<N: NetworkModel> Simulation<N> {
     /// A simulation of `engine` over `net`.
     pub fn new(engine: Engine, net: N, config: SimConfig) -> Simulation<N> {
+        // A zero step is no step.
+        let config = SimConfig {
+            quantum: config.quantum.filter(|q| q.0 > 0),
+            ..config
+        };
         Simulation {
             engine,
             net,
@@ -225,10 +239,7 @@ impl<N: NetworkModel> Simulation<N> {
     /// The earliest of: engine wake-up, compute completion, network event, load sample.
     fn next_time(&self) -> Option<Nanos> {
         let sample = self.next_sample.filter(|_| self.engine.flows_in_flight() > 0);
-        let step_end = |t: Nanos| match self.config.quantum.filter(|q| q.0 > 0) {
-            Some(q) => Nanos(t.0.div_ceil(q.0).saturating_mul(q.0)),
-            None => t,
-        };
+        let step_end = |t: Nanos| step_end(t, self.config.quantum);
         [
             self.engine.next_wakeup().map(step_end),
             self.timers.peek().map(|Reverse((t, ..))| step_end(*t)),

@@ -226,14 +226,6 @@ impl FluidNetwork {
         self
     }
 
-    /// `t`, or with a completion quantum the end of the step it falls in.
-    fn completion_time(&self, t: Nanos) -> Nanos {
-        match self.completion_quantum {
-            Some(q) => Nanos(t.0.div_ceil(q.0).saturating_mul(q.0)),
-            None => t,
-        }
-    }
-
     /// Flows join the network at `now` (`now` is never before the last advance).
     ///
     /// # Panics
@@ -359,8 +351,9 @@ impl FluidNetwork {
             .map(|c| c.up_at)
             .filter(|&t| t > self.now)
             .min();
-        let completion = self.finishes.peek().map(|e| self.completion_time(e.0 .0));
-        let on_clock = self.first_clock_finish.map(|t| self.completion_time(t));
+        let step_end = |t| crate::step_end(t, self.completion_quantum);
+        let completion = self.finishes.peek().map(|e| step_end(e.0 .0));
+        let on_clock = self.first_clock_finish.map(step_end);
         [completion, on_clock, circuit, self.wake_at, self.next_slot_at()]
             .into_iter()
             .flatten()
