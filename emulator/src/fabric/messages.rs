@@ -145,16 +145,15 @@ pub fn add_route(r: &RoutePlan) -> Request {
     add_host_route(r, None)
 }
 
-/// `ip route add DST ... [initcwnd N] [congctl ALGO]`: a route of a host
+/// `ip route add DST ... initcwnd N congctl ALGO`: a route of a host
 /// with its TCP settings, or of a switch (`None`).
 pub fn add_host_route(r: &RoutePlan, tcp: Option<&HostTcp>) -> Request {
     let mut m = route_msg(r);
     if let Some(t) = tcp {
-        let mut metrics = vec![RouteMetric::InitCwnd(t.initcwnd)];
-        if let Some(cc) = t.congestion_control {
-            metrics.push(RouteMetric::CcAlgo(cc.to_string()));
-        }
-        m.attributes.push(RouteAttribute::Metrics(metrics));
+        m.attributes.push(RouteAttribute::Metrics(vec![
+            RouteMetric::InitCwnd(t.initcwnd),
+            RouteMetric::CcAlgo(t.congestion_control.to_string()),
+        ]));
     }
     Request::new(
         RouteNetlinkMessage::NewRoute(m),

@@ -23,7 +23,7 @@
 use super::htb::LeafQueue;
 use super::names::{ifname, role, RunId};
 use crate::addr::{AddressPlan, Ipv4Net};
-use crate::topology::{CongestionControl, HostId, RawTcp, Topology};
+use crate::topology::{HostId, RawTcp, Topology};
 use crate::units::Bps;
 use std::net::Ipv4Addr;
 
@@ -180,11 +180,12 @@ pub struct HostTcp {
     pub sysctls: Vec<(&'static str, String, &'static str)>,
     /// The `initcwnd` metric of every route.
     pub initcwnd: u32,
-    /// The `congctl` metric of every route, unless it is the kernel's
-    /// default (cubic). A route metric rather than the namespace's sysctl:
+    /// The `congctl` metric of every route, always set: a new namespace
+    /// starts with the box's default algorithm (bbr on some boxes), not
+    /// Linux's cubic. A route metric rather than the namespace's sysctl:
     /// outside the box's own namespace the sysctl takes only the algorithms
     /// in `tcp_allowed_congestion_control`, which is the box's setting.
-    pub congestion_control: Option<&'static str>,
+    pub congestion_control: &'static str,
 }
 
 impl HostTcp {
@@ -204,8 +205,7 @@ impl HostTcp {
                 ),
             ],
             initcwnd: tcp.initcwnd,
-            congestion_control: (tcp.congestion_control != CongestionControl::Cubic)
-                .then(|| tcp.congestion_control.name()),
+            congestion_control: tcp.congestion_control.name(),
         }
     }
 }
