@@ -228,9 +228,12 @@ impl<'a> Driver<'a> {
     }
 
     fn time_limit(&self) -> EmuError {
-        let (done, total) = match &self.source {
-            Source::Jobs { engine, .. } => engine.progress(),
-            Source::Coflows(q) => (0, q.len()),
+        let (done, total, waiting) = match &self.source {
+            Source::Jobs { engine, .. } => {
+                let (done, total) = engine.progress();
+                (done, total, engine.describe_unfinished(5))
+            }
+            Source::Coflows(q) => (0, q.len(), String::new()),
         };
         let failed = self
             .failed
@@ -244,6 +247,7 @@ impl<'a> Driver<'a> {
             total,
             in_flight: self.net.in_flight(),
             failed,
+            waiting,
         }
     }
 

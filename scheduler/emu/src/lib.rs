@@ -88,8 +88,9 @@ pub enum EmuError {
     Ocs(String),
     /// The run took longer than allowed.
     #[error(
-        "the run passed its time limit of {limit:?} with {done} of {total} done and {in_flight} flows in flight{}",
-        if failed.is_empty() { String::new() } else { format!("; failed flows: {failed}") }
+        "the run passed its time limit of {limit:?} with {done} of {total} done and {in_flight} flows in flight{}{}",
+        if failed.is_empty() { String::new() } else { format!("; failed flows: {failed}") },
+        if waiting.is_empty() { String::new() } else { format!("\nwaiting:\n{waiting}") }
     )]
     TimeLimit {
         /// The limit.
@@ -102,6 +103,8 @@ pub enum EmuError {
         in_flight: usize,
         /// Flows that failed at an end, and why.
         failed: String,
+        /// What the unfinished jobs wait on ([`ocslab_core::engine::Engine::describe_unfinished`]).
+        waiting: String,
     },
     /// Ctrl-C or SIGTERM.
     #[error("interrupted (Ctrl-C or SIGTERM); the lab was torn down")]

@@ -57,7 +57,7 @@ pub use task_policy::{TaskChoice, TaskPolicy};
 pub use view::{water_fill, ClusterView};
 
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
-use crate::model::job::{validate_jobs, Job, JobError, JobId};
+use crate::model::job::{validate_jobs, Job, JobError, JobId, TaskKind};
 use crate::{Nanos, Topology};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use view::Cluster;
@@ -228,6 +228,7 @@ impl Engine {
             Event::HostAlive(h) => self.host_alive(h),
             Event::HostSpeed { host, speed } => self.host_speed(now, host, speed),
         }
+        full_round |= self.policy.released_work();
         self.offer_round(now, full_round);
         self.release_deadlocked_shuffle(now);
         if !self.new_flows.is_empty() {
@@ -294,6 +295,63 @@ impl Engine {
     /// Flows started and not yet reported finished.
     pub fn flows_in_flight(&self) -> usize {
         self.flows.len()
+    }
+
+    /// What the unfinished jobs wait on, one line each (at most `max`
+    /// jobs): their tasks done, pending and running, and each running
+    /// attempt's host and phase. For errors about runs that stopped moving.
+    pub fn describe_unfinished(&self, max: usize) -> String {
+        let view = self.view();
+        let unfinished: Vec<&JobState> = view
+            .arrived_jobs()
+            .filter(|j| j.status() != JobStatus::Done)
+            .collect();
+        let mut lines: Vec<String> = unfinished
+            .iter()
+            .take(max)
+            .map(|j| {
+                let attempts: Vec<String> = view
+                    .attempts()
+                    .filter(|a| a.id().task.job == j.id())
+                    .map(|a| {
+                        let phase = match a.phase() {
+                            Phase::Fetching if a.id().task.kind == TaskKind::Reduce => format!(
+                                "fetching, {} of {} partitions",
+                                a.partitions_fetched(),
+                                j.spec().maps.len()
+                            ),
+                            Phase::Fetching => "reading its input".to_string(),
+                            Phase::Computing { since, duration } => {
+                                format!("computing until {}", since + duration)
+                            }
+                        };
+                        format!("{} on {}: {phase}", a.id(), a.host())
+                    })
+                    .collect();
+                format!(
+                    "job {} ({:?}): maps {}/{} done, {} pending; reduces {}/{} done, {} pending, {} placed; running: [{}]",
+                    j.id().0,
+                    j.status(),
+                    j.maps_done(),
+                    j.spec().maps.len(),
+                    j.pending_maps().len(),
+                    j.reduces_done(),
+                    j.spec().reduces.len(),
+                    j.pending_reduces().len(),
+                    j.reduces_placed(),
+                    attempts.join("; ")
+                )
+            })
+            .collect();
+        if unfinished.len() > max {
+            lines.push(format!("and {} more jobs", unfinished.len() - max));
+        }
+        lines.push(format!(
+            "{} flows in flight, {} hosts with a free slot",
+            self.flows.len(),
+            self.free_hosts.len()
+        ));
+        lines.join("\n")
     }
 }
 

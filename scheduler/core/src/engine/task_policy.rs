@@ -67,6 +67,15 @@ pub trait TaskPolicy {
         None
     }
 
+    /// Whether, since the engine last asked, the policy began to accept
+    /// tasks it declined before for a reason of its own, e.g. Co-scheduler
+    /// holding a job's reduces until its last map. The engine then offers
+    /// every free slot again, not only those the event freed. Asked after
+    /// each event; answering resets it.
+    fn released_work(&mut self) -> bool {
+        false
+    }
+
     /// Whether to offer free slots when no task is pending (a policy that
     /// speculates wants those offers; others save the work).
     fn wants_idle_offers(&self) -> bool {

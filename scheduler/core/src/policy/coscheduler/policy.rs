@@ -93,6 +93,9 @@ pub struct CoScheduler {
     variant: Variant,
     params: Params,
     jobs: BTreeMap<JobId, JobInfo>,
+    /// A job's last map finished since the engine last asked: its reduces
+    /// are offered from now on ([`TaskPolicy::released_work`]).
+    reduces_released: bool,
 }
 
 fn check(name: &str, p: &Params) -> Result<(), PolicyError> {
@@ -121,6 +124,7 @@ impl CoScheduler {
             variant,
             params,
             jobs: BTreeMap::new(),
+            reduces_released: false,
         })
     }
 
@@ -470,15 +474,24 @@ impl TaskPolicy for CoScheduler {
     }
 
     fn on_task_finished(&mut self, now: Nanos, view: &ClusterView<'_>, task: TaskId, _host: HostId) {
-        if task.kind != TaskKind::Map || !self.variant.plans_reduces() {
+        if task.kind != TaskKind::Map {
             return;
         }
         let Some(job) = view.job(task.job) else { return };
         let spec = job.spec();
-        if job.maps_done() == spec.map_count() && spec.reduce_count() > 0 {
+        if job.maps_done() < spec.map_count() || spec.reduce_count() == 0 {
+            return;
+        }
+        // IV-A: the reduces are offered from the last map on, on any free slot.
+        self.reduces_released = true;
+        if self.variant.plans_reduces() {
             self.info(spec);
             self.plan_reduces(now, view, job);
         }
+    }
+
+    fn released_work(&mut self) -> bool {
+        std::mem::take(&mut self.reduces_released)
     }
 
     fn on_job_finished(&mut self, _now: Nanos, _view: &ClusterView<'_>, job: JobId) {

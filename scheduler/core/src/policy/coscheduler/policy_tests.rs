@@ -63,9 +63,14 @@ fn run(policy: Box<dyn TaskPolicy>, jobs: Vec<Job>) -> (Starts, Finishes) {
 
 /// [`run`] on the topology `text`.
 fn run_on(text: &str, policy: Box<dyn TaskPolicy>, jobs: Vec<Job>) -> (Starts, Finishes) {
+    run_with(text, policy, jobs, 1.0)
+}
+
+/// [`run_on`] with the engine's slow-start fraction `slow_start`.
+fn run_with(text: &str, policy: Box<dyn TaskPolicy>, jobs: Vec<Job>, slow_start: f64) -> (Starts, Finishes) {
     let topo = Topology::parse(text, Path::new("t.toml"), &[]).expect("topology");
     let config = EngineConfig {
-        slow_start: 1.0,
+        slow_start,
         hold_shuffle_until_reduces_placed: true,
         ..Default::default()
     };
@@ -177,6 +182,38 @@ fn reduces_of_a_coscheduler_job_never_start_before_its_last_map() {
             assert!(
                 reduce_starts.iter().all(|&s| s >= last_map),
                 "{name}: job {j} reduce before its last map"
+            );
+        }
+    }
+}
+
+/// Co-scheduler releases a job's reduces at its last map (IV-A), whatever
+/// the engine's slow-start: with the engine's gate open long before, the last
+/// map used to free (and offer) one host only, and reduces bound for other
+/// racks waited for an unrelated event — on an idle cluster, forever.
+#[test]
+fn a_jobs_reduces_start_at_its_last_map_under_any_slow_start() {
+    // 12 light maps over 24 free slots: when the last map ends, every slot but the reduces' is free.
+    let jobs = vec![job(0, 0, 0, 12, 4, 1_000_000)];
+    for slow_start in [0.05, 1.0] {
+        for name in ["coscheduler", "coscheduler-dp-ocas", "coscheduler-ocas"] {
+            let policy = crate::policy::by_name(name, None).expect("registered");
+            let (starts, finishes) = run_with(TOPO, policy, jobs.clone(), slow_start);
+            let last_map = finishes
+                .iter()
+                .filter(|(_, t)| t.kind == TaskKind::Map)
+                .map(|(at, _)| *at)
+                .max()
+                .expect("maps ran");
+            let reduce_starts: Vec<Nanos> = starts
+                .iter()
+                .filter(|(_, t, _)| t.kind == TaskKind::Reduce)
+                .map(|(at, _, _)| *at)
+                .collect();
+            assert_eq!(
+                reduce_starts,
+                vec![last_map; 4],
+                "{name}, slow-start {slow_start}"
             );
         }
     }
