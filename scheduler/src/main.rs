@@ -56,6 +56,12 @@ enum Command {
         after_help = "Examples:\n  ocslab ocs set 0:1 1:0\n  ocslab ocs show"
     )]
     Ocs(cli::lab::OcsCommand),
+    /// Take a link of a running fabric down, or bring it back up.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  ocslab link down r0-up\n  ocslab link up r0-up"
+    )]
+    Link(cli::lab::LinkCommand),
     /// Show the fabrics that are up.
     Status(cli::lab::StatusArgs),
     /// Benchmarks that print figures.
@@ -86,6 +92,7 @@ fn main() -> ExitCode {
         Command::Down(a) => cli::lab::down(a),
         Command::Exec(a) => cli::lab::exec(a),
         Command::Ocs(c) => cli::lab::ocs(c),
+        Command::Link(c) => cli::lab::link(c),
         Command::Status(a) => cli::lab::status(a),
         Command::Bench(c) => cli::bench::run(c),
         Command::Agent(a) => Ok(ocslab_agent::cli::main_with(a, args.verbose)),

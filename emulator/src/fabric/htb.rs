@@ -21,6 +21,11 @@
 //! filter u32 on 1: ip total length < 128 → 1:10
 //! ```
 //!
+//! A link taken down (`ocslab link down`) gets one more filter on `1:`,
+//! ahead of that one, that sends every packet to a class `1:12` whose
+//! `bfifo` holds nothing ([`down`]); removing both ([`up`]) brings the link
+//! back with its queues as they were.
+//!
 //! htb serves the lower `prio` first whenever both have packets, so a
 //! stream's ACKs never queue behind the data of a stream going the other
 //! way, as a shallow-buffered ToR with a priority queue for small packets
@@ -74,8 +79,21 @@ pub const SMALL_PACKET_BYTES: u16 = 128;
 /// The share of the link's rate guaranteed to small packets; either class
 /// borrows the rest while the other is idle.
 const SMALL_SHARE: u64 = 20;
+/// The link-down filter's priority on the root qdisc: ahead of the others.
+const DOWN_FILTER_PRIO: u32 = 1;
 /// The small-packet filter's priority on the root qdisc.
-const SMALL_FILTER_PRIO: u32 = 1;
+const SMALL_FILTER_PRIO: u32 = 2;
+/// `ETH_P_ALL` in network order: the link-down filter matches every packet.
+const ETH_P_ALL_BE: u32 = (0x0003_u16).to_be() as u32;
+/// The class a link that is down sends every packet to, and its leaf.
+const DOWN_CLASS: TcHandle = TcHandle {
+    major: 1,
+    minor: 0x12,
+};
+const DOWN_LEAF: TcHandle = TcHandle {
+    major: 0x12,
+    minor: 0,
+};
 /// `ETH_P_IP` in network order, as the filter's protocol.
 const ETH_P_IP_BE: u32 = (0x0800_u16).to_be() as u32;
 
@@ -277,9 +295,65 @@ pub fn small_packet_filter(ifindex: u32, what: &str) -> Request {
     )
 }
 
+fn down_filter_msg(ifindex: u32) -> TcMessage {
+    let mut m = header(ifindex, TcHandle::default(), ROOT_HANDLE);
+    m.header.info = (DOWN_FILTER_PRIO << 16) | ETH_P_ALL_BE;
+    m
+}
+
+/// What takes a link down, in order: `tc class add dev IF parent 1:
+/// classid 1:12 htb rate 8kbit`, `tc qdisc add dev IF parent 1:12 handle
+/// 12: bfifo limit 0` (it holds nothing: every packet is dropped) and `tc
+/// filter add dev IF parent 1: prio 1 protocol all u32 match u32 0 0
+/// classid 1:12`. This kernel has no gact, so the drop is a full queue.
+pub fn down(ifindex: u32, what: &str) -> [Request; 3] {
+    let slow = Bps(8_000);
+    let mut filter = down_filter_msg(ifindex);
+    let mut sel = TcU32Selector::default();
+    sel.flags = TcU32SelectorFlags::Terminal;
+    sel.nkeys = 1;
+    sel.keys = vec![TcU32Key::default()]; // mask 0, value 0: every packet
+    filter.attributes.push(TcAttribute::Kind("u32".into()));
+    filter.attributes.push(TcAttribute::Options(vec![
+        TcOption::U32(TcFilterU32Option::Selector(sel)),
+        TcOption::U32(TcFilterU32Option::ClassId(DOWN_CLASS)),
+    ]));
+    [
+        class(ifindex, DOWN_CLASS, ROOT_HANDLE, (slow, slow, 0), what),
+        fifo(ifindex, DOWN_LEAF, DOWN_CLASS, 0, what),
+        Request::new(
+            RouteNetlinkMessage::NewTrafficFilter(filter),
+            NLM_F_CREATE | NLM_F_EXCL,
+            format!("taking {what} down (every packet to class 1:12, which drops it)"),
+        ),
+    ]
+}
+
+/// What brings a link back up, in order: `tc filter del dev IF parent 1:
+/// prio 1`, then `tc class del dev IF classid 1:12` (and its leaf with it).
+pub fn up(ifindex: u32, what: &str) -> [Request; 2] {
+    [
+        Request::new(
+            RouteNetlinkMessage::DelTrafficFilter(down_filter_msg(ifindex)),
+            0,
+            format!("bringing {what} back up (removing its drop filter)"),
+        ),
+        Request::new(
+            RouteNetlinkMessage::DelTrafficClass(header(ifindex, DOWN_CLASS, ROOT_HANDLE)),
+            0,
+            format!("removing the drop class 1:12 of {what}"),
+        ),
+    ]
+}
+
 /// `tc qdisc add dev IF parent 1:11 handle 10: bfifo limit BYTES`.
 pub fn leaf(ifindex: u32, limit_bytes: u64, what: &str) -> Request {
-    let mut m = header(ifindex, LEAF_HANDLE, DATA_CLASS);
+    fifo(ifindex, LEAF_HANDLE, DATA_CLASS, limit_bytes, what)
+}
+
+/// `tc qdisc add dev IF parent PARENT handle HANDLE bfifo limit BYTES`.
+fn fifo(ifindex: u32, handle: TcHandle, parent: TcHandle, limit_bytes: u64, what: &str) -> Request {
+    let mut m = header(ifindex, handle, parent);
     m.attributes.push(TcAttribute::Kind("bfifo".into()));
     let limit = limit_bytes.min(u32::MAX as u64) as u32;
     m.attributes.push(TcAttribute::Other(DefaultNla::new(
@@ -289,7 +363,10 @@ pub fn leaf(ifindex: u32, limit_bytes: u64, what: &str) -> Request {
     Request::new(
         RouteNetlinkMessage::NewQueueDiscipline(m),
         NLM_F_CREATE | NLM_F_EXCL,
-        format!("adding bfifo leaf of {limit} bytes under htb class 1:11 on {what}"),
+        format!(
+            "adding bfifo {:x}: of {limit} bytes under htb class {:x}:{:x} on {what}",
+            handle.major, parent.major, parent.minor
+        ),
     )
 }
 

@@ -97,6 +97,14 @@ pub enum FabricError {
         /// Its hosts per rack.
         hosts: u32,
     },
+    /// A cable outside the fabric.
+    #[error("{cable} is not a link of topology {topology}")]
+    UnknownCable {
+        /// The cable asked for.
+        cable: plan::Cable,
+        /// The topology's name.
+        topology: String,
+    },
     /// Starting a process in a host failed.
     #[error("starting {program:?} in host {host}: {source}")]
     Spawn {
@@ -510,6 +518,36 @@ impl Fabric {
     fn socket_in(&self, ns_index: usize) -> Result<Rtnl, FabricError> {
         let ns = &self.namespaces[ns_index];
         Ok(ns.enter(|| Rtnl::open(ns.name()))??)
+    }
+
+    /// Takes `cable` down (both directions drop every packet; queues and
+    /// routes stay) or brings it back up. Returns whether it was down
+    /// before. A flow across it stalls and its TCP retransmits until the
+    /// cable is back.
+    pub fn set_cable(&self, cable: plan::Cable, up: bool) -> Result<bool, FabricError> {
+        let ends = self
+            .plan
+            .cable_ends(cable)
+            .ok_or_else(|| FabricError::UnknownCable {
+                cable,
+                topology: self.topo.name.clone(),
+            })?;
+        let mut was_down = false;
+        for (ns, ifindex) in ends {
+            let what = format!("{cable} ({} if{ifindex})", self.namespaces[ns].name());
+            let mut sock = self.socket_in(ns)?;
+            for (i, req) in htb::up(ifindex, &what).into_iter().enumerate() {
+                match sock.execute(vec![req]) {
+                    Ok(()) => was_down |= i == 0,
+                    Err(e) if e.source.raw_os_error() == Some(libc::ENOENT) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if !up {
+                sock.execute(htb::down(ifindex, &what).into())?;
+            }
+        }
+        Ok(was_down)
     }
 
     /// The optical circuit switch (a shared handle; see [`Ocs`]).

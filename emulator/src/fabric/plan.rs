@@ -50,6 +50,34 @@ pub const CORE_PORT_INDEX: u32 = 10;
 /// Interface index of OCS port (r, w) is this plus r·W + w.
 pub const OCS_PORT_INDEX: u32 = 10;
 
+/// A cable of the fabric, both directions: what `ocslab link down` takes
+/// down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cable {
+    /// A host's NIC and its ToR's downlink to it.
+    HostNic(HostId),
+    /// A ToR's EPS uplink and the core's port to it.
+    Uplink(u32),
+    /// A ToR's OCS transceiver `port` and the crossbar's port to it.
+    OcsPort {
+        /// Rack.
+        rack: u32,
+        /// Port (wavelength).
+        port: u32,
+    },
+}
+
+impl std::fmt::Display for Cable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cable::HostNic(h) => write!(f, "{h}-nic"),
+            Cable::Uplink(r) => write!(f, "r{r}-up"),
+            Cable::OcsPort { rack, port } => write!(f, "r{rack}-ocs{port}"),
+        }
+    }
+}
+
 /// What a namespace stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NsRole {
@@ -479,6 +507,26 @@ impl FabricPlan {
     }
 
     /// The route that a circuit to rack `dst` on wavelength w adds to the
+    /// The two ends of `cable`, as (namespace index, interface index), or
+    /// `None` if the fabric has no such cable.
+    pub fn cable_ends(&self, cable: Cable) -> Option<[(usize, u32); 2]> {
+        match cable {
+            Cable::HostNic(h) if h.rack < self.racks && h.host < self.hosts_per_rack => Some([
+                (self.host_ns(h), HOST_NIC_INDEX),
+                (self.tor_ns(h.rack), TOR_DOWN_INDEX + h.host),
+            ]),
+            Cable::Uplink(r) if r < self.racks => Some([
+                (self.tor_ns(r), TOR_UP_INDEX),
+                (self.core_ns(), CORE_PORT_INDEX + r),
+            ]),
+            Cable::OcsPort { rack, port } if rack < self.racks && port < self.wavelengths => Some([
+                (self.tor_ns(rack), TOR_OCS_INDEX + port),
+                (self.ocs_ns(), self.ocs_port_index(rack, port)),
+            ]),
+            _ => None,
+        }
+    }
+
     /// table [`OCS_TABLE`] of the sending ToR.
     pub fn circuit_route(&self, dst: u32, w: u32) -> RoutePlan {
         RoutePlan {

@@ -473,7 +473,7 @@ impl Timeline {
                 a.engine_event().map(|e| (*at, e)).ok_or_else(|| {
                     format!(
                         "{a} at {at}: the simulator's network models cannot take links down yet; \
-                         run it under emulation (`ocslab run`) or drop the link-down perturbation"
+                         drop the link-down perturbation"
                     )
                 })
             })

@@ -9,7 +9,7 @@
 //! | `SetSpeed` (a straggler window begins or ends) | `set_speed` to the agent, then `Event::HostSpeed` to the engine, whose `Retime`s move the running computes (`retime_task`) |
 //! | `KillAgent` | SIGKILL of the agent process the lab started; the engine learns of it as a real cluster would, by the heartbeat deadline (`HostDead`) |
 //! | `RestartAgent` | the same agent started again with the run's credentials, once its death was declared; when it has joined, `Event::HostAlive` and its current speed |
-//! | `SetLink` | refused: the fabric cannot take a link down yet |
+//! | `SetLink` | refused: not carried out yet (the fabric can: `Fabric::set_cable`) |
 //!
 //! The agent's speed applies to compute phases that begin after it; the
 //! engine's `Retime`s cover the ones already running, so no compute is
@@ -69,7 +69,7 @@ pub struct PerturbPlan {
 
 /// Why a timeline cannot run under emulation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{action} at {at}: the emulated fabric cannot take links down yet; drop the link-down perturbation")]
+#[error("{action} at {at}: the emulation driver does not carry out link windows yet (a running lab can: `ocslab link down`); drop the link-down perturbation")]
 pub struct Unsupported {
     /// The action as printed.
     pub action: String,

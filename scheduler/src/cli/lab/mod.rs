@@ -1,5 +1,5 @@
-//! The Mininet-style lab: `ocslab up`, `down`, `exec`, `ocs set|show` and
-//! `status`, on top of [`ocslab_emulator::fabric`].
+//! The Mininet-style lab: `ocslab up`, `down`, `exec`, `ocs set|show`,
+//! `link down|up` and `status`, on top of [`ocslab_emulator::fabric`].
 //!
 //! `up` builds a fabric and owns it: in the foreground until Ctrl-C (or
 //! SIGTERM from `ocslab down`), or, with `--detach`, in a background holder
@@ -12,15 +12,17 @@
 //! ([`fabric::user_runs`]), and `exec`, `ocs`, `status` and `down` join its
 //! namespaces ([`rootless::join`]) before they attach.
 //!
-//! One file per command: `up` (and the detached holder), `down`, `status`;
+//! One file per command: `up` (and the detached holder), `down`, `link`, `status`;
 //! `exec` and `ocs` are here with the arguments and the run picking they
 //! all share.
 
 mod down;
+mod link;
 mod status;
 mod up;
 
 pub use down::down;
+pub use link::{link, LinkArgs, LinkCommand};
 pub use status::status;
 pub use up::up;
 
