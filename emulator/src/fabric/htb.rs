@@ -295,6 +295,16 @@ pub fn small_packet_filter(ifindex: u32, what: &str) -> Request {
     )
 }
 
+/// A u32 selector with one key of mask 0 and value 0: it matches every
+/// packet (the circuit filters and the link-down filter).
+pub(super) fn every_packet() -> TcU32Selector {
+    let mut sel = TcU32Selector::default();
+    sel.flags = TcU32SelectorFlags::Terminal;
+    sel.nkeys = 1;
+    sel.keys = vec![TcU32Key::default()];
+    sel
+}
+
 fn down_filter_msg(ifindex: u32) -> TcMessage {
     let mut m = header(ifindex, TcHandle::default(), ROOT_HANDLE);
     m.header.info = (DOWN_FILTER_PRIO << 16) | ETH_P_ALL_BE;
@@ -309,13 +319,9 @@ fn down_filter_msg(ifindex: u32) -> TcMessage {
 pub fn down(ifindex: u32, what: &str) -> [Request; 3] {
     let slow = Bps(8_000);
     let mut filter = down_filter_msg(ifindex);
-    let mut sel = TcU32Selector::default();
-    sel.flags = TcU32SelectorFlags::Terminal;
-    sel.nkeys = 1;
-    sel.keys = vec![TcU32Key::default()]; // mask 0, value 0: every packet
     filter.attributes.push(TcAttribute::Kind("u32".into()));
     filter.attributes.push(TcAttribute::Options(vec![
-        TcOption::U32(TcFilterU32Option::Selector(sel)),
+        TcOption::U32(TcFilterU32Option::Selector(every_packet())),
         TcOption::U32(TcFilterU32Option::ClassId(DOWN_CLASS)),
     ]));
     [

@@ -22,7 +22,7 @@ use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::tc::{
     TcAction, TcActionAttribute, TcActionGeneric, TcActionMirrorOption, TcActionOption, TcActionType,
     TcAttribute, TcBpfFlags, TcFilterBpfOption, TcFilterU32Option, TcHandle, TcMessage, TcMirror,
-    TcMirrorActionType, TcOption, TcU32Key, TcU32Selector, TcU32SelectorFlags,
+    TcMirrorActionType, TcOption,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
@@ -232,10 +232,6 @@ fn circuit_filter_msg(from_ifindex: u32) -> TcMessage {
 /// action mirred egress redirect dev TO`: a circuit.
 pub fn add_circuit(from_ifindex: u32, to_ifindex: u32, what: &str) -> Request {
     let mut m = circuit_filter_msg(from_ifindex);
-    let mut sel = TcU32Selector::default();
-    sel.flags = TcU32SelectorFlags::Terminal;
-    sel.nkeys = 1;
-    sel.keys = vec![TcU32Key::default()]; // mask 0, value 0: matches every packet
     let mut generic = TcActionGeneric::default();
     generic.action = TcActionType::Stolen;
     let mut mirror = TcMirror::default();
@@ -250,7 +246,7 @@ pub fn add_circuit(from_ifindex: u32, to_ifindex: u32, what: &str) -> Request {
     ];
     m.attributes.push(TcAttribute::Kind("u32".into()));
     m.attributes.push(TcAttribute::Options(vec![
-        TcOption::U32(TcFilterU32Option::Selector(sel)),
+        TcOption::U32(TcFilterU32Option::Selector(super::htb::every_packet())),
         TcOption::U32(TcFilterU32Option::Action(vec![action])),
     ]));
     Request::new(

@@ -52,8 +52,7 @@ pub const OCS_PORT_INDEX: u32 = 10;
 
 /// A cable of the fabric, both directions: what `ocslab link down` takes
 /// down.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Cable {
     /// A host's NIC and its ToR's downlink to it.
     HostNic(HostId),
@@ -506,7 +505,6 @@ impl FabricPlan {
         &self.addresses
     }
 
-    /// The route that a circuit to rack `dst` on wavelength w adds to the
     /// The two ends of `cable`, as (namespace index, interface index), or
     /// `None` if the fabric has no such cable.
     pub fn cable_ends(&self, cable: Cable) -> Option<[(usize, u32); 2]> {
@@ -527,6 +525,7 @@ impl FabricPlan {
         }
     }
 
+    /// The route that a circuit to rack `dst` on wavelength w adds to the
     /// table [`OCS_TABLE`] of the sending ToR.
     pub fn circuit_route(&self, dst: u32, w: u32) -> RoutePlan {
         RoutePlan {

@@ -318,7 +318,7 @@ impl Engine {
                             Phase::Fetching if a.id().task.kind == TaskKind::Reduce => format!(
                                 "fetching, {} of {} partitions",
                                 a.partitions_fetched(),
-                                j.spec().maps.len()
+                                j.spec().map_count()
                             ),
                             Phase::Fetching => "reading its input".to_string(),
                             Phase::Computing { since, duration } => {
@@ -333,10 +333,10 @@ impl Engine {
                     j.id().0,
                     j.status(),
                     j.maps_done(),
-                    j.spec().maps.len(),
+                    j.spec().map_count(),
                     j.pending_maps().len(),
                     j.reduces_done(),
-                    j.spec().reduces.len(),
+                    j.spec().reduce_count(),
                     j.pending_reduces().len(),
                     j.reduces_placed(),
                     attempts.join("; ")
