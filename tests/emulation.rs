@@ -296,13 +296,14 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
         emu::replay(&topo, build(&topo), &[coflow], &config("sunflow")).unwrap_or_else(|e| panic!("{e}"));
     let r = &out.outcome.records[0];
     let tc = r.lower_bound.expect("a lower bound").value();
+    let ratio = r.cct.as_secs_f64() / tc.as_secs_f64();
     // T(C) is at the links' nominal rates; over the wire a TCP stream's
-    // payload gets 1448 of every 1514 bytes a shaper lets through.
-    let wire_tc = tc.as_secs_f64() / TCP_PAYLOAD_EFFICIENCY;
-    let ratio = r.cct.as_secs_f64() / wire_tc;
+    // payload gets 1448 of every 1514 bytes a shaper lets through, so
+    // 1/0.956 of this ratio is framing alone.
     eprintln!(
-        "CCT {} T(C) {tc}, {wire_tc:.4}s over the wire; ratio to the wire's bound {ratio:.3}",
-        r.cct
+        "CCT {} T(C) {tc} ratio {ratio:.3} ({:.3} of what the wire allows)",
+        r.cct,
+        ratio * TCP_PAYLOAD_EFFICIENCY
     );
     assert_eq!(out.wire.verified_flows, 2);
     assert_eq!(
@@ -315,8 +316,8 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
         "the crossbar delivered the bytes: {:?}",
         out.wire.fabric
     );
-    assert!(ratio <= 1.10, "CCT / wire T(C) = {ratio:.3}");
-    assert!(r.cct >= tc, "CCT below its lower bound? {} < {tc}", r.cct);
+    assert!(ratio <= 1.10, "CCT / T(C) = {ratio:.3}");
+    assert!(ratio >= 1.0, "CCT below its lower bound? {ratio:.3}");
 }
 
 #[test]
