@@ -232,24 +232,33 @@ fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
 }
 
 #[test]
-fn ocslab_run_refuses_a_link_window_before_building_a_fabric() {
-    use ocslab_scheduler::cli::run::{run as run_emu, RunArgs};
-    let dir = scratch("run-link");
+fn sim_carries_out_a_link_window_and_shuffles_across_it_wait() {
+    // Rack 0's uplink down for twice the unperturbed makespan from the
+    // start: every shuffle that leaves rack 0 waits for it, so the
+    // makespan passes the window's end.
+    let dir = scratch("sim-link");
     let exp = experiment(&dir, "[\"fair\"]");
-    let err = run_emu(RunArgs {
-        experiment: exp,
-        json: false,
-        out: Some(dir.join("out")),
-        run: None,
-        time_limit: 10,
-        transport: "tcp".into(),
-        perturb: vec!["link-down:r0-up@1s+1s".into()],
-        no_unperturbed: false,
-    })
-    .expect_err("links cannot go down under emulation yet");
-    let msg = format!("{err:#}");
-    assert!(msg.contains("perturbations") && msg.contains("link"), "{msg}");
-    assert!(!dir.join("out").exists(), "nothing ran");
+    let makespan = |perturb: Vec<String>, out: &str| {
+        run(SimArgs {
+            experiment: exp.clone(),
+            json: true,
+            out: Some(dir.join(out)),
+            perturb,
+            threads: None,
+            seeds: 1,
+        })
+        .expect("sim runs");
+        summary(&dir.join(out))["schedulers"][0]["makespan_s"]
+            .as_f64()
+            .expect("makespan")
+    };
+    let base = makespan(Vec::new(), "base");
+    let window = (2.0 * base).ceil() as u64;
+    let cut = makespan(vec![format!("link-down:r0-up@0s+{window}s")], "cut");
+    assert!(
+        cut >= window as f64,
+        "{cut} vs {base} without a {window} s window"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 

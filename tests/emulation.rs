@@ -10,6 +10,8 @@
 //!   OCS, with none of its bytes on the EPS uplink;
 //! - the kernel counters give a utilization timeline of every uplink and OCS
 //!   port, and the engine gets them as load samples;
+//! - a link taken down mid-shuffle carries nothing until it is back, and
+//!   the job finishes with every byte verified;
 //! - an agent killed mid-shuffle is detected, its tasks re-run elsewhere and
 //!   the job completes with verified bytes;
 //! - a slow host's agent computes `1 / speed` times longer, and a straggler
@@ -124,6 +126,29 @@ impl TaskPolicy for OneWay {
     }
 }
 
+/// The one-way shuffle [`OneWay`] places: 4 maps with their blocks on
+/// rack 0's two hosts, 2 reduces, 750 kB from every map to every reduce.
+fn one_way_shuffle(topo: &Topology) -> Job {
+    let mut job = shuffle_job(topo, 2, Bytes(750_000));
+    for m in job.maps.iter_mut() {
+        m.replicas = vec![HostId::new(0, 0), HostId::new(0, 1)];
+    }
+    job
+}
+
+/// Runs [`one_way_shuffle`] placed by [`OneWay`] on a fresh tiny lab.
+fn run_one_way(topo: &Topology, cfg: &EmuConfig) -> emu::EmuOutcome {
+    emu::run_jobs(
+        topo,
+        build(topo),
+        vec![one_way_shuffle(topo)],
+        Box::new(OneWay),
+        engine_config(),
+        cfg,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model() {
     if skip("a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model") {
@@ -133,20 +158,8 @@ fn a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model() {
     let topo = topology("tiny");
     // 4 maps on rack 0's two hosts, 2 reduces on rack 1: 4 fetches of 1.5 MB
     // share rack 0's 50 Mbit/s uplink (0.96 s in the fluid model).
-    let mut job = shuffle_job(&topo, 2, Bytes(750_000));
-    for m in job.maps.iter_mut() {
-        m.replicas = vec![HostId::new(0, 0), HostId::new(0, 1)];
-    }
     let cfg = config("fair");
-    let out = emu::run_jobs(
-        &topo,
-        build(&topo),
-        vec![job],
-        Box::new(OneWay),
-        engine_config(),
-        &cfg,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let out = run_one_way(&topo, &cfg);
     let jr = &out.records.jobs[&JobId(1)];
     assert!(jr.finished.is_some(), "the job finished");
     let wire = &out.wire;
@@ -210,10 +223,7 @@ fn real_bytes_give_a_utilization_timeline_and_engine_load_samples() {
     let _alone = alone();
     let topo = topology("tiny");
     // The one-way shuffle of the test above: rack 0's 50 Mbit/s uplink busy for ≈ 1 s.
-    let mut job = shuffle_job(&topo, 2, Bytes(750_000));
-    for m in job.maps.iter_mut() {
-        m.replicas = vec![HostId::new(0, 0), HostId::new(0, 1)];
-    }
+    let job = one_way_shuffle(&topo);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let cfg = EmuConfig {
         load_sample_interval: Some(Nanos::from_millis(200)),
@@ -264,6 +274,73 @@ fn real_bytes_give_a_utilization_timeline_and_engine_load_samples() {
     let seen = seen.lock().expect("samples").clone();
     eprintln!("engine load samples of r0's uplink: {seen:?}");
     assert!(seen.iter().any(|&u| u >= 0.8), "{seen:?}");
+}
+
+/// A link taken down mid-shuffle: rack 0's uplink goes down for 600 ms
+/// while the one-way shuffle (0.96 s in the fluid model) crosses it. The
+/// kernel's byte counter of the uplink stands still through the window
+/// (after what its leaf had queued has left), the flows wait and resume,
+/// and the job finishes with every partition verified.
+#[test]
+fn a_link_down_mid_shuffle_stops_its_bytes_and_the_job_finishes_verified() {
+    if skip("a_link_down_mid_shuffle_stops_its_bytes_and_the_job_finishes_verified") {
+        return;
+    }
+    let _alone = alone();
+    let topo = topology("tiny");
+    let (down_at, length) = (Nanos::from_millis(400), Nanos::from_millis(600));
+    let back_at = down_at + length;
+    let spec = format!(
+        "link-down:r0-up@{}ms+{}ms",
+        down_at.0 / 1_000_000,
+        length.0 / 1_000_000
+    );
+    let mut cfg = EmuConfig {
+        load_sample_interval: Some(Nanos::from_millis(50)),
+        ..config("fair")
+    };
+    cfg.perturbations = Timeline::of(&[Perturbation::parse_cli(&spec, &topo).expect("valid")]);
+    let out = run_one_way(&topo, &cfg);
+    assert_eq!(out.perturbations.cable_changes, 2, "{:?}", out.perturbations);
+    let job = &out.records.jobs[&JobId(1)];
+    let finished = job.finished.expect("the job finished");
+    assert!(finished > back_at, "the shuffle outlived the window: {finished}");
+    assert!(
+        out.records.tasks.iter().all(|t| t.outcome == Outcome::Finished),
+        "nothing was lost or re-run"
+    );
+    assert_eq!(out.wire.corrupt_flows, 0);
+    assert!(
+        out.wire.flows.iter().all(|f| f.verified),
+        "every partition verified"
+    );
+    let up0 = &out.wire.links[0];
+    assert_eq!(up0.name, "r0 EPS uplink");
+    eprintln!("r0 uplink samples: {:?}", up0.samples);
+    let mut prev = Nanos::ZERO;
+    let (mut before, mut during, mut after) = (Vec::new(), Vec::new(), Vec::new());
+    for &(t, u) in &up0.samples {
+        // Only intervals wholly inside a phase; the leaf's queue (at most
+        // 50 ms of the uplink's rate) drains after the filter goes in.
+        if t <= down_at {
+            before.push(u);
+        } else if prev >= down_at + Nanos::from_millis(60) && t <= back_at {
+            during.push(u);
+        } else if prev >= back_at {
+            after.push(u);
+        }
+        prev = t;
+    }
+    assert!(
+        before.iter().any(|&u| u >= 0.8),
+        "the shuffle filled the uplink first: {before:?}"
+    );
+    assert!(during.len() >= 8, "samples in the window: {during:?}");
+    assert!(
+        during.iter().all(|&u| u == 0.0),
+        "bytes crossed a link that was down: {during:?}"
+    );
+    assert!(after.iter().any(|&u| u > 0.0), "the flows resumed: {after:?}");
 }
 
 fn elephant(id: u64, src: HostId, dst: HostId, bytes: u64) -> FlowSpec {

@@ -10,7 +10,7 @@ use crate::engine::Engine;
 use crate::experiment::{Experiment, NetworkKind};
 use crate::metrics::{extra_makespan, RunMetrics};
 use crate::net::FluidNetwork;
-use crate::perturb::Timeline;
+use crate::perturb::{Action, Timeline};
 use crate::policy;
 use crate::sim::{FixedRateNetwork, SimOutcome, Simulation};
 use ocslab_emulator::Nanos;
@@ -33,11 +33,7 @@ pub struct SchedulerMetrics {
     pub extra_makespan_s: Option<f64>,
 }
 
-fn simulate(
-    exp: &Experiment,
-    name: &str,
-    events: Vec<(Nanos, crate::engine::Event)>,
-) -> Result<SimOutcome, String> {
+fn simulate(exp: &Experiment, name: &str, actions: &[(Nanos, Action)]) -> Result<SimOutcome, String> {
     let jobs = exp.jobs().map_err(|e| e.to_string())?;
     let policy = policy::by_name(name, exp.scheduler_params.get(name)).map_err(|e| e.to_string())?;
     let mut config = exp.engine.clone();
@@ -47,14 +43,14 @@ fn simulate(
         NetworkKind::Fluid => {
             let net = FluidNetwork::new(&exp.topology, &exp.coflow_scheduler).map_err(|e| e.to_string())?;
             Simulation::new(engine, net, exp.sim.clone())
-                .with_events(events)
-                .run(|_, _| {})
+                .with_perturbations(actions)
+                .and_then(|s| s.run(|_, _| {}))
         }
         NetworkKind::Uncontended => {
             let net = FixedRateNetwork::for_topology(&exp.topology);
             Simulation::new(engine, net, exp.sim.clone())
-                .with_events(events)
-                .run(|_, _| {})
+                .with_perturbations(actions)
+                .and_then(|s| s.run(|_, _| {}))
         }
     };
     out.map_err(|e| e.to_string())
@@ -63,18 +59,17 @@ fn simulate(
 /// Runs every task scheduler of `exp`.
 pub fn run(exp: &Experiment) -> Result<Vec<SchedulerMetrics>, String> {
     let timeline = Timeline::of(&exp.perturbations);
-    let events = timeline.engine_only()?;
     let slots = match exp.engine.slots {
         crate::engine::SlotConfig::Shared => "shared".to_string(),
         crate::engine::SlotConfig::Split { map, reduce } => format!("{map}:{reduce}"),
     };
     let mut rows = Vec::new();
     for name in &exp.task_schedulers {
-        let out = simulate(exp, name, events.clone())?;
-        let (unperturbed, extra) = if events.is_empty() {
+        let out = simulate(exp, name, &timeline.actions)?;
+        let (unperturbed, extra) = if timeline.actions.is_empty() {
             (None, None)
         } else {
-            let base = simulate(exp, name, Vec::new())?;
+            let base = simulate(exp, name, &[])?;
             (
                 crate::metrics::makespan(&base.records).map(|m| m.as_secs_f64()),
                 extra_makespan(&base.records, &out.records),

@@ -38,13 +38,14 @@
 //! Both drivers read a [`Timeline`]: a list of timed [`Action`]s plus the
 //! speeds that hold for the whole run. The simulation driver feeds each
 //! action's [`Action::engine_event`] to the engine at its time (a host's
-//! speed changes, a host dies and comes back); link actions need a network
-//! model that can take links down, and the simulator refuses them until it
-//! has one ([`Timeline::engine_only`]). The emulation driver carries the
-//! actions out for real — slows the host's agent, kills its process and
-//! restarts it, takes the veth or OCS port down — and lets the engine learn
-//! of them the way it would in a real cluster (a lost agent connection is a
-//! `HostDead`).
+//! speed changes, a host dies and comes back) and has its network model
+//! take links down and bring them back (flows across a down link wait).
+//! The emulation driver carries the actions out for real — slows the
+//! host's agent, kills its process and restarts it, takes the veth or OCS
+//! port down — and lets the engine learn of them the way it would in a
+//! real cluster (a lost agent connection is a `HostDead`). Neither driver
+//! tells the engine or the coflow policy that a link is down: flows across
+//! it wait, as TCP flows across a dead cable stall.
 
 use crate::engine::{EngineConfig, Event, Link};
 use crate::{HostId, Nanos, Topology};
@@ -463,22 +464,6 @@ impl Timeline {
             config.host_speed.insert(*h, *s);
         }
     }
-
-    /// The engine events a simulation feeds, or an error naming the first
-    /// action the simulator cannot carry out (link windows).
-    pub fn engine_only(&self) -> Result<Vec<(Nanos, Event)>, String> {
-        self.actions
-            .iter()
-            .map(|(at, a)| {
-                a.engine_event().map(|e| (*at, e)).ok_or_else(|| {
-                    format!(
-                        "{a} at {at}: the simulator's network models cannot take links down yet; \
-                         drop the link-down perturbation"
-                    )
-                })
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -552,8 +537,19 @@ mod tests {
         let mut c = EngineConfig::default();
         tl.apply_base(&mut c);
         assert_eq!(c.host_speed.get(&h), Some(&0.5));
-        assert_eq!(tl.engine_only().map(|e| e.len()), Ok(4));
-        let link = Timeline::of(&[Perturbation::parse_cli("link-down:r0-up@1s+1s", &t).expect("valid")]);
-        assert!(link.engine_only().is_err());
+        assert!(tl.actions.iter().all(|(_, a)| a.engine_event().is_some()));
+        // A window on an uplink is both of its directions, down then up.
+        let link = Timeline::of(&[Perturbation::parse_cli("link-down:r0-up@1s+2s", &t).expect("valid")]);
+        let set = |link, up| Action::SetLink { link, up };
+        assert_eq!(
+            link.actions,
+            vec![
+                (Nanos(S), set(Link::RackUp(0), false)),
+                (Nanos(S), set(Link::RackDown(0), false)),
+                (Nanos(3 * S), set(Link::RackUp(0), true)),
+                (Nanos(3 * S), set(Link::RackDown(0), true)),
+            ]
+        );
+        assert!(link.actions.iter().all(|(_, a)| a.engine_event().is_none()));
     }
 }

@@ -14,7 +14,7 @@
 //! Perturbations ([`PerturbPlan`]) are carried out here at their times: an
 //! agent slowed (`set_speed`, then the engine's retimes), killed by its pid,
 //! restarted once its death was declared and fed back to the engine when it
-//! rejoins.
+//! rejoins, and cables taken down and brought back (`Fabric::set_cable`).
 
 use super::lab::Lab;
 use super::metrics::{FabricBytes, WireFlow, WireReport};
@@ -101,7 +101,7 @@ impl<'a> Driver<'a> {
         let (_, sample_rx) = tmpsc::unbounded_channel();
         let util = UtilizationRecorder::new(&topo);
         let ocs = lab.ocs().map(|o| OcsWorker::start(o, tx));
-        let perturb = PerturbPlan::new(&cfg.perturbations).map_err(|e| EmuError::Setup(e.to_string()))?;
+        let perturb = PerturbPlan::new(&cfg.perturbations);
         Ok(Driver {
             lab,
             topo,
@@ -143,7 +143,18 @@ impl<'a> Driver<'a> {
     }
 
     /// Runs until every job (or coflow) is done; returns what was measured.
+    /// Cables a link window left down come back up however the run ends, so
+    /// a lab the run attached to is left as it was found.
     pub(super) async fn run(&mut self) -> Result<WireReport, EmuError> {
+        let out = self.run_to_end().await;
+        let restore = self.perturb.restore();
+        let restored = self.carry_steps(self.now(), restore);
+        let report = out?;
+        restored?;
+        Ok(report)
+    }
+
+    async fn run_to_end(&mut self) -> Result<WireReport, EmuError> {
         let wall = std::time::Instant::now();
         let before = self.lab.counters()?;
         self.t0 = clock::now();
@@ -552,6 +563,10 @@ impl<'a> Driver<'a> {
                 Step::Restart(host) => {
                     tracing::warn!(%host, "perturbation: restarting the agent");
                     self.lab.restart_agent(host)?;
+                }
+                Step::Cable { cable, up } => {
+                    tracing::warn!(%cable, "perturbation: link {}", if up { "up" } else { "down" });
+                    self.lab.fabric().set_cable(cable, up)?;
                 }
             }
         }

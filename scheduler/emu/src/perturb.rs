@@ -9,15 +9,23 @@
 //! | `SetSpeed` (a straggler window begins or ends) | `set_speed` to the agent, then `Event::HostSpeed` to the engine, whose `Retime`s move the running computes (`retime_task`) |
 //! | `KillAgent` | SIGKILL of the agent process the lab started; the engine learns of it as a real cluster would, by the heartbeat deadline (`HostDead`) |
 //! | `RestartAgent` | the same agent started again with the run's credentials, once its death was declared; when it has joined, `Event::HostAlive` and its current speed |
-//! | `SetLink` | refused: not carried out yet (the fabric can: `Fabric::set_cable`) |
+//! | `SetLink` | the link's cable ([`cable_of`]) taken down or brought back with `Fabric::set_cable`; the engine is not told: flows across it stall and TCP retransmits until it is back, as in a real cluster whose scheduler does not see link state |
 //!
 //! The agent's speed applies to compute phases that begin after it; the
 //! engine's `Retime`s cover the ones already running, so no compute is
 //! stretched twice.
+//!
+//! A cable is down while any link of it is in a window: an uplink's two
+//! directions (one perturbation, two timeline links) are one cable, and
+//! overlapping windows on one cable bring it back only when the last one
+//! ends. Whatever is still down when the run ends is brought back
+//! ([`PerturbPlan::restore`]), so a lab the run attached to is left as it
+//! was found.
 
 use ocslab_agent::protocol::{Command, Speed};
-use ocslab_core::engine::Event;
+use ocslab_core::engine::{Event, Link};
 use ocslab_core::perturb::{Action, Timeline};
+use ocslab_emulator::fabric::plan::Cable;
 use ocslab_emulator::{HostId, Nanos};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -37,6 +45,23 @@ pub enum Step {
     Kill(HostId),
     /// Start the host's agent again (it rejoins with the run's credentials).
     Restart(HostId),
+    /// Take a cable of the fabric down, or bring it back.
+    Cable {
+        /// The cable.
+        cable: Cable,
+        /// Back up (`true`) or down.
+        up: bool,
+    },
+}
+
+/// The fabric cable that carries `link` (both directions of a host's NIC
+/// or of a rack's uplink are one cable).
+pub fn cable_of(link: Link) -> Cable {
+    match link {
+        Link::HostUp(h) | Link::HostDown(h) => Cable::HostNic(h),
+        Link::RackUp(r) | Link::RackDown(r) => Cable::Uplink(r),
+        Link::OcsPort { rack, port } => Cable::OcsPort { rack, port },
+    }
 }
 
 /// Counts of what was carried out, for the report.
@@ -50,6 +75,8 @@ pub struct PerturbCounts {
     pub restarts: u32,
     /// Restarted agents that rejoined.
     pub rejoined: u32,
+    /// Cables taken down or brought back.
+    pub cable_changes: u32,
 }
 
 /// The timed perturbations of one emulated run.
@@ -64,17 +91,11 @@ pub struct PerturbPlan {
     restart_when_dead: BTreeSet<HostId>,
     /// Restarted, not yet rejoined.
     restarting: BTreeSet<HostId>,
+    /// Open link-down windows per link.
+    windows: BTreeMap<Link, u32>,
+    /// Cables down now.
+    cables_down: BTreeSet<Cable>,
     counts: PerturbCounts,
-}
-
-/// Why a timeline cannot run under emulation.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{action} at {at}: the emulation driver does not carry out link windows yet (a running lab can: `ocslab link down`); drop the link-down perturbation")]
-pub struct Unsupported {
-    /// The action as printed.
-    pub action: String,
-    /// Its time.
-    pub at: Nanos,
 }
 
 fn speed_of(factor: f64) -> Speed {
@@ -83,24 +104,14 @@ fn speed_of(factor: f64) -> Speed {
 }
 
 impl PerturbPlan {
-    /// The plan of `timeline`, or the first action emulation cannot carry out.
-    pub fn new(timeline: &Timeline) -> Result<PerturbPlan, Unsupported> {
-        if let Some((at, a)) = timeline
-            .actions
-            .iter()
-            .find(|(_, a)| matches!(a, Action::SetLink { .. }))
-        {
-            return Err(Unsupported {
-                action: a.to_string(),
-                at: *at,
-            });
-        }
-        Ok(PerturbPlan {
+    /// The plan of `timeline`.
+    pub fn new(timeline: &Timeline) -> PerturbPlan {
+        PerturbPlan {
             pending: timeline.actions.iter().cloned().collect(),
             speed: timeline.base_speed.clone(),
             base: timeline.base_speed.clone(),
             ..PerturbPlan::default()
-        })
+        }
     }
 
     /// What to do once every agent has joined: the whole-run speeds (the
@@ -158,9 +169,39 @@ impl PerturbPlan {
                         steps.extend(self.restart(host));
                     }
                 }
-                Action::SetLink { .. } => {} // refused in `new`
+                Action::SetLink { link, up } => steps.extend(self.set_link(link, up)),
             }
         }
+        steps
+    }
+
+    /// A window on `link` opens (`up == false`) or closes: its cable
+    /// changes state when the first window on it opens or the last closes.
+    fn set_link(&mut self, link: Link, up: bool) -> Option<Step> {
+        let open = self.windows.entry(link).or_default();
+        *open = if up { open.saturating_sub(1) } else { *open + 1 };
+        let cable = cable_of(link);
+        let down = self.windows.iter().any(|(l, n)| *n > 0 && cable_of(*l) == cable);
+        if down == self.cables_down.contains(&cable) {
+            return None;
+        }
+        if down {
+            self.cables_down.insert(cable);
+        } else {
+            self.cables_down.remove(&cable);
+        }
+        self.counts.cable_changes += 1;
+        Some(Step::Cable { cable, up: !down })
+    }
+
+    /// The run is over: every cable still down comes back up.
+    pub fn restore(&mut self) -> Vec<Step> {
+        self.windows.clear();
+        let steps: Vec<Step> = std::mem::take(&mut self.cables_down)
+            .into_iter()
+            .map(|cable| Step::Cable { cable, up: true })
+            .collect();
+        self.counts.cable_changes += steps.len() as u32;
         steps
     }
 
@@ -232,7 +273,7 @@ mod tests {
             .iter()
             .map(|s| Perturbation::parse_cli(s, &t).expect("valid"))
             .collect();
-        PerturbPlan::new(&Timeline::of(&ps)).expect("emulable")
+        PerturbPlan::new(&Timeline::of(&ps))
     }
 
     #[test]
@@ -309,15 +350,43 @@ mod tests {
     }
 
     #[test]
-    fn a_restart_after_the_declared_death_is_immediate_and_links_are_refused() {
+    fn a_restart_after_the_declared_death_is_immediate() {
         let h = HostId::new(0, 0);
         let mut p = plan(&["kill:r0h0@1s+5s"]);
         assert_eq!(p.due(Nanos(S)), vec![Step::Kill(h)]);
         assert!(p.host_dead(h).is_empty(), "no restart due yet");
         assert_eq!(p.due(Nanos(6 * S)), vec![Step::Restart(h)]);
-        let t = topo(2, 2, 2);
-        let link = Timeline::of(&[Perturbation::parse_cli("link-down:r0-up@1s+1s", &t).expect("valid")]);
-        let e = PerturbPlan::new(&link).expect_err("links are not emulated");
-        assert!(e.to_string().contains("link"), "{e}");
+    }
+
+    #[test]
+    fn a_cable_goes_down_once_per_window_and_comes_back_when_the_last_window_closes() {
+        let up = Cable::Uplink(0);
+        // Two overlapping windows on rack 0's uplink (each is both of its
+        // directions), one on a host NIC.
+        let mut p = plan(&[
+            "link-down:r0-up@1s+4s",
+            "link-down:r0-up@2s+1s",
+            "link-down:r1h0-nic@2s+10s",
+        ]);
+        assert_eq!(p.due(Nanos(S)), vec![Step::Cable { cable: up, up: false }]);
+        assert_eq!(
+            p.due(Nanos(2 * S)),
+            vec![Step::Cable {
+                cable: Cable::HostNic(HostId::new(1, 0)),
+                up: false
+            }]
+        );
+        assert!(p.due(Nanos(3 * S)).is_empty(), "the first window is still open");
+        assert_eq!(p.due(Nanos(5 * S)), vec![Step::Cable { cable: up, up: true }]);
+        // The run ends inside the NIC's window: it comes back.
+        assert_eq!(
+            p.restore(),
+            vec![Step::Cable {
+                cable: Cable::HostNic(HostId::new(1, 0)),
+                up: true
+            }]
+        );
+        assert!(p.restore().is_empty());
+        assert_eq!(p.counts().cable_changes, 4);
     }
 }

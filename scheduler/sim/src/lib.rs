@@ -28,7 +28,8 @@ pub use fixed_rate::FixedRateNetwork;
 pub use network::NetworkModel;
 
 use crate::net::{NetEvent, NetStats, NetTimeline};
-use ocslab_core::engine::{AttemptId, Command, Engine, Event, Records};
+use ocslab_core::engine::{AttemptId, Command, Engine, Event, Link, Records};
+use ocslab_core::perturb::Action;
 use ocslab_core::{HostId, Nanos};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -131,6 +132,20 @@ pub struct SimProgress {
     pub bytes: ocslab_core::Bytes,
 }
 
+/// A perturbation as the driver carries it out.
+#[derive(Clone, Debug)]
+enum External {
+    /// Fed to the engine.
+    Event(Event),
+    /// Done to the network model.
+    Link {
+        /// The link.
+        link: Link,
+        /// Up or down.
+        up: bool,
+    },
+}
+
 /// A simulation: an engine, a network model and the timer heap.
 pub struct Simulation<N: NetworkModel> {
     engine: Engine,
@@ -140,8 +155,8 @@ pub struct Simulation<N: NetworkModel> {
     /// The live timer (sequence number) of each computing attempt; a timer
     /// superseded by [`Command::Retime`] is dropped when it comes up.
     live_timer: BTreeMap<AttemptId, u64>,
-    /// Events from outside the cluster (perturbations), by time.
-    external: VecDeque<(Nanos, Event)>,
+    /// Perturbations, by time.
+    external: VecDeque<(Nanos, External)>,
     seq: u64,
     events: u64,
     flows: u64,
@@ -172,14 +187,32 @@ impl<N: NetworkModel> Simulation<N> {
         }
     }
 
-    /// Adds events that come from outside the cluster at given times (host
-    /// speed changes, hosts dying and coming back: see
-    /// [`ocslab_core::perturb::Timeline`]); each is fed to the engine at its time.
-    pub fn with_events(mut self, events: impl IntoIterator<Item = (Nanos, Event)>) -> Simulation<N> {
-        let mut all: Vec<(Nanos, Event)> = self.external.drain(..).chain(events).collect();
+    /// Adds a run's perturbations (the actions of an
+    /// [`ocslab_core::perturb::Timeline`]): host speed changes and hosts
+    /// dying and coming back are fed to the engine at their times, links go
+    /// down and come back in the network model
+    /// ([`NetworkModel::set_link`]). Fails if there is a link window and the
+    /// network model has no links to take down.
+    pub fn with_perturbations(mut self, actions: &[(Nanos, Action)]) -> Result<Simulation<N>, SimError> {
+        let mut all: Vec<(Nanos, External)> = self.external.drain(..).collect();
+        for (at, action) in actions {
+            let external = match (action.engine_event(), action) {
+                (Some(event), _) => External::Event(event),
+                (None, Action::SetLink { link, up }) if self.net.takes_links_down() => {
+                    External::Link { link: *link, up: *up }
+                }
+                _ => {
+                    return Err(SimError::Network(format!(
+                        "{action} at {at}: this network model has no links to take down; \
+                         use the fluid model (`network = \"fluid\"`)"
+                    )))
+                }
+            };
+            all.push((*at, external));
+        }
         all.sort_by_key(|(t, _)| *t);
         self.external = all.into();
-        self
+        Ok(self)
     }
 
     /// Runs to the end. `progress(done, total)` is called as jobs finish.
@@ -312,8 +345,10 @@ impl<N: NetworkModel> Simulation<N> {
             );
         }
         while self.external.front().is_some_and(|(at, _)| *at <= t) {
-            if let Some((at, event)) = self.external.pop_front() {
-                self.feed(at, event, t);
+            match self.external.pop_front() {
+                Some((at, External::Event(event))) => self.feed(at, event, t),
+                Some((_, External::Link { link, up })) => self.net.set_link(t, link, up),
+                None => break,
             }
         }
         if self.engine.next_wakeup().is_some_and(|w| w <= t) {

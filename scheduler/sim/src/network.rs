@@ -30,6 +30,14 @@ pub trait NetworkModel {
     }
     /// Solves what [`NetworkModel::advance_unsettled`] left unsolved.
     fn settle(&mut self) {}
+    /// Whether [`NetworkModel::set_link`] takes links down.
+    fn takes_links_down(&self) -> bool {
+        false
+    }
+    /// Takes `link` down or brings it back at `now` (the time of the last
+    /// advance): while it is down, flows whose route crosses it wait. A
+    /// model without links ignores it ([`NetworkModel::takes_links_down`]).
+    fn set_link(&mut self, _now: Nanos, _link: Link, _up: bool) {}
     /// Totals so far.
     fn stats(&self) -> &NetStats;
     /// Current utilization of the links the model tracks (empty: the
@@ -64,6 +72,19 @@ impl NetworkModel for FluidNetwork {
     }
     fn add_flows_unsettled(&mut self, now: Nanos, flows: &[FlowSpec]) {
         FluidNetwork::add_flows_unsettled(self, now, flows)
+    }
+    fn takes_links_down(&self) -> bool {
+        true
+    }
+    fn set_link(&mut self, now: Nanos, link: Link, up: bool) {
+        let kind = match link {
+            Link::HostUp(h) => LinkKind::HostUp(h),
+            Link::HostDown(h) => LinkKind::HostDown(h),
+            Link::RackUp(r) => LinkKind::TorUp(r),
+            Link::RackDown(r) => LinkKind::TorDown(r),
+            Link::OcsPort { rack, port } => LinkKind::OcsPort { rack, port },
+        };
+        FluidNetwork::set_link(self, now, kind, up)
     }
     fn stats(&self) -> &NetStats {
         FluidNetwork::stats(self)

@@ -43,7 +43,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = ["tcp", "quic"], default_value = "tcp")]
     pub transport: String,
     /// Add a perturbation (repeatable), carried out for real: speed:HOST:S,
-    /// straggler:HOST:S@AT+FOR, kill:HOST@AT+DOWN (see `ocslab sim --help`).
+    /// straggler:HOST:S@AT+FOR, kill:HOST@AT+DOWN, link-down:LINK@AT+FOR
+    /// (LINK: rR-up, rRhH-nic or rR-ocsP; see `ocslab sim --help`).
     #[arg(long = "perturb", value_name = "SPEC")]
     pub perturb: Vec<String>,
     /// With timed perturbations, do not run each scheduler a second time

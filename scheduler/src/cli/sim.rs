@@ -26,7 +26,8 @@ pub struct SimArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Add a perturbation (repeatable): speed:HOST:S, straggler:HOST:S@AT+FOR,
-    /// kill:HOST@AT+DOWN, link-down:LINK@AT+FOR (see `ocslab_scheduler::perturb`).
+    /// kill:HOST@AT+DOWN, link-down:LINK@AT+FOR (LINK: rR-up, rRhH-nic or
+    /// rR-ocsP; flows across it wait; see `ocslab_scheduler::perturb`).
     #[arg(long = "perturb", value_name = "SPEC")]
     pub perturb: Vec<String>,
     /// Task schedulers simulated at once, each on its own thread (default:

@@ -50,9 +50,6 @@ pub enum RunError {
         /// What failed.
         source: EmuError,
     },
-    /// A perturbation emulation cannot carry out (a link window).
-    #[error("perturbations: {0}")]
-    Perturbation(String),
     /// The results folder could not be written.
     #[error("writing results to {dir}: {why}")]
     Results {
@@ -208,20 +205,18 @@ pub fn summarize_emu(o: &EmuOutcome) -> SchedulerSummary {
 
 /// The emulation settings and engine configuration of `exp`'s runs, from
 /// `cfg`: the experiment's coflow scheduler, seed and load-sample
-/// interval, its perturbations (refused here, before any fabric is built,
-/// if emulation cannot carry them out), whole-run speeds in the engine.
-pub fn prepare(exp: &Experiment, cfg: &EmuConfig) -> Result<(EmuConfig, EngineConfig), RunError> {
+/// interval, its perturbations, whole-run speeds in the engine.
+pub fn prepare(exp: &Experiment, cfg: &EmuConfig) -> (EmuConfig, EngineConfig) {
     let mut cfg = cfg
         .clone()
         .with_experiment_load_samples(exp.sim.load_sample_interval);
     cfg.coflow_policy = exp.coflow_scheduler.clone();
     cfg.seed = exp.seed;
     let timeline = Timeline::of(&exp.perturbations);
-    super::perturb::PerturbPlan::new(&timeline).map_err(|e| RunError::Perturbation(e.to_string()))?;
     cfg.perturbations = timeline.clone();
     let mut engine = exp.engine.clone();
     timeline.apply_base(&mut engine);
-    Ok((cfg, engine))
+    (cfg, engine)
 }
 
 /// Runs task scheduler `name` of `exp` on `jobs` with real bytes, with the
@@ -238,7 +233,7 @@ pub fn run_scheduler(
     jobs: Vec<Job>,
     unperturbed: bool,
 ) -> Result<SchedulerRun, RunError> {
-    let (cfg, engine) = prepare(exp, cfg)?;
+    let (cfg, engine) = prepare(exp, cfg);
     let failed = |source: EmuError| RunError::Emu {
         scheduler: name.to_string(),
         source,

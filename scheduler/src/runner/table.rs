@@ -120,13 +120,14 @@ fn perturbations(out: &mut impl Write, runs: &[SchedulerRun]) -> std::io::Result
         let c = p.carried_out;
         writeln!(
             out,
-            "  {name}: {} kills, {} restarts ({} rejoined), {} speed changes; dead: [{}]; \
+            "  {name}: {} kills, {} restarts ({} rejoined), {} speed changes, {} cable changes; dead: [{}]; \
              {} attempts lost, {} tasks re-run, {:.1} MB moved again, {:.1} MB wasted, {} flows cut; \
              {}/{} jobs done, {}",
             c.kills,
             c.restarts,
             c.rejoined,
             c.speed_changes,
+            c.cable_changes,
             p.dead_hosts.join(", "),
             p.attempts_lost,
             p.tasks_rerun,

@@ -24,15 +24,13 @@ pub enum RunError {
     /// The simulation could not finish.
     #[error(transparent)]
     Sim(#[from] SimError),
-    /// A perturbation the simulator cannot carry out (a link window).
-    #[error("perturbations: {0}")]
-    Perturbation(String),
 }
 
 /// Simulates `jobs` under task scheduler `scheduler` with the experiment's
 /// topology, network model, coflow scheduler and engine settings, and its
 /// perturbations ([`crate::perturb::Timeline`]: whole-run host speeds set
-/// into the engine, timed speed changes and agent deaths fed as events).
+/// into the engine, timed speed changes and agent deaths fed as events,
+/// link windows carried out by the network model).
 /// `progress(done, total)` is called as jobs finish.
 pub fn run_scheduler(
     exp: &Experiment,
@@ -53,7 +51,6 @@ pub fn run_scheduler_with(
 ) -> Result<SimOutcome, RunError> {
     let policy = exp.policy(scheduler)?;
     let timeline = crate::perturb::Timeline::of(&exp.perturbations);
-    let events = timeline.engine_only().map_err(RunError::Perturbation)?;
     let mut config = exp.engine.clone();
     timeline.apply_base(&mut config);
     let engine = Engine::new(&exp.topology, jobs, policy, config)?;
@@ -63,13 +60,13 @@ pub fn run_scheduler_with(
                 .map_err(|e| SimError::Network(format!("{e:#}")))?
                 .with_completion_quantum(exp.sim.quantum);
             Simulation::new(engine, net, exp.sim.clone())
-                .with_events(events.clone())
+                .with_perturbations(&timeline.actions)?
                 .run_with(progress)?
         }
         NetworkKind::Uncontended => {
             let net = FixedRateNetwork::for_topology(&exp.topology);
             Simulation::new(engine, net, exp.sim.clone())
-                .with_events(events.clone())
+                .with_perturbations(&timeline.actions)?
                 .run_with(progress)?
         }
     };

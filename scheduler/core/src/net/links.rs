@@ -204,6 +204,22 @@ impl LinkMap {
         l
     }
 
+    /// The id of link `kind`, if the fabric has it (the inverse of [`LinkMap::kind`]).
+    pub fn id(&self, kind: LinkKind) -> Option<LinkId> {
+        let (h, r) = (self.hosts(), self.racks);
+        let has = |x: HostId| x.rack < r && x.host < self.hosts_per_rack;
+        match kind {
+            LinkKind::HostUp(x) if has(x) => Some(self.host_up(x)),
+            LinkKind::HostDown(x) if has(x) => Some(self.host_down(x)),
+            LinkKind::TorUp(k) if k < r => Some(2 * h + k),
+            LinkKind::TorDown(k) if k < r => Some(2 * h + r + k),
+            LinkKind::OcsPort { rack, port } if rack < r && port < self.ports => {
+                Some(self.ocs_port(rack, port))
+            }
+            _ => None,
+        }
+    }
+
     /// What link `id` is.
     pub fn kind(&self, id: LinkId) -> Option<LinkKind> {
         let (h, r, p) = (self.hosts(), self.racks, self.ports);
@@ -265,5 +281,28 @@ impl HostPairs {
             _ => false,
         };
         through_tors.then_some((i, j))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Topology;
+
+    #[test]
+    fn every_link_id_names_a_kind_and_back() {
+        let t = Topology::builder("t", 3, 2)
+            .ocs(2, crate::Bps(1_000_000_000), crate::Nanos(1000), crate::Bytes(1))
+            .simulation_only()
+            .build()
+            .expect("valid");
+        let map = LinkMap::new(&FabricParams::from(&t));
+        for id in 0..map.len() as LinkId {
+            let kind = map.kind(id).expect("a link");
+            assert_eq!(map.id(kind), Some(id), "{kind:?}");
+        }
+        assert_eq!(map.id(LinkKind::TorUp(3)), None);
+        assert_eq!(map.id(LinkKind::OcsPort { rack: 0, port: 2 }), None);
+        assert_eq!(map.id(LinkKind::HostUp(HostId::new(0, 2))), None);
     }
 }

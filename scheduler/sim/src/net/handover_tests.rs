@@ -14,7 +14,7 @@ use ocslab_core::{Bps, Bytes, HostId, Nanos};
 
 /// Three racks of one host; EPS uplinks 1 MB/s, one OCS port per rack at
 /// 5 MB/s, δ = 10 ms; hosts (10 MB/s) never limit.
-fn fabric() -> FabricParams {
+pub(super) fn fabric() -> FabricParams {
     FabricParams {
         racks: 3,
         hosts_per_rack: 1,
@@ -66,7 +66,7 @@ impl CoflowPolicy for EpsThenCircuit {
     }
 }
 
-fn flow(id: u64, src_rack: u32, dst_rack: u32, bytes: u64) -> FlowSpec {
+pub(super) fn flow(id: u64, src_rack: u32, dst_rack: u32, bytes: u64) -> FlowSpec {
     FlowSpec {
         id: FlowId(id),
         coflow: CoflowId(id),
@@ -109,7 +109,7 @@ pub(super) fn link_bytes(net: &FluidNetwork, link: LinkKind) -> f64 {
     net.timeline(net.now()).links[i].bytes
 }
 
-fn ms(x: u64) -> Nanos {
+pub(super) fn ms(x: u64) -> Nanos {
     Nanos::from_millis(x)
 }
 

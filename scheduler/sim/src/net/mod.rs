@@ -29,6 +29,8 @@ mod freeze_log;
 mod handover_tests;
 pub mod levels;
 #[cfg(test)]
+mod link_down_tests;
+#[cfg(test)]
 mod rotor_tests;
 pub use ocslab_core::net::{fasthash, links, maxmin};
 mod network;

@@ -2,9 +2,8 @@
 //! bring it back ([`Fabric::set_cable`]).
 
 use super::attach;
-use crate::engine::Link;
+use crate::emu::perturb::cable_of;
 use anyhow::{anyhow, Result};
-use ocslab_emulator::fabric::plan::Cable;
 use ocslab_emulator::fabric::RunId;
 use std::process::ExitCode;
 
@@ -56,15 +55,10 @@ pub fn link(c: LinkCommand) -> Result<ExitCode> {
     };
     let f = attach(a.run)?;
     let links = crate::perturb::parse_link(f.topology(), &a.link).map_err(|e| anyhow!("{e}"))?;
-    let cable = match links.first() {
-        Some(Link::HostUp(h) | Link::HostDown(h)) => Cable::HostNic(*h),
-        Some(Link::RackUp(r) | Link::RackDown(r)) => Cable::Uplink(*r),
-        Some(Link::OcsPort { rack, port }) => Cable::OcsPort {
-            rack: *rack,
-            port: *port,
-        },
-        None => return Err(anyhow!("{:?} names no link", a.link)),
-    };
+    let cable = links
+        .first()
+        .map(|l| cable_of(*l))
+        .ok_or_else(|| anyhow!("{:?} names no link", a.link))?;
     let was_down = f.set_cable(cable, up)?;
     let change = LinkChange {
         run: f.run_id(),

@@ -4,8 +4,9 @@
 //! without a CPU straggler.
 
 use super::support::{job, simulate, topo, S};
-use crate::engine::{EngineConfig, Event};
+use crate::engine::EngineConfig;
 use crate::engine::{Outcome, TaskRecord};
+use crate::perturb::Action;
 use crate::policy::by_name;
 use crate::policy::esplash::levels::{group, levels};
 use crate::policy::esplash::*;
@@ -73,7 +74,7 @@ fn default_estimates_follow_eqs_5_1_and_5_2() {
 
 /// r0h0 at speed 0.25 (level 1), r0h1 at 0.5 (level 2), r0h2 and r0h3 at
 /// 1 (level 3); two slots each; two jobs of 16 maps of 4 s, 2 reduces.
-fn heterogeneous(policy: &str, events: Vec<(Nanos, Event)>) -> SimOutcome {
+fn heterogeneous(policy: &str, actions: &[(Nanos, Action)]) -> SimOutcome {
     let t = topo(1, 4, 2);
     let home = HostId::new(0, 0);
     let jobs = vec![
@@ -86,7 +87,7 @@ fn heterogeneous(policy: &str, events: Vec<(Nanos, Event)>) -> SimOutcome {
     };
     config.host_speed.insert(HostId::new(0, 0), 0.25);
     config.host_speed.insert(HostId::new(0, 1), 0.5);
-    simulate(&t, jobs, by_name(policy, None).expect("policy"), config, events)
+    simulate(&t, jobs, by_name(policy, None).expect("policy"), config, actions)
 }
 
 fn copies(out: &SimOutcome) -> Vec<&TaskRecord> {
@@ -97,13 +98,13 @@ fn copies(out: &SimOutcome) -> Vec<&TaskRecord> {
 fn on_naturally_slow_hosts_the_default_speculator_copies_and_esplash_does_not() {
     // Table 5.1's effect: the mean map time (mostly from fast hosts) makes
     // every map on the slow hosts look late to eqs. 5.1-5.2.
-    let default = heterogeneous("speculate-default", vec![]);
+    let default = heterogeneous("speculate-default", &[]);
     assert!(!copies(&default).is_empty());
     assert!(copies(&default)
         .iter()
         .all(|c| out_host_of_original(&default, c) != Some(HostId::new(0, 2))));
     // ESPLASH compares each host with its own level: nothing to copy.
-    let esplash = heterogeneous("esplash", vec![]);
+    let esplash = heterogeneous("esplash", &[]);
     assert!(copies(&esplash).is_empty());
 }
 
@@ -120,14 +121,14 @@ fn out_host_of_original(out: &SimOutcome, copy: &TaskRecord) -> Option<HostId> {
 fn esplash_copies_a_straggling_fast_hosts_tasks_to_its_level_only() {
     // r0h2 (level 3) slows to 0.05 from t = 1 s. Its level-3 peer r0h3 is
     // the only host allowed (minL = 3, stragglers excluded), and the copies win.
-    let slow = vec![(
+    let slow = [(
         Nanos(S),
-        Event::HostSpeed {
+        Action::SetSpeed {
             host: HostId::new(0, 2),
             speed: 0.05,
         },
     )];
-    let out = heterogeneous("esplash", slow.clone());
+    let out = heterogeneous("esplash", &slow);
     let c = copies(&out);
     assert!(!c.is_empty());
     assert!(
@@ -136,7 +137,7 @@ fn esplash_copies_a_straggling_fast_hosts_tasks_to_its_level_only() {
         c.iter().map(|r| r.host).collect::<Vec<_>>()
     );
     assert!(c.iter().any(|r| r.outcome == Outcome::Finished));
-    let none = heterogeneous("fair", slow);
+    let none = heterogeneous("fair", &slow);
     assert!(
         out.end < none.end,
         "esplash {} vs no speculation {}",

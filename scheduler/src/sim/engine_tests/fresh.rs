@@ -45,7 +45,7 @@ fn the_chapter_3_example_takes_5_units_under_fair_4_4_and_4_under_dynamic_fresh(
         example_jobs(),
         by_name("fair", None).expect("fair"),
         fair,
-        vec![],
+        &[],
     );
     assert_eq!(out.end, Nanos(5 * S));
     let used: Vec<f64> = [1, 2, 3].iter().map(|&j| slot_seconds(&out, j)).collect();
@@ -65,7 +65,7 @@ fn the_chapter_3_example_takes_5_units_under_fair_4_4_and_4_under_dynamic_fresh(
         ..EngineConfig::default()
     };
     let fresh = by_name("fresh", None).expect("fresh");
-    let out = simulate(&t, example_jobs(), fresh, shared, vec![]);
+    let out = simulate(&t, example_jobs(), fresh, shared, &[]);
     assert_eq!(out.end, Nanos(4 * S));
     // The state at t = 1 once every map of the first wave is in (J3 has 4
     // maps left, J1 and J2 13 reduce-units): 4/17 · 8 = 1.88 map slots.
@@ -129,7 +129,7 @@ fn static_fresh_runs_with_the_split_it_chose() {
         jobs,
         by_name("fresh-static", None).expect("policy"),
         EngineConfig::default(),
-        vec![],
+        &[],
     );
     let mut events: Vec<(Nanos, i32)> = Vec::new();
     for r in out.records.tasks.iter().filter(|r| r.kind == TaskKind::Map) {
@@ -205,7 +205,7 @@ fn admission_limit_k_keeps_the_second_job_waiting_for_the_first_map_phase() {
         jobs,
         by_name("fresh", Some(&p)).expect("policy"),
         EngineConfig::default(),
-        vec![],
+        &[],
     );
     let first_map_of_1 = out
         .records

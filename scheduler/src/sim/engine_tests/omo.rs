@@ -85,7 +85,7 @@ fn progress_at_first_reduce(ratio: f64) -> f64 {
         slow_start: 0.0,
         ..EngineConfig::default()
     };
-    let out = simulate(&t, vec![j], by_name("omo", None).expect("omo"), config, vec![]);
+    let out = simulate(&t, vec![j], by_name("omo", None).expect("omo"), config, &[]);
     out.records.jobs[&JobId(0)]
         .map_progress_at_first_reduce
         .expect("reduce ran")

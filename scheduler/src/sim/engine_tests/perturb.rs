@@ -1,10 +1,14 @@
 //! Perturbations ([`crate::perturb`]) as the simulation driver carries
-//! them out, worked by hand.
+//! them out, worked by hand: speed windows and agent kills on the
+//! fixed-rate network, link windows on the fluid one.
 
 use super::support::{job, simulate, topo, S};
-use crate::engine::EngineConfig;
+use crate::engine::{Engine, EngineConfig};
+use crate::net::FluidNetwork;
 use crate::perturb::{Perturbation, Timeline};
-use ocslab_emulator::{HostId, Nanos};
+use crate::policy::by_name;
+use crate::sim::{FixedRateNetwork, SimConfig, Simulation};
+use ocslab_emulator::{Bps, HostId, Nanos};
 
 #[test]
 fn a_straggler_window_stretches_the_compute_it_overlaps_as_worked_by_hand() {
@@ -18,13 +22,7 @@ fn a_straggler_window_stretches_the_compute_it_overlaps_as_worked_by_hand() {
         let tl = Timeline::of(&[Perturbation::parse_cli(window, &t).expect("valid")]);
         let j = job(0, 1, 10_000, 0, 0, h, 0.0);
         let policy = crate::policy::by_name("fifo", None).expect("fifo");
-        simulate(
-            &t,
-            vec![j],
-            policy,
-            EngineConfig::default(),
-            tl.engine_only().expect("sim"),
-        )
+        simulate(&t, vec![j], policy, EngineConfig::default(), &tl.actions)
     };
     assert_eq!(run("straggler:r0h0:0.5@4s+100s").end, Nanos(16 * S));
     let out = run("straggler:r0h0:0.5@4s+6s");
@@ -44,7 +42,7 @@ fn a_killed_agent_loses_its_work_and_the_job_still_completes() {
         input_reads: false,
         ..EngineConfig::default()
     };
-    let out = simulate(&t, vec![j], policy, config, tl.engine_only().expect("sim"));
+    let out = simulate(&t, vec![j], policy, config, &tl.actions);
     assert!(out.records.jobs[&crate::model::job::JobId(0)].finished.is_some());
     let lost = out
         .records
@@ -53,4 +51,69 @@ fn a_killed_agent_loses_its_work_and_the_job_still_completes() {
         .filter(|r| r.outcome == crate::engine::Outcome::Lost)
         .count();
     assert_eq!(lost, 1);
+}
+
+#[test]
+fn a_link_window_mid_shuffle_delays_the_job_by_its_length() {
+    // Two racks of one host, a 1 s map on each and one reduce: wherever
+    // the reduce runs, one 100 MB partition crosses both racks' uplink
+    // cables (0.8 s at 1 Gbit/s, from 1 s). Both cables down from 1.2 s
+    // for 0.5 s: that flow waits exactly 0.5 s, and so does the job.
+    let t = topo(2, 1, 1);
+    let mut j = job(0, 2, 1000, 1, 100, HostId::new(0, 0), 1.0);
+    j.maps[1].replicas = vec![HostId::new(1, 0)];
+    let config = EngineConfig {
+        input_reads: false,
+        ..EngineConfig::default()
+    };
+    let run = |windows: &[&str]| {
+        let ps: Vec<Perturbation> = windows
+            .iter()
+            .map(|w| Perturbation::parse_cli(w, &t).expect("valid"))
+            .collect();
+        let engine = Engine::new(
+            &t,
+            vec![j.clone()],
+            by_name("fifo", None).expect("fifo"),
+            config.clone(),
+        )
+        .expect("engine");
+        let net = FluidNetwork::new(&t, "fair").expect("fair");
+        Simulation::new(engine, net, SimConfig::default())
+            .with_perturbations(&Timeline::of(&ps).actions)
+            .expect("the fluid model takes links down")
+            .run(|_, _| {})
+            .expect("finishes")
+    };
+    let base = run(&[]);
+    let cut = run(&["link-down:r0-up@1200ms+500ms", "link-down:r1-up@1200ms+500ms"]);
+    assert!(
+        base.end > Nanos(1_800_000_000),
+        "the window falls in the shuffle: {}",
+        base.end
+    );
+    assert_eq!(cut.end, base.end + Nanos(500_000_000));
+    assert_eq!(cut.net.eps_bytes, base.net.eps_bytes, "nothing lost or resent");
+}
+
+#[test]
+fn a_network_model_without_links_refuses_a_link_window() {
+    let t = topo(2, 1, 1);
+    let tl = Timeline::of(&[Perturbation::parse_cli("link-down:r0-up@1s+1s", &t).expect("valid")]);
+    let engine = Engine::new(
+        &t,
+        vec![],
+        by_name("fifo", None).expect("fifo"),
+        EngineConfig::default(),
+    )
+    .expect("engine");
+    let err = Simulation::new(
+        engine,
+        FixedRateNetwork::new(Bps(1_000_000_000)),
+        SimConfig::default(),
+    )
+    .with_perturbations(&tl.actions)
+    .err()
+    .expect("refused");
+    assert!(err.to_string().contains("fluid"), "{err}");
 }

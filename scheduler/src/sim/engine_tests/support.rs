@@ -53,7 +53,7 @@ pub fn simulate(
     jobs: Vec<Job>,
     policy: Box<dyn TaskPolicy>,
     config: EngineConfig,
-    events: Vec<(Nanos, crate::engine::Event)>,
+    actions: &[(Nanos, crate::perturb::Action)],
 ) -> SimOutcome {
     let engine = Engine::new(t, jobs, policy, config).expect("engine");
     Simulation::new(
@@ -61,7 +61,8 @@ pub fn simulate(
         FixedRateNetwork::new(Bps(1_000_000_000)),
         SimConfig::default(),
     )
-    .with_events(events)
+    .with_perturbations(actions)
+    .expect("engine perturbations only")
     .run(|_, _| {})
     .expect("simulation finishes")
 }

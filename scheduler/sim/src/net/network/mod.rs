@@ -39,7 +39,7 @@ mod solve;
 
 use super::clocks::{Clock, NextFinishes};
 use super::levels::{Changes, SolveStats};
-use super::links::LinkId;
+use super::links::{LinkId, LinkKind};
 use super::pairs::PairFlows;
 use super::prefetch::prefetch;
 use super::rates::Rates;
@@ -145,6 +145,9 @@ pub struct FluidNetwork {
     /// Whether flows left or circuits changed since the rates were last
     /// solved ([`FluidNetwork::settle`]).
     rates_stale: bool,
+    /// Per link id, whether it is down ([`FluidNetwork::set_link`]); empty
+    /// until a link first goes down.
+    down: Vec<bool>,
 }
 
 impl FluidNetwork {
@@ -209,7 +212,36 @@ impl FluidNetwork {
             usage,
             completion_quantum: None,
             rates_stale: false,
+            down: Vec::new(),
         }
+    }
+
+    /// Takes `link` down or brings it back at `now` (the time of the last
+    /// advance). While it is down, flows whose route crosses it wait, as
+    /// TCP flows across a dead cable stall: a flow on the EPS, and one on a
+    /// circuit through a port that is down, until it is back. The coflow
+    /// policy is not told (as the emulated lab's scheduler is not): its
+    /// plans stand. A link the fabric does not have is ignored.
+    pub fn set_link(&mut self, now: Nanos, link: LinkKind, up: bool) {
+        debug_assert_eq!(now, self.now, "set_link at the time of the last advance");
+        let Some(id) = self.view.links.id(link) else {
+            return;
+        };
+        if self.down.is_empty() {
+            self.down = vec![false; self.view.links.len()];
+        }
+        if self.down[id as usize] != up {
+            return;
+        }
+        self.down[id as usize] = !up;
+        // Rare: every moving bundle takes its route again.
+        for b in 0..self.bundles.len() {
+            if self.bundles[b].key.is_some() && self.bundles[b].count > 0 {
+                self.mark_dirty(b);
+            }
+        }
+        self.rates_stale = true;
+        self.settle();
     }
 
     /// Flow completions are handled at the end of the step of `quantum`

@@ -34,7 +34,8 @@ impl FluidNetwork {
             let bundle = &mut self.bundles[b];
             let (demand, class) = match bundle.key {
                 Some(k) if bundle.count > 0 => {
-                    let r = route(&self.view.links, &self.view.circuits, k, now, mode);
+                    let r = route(&self.view.links, &self.view.circuits, k, now, mode)
+                        .filter(|(links, _)| !crosses_down(links, &self.down));
                     let on_circuit = matches!(r, Some((_, true)));
                     if bundle.on_circuit != on_circuit {
                         self.shares[b].switch(on_circuit, bundle.service(&self.clocks, now));
@@ -200,7 +201,8 @@ pub(super) fn eta(now: Nanos, remaining: f64, slack: f64, rate: f64) -> Option<N
 
 /// The links the flows of bundle `key` cross at `now`, and whether they
 /// cross a circuit; `None` if they do not move (waiting, or their circuit
-/// is not up).
+/// is not up). The caller makes flows whose route crosses a link that is
+/// down wait too ([`FluidNetwork::set_link`]).
 ///
 /// On demand, a flow on a circuit path takes the circuit of its port, and
 /// only while it is up. Under a time-flow schedule the ports
@@ -237,6 +239,12 @@ pub(super) fn route(
             .filter(|c| c.dst_rack == dst.rack && c.is_up(now))
             .map(|_| (links.ocs_path(src, dst, port), true)),
     }
+}
+
+/// Whether `links` cross a link that is down (`down` by link id; empty
+/// while no link ever went down).
+fn crosses_down(links: &Links, down: &[bool]) -> bool {
+    !down.is_empty() && links.as_slice().iter().any(|&l| down[l as usize])
 }
 
 /// The port, among `ports` (the circuits up between two racks, in port
