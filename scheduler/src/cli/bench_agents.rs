@@ -129,7 +129,10 @@ fn print_fabric(f: &FabricReport) {
         );
     }
     let m = &f.cct_vs_sim_summary;
-    println!("    mean {:.2}, range {:.2}-{:.2}", m.mean, m.min, m.max);
+    println!(
+        "    average CCTs {:.2}; per coflow median {:.2}, mean {:.2}, range {:.2}-{:.2}",
+        m.of_averages, m.median, m.mean, m.min, m.max
+    );
     println!(
         "  control round trip p50 {:.0} us, p99 {:.0} us, max {:.0} us ({} pings)",
         f.control_rtt_us_p50, f.control_rtt_us_p99, f.control_rtt_us_max, f.control_rtt_samples

@@ -35,6 +35,13 @@ pub struct CctComparison {
 pub struct RatioSummary {
     /// Coflows compared.
     pub coflows: usize,
+    /// Average measured CCT ÷ average predicted CCT: the figure "avg CCT,
+    /// emulated / simulated" is. Unlike the mean of the ratios, a coflow of
+    /// a few bytes (a fluid CCT of microseconds, a measured one of a round
+    /// trip) does not swamp it.
+    pub of_averages: f64,
+    /// Median ratio.
+    pub median: f64,
     /// Mean ratio.
     pub mean: f64,
     /// Smallest.
@@ -116,14 +123,26 @@ pub fn compare(
         .collect())
 }
 
-/// Mean, min and max of the ratios.
+/// The ratio of average CCTs, and the median, mean, min and max of the
+/// per-coflow ratios.
 pub fn summarize(rows: &[CctComparison]) -> RatioSummary {
     if rows.is_empty() {
         return RatioSummary::default();
     }
     let ratios = rows.iter().map(|r| r.ratio);
+    let mut sorted: Vec<f64> = ratios.clone().collect();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    let total = |f: fn(&CctComparison) -> Nanos| rows.iter().map(|r| f(r).as_secs_f64()).sum::<f64>();
     RatioSummary {
         coflows: rows.len(),
+        of_averages: total(|r| r.measured) / total(|r| r.predicted),
+        median,
         mean: ratios.clone().sum::<f64>() / rows.len() as f64,
         min: ratios.clone().fold(f64::INFINITY, f64::min),
         max: ratios.fold(0.0, f64::max),
@@ -167,5 +186,24 @@ mod tests {
         assert!((rows[0].ratio - 1.1).abs() < 1e-9, "{:?}", rows[0]);
         let s = summarize(&rows);
         assert_eq!((s.coflows, s.min, s.max), (1, rows[0].ratio, rows[0].ratio));
+    }
+
+    #[test]
+    fn a_coflow_of_a_few_bytes_does_not_swamp_the_ratio_of_averages() {
+        let row = |measured_ms: u64, predicted_us: u64| CctComparison {
+            coflow: CoflowId(0),
+            flows: 1,
+            bytes: Bytes(1),
+            measured: Nanos::from_millis(measured_ms),
+            predicted: Nanos(predicted_us * 1000),
+            ratio: measured_ms as f64 * 1000.0 / predicted_us as f64,
+        };
+        // Two 1 s coflows at 1.05 and 1.10, one of 1 byte: 2 ms against 1 us.
+        let s = summarize(&[row(1050, 1_000_000), row(2, 1), row(1100, 1_000_000)]);
+        assert!((s.of_averages - 2.152 / 2.000_001).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.median, 1.1);
+        assert!(s.mean > 600.0, "{s:?}");
+        let even = summarize(&[row(1050, 1_000_000), row(1100, 1_000_000)]);
+        assert!((even.median - 1.075).abs() < 1e-12, "{even:?}");
     }
 }

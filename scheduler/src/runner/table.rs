@@ -97,10 +97,7 @@ pub fn emu_table(out: &mut impl Write, exp: &Experiment, runs: &[SchedulerRun]) 
             format!("{}/{}", w.verified_flows, w.verified_flows + w.corrupt_flows),
             w.fabric.eps_bytes as f64 / 1e6,
             w.fabric.ocs_bytes as f64 / 1e6,
-            format!(
-                "{:.3} [{:.2}-{:.2}]",
-                r.cct_vs_sim.mean, r.cct_vs_sim.min, r.cct_vs_sim.max
-            ),
+            format!("{:.3} (p50 {:.2})", r.cct_vs_sim.of_averages, r.cct_vs_sim.median),
         )?;
     }
     perturbations(out, runs)
