@@ -596,35 +596,6 @@ fn a_generated_trace_replays_under_sunflow_on_circuits_only() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs with real bytes set circuits on demand: a topology with
-/// `[ocs.schedule]` is refused by name before any lab is built.
-#[test]
-fn replay_emulate_refuses_a_topology_with_a_schedule() {
-    let dir = scratch("replay-rotor");
-    let trace = repo().join("traces/FB2010-1Hr-150-0.txt");
-    let topo = repo().join("topologies/lab-rotor.toml");
-    let out = dir.join("out");
-    let args: Vec<&std::ffi::OsStr> = vec![
-        "replay".as_ref(),
-        trace.as_os_str(),
-        "--topology".as_ref(),
-        topo.as_os_str(),
-        "--emulate".as_ref(),
-        "--limit".as_ref(),
-        "1".as_ref(),
-        "--out".as_ref(),
-        out.as_os_str(),
-    ];
-    let (ok, _, stderr) = ocslab(&args);
-    assert!(!ok, "replay --emulate ran a schedule");
-    assert!(
-        stderr.contains("lab-rotor") && stderr.contains("[ocs.schedule]"),
-        "{stderr}"
-    );
-    assert!(!out.join("summary.json").exists(), "nothing ran");
-    std::fs::remove_dir_all(dir).ok();
-}
-
 /// `ocslab topo check` says when a topology's circuits follow a schedule.
 #[test]
 fn topo_check_reports_a_topologys_schedule() {

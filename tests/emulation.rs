@@ -8,6 +8,8 @@
 //! - with Sunflow on the OCS, a coflow's measured CCT / T(C) is at most 1.10;
 //! - a flow told to use a dark circuit waits for it, then completes over the
 //!   OCS, with none of its bytes on the EPS uplink;
+//! - under a rotor schedule a coflow crosses circuits and EPS in turn,
+//!   with no circuit asked of the OCS;
 //! - the kernel counters give a utilization timeline of every uplink and OCS
 //!   port, and the engine gets them as load samples;
 //! - a link taken down mid-shuffle carries nothing until it is back, and
@@ -395,6 +397,62 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
     );
     assert!(ratio <= 1.10, "CCT / T(C) = {ratio:.3}");
     assert!(ratio >= 1.0, "CCT below its lower bound? {ratio:.3}");
+}
+
+/// Under a time-flow schedule the eBPF datapath switches circuits by
+/// itself: tiny's racks are joined by a circuit (200 Mbit/s) in one 20 ms
+/// slot of two and by EPS (50 Mbit/s) in the other. A coflow of two 3 MB
+/// flows r0 -> r1 crosses both, and the driver asks the OCS for nothing.
+#[test]
+fn a_coflow_on_a_rotor_schedule_crosses_circuits_and_eps_in_turn() {
+    if skip("a_coflow_on_a_rotor_schedule_crosses_circuits_and_eps_in_turn") {
+        return;
+    }
+    let _alone = alone();
+    let text = std::fs::read_to_string(topology_path("tiny")).expect("tiny.toml").replace(
+        "[addresses]",
+        "[ocs.schedule]\nslot = \"20ms\"\ndelay = \"1ms\"\n\n[[ocs.schedule.slots]]\ncircuits = [\"0:1\", \"1:0\"]\n\n\
+         [[ocs.schedule.slots]]\ncircuits = []\n\n[addresses]",
+    );
+    let topo = topology_from(&text);
+    assert!(topo.ocs_schedule.is_some());
+    let bytes = 3_000_000;
+    let coflow = Coflow {
+        id: CoflowId(1),
+        arrival: Nanos::from_millis(50),
+        flows: vec![
+            elephant(0, HostId::new(0, 0), HostId::new(1, 0), bytes),
+            elephant(1, HostId::new(0, 1), HostId::new(1, 1), bytes),
+        ],
+    };
+    let cfg = config("sunflow");
+    let out = emu::replay(
+        &topo,
+        FabricChoice::Build { topology_file: None },
+        &[coflow],
+        &cfg,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.wire.verified_flows, 2);
+    assert_eq!(
+        out.net.matchings, 0,
+        "the schedule, not the driver, set the circuits"
+    );
+    let fab = &out.wire.fabric;
+    eprintln!("{fab:?}");
+    // Both fabrics carried a real share of the 6 MB.
+    assert!(fab.ocs_delivered[1] >= 1_000_000, "{fab:?}");
+    assert!(fab.eps_uplink[0] >= 500_000, "{fab:?}");
+    let cct = out.outcome.records[0].cct;
+    let predicted = emu::compare::compare(&topo, "sunflow", &out.wire.flows).expect("sunflow")[0].predicted;
+    let eps_only = Nanos::from_secs_f64(2.0 * bytes as f64 / (50e6 / 8.0));
+    eprintln!("CCT {cct}, fluid model under the same schedule {predicted}, EPS alone {eps_only}");
+    assert!(
+        cct < eps_only,
+        "the circuits carried part of it: {cct} vs {eps_only}"
+    );
+    let nics = Nanos::from_secs_f64(bytes as f64 / (100e6 / 8.0));
+    assert!(cct >= nics, "faster than the NICs allow: {cct} vs {nics}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! worked out by hand in the comment above its assertion.
 
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos, Topology};
-use ocslab_scheduler::coflow::lower_bound::{coflow_lower_bound, ocs_lower_bound};
+use ocslab_scheduler::coflow::lower_bound::{coflow_lower_bound, ocs_lower_bound, Fabrics};
 use ocslab_scheduler::coflow::{self, FabricParams, NetView};
 use ocslab_scheduler::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
 use ocslab_scheduler::net::replay::{replay, ReplayOutcome};
@@ -269,10 +269,45 @@ fn lower_bound_t_of_c_matches_eqs_2_and_15() {
         flow(1, 1, (0, 0), (2, 0), MB),
         flow(2, 1, (1, 0), (2, 0), 3 * MB),
     ];
-    let lb = coflow_lower_bound(&fabric, &view.links, &flows, true).unwrap();
+    let lb = coflow_lower_bound(&fabric, &view.links, &flows, Fabrics::Hybrid).unwrap();
     assert_eq!(lb.ocs, Nanos::from_millis(3250));
     assert_eq!(lb.eps, Nanos::from_millis(8));
     assert_eq!(lb.value(), Nanos::from_millis(3250));
+}
+
+#[test]
+fn lower_bound_over_both_fabrics_counts_uplink_and_ports_together() {
+    // Two racks of two hosts: NICs 8 Mbit/s (1 MB/s), uplinks 4 Mbit/s
+    // (0.5 MB/s), two OCS ports of 8 Mbit/s per rack: each rack's egress
+    // and ingress are worth 2.5 MB/s together. Flows: r0h0 -> r1h0 2 MB,
+    // r0h1 -> r1h1 2 MB (rack 0's egress: 4 MB / 2.5 MB/s = 1.6 s; each
+    // NIC: 2 s) and r0h0 -> r0h1 1 MB (inside the rack: r0h0's NIC now
+    // sends 3 MB, 3 s). Bound: 3 s. EPS alone would give 8 s (the uplink).
+    let t = topo(2, 2, ["8Mbit/s", "4Mbit/s"], (2, ["8Mbit/s", "1ms", "1B"]));
+    let fabric = FabricParams::from(&t);
+    let view = NetView::new(fabric);
+    let mut flows = vec![
+        flow(0, 1, (0, 0), (1, 0), 2 * MB),
+        flow(1, 1, (0, 1), (1, 1), 2 * MB),
+    ];
+    let both = |flows: &[FlowSpec]| {
+        coflow_lower_bound(&fabric, &view.links, flows, Fabrics::Both)
+            .unwrap()
+            .value()
+    };
+    assert_eq!(both(&flows), Nanos::from_millis(2000));
+    flows.push(flow(2, 1, (0, 0), (0, 1), MB));
+    assert_eq!(both(&flows), Nanos::from_millis(3000));
+    let eps = coflow_lower_bound(&fabric, &view.links, &flows, Fabrics::Eps).unwrap();
+    assert_eq!(eps.value(), Nanos::from_millis(8000));
+    // Eight more MB out of rack 0 over a fast NIC pair would make the
+    // rack's egress the bottleneck: 12 MB / 2.5 MB/s = 4.8 s.
+    let t = topo(2, 3, ["80Mbit/s", "4Mbit/s"], (2, ["8Mbit/s", "1ms", "1B"]));
+    let fabric = FabricParams::from(&t);
+    let view = NetView::new(fabric);
+    flows.push(flow(3, 1, (0, 2), (1, 2), 8 * MB));
+    let lb = coflow_lower_bound(&fabric, &view.links, &flows, Fabrics::Both).unwrap();
+    assert_eq!(lb.value(), Nanos::from_millis(4800));
 }
 
 /// Three racks, one OCS port each at 8 Mbit/s (1 MB/s: one unit of data per

@@ -100,7 +100,11 @@ impl<'a> Driver<'a> {
         let (tx, ocs_rx) = tmpsc::unbounded_channel();
         let (_, sample_rx) = tmpsc::unbounded_channel();
         let util = UtilizationRecorder::new(&topo);
-        let ocs = lab.ocs().map(|o| OcsWorker::start(o, tx));
+        // Under a time-flow schedule the datapath switches circuits by itself.
+        let ocs = lab
+            .ocs()
+            .filter(|_| topo.ocs_schedule.is_none())
+            .map(|o| OcsWorker::start(o, tx));
         let perturb = PerturbPlan::new(&cfg.perturbations);
         Ok(Driver {
             lab,
@@ -158,6 +162,12 @@ impl<'a> Driver<'a> {
         let wall = std::time::Instant::now();
         let before = self.lab.counters()?;
         self.t0 = clock::now();
+        if let (Some(schedule), Some(ocs)) = (&self.topo.ocs_schedule, self.lab.ocs()) {
+            // Slot 0 begins at experiment time 0, as in the simulator.
+            self.t0 = ocs
+                .set_schedule(schedule)
+                .map_err(|e| EmuError::Ocs(e.to_string()))?;
+        }
         self.util.record(Nanos::ZERO, before.clone());
         if let Some(every) = self.cfg.load_sample_interval {
             let (tx, rx) = tmpsc::unbounded_channel();

@@ -127,14 +127,6 @@ impl Lab {
     /// server and one agent per host, and waits until all have joined.
     /// Must be called inside a tokio runtime.
     pub async fn start(topo: &Topology, fabric: FabricChoice, cfg: &LabConfig) -> Result<Lab, EmuError> {
-        if topo.ocs_schedule.is_some() {
-            return Err(EmuError::Setup(format!(
-                "topology {} sets `[ocs.schedule]`: runs with real bytes set circuits on demand; \
-                 run a schedule with `ocslab sim` or `ocslab replay` (the fluid model), or on a lab \
-                 with `ocslab up` (which applies it)",
-                topo.name
-            )));
-        }
         let fabric = match fabric {
             FabricChoice::Build { topology_file } => {
                 let t = topo.clone();

@@ -49,6 +49,7 @@ pub use network::{EmuNetStats, EmuNetwork};
 use driver::{Driver, Source};
 use ocslab_agent::control::ControlError;
 use ocslab_agent::protocol::Transport;
+use ocslab_core::coflow::lower_bound::Fabrics;
 use ocslab_core::coflow::{FabricParams, UnknownPolicy};
 use ocslab_core::engine::{Engine, EngineConfig, EngineError, Records};
 use ocslab_core::model::coflow::{Coflow, FlowId};
@@ -306,7 +307,7 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
     order.sort_by_key(|c| (c.arrival, c.id));
     let mut d = Driver::new(lab, Source::Coflows(order.iter().cloned().collect()), cfg)?;
     let wire = d.run().await?;
-    let uses_ocs = d.net.policy_uses_ocs();
+    let fabrics = Fabrics::of(d.net.policy_uses_ocs(), topo.ocs_schedule.is_some());
     let policy = d.net.policy_name().to_string();
     let circuits = std::mem::take(&mut d.circuits);
     let net = d.net.stats().clone();
@@ -336,7 +337,7 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
         }
         stats.eps_bytes += eps;
         stats.ocs_bytes += ocs;
-        let mut record = CoflowRecord::arrived(c, &fabric, &links, uses_ocs);
+        let mut record = CoflowRecord::arrived(c, &fabric, &links, fabrics);
         record.finish(finished, eps, ocs);
         records.push(record);
     }
@@ -344,7 +345,7 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
     Ok(EmuReplay {
         outcome: ReplayOutcome {
             policy,
-            uses_ocs,
+            fabrics,
             records,
             stats,
             circuits,

@@ -22,6 +22,14 @@
 //!   ToR routes marked packets over EPS by itself); an EPS flow later planned
 //!   on a circuit stays on EPS (counted in [`EmuNetStats::path_overrides`]).
 //!
+//! Under a time-flow schedule (the topology's `[ocs.schedule]`) the eBPF
+//! datapath switches circuits by itself, so the policy's circuit requests
+//! are ignored, and a flow between racks that the plan moves (on either
+//! path) is started marked and released at once: the ToR sends its packets
+//! over a circuit of its rack pair while one is up and over EPS otherwise,
+//! as the fluid model routes it under the same schedule. Its order and
+//! caps still apply.
+//!
 //! Circuits: the decision's setups are carried out by the rules both drivers
 //! share ([`ocslab_core::coflow::carry_out`]): a setup tears down whatever
 //! holds either port side (or joins the same rack pair, which the kernel
@@ -117,6 +125,8 @@ pub struct EmuNetwork {
     batching: bool,
     /// A scheduling instant is pending.
     dirty: bool,
+    /// The OCS follows a time-flow schedule: no on-demand circuits.
+    scheduled: bool,
 }
 
 impl EmuNetwork {
@@ -141,6 +151,7 @@ impl EmuNetwork {
             stats: EmuNetStats::default(),
             batching: false,
             dirty: false,
+            scheduled: topo.ocs_schedule.is_some(),
         }
     }
 
@@ -352,7 +363,7 @@ impl EmuNetwork {
     /// collecting the matching. If the matching changed, flows on circuits
     /// leaving it are held and the whole matching goes to the OCS.
     fn apply_circuits(&mut self, now: Nanos, decision: &Decision, out: &mut Vec<Action>) {
-        if decision.circuits.is_empty() {
+        if decision.circuits.is_empty() || self.scheduled {
             return;
         }
         let fabric = self.view.fabric;
@@ -425,6 +436,7 @@ impl EmuNetwork {
         // between its two racks, and takes precedence over a per-flow plan.
         self.pair_plans.apply(&decision.pair_changes);
 
+        let scheduled = self.scheduled;
         for (id, f) in self.view.flows.iter_mut() {
             let Some(e) = self.flows.get_mut(id) else { continue };
             let plan = plan_of(&self.pair_plans, plans.get(id).copied(), f).admissible(f, &fabric);
@@ -443,6 +455,9 @@ impl EmuNetwork {
                     continue;
                 }
                 (Path::Wait, Some(m)) => (m, false),
+                (_, m) if scheduled && f.spec.src.rack != f.spec.dst.rack => {
+                    (m.unwrap_or(wire::Path::Ocs), true)
+                }
                 (Path::Eps, None | Some(wire::Path::Eps)) => (wire::Path::Eps, true),
                 (Path::Eps, Some(wire::Path::Ocs)) => (wire::Path::Ocs, true),
                 (Path::Ocs { port }, None | Some(wire::Path::Ocs)) => (wire::Path::Ocs, circuit_up(port)),

@@ -4,6 +4,7 @@
 //! (overall, per bin, and against the lower bound), and write per-coflow
 //! results to a folder.
 
+use crate::coflow::lower_bound::Fabrics;
 use crate::coflow::POLICY_NAMES;
 use crate::outcome::summary::{Bin, Distribution, ReplaySummary};
 use crate::progress::Progress;
@@ -147,15 +148,17 @@ fn print_table(out: &mut impl Write, r: &Report<'_>, run: &replay::ReplayRun) ->
         "{} coflows, {} flows ({} sizes); simulated makespan {:.1} s; wall time {:.3} s",
         s.coflows, r.flows, r.flow_sizes, s.makespan_s, r.wall_s
     )?;
-    let fabric = if t.ocs_ports_per_rack == 0 {
-        "this topology has no OCS".to_string()
-    } else if run.outcome.uses_ocs {
-        format!(
+    let fabric = match run.outcome.fabrics {
+        _ if t.ocs_ports_per_rack == 0 => "this topology has no OCS".to_string(),
+        Fabrics::Both => format!(
+            "flows between racks over {} OCS port(s) per rack following a schedule, EPS otherwise",
+            t.ocs_ports_per_rack
+        ),
+        Fabrics::Hybrid => format!(
             "elephants (>= {}) over {} OCS port(s) per rack, the rest over EPS",
             t.elephant_threshold, t.ocs_ports_per_rack
-        )
-    } else {
-        format!("{} uses EPS only", s.scheduler)
+        ),
+        Fabrics::Eps => format!("{} uses EPS only", s.scheduler),
     };
     writeln!(
         out,

@@ -10,10 +10,15 @@
 //!   the longest any link needs to carry the coflow's bytes alone.
 //! - Hybrid (elephants on circuits, the rest on EPS, as Sunflow runs here):
 //!   the larger of T(C) for the elephants and the EPS bound for the rest.
+//! - Both fabrics at once (a time-flow schedule: a flow between racks
+//!   crosses a circuit of its pair while one is up and EPS otherwise): the
+//!   isolation bound with each rack's egress and ingress worth its uplink
+//!   plus all its OCS ports. It ignores dark times and slot shares, so no
+//!   schedule beats it.
 
 use crate::coflow::FabricParams;
 use crate::model::coflow::FlowSpec;
-use crate::net::links::LinkMap;
+use crate::net::links::{LinkKind, LinkMap};
 use crate::{Bps, Bytes, Nanos};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -89,6 +94,40 @@ pub fn eps_lower_bound<'a>(links: &LinkMap, flows: impl IntoIterator<Item = &'a 
     Some(Nanos(worst))
 }
 
+/// Which fabrics a coflow's flows may cross, for its lower bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fabrics {
+    /// EPS only: a policy that sets up no circuit.
+    Eps,
+    /// Elephants over on-demand circuits, the rest over EPS.
+    Hybrid,
+    /// Every flow between racks over circuits and EPS at once: circuits
+    /// that follow a time-flow schedule.
+    Both,
+}
+
+impl Fabrics {
+    /// The fabrics of a run whose coflow policy `uses_ocs`, on a fabric
+    /// whose circuits follow a schedule or not.
+    pub fn of(uses_ocs: bool, scheduled: bool) -> Fabrics {
+        match (scheduled, uses_ocs) {
+            (true, _) => Fabrics::Both,
+            (false, true) => Fabrics::Hybrid,
+            (false, false) => Fabrics::Eps,
+        }
+    }
+
+    /// The lower bound it gives, in words (for reports).
+    pub fn bound_in_words(self) -> &'static str {
+        match self {
+            Fabrics::Eps => "EPS: max over links of bytes / capacity",
+            Fabrics::Hybrid => "hybrid: T(C) (eq. 2/15) for elephants over OCS, EPS bound for the rest",
+            Fabrics::Both => "both fabrics: max over NICs and racks of bytes / (uplink + OCS ports)",
+        }
+    }
+}
+
 /// A coflow's lower bound, split by fabric.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LowerBound {
@@ -96,25 +135,96 @@ pub struct LowerBound {
     pub eps: Nanos,
     /// T(C) of the flows that go over circuits (zero if none).
     pub ocs: Nanos,
+    /// The bound of the flows that may cross both fabrics at once (zero
+    /// unless circuits follow a schedule).
+    pub both: Nanos,
 }
 
 impl LowerBound {
-    /// The bound: the larger part.
+    /// The bound: the largest part.
     pub fn value(&self) -> Nanos {
-        self.eps.max(self.ocs)
+        self.eps.max(self.ocs).max(self.both)
     }
 }
 
-/// The lower bound of a coflow of `flows` on `fabric`: with `hybrid`,
-/// elephants ([`FabricParams::may_use_ocs`], with the coflow's bytes per
-/// rack pair summed over `flows`) over circuits and the rest over EPS;
-/// otherwise everything over EPS. `None` if some part cannot be carried.
+/// The bound of `flows` when every flow between racks may cross its
+/// rack's uplink and all its OCS ports at once ([`Fabrics::Both`]): max
+/// over the NICs, and over each rack's egress and ingress, of bytes ÷
+/// capacity. `None` if some flow crosses no capacity at all.
+pub fn both_fabrics_lower_bound<'a>(
+    fabric: &FabricParams,
+    links: &LinkMap,
+    flows: impl IntoIterator<Item = &'a FlowSpec>,
+) -> Option<Nanos> {
+    let capacity = |k: LinkKind| links.id(k).map_or(0.0, |id| links.capacities()[id as usize]);
+    let rack_rate = |up: fn(u32) -> LinkKind, r: u32| {
+        capacity(up(r))
+            + (0..fabric.ocs_ports)
+                .map(|port| capacity(LinkKind::OcsPort { rack: r, port }))
+                .sum::<f64>()
+    };
+    // By the link that stands for each resource: a NIC, or a rack's uplink
+    // (its egress) and downlink (its ingress), each at its rate here.
+    let mut load: BTreeMap<u32, (f64, u128)> = BTreeMap::new();
+    let mut add = |k: LinkKind, rate: f64, bytes: u64| {
+        let id = links.id(k).unwrap_or(u32::MAX);
+        load.entry(id).or_insert((rate, 0)).1 += bytes as u128;
+    };
+    for f in flows {
+        add(
+            LinkKind::HostUp(f.src),
+            capacity(LinkKind::HostUp(f.src)),
+            f.bytes.0,
+        );
+        add(
+            LinkKind::HostDown(f.dst),
+            capacity(LinkKind::HostDown(f.dst)),
+            f.bytes.0,
+        );
+        if f.src.rack != f.dst.rack {
+            add(
+                LinkKind::TorUp(f.src.rack),
+                rack_rate(LinkKind::TorUp, f.src.rack),
+                f.bytes.0,
+            );
+            add(
+                LinkKind::TorDown(f.dst.rack),
+                rack_rate(LinkKind::TorDown, f.dst.rack),
+                f.bytes.0,
+            );
+        }
+    }
+    let mut worst = 0u64;
+    for (rate, bytes) in load.into_values() {
+        let bits_per_s = (rate * 8.0).round() as u128;
+        if bits_per_s == 0 {
+            return None;
+        }
+        let ns = (bytes * 8 * 1_000_000_000).div_ceil(bits_per_s);
+        worst = worst.max(ns.min(u64::MAX as u128) as u64);
+    }
+    Some(Nanos(worst))
+}
+
+/// The lower bound of a coflow of `flows` on `fabric` over `fabrics`:
+/// with [`Fabrics::Hybrid`], elephants ([`FabricParams::may_use_ocs`], with
+/// the coflow's bytes per rack pair summed over `flows`) over circuits and
+/// the rest over EPS; with [`Fabrics::Eps`] everything over EPS; with
+/// [`Fabrics::Both`], [`both_fabrics_lower_bound`]. `None` if some part
+/// cannot be carried.
 pub fn coflow_lower_bound(
     fabric: &FabricParams,
     links: &LinkMap,
     flows: &[FlowSpec],
-    hybrid: bool,
+    fabrics: Fabrics,
 ) -> Option<LowerBound> {
+    if fabrics == Fabrics::Both {
+        return Some(LowerBound {
+            both: both_fabrics_lower_bound(fabric, links, flows)?,
+            ..LowerBound::default()
+        });
+    }
+    let hybrid = fabrics == Fabrics::Hybrid;
     // Per-rack-pair bytes decide which flows are elephants: only with circuits.
     let mut pairs: BTreeMap<(u32, u32), Bytes> = BTreeMap::new();
     if hybrid {
@@ -135,5 +245,9 @@ pub fn coflow_lower_bound(
         fabric.reconfig_delay,
         fabric.ocs_ports,
     )?;
-    Some(LowerBound { eps, ocs })
+    Some(LowerBound {
+        eps,
+        ocs,
+        both: Nanos::ZERO,
+    })
 }

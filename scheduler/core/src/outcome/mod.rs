@@ -8,7 +8,7 @@
 
 pub mod summary;
 
-use crate::coflow::lower_bound::{coflow_lower_bound, LowerBound};
+use crate::coflow::lower_bound::{coflow_lower_bound, Fabrics, LowerBound};
 use crate::coflow::FabricParams;
 use crate::model::coflow::{Coflow, CoflowId};
 use crate::net::links::{LinkKind, LinkMap};
@@ -149,9 +149,14 @@ pub struct CoflowRecord {
 
 impl CoflowRecord {
     /// The record of `coflow` as it arrives, not finished yet: its size,
-    /// width, bin and lower bound alone on `fabric` (`uses_ocs`: the hybrid
-    /// bound), with no bytes sent. [`CoflowRecord::finish`] completes it.
-    pub fn arrived(coflow: &Coflow, fabric: &FabricParams, links: &LinkMap, uses_ocs: bool) -> CoflowRecord {
+    /// width, bin and lower bound alone on `fabric` over `fabrics`, with no
+    /// bytes sent. [`CoflowRecord::finish`] completes it.
+    pub fn arrived(
+        coflow: &Coflow,
+        fabric: &FabricParams,
+        links: &LinkMap,
+        fabrics: Fabrics,
+    ) -> CoflowRecord {
         let longest = coflow.flows.iter().map(|f| f.bytes).max().unwrap_or_default();
         CoflowRecord {
             id: coflow.id,
@@ -162,7 +167,7 @@ impl CoflowRecord {
             bin: Bin::of(longest, coflow.flows.len(), fabric.scale),
             finished: coflow.arrival,
             cct: Nanos::ZERO,
-            lower_bound: coflow_lower_bound(fabric, links, &coflow.flows, uses_ocs),
+            lower_bound: coflow_lower_bound(fabric, links, &coflow.flows, fabrics),
             eps_bytes: Bytes(0),
             ocs_bytes: Bytes(0),
         }
@@ -189,8 +194,8 @@ impl CoflowRecord {
 pub struct ReplayOutcome {
     /// The coflow scheduler.
     pub policy: String,
-    /// Whether it put elephants on circuits (which lower bound applies).
-    pub uses_ocs: bool,
+    /// The fabrics its coflows could cross (which lower bound applies).
+    pub fabrics: Fabrics,
     /// One record per coflow, in arrival order.
     pub records: Vec<CoflowRecord>,
     /// The network's totals.

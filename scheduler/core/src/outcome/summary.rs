@@ -129,11 +129,7 @@ impl ReplaySummary {
             .collect();
         ReplaySummary {
             scheduler: o.policy.clone(),
-            lower_bound: if o.uses_ocs {
-                "hybrid: T(C) (eq. 2/15) for elephants over OCS, EPS bound for the rest"
-            } else {
-                "EPS: max over links of bytes / capacity"
-            },
+            lower_bound: o.fabrics.bound_in_words(),
             coflows: o.records.len(),
             makespan_s: o.makespan.as_secs_f64(),
             cct_s: Distribution::of(o.records.iter().map(cct).collect()),

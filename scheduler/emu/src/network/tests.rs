@@ -214,3 +214,33 @@ fn batched_instants_cost_one_decision() {
     assert_eq!(n.stats().policy_calls, calls + 1);
     assert!(n.flush(Nanos(2)).is_empty(), "nothing pending");
 }
+
+#[test]
+fn under_a_schedule_flows_between_racks_start_marked_and_released_and_no_circuit_is_asked() {
+    let text = include_str!("../../../../topologies/tiny.toml").replace(
+        "[addresses]",
+        "[ocs.schedule]\nslot = \"1ms\"\ndelay = \"10us\"\n[[ocs.schedule.slots]]\ncircuits = [\"0:1\", \"1:0\"]\n[addresses]",
+    );
+    let t = Topology::parse(&text, FsPath::new("tiny-rotor.toml"), &[]).unwrap();
+    let mut n = EmuNetwork::new(&t, by_name("sunflow").unwrap(), addrs(&t), Transport::Tcp);
+    let local = HostId::new(0, 1);
+    // An elephant between racks (Sunflow asks for a circuit) and one inside rack 0.
+    let acts = n.add_flows(
+        Nanos(5),
+        vec![flow(1, 1, A, B, 50_000_000), flow(2, 1, A, local, 50_000_000)],
+    );
+    assert!(!acts.iter().any(|a| matches!(a, Action::Matching(_))), "{acts:?}");
+    let s = starts(&acts);
+    let path = |id: u64| {
+        s.iter()
+            .find(|(_, f)| f.flow == wire::FlowId(id))
+            .map(|(_, f)| (f.path, f.held))
+    };
+    assert_eq!(
+        path(1),
+        Some((wire::Path::Ocs, false)),
+        "the datapath picks circuit or EPS"
+    );
+    assert_eq!(path(2), Some((wire::Path::Eps, false)));
+    assert_eq!(n.stats().matchings, 0);
+}

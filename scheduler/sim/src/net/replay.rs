@@ -5,6 +5,7 @@
 
 use super::fasthash::FastMap;
 use super::{FluidNetwork, NetError, NetEvent};
+use ocslab_core::coflow::lower_bound::Fabrics;
 use ocslab_core::coflow::{self, FabricParams, UnknownPolicy};
 use ocslab_core::model::coflow::{Coflow, CoflowId};
 use ocslab_core::{Bytes, Nanos, Topology};
@@ -49,12 +50,12 @@ pub fn replay(
 ) -> Result<ReplayOutcome, ReplayError> {
     let mut net = FluidNetwork::with_policy(topo, coflow::by_name(policy)?);
     let fabric = FabricParams::from(topo);
-    let uses_ocs = net.policy_uses_ocs();
+    let fabrics = Fabrics::of(net.policy_uses_ocs(), topo.ocs_schedule.is_some());
     let mut order: Vec<&Coflow> = coflows.iter().collect();
     order.sort_by_key(|c| (c.arrival, c.id));
     let mut records: Vec<CoflowRecord> = order
         .iter()
-        .map(|c| CoflowRecord::arrived(c, &fabric, &net.view().links, uses_ocs))
+        .map(|c| CoflowRecord::arrived(c, &fabric, &net.view().links, fabrics))
         .collect();
     let total = records.len();
     let mut open: FastMap<CoflowId, Open> = FastMap::default();
@@ -119,7 +120,7 @@ pub fn replay(
     let makespan = records.iter().map(|r| r.finished).max().unwrap_or_default();
     Ok(ReplayOutcome {
         policy: net.policy_name().to_string(),
-        uses_ocs,
+        fabrics,
         records,
         stats: net.stats().clone(),
         circuits: net.circuit_log().to_vec(),
