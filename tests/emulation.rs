@@ -384,6 +384,13 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
         r.cct,
         ratio * TCP_PAYLOAD_EFFICIENCY
     );
+    let up = out.outcome.circuits.first().map(|c| c.up_at);
+    for f in &out.wire.flows {
+        eprintln!(
+            "flow {}: requested {} circuit up {up:?} started {} first byte {} end {}",
+            f.flow.0, f.requested, f.start, f.first_byte, f.end
+        );
+    }
     assert_eq!(out.wire.verified_flows, 2);
     assert_eq!(
         r.ocs_bytes,
