@@ -91,10 +91,9 @@ pub struct PerturbPlan {
     restart_when_dead: BTreeSet<HostId>,
     /// Restarted, not yet rejoined.
     restarting: BTreeSet<HostId>,
-    /// Open link-down windows per link.
+    /// Open link-down windows per link: a cable is down while any of its
+    /// links has one.
     windows: BTreeMap<Link, u32>,
-    /// Cables down now.
-    cables_down: BTreeSet<Cable>,
     counts: PerturbCounts,
 }
 
@@ -178,31 +177,32 @@ impl PerturbPlan {
     /// A window on `link` opens (`up == false`) or closes: its cable
     /// changes state when the first window on it opens or the last closes.
     fn set_link(&mut self, link: Link, up: bool) -> Option<Step> {
+        let cable = cable_of(link);
+        let was_down = self.cable_down(cable);
         let open = self.windows.entry(link).or_default();
         *open = if up { open.saturating_sub(1) } else { *open + 1 };
-        let cable = cable_of(link);
-        let down = self.windows.iter().any(|(l, n)| *n > 0 && cable_of(*l) == cable);
-        if down == self.cables_down.contains(&cable) {
-            return None;
-        }
-        if down {
-            self.cables_down.insert(cable);
-        } else {
-            self.cables_down.remove(&cable);
-        }
-        self.counts.cable_changes += 1;
-        Some(Step::Cable { cable, up: !down })
+        let down = self.cable_down(cable);
+        (down != was_down).then(|| {
+            self.counts.cable_changes += 1;
+            Step::Cable { cable, up: !down }
+        })
+    }
+
+    fn cable_down(&self, cable: Cable) -> bool {
+        self.windows.iter().any(|(l, n)| *n > 0 && cable_of(*l) == cable)
     }
 
     /// The run is over: every cable still down comes back up.
     pub fn restore(&mut self) -> Vec<Step> {
-        self.windows.clear();
-        let steps: Vec<Step> = std::mem::take(&mut self.cables_down)
+        let down: BTreeSet<Cable> = std::mem::take(&mut self.windows)
             .into_iter()
-            .map(|cable| Step::Cable { cable, up: true })
+            .filter(|(_, n)| *n > 0)
+            .map(|(l, _)| cable_of(l))
             .collect();
-        self.counts.cable_changes += steps.len() as u32;
-        steps
+        self.counts.cable_changes += down.len() as u32;
+        down.into_iter()
+            .map(|cable| Step::Cable { cable, up: true })
+            .collect()
     }
 
     fn restart(&mut self, host: HostId) -> Vec<Step> {

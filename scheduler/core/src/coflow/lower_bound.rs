@@ -79,12 +79,18 @@ pub fn eps_lower_bound<'a>(links: &LinkMap, flows: impl IntoIterator<Item = &'a 
             load[l as usize] += f.bytes.0 as u128;
         }
     }
+    longest_to_carry(load.iter().copied().zip(capacities.iter().copied()))
+}
+
+/// The longest any of `loads` (bytes, and the bytes per second that carry
+/// them) takes; `None` if bytes meet a capacity of 0.
+fn longest_to_carry(loads: impl IntoIterator<Item = (u128, f64)>) -> Option<Nanos> {
     let mut worst = 0u64;
-    for (&bytes, &capacity) in load.iter().zip(capacities) {
-        let cap_bits = (capacity * 8.0).round() as u128;
+    for (bytes, capacity) in loads {
         if bytes == 0 {
             continue;
         }
+        let cap_bits = (capacity * 8.0).round() as u128;
         if cap_bits == 0 {
             return None;
         }
@@ -194,16 +200,7 @@ pub fn both_fabrics_lower_bound<'a>(
             );
         }
     }
-    let mut worst = 0u64;
-    for (rate, bytes) in load.into_values() {
-        let bits_per_s = (rate * 8.0).round() as u128;
-        if bits_per_s == 0 {
-            return None;
-        }
-        let ns = (bytes * 8 * 1_000_000_000).div_ceil(bits_per_s);
-        worst = worst.max(ns.min(u64::MAX as u128) as u64);
-    }
-    Some(Nanos(worst))
+    longest_to_carry(load.into_values().map(|(rate, bytes)| (bytes, rate)))
 }
 
 /// The lower bound of a coflow of `flows` on `fabric` over `fabrics`:
