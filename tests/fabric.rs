@@ -324,6 +324,39 @@ fn not_all_stop_only_changed_ports_go_dark_on(dp: Datapath) {
 /// sysctls, and the congestion control and initial window of its routes,
 /// which a connected socket reports.
 #[test]
+fn a_flow_shorter_than_a_gso_segment_takes_its_time_at_the_nic_rate() {
+    if skip("a_flow_shorter_than_a_gso_segment") {
+        return;
+    }
+    let f = up_tiny();
+    // 52 kB within rack 0: 36 frames through r0h0's 100 Mbit/s NIC.
+    const BYTES: usize = 52_000;
+    let rate = f.topology().host_rate;
+    let (listener, mut tx) = connect(&f, h(0, 0), h(0, 1));
+    let (mut rx, _) = listener.accept().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; BYTES];
+        std::io::Read::read_exact(&mut rx, &mut buf).map(|_| std::time::Instant::now())
+    });
+    let start = std::time::Instant::now();
+    std::io::Write::write_all(&mut tx, &[7u8; BYTES]).unwrap();
+    let took = reader.join().unwrap().unwrap() - start;
+    // htb lets a segment go whenever its bucket is not in debt, so the most
+    // a shaper releases in t is one full bucket, one segment and t x rate.
+    let wire = (BYTES as u64).div_ceil(1448) * 66 + BYTES as u64;
+    let head = fabric::htb::burst_bytes(rate) + u64::from(fabric::htb::nic_segment_bytes(rate));
+    let floor = Duration::from_secs_f64(wire.saturating_sub(head) as f64 * 8.0 / rate.0 as f64);
+    let bound = Duration::from_secs_f64(BYTES as f64 * 8.0 / rate.0 as f64);
+    eprintln!("{BYTES} B in {took:?}: size / rate {bound:?}, floor {floor:?}");
+    // Segments and buckets of 64 KiB let it through in 0.1-0.3 ms.
+    assert!(
+        took >= floor,
+        "{BYTES} B crossed a {rate:?} NIC in {took:?}, under {floor:?}"
+    );
+    f.down().unwrap();
+}
+
+#[test]
 fn a_topologys_tcp_settings_reach_the_hosts_sockets() {
     if skip("a_topologys_tcp_settings_reach_the_hosts_sockets") {
         return;
@@ -337,16 +370,16 @@ fn a_topologys_tcp_settings_reach_the_hosts_sockets() {
     assert_host_tcp(&tiny, "200000", "6", "cubic", 10);
 }
 
-/// A listener in r1h0 and a TCP connection to it from r0h0 (not yet accepted).
-fn connect_r0h0_to_r1h0(f: &Fabric) -> (std::net::TcpListener, std::net::TcpStream) {
-    let at = std::net::SocketAddr::new(f.host_addr(h(1, 0)).into(), 0);
+/// A listener in `to` and a TCP connection to it from `from` (not yet accepted).
+fn connect(f: &Fabric, from: HostId, to: HostId) -> (std::net::TcpListener, std::net::TcpStream) {
+    let at = std::net::SocketAddr::new(f.host_addr(to).into(), 0);
     let listener = f
-        .in_host(h(1, 0), || std::net::TcpListener::bind(at))
+        .in_host(to, || std::net::TcpListener::bind(at))
         .unwrap()
         .unwrap();
     let at = listener.local_addr().unwrap();
     let s = f
-        .in_host(h(0, 0), || std::net::TcpStream::connect(at))
+        .in_host(from, || std::net::TcpStream::connect(at))
         .unwrap()
         .unwrap();
     (listener, s)
@@ -366,7 +399,7 @@ fn assert_host_tcp(topology: &str, rto_min_us: &str, syn_retries: &str, cc: &str
     };
     assert_eq!(sysctl("tcp_rto_min_us"), rto_min_us);
     assert_eq!(sysctl("tcp_syn_retries"), syn_retries);
-    let (listener, s) = connect_r0h0_to_r1h0(&f);
+    let (listener, s) = connect(&f, h(0, 0), h(1, 0));
     let got = nix::sys::socket::getsockopt(&s, nix::sys::socket::sockopt::TcpCongestion).unwrap();
     assert_eq!(got.to_string_lossy(), cc, "the route's congctl");
     drop((s, listener));
@@ -555,7 +588,7 @@ fn a_cable_taken_down_mid_stream_carries_nothing_until_it_is_back() {
     let missing = f.set_cable(Cable::Uplink(9), false).unwrap_err();
     assert!(missing.to_string().contains("r9-up"), "{missing}");
     const TOTAL: usize = 4_000_000;
-    let (listener, mut s) = connect_r0h0_to_r1h0(&f);
+    let (listener, mut s) = connect(&f, h(0, 0), h(1, 0));
     let (first_mb, got_first_mb) = std::sync::mpsc::channel();
     let receiver = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();

@@ -30,8 +30,9 @@
 //! stream's ACKs never queue behind the data of a stream going the other
 //! way, as a shallow-buffered ToR with a priority queue for small packets
 //! keeps them. The burst is what `tc` picks by default (1 ms at the rate,
-//! plus one MTU) and at least one 64 KiB GSO packet, so that veth's large
-//! segments do not stall the token bucket.
+//! plus one MTU), and host NICs hand their shaper segments of at most 1 ms
+//! ([`nic_segment_bytes`]), so no flow passes a link faster than its rate
+//! by more than a bucket and a segment.
 //!
 //! The data class gets a leaf qdisc `10:` of its own ([`LeafQueue`]): a
 //! `bfifo` holding a few milliseconds of the link rate. Without it htb's
@@ -148,9 +149,19 @@ impl LeafQueue {
     }
 }
 
-/// Burst in bytes for `rate`: 1 ms worth plus an MTU, at least 64 KiB + MTU.
+/// Burst in bytes for `rate`: 1 ms worth plus an MTU, as `tc` picks.
 pub fn burst_bytes(rate: Bps) -> u64 {
-    (rate.0 / 8 / 1000 + 1514).max(64 * 1024 + 1514)
+    rate.0 / 8 / 1000 + 1514
+}
+
+/// The largest GSO segment a host NIC of `rate` hands its shaper
+/// (`gso_max_size`): 1 ms at the rate, so that a full bucket
+/// ([`burst_bytes`]) holds one, between one frame and the kernel's 64 KiB.
+/// htb lets a segment go whole whenever its bucket is not in debt, so with
+/// 64 KiB segments a flow of less than one crossed a 50 Mbit/s NIC in a
+/// twentieth of `size / rate`.
+pub fn nic_segment_bytes(rate: Bps) -> u32 {
+    (rate.0 / 8 / 1000).clamp(1514, 64 * 1024) as u32
 }
 
 /// `struct tc_ratespec` for `rate` (bytes/s, saturated at u32::MAX: the
@@ -396,12 +407,22 @@ mod tests {
         assert_eq!(o[1], TC_LINKLAYER_ETHERNET);
         assert_eq!(u32::from_ne_bytes(o[8..12].try_into().unwrap()), 12_500_000);
         assert_eq!(u32::from_ne_bytes(o[20..24].try_into().unwrap()), 12_500_000);
-        // 64 KiB + 1514 B at 12.5 MB/s is 5.364 ms = 83 814 ticks of 64 ns.
+        // 1 ms + 1514 B at 12.5 MB/s is 1.121 ms = 17 517 ticks of 64 ns.
         let buffer = u32::from_ne_bytes(o[24..28].try_into().unwrap());
-        assert_eq!(
-            buffer,
-            (((64 * 1024 + 1514) * 8 * 1_000_000_000u64 / 100_000_000) >> 6) as u32
-        );
+        assert_eq!(buffer, 1_121_120 >> 6);
+    }
+
+    #[test]
+    fn a_host_nic_segment_fits_a_full_bucket() {
+        // 1 ms at 50 Mbit/s: four 1448-byte segments, 6 056 bytes on the wire.
+        assert_eq!(nic_segment_bytes(Bps(50_000_000)), 6_250);
+        for rate in [1_000_000, 50_000_000, 100_000_000, 10_000_000_000] {
+            let r = Bps(rate);
+            assert!(u64::from(nic_segment_bytes(r)) <= burst_bytes(r), "{r:?}");
+        }
+        // Never below a frame, never above the kernel's 64 KiB.
+        assert_eq!(nic_segment_bytes(Bps(1_000_000)), 1514);
+        assert_eq!(nic_segment_bytes(Bps(10_000_000_000)), 64 * 1024);
     }
 
     #[test]

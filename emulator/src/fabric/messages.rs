@@ -5,7 +5,7 @@
 //! description used in error messages.
 
 use super::netlink::Request;
-use super::plan::{AddrPlan, HostTcp, NeighPlan, RoutePlan, RulePlan, VethPlan, MAIN_TABLE};
+use super::plan::{AddrPlan, HostTcp, Iface, NeighPlan, RoutePlan, RulePlan, VethPlan, MAIN_TABLE};
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{
@@ -39,24 +39,28 @@ pub const INGRESS_HANDLE: TcHandle = TcHandle {
     minor: 0,
 };
 
-fn link_msg(name: &str, index: u32, mac: Option<[u8; 6]>) -> LinkMessage {
+fn link_msg(i: &Iface) -> LinkMessage {
     let mut m = LinkMessage::default();
-    m.header.index = index;
-    m.attributes.push(LinkAttribute::IfName(name.to_string()));
-    if let Some(mac) = mac {
+    m.header.index = i.index;
+    m.attributes.push(LinkAttribute::IfName(i.name.clone()));
+    if let Some(mac) = i.mac {
         m.attributes.push(LinkAttribute::Address(mac.to_vec()));
+    }
+    if let Some(size) = i.gso_max_size {
+        m.attributes.push(LinkAttribute::GsoMaxSize(size));
     }
     m
 }
 
-/// `ip link add LOCAL index I up type veth peer PEER index J netns FD`.
+/// `ip link add LOCAL index I up type veth peer PEER index J netns FD`,
+/// with each end's MAC and `gso_max_size` where the plan gives them.
 /// The peer cannot be set up in the same request (the kernel opens it
 /// before the pair is joined and veth_open fails with ENOTCONN); see
 /// [`link_up`].
 pub fn veth(v: &VethPlan, peer_ns_fd: RawFd, peer_ns: &str) -> Request {
-    let mut peer = link_msg(&v.peer.name, v.peer.index, v.peer.mac);
+    let mut peer = link_msg(&v.peer);
     peer.attributes.push(LinkAttribute::NetNsFd(peer_ns_fd));
-    let mut m = link_msg(&v.local.name, v.local.index, v.local.mac);
+    let mut m = link_msg(&v.local);
     m.header.flags = LinkFlags::Up;
     m.header.change_mask = LinkFlags::Up;
     m.attributes.push(LinkAttribute::LinkInfo(vec![

@@ -20,7 +20,7 @@
 //! Interface indexes are chosen here (each namespace is new, so they are
 //! free), which lets every message be encoded before anything exists.
 
-use super::htb::LeafQueue;
+use super::htb::{self, LeafQueue};
 use super::names::{ifname, role, RunId};
 use crate::addr::{AddressPlan, Ipv4Net};
 use crate::topology::{HostId, RawTcp, Topology};
@@ -99,6 +99,10 @@ pub struct Iface {
     pub index: u32,
     /// A fixed MAC address, where other namespaces must know it.
     pub mac: Option<[u8; 6]>,
+    /// The largest GSO segment the interface takes (`gso_max_size`), where
+    /// the kernel's 64 KiB would outlast the shaper's burst: a host NIC's
+    /// ([`super::htb::nic_segment_bytes`]).
+    pub gso_max_size: Option<u32>,
 }
 
 /// A veth pair created from the namespace that holds it; the peer end is
@@ -346,7 +350,10 @@ impl FabricPlan {
                 ns.veths.push(VethPlan {
                     local: iface(ifname::tor_down(&p, h), down),
                     peer_ns: plan.host_ns(HostId::new(r, h)),
-                    peer: iface(ifname::host_nic(&p), HOST_NIC_INDEX),
+                    peer: Iface {
+                        gso_max_size: Some(htb::nic_segment_bytes(topo.host_rate)),
+                        ..iface(ifname::host_nic(&p), HOST_NIC_INDEX)
+                    },
                 });
                 ns.addrs.push(AddrPlan {
                     ifindex: down,
@@ -386,6 +393,7 @@ impl FabricPlan {
                         name: ifname::tor_ocs(&p, w),
                         index: idx,
                         mac: Some(tor_ocs_mac(r, w)),
+                        gso_max_size: None,
                     },
                     peer_ns: ocs,
                     peer: iface(ifname::ocs_port(&p, r, w), plan.ocs_port_index(r, w)),
@@ -550,6 +558,7 @@ fn iface(name: String, index: u32) -> Iface {
         name,
         index,
         mac: None,
+        gso_max_size: None,
     }
 }
 
@@ -595,6 +604,23 @@ mod tests {
         let no_ocs = plan(2, 2, 0);
         assert_eq!(no_ocs.namespaces.len(), 4 + 2 + 1);
         assert!(!no_ocs.has_ocs());
+    }
+
+    #[test]
+    fn only_host_nics_cap_their_gso_segments_at_a_millisecond_of_their_rate() {
+        let t = topo(4, 3, 2);
+        let p = FabricPlan::new(&t, "ab12".parse().unwrap()).unwrap();
+        let mut capped = 0;
+        for ns in &p.namespaces {
+            for v in &ns.veths {
+                assert_eq!(v.local.gso_max_size, None, "{}", v.local.name);
+                let host_nic = matches!(p.namespaces[v.peer_ns].role, NsRole::Host(_));
+                let want = host_nic.then(|| htb::nic_segment_bytes(t.host_rate));
+                assert_eq!(v.peer.gso_max_size, want, "{}", v.peer.name);
+                capped += usize::from(host_nic);
+            }
+        }
+        assert_eq!(capped, 12, "one NIC per host");
     }
 
     #[test]
