@@ -19,6 +19,7 @@
 //! - a slow host's agent computes `1 / speed` times longer, and a straggler
 //!   window that opens mid-compute stretches the rest of it (retime).
 
+use ocslab_emulator::fabric::{self, Fabric, FabricOptions};
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use ocslab_scheduler::emu::{self, compare, EmuConfig, FabricChoice, Fault, LabConfig};
 use ocslab_scheduler::engine::{shuffle_coflow, ClusterView, EngineConfig, Link, Outcome};
@@ -404,6 +405,53 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
     );
     assert!(ratio <= 1.10, "CCT / T(C) = {ratio:.3}");
     assert!(ratio >= 1.0, "CCT below its lower bound? {ratio:.3}");
+}
+
+/// A run attached to a lab whose OCS still holds circuits (an earlier
+/// run's) starts from none, as its coflow policy does: the circuit Sunflow
+/// asks for comes up δ after its request and carries the coflow.
+#[test]
+fn a_run_attached_to_a_lab_with_circuits_up_starts_from_none() {
+    if skip("a_run_attached_to_a_lab_with_circuits_up_starts_from_none") {
+        return;
+    }
+    let _alone = alone();
+    let topo = topology("tiny");
+    let f = Fabric::up(
+        &topo,
+        FabricOptions {
+            topology_file: Some(topology_path("tiny")),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("fabric up: {e}"));
+    let left = fabric::Circuit {
+        src_rack: 0,
+        dst_rack: 1,
+        port: 0,
+    };
+    let ocs = f.ocs().expect("tiny has an OCS");
+    ocs.set_matching(&[left]).unwrap();
+    let coflow = Coflow {
+        id: CoflowId(1),
+        arrival: Nanos::from_millis(50),
+        flows: vec![elephant(0, HostId::new(0, 0), HostId::new(1, 0), 3_000_000)],
+    };
+    let cfg = EmuConfig {
+        time_limit: Duration::from_secs(20),
+        ..config("sunflow")
+    };
+    let out = emu::replay(&topo, FabricChoice::Attach(f.run_id()), &[coflow], &cfg)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let c = out.outcome.circuits.first().expect("a circuit came up");
+    assert_eq!((c.src_rack, c.dst_rack), (0, 1));
+    assert_eq!(out.wire.verified_flows, 1);
+    assert!(
+        out.wire.fabric.ocs_delivered[1] >= 3_000_000,
+        "{:?}",
+        out.wire.fabric
+    );
+    f.down().unwrap();
 }
 
 /// Under a time-flow schedule the eBPF datapath switches circuits by

@@ -161,6 +161,13 @@ impl<'a> Driver<'a> {
     async fn run_to_end(&mut self) -> Result<WireReport, EmuError> {
         let wall = std::time::Instant::now();
         let before = self.lab.counters()?;
+        if let (Some(ocs), None) = (self.lab.ocs(), &self.topo.ocs_schedule) {
+            // The policy starts from no circuits; an attached lab may still
+            // hold an earlier run's. One the policy then asked for again
+            // would be left as it is, and no circuit-up would ever release
+            // its flows.
+            ocs.set_matching(&[]).map_err(|e| EmuError::Ocs(e.to_string()))?;
+        }
         self.t0 = clock::now();
         if let (Some(schedule), Some(ocs)) = (&self.topo.ocs_schedule, self.lab.ocs()) {
             // Slot 0 begins at experiment time 0, as in the simulator.
@@ -604,6 +611,7 @@ impl<'a> Driver<'a> {
         if self.dead.contains(&host) {
             return;
         }
+        tracing::trace!(%host, at = ?self.now(), ?cmd, "command");
         let sent = self
             .lab
             .server()
