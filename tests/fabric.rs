@@ -320,9 +320,8 @@ fn not_all_stop_only_changed_ports_go_dark_on(dp: Datapath) {
     f.down().unwrap();
 }
 
-/// The topology's `[tcp]` table reaches every host: its namespace's
-/// sysctls, and the congestion control and initial window of its routes,
-/// which a connected socket reports.
+/// A flow shorter than the kernel's 64 KiB GSO segment leaves a host no
+/// faster than its NIC's rate allows, less one bucket and one segment.
 #[test]
 fn a_flow_shorter_than_a_gso_segment_takes_its_time_at_the_nic_rate() {
     if skip("a_flow_shorter_than_a_gso_segment") {
@@ -356,6 +355,9 @@ fn a_flow_shorter_than_a_gso_segment_takes_its_time_at_the_nic_rate() {
     f.down().unwrap();
 }
 
+/// The topology's `[tcp]` table reaches every host: its namespace's
+/// sysctls, and the congestion control and initial window of its routes,
+/// which a connected socket reports.
 #[test]
 fn a_topologys_tcp_settings_reach_the_hosts_sockets() {
     if skip("a_topologys_tcp_settings_reach_the_hosts_sockets") {

@@ -105,9 +105,13 @@ pub const LEAF_HANDLE: TcHandle = TcHandle {
 };
 /// `TCA_OPTIONS`, sent raw for a fifo.
 const TCA_OPTIONS: u16 = 2;
+/// A full Ethernet frame as a qdisc counts it: 1500-byte MTU plus header.
+const FRAME_BYTES: u64 = 1514;
+/// The kernel's largest GSO segment (`gso_max_size` of a new veth).
+const KERNEL_GSO_BYTES: u64 = 64 * 1024;
 /// One maximal GSO segment as a qdisc counts it: 64 KiB of TCP payload in
-/// 1448-byte segments (46), each counted as a full 1514-byte frame.
-const MAX_GSO_BYTES: u64 = (64 * 1024_u64).div_ceil(1448) * 1514;
+/// 1448-byte segments (46), each counted as a full frame.
+const MAX_GSO_BYTES: u64 = KERNEL_GSO_BYTES.div_ceil(1448) * FRAME_BYTES;
 
 /// The smallest leaf: two maximal GSO segments. Less than one would drop
 /// every large segment whatever the occupancy; one and 8 frames (82 KB)
@@ -151,17 +155,17 @@ impl LeafQueue {
 
 /// Burst in bytes for `rate`: 1 ms worth plus an MTU, as `tc` picks.
 pub fn burst_bytes(rate: Bps) -> u64 {
-    rate.0 / 8 / 1000 + 1514
+    rate.0 / 8 / 1000 + FRAME_BYTES
 }
 
 /// The largest GSO segment a host NIC of `rate` hands its shaper
 /// (`gso_max_size`): 1 ms at the rate, so that a full bucket
 /// ([`burst_bytes`]) holds one, between one frame and the kernel's 64 KiB.
 /// htb lets a segment go whole whenever its bucket is not in debt, so with
-/// 64 KiB segments a flow of less than one crossed a 50 Mbit/s NIC in a
-/// twentieth of `size / rate`.
+/// 64 KiB segments a flow of less than one would cross a 50 Mbit/s NIC in
+/// a twentieth of `size / rate`.
 pub fn nic_segment_bytes(rate: Bps) -> u32 {
-    (rate.0 / 8 / 1000).clamp(1514, 64 * 1024) as u32
+    (rate.0 / 8 / 1000).clamp(FRAME_BYTES, KERNEL_GSO_BYTES) as u32
 }
 
 /// `struct tc_ratespec` for `rate` (bytes/s, saturated at u32::MAX: the

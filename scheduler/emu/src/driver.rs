@@ -161,20 +161,20 @@ impl<'a> Driver<'a> {
     async fn run_to_end(&mut self) -> Result<WireReport, EmuError> {
         let wall = std::time::Instant::now();
         let before = self.lab.counters()?;
-        if let (Some(ocs), None) = (self.lab.ocs(), &self.topo.ocs_schedule) {
+        let ocs_error = |e: ocslab_emulator::fabric::OcsError| EmuError::Ocs(e.to_string());
+        self.t0 = match (self.lab.ocs(), &self.topo.ocs_schedule) {
+            // Slot 0 begins at experiment time 0, as in the simulator.
+            (Some(ocs), Some(schedule)) => ocs.set_schedule(schedule).map_err(ocs_error)?,
             // The policy starts from no circuits; an attached lab may still
             // hold an earlier run's. One the policy then asked for again
             // would be left as it is, and no circuit-up would ever release
             // its flows.
-            ocs.set_matching(&[]).map_err(|e| EmuError::Ocs(e.to_string()))?;
-        }
-        self.t0 = clock::now();
-        if let (Some(schedule), Some(ocs)) = (&self.topo.ocs_schedule, self.lab.ocs()) {
-            // Slot 0 begins at experiment time 0, as in the simulator.
-            self.t0 = ocs
-                .set_schedule(schedule)
-                .map_err(|e| EmuError::Ocs(e.to_string()))?;
-        }
+            (Some(ocs), None) => {
+                ocs.set_matching(&[]).map_err(ocs_error)?;
+                clock::now()
+            }
+            (None, _) => clock::now(),
+        };
         self.util.record(Nanos::ZERO, before.clone());
         if let Some(every) = self.cfg.load_sample_interval {
             let (tx, rx) = tmpsc::unbounded_channel();
