@@ -310,12 +310,12 @@ async fn a_shuffle_moves_all_bytes_and_checksums_match() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupted_partition_is_detected() {
     // The sender h0 flips a byte of flow 1 (a fault wrapper); flow 2 is clean.
-    let mut lab = Lab::new(2, |i| Faults {
-        corrupt_flows: if i == 0 {
-            [FlowId(1)].into()
+    let mut lab = Lab::new(2, |i| {
+        if i == 0 {
+            Faults::corrupt_always([FlowId(1)])
         } else {
-            Default::default()
-        },
+            Faults::default()
+        }
     })
     .await;
     let (src, dst) = (host(0), host(1));

@@ -16,6 +16,8 @@
 //!   the job finishes with every byte verified;
 //! - an agent killed mid-shuffle is detected, its tasks re-run elsewhere and
 //!   the job completes with verified bytes;
+//! - a send that arrives corrupt is sent again (in a replay and in a job),
+//!   and a flow whose every send fails ends the run naming it;
 //! - a slow host's agent computes `1 / speed` times longer, and a straggler
 //!   window that opens mid-compute stretches the rest of it (retime).
 
@@ -610,6 +612,157 @@ fn an_agent_killed_mid_shuffle_is_replaced_and_the_job_completes_verified() {
     // The bytes the job used were all verified.
     assert_eq!(out.wire.corrupt_flows, 0);
     assert!(out.wire.flows.iter().filter(|f| f.useful).all(|f| f.verified));
+}
+
+/// Two 2 MB flows between racks under fair; the sender of flow 1 corrupts
+/// a byte of its first `sends` sends (an agent fault; "all" for every send).
+fn replay_with_corrupt_sends(sends: &str) -> Result<emu::EmuReplay, emu::EmuError> {
+    let topo = topology("tiny");
+    let coflow = Coflow {
+        id: CoflowId(1),
+        arrival: Nanos::from_millis(50),
+        flows: vec![
+            elephant(0, HostId::new(0, 0), HostId::new(1, 0), 2_000_000),
+            elephant(1, HostId::new(0, 1), HostId::new(1, 1), 2_000_000),
+        ],
+    };
+    let fault = if sends == "all" {
+        "1".to_string()
+    } else {
+        format!("1:{sends}")
+    };
+    let mut cfg = config("fair");
+    cfg.lab.agent_args = vec!["--fault-corrupt-flow".into(), fault];
+    emu::replay(&topo, build(&topo), &[coflow], &cfg)
+}
+
+/// A send that arrives corrupt is sent again, and the replay reports the
+/// verified copy.
+#[test]
+fn a_corrupted_send_is_sent_again_and_arrives_verified() {
+    if skip("a_corrupted_send_is_sent_again_and_arrives_verified") {
+        return;
+    }
+    let _alone = alone();
+    let out = replay_with_corrupt_sends("1").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.wire.resent_flows, 1);
+    assert_eq!((out.wire.verified_flows, out.wire.corrupt_flows), (2, 0));
+    let f1 = out
+        .wire
+        .flows
+        .iter()
+        .find(|f| f.flow == FlowId(1))
+        .expect("flow 1");
+    assert_eq!(f1.bytes_received, Bytes(2_000_000));
+    assert!(
+        f1.start >= Nanos::from_millis(50) + emu::resend::FIRST_BACKOFF,
+        "the copy that arrived was sent after the back-off: {}",
+        f1.start
+    );
+}
+
+/// A flow whose every send arrives corrupt ends the run at its last send,
+/// naming the flow and each failure, instead of waiting for the time limit.
+#[test]
+fn a_flow_that_fails_on_every_send_ends_the_run_naming_it() {
+    if skip("a_flow_that_fails_on_every_send_ends_the_run_naming_it") {
+        return;
+    }
+    let _alone = alone();
+    match replay_with_corrupt_sends("all") {
+        Err(emu::EmuError::FlowFailed { flow, reasons, .. }) => {
+            assert_eq!(flow, FlowId(1));
+            assert_eq!(
+                reasons.matches("checksum mismatch").count(),
+                emu::resend::MAX_SENDS as usize,
+                "{reasons}"
+            );
+        }
+        Err(e) => panic!("another error: {e}"),
+        Ok(out) => panic!("the replay succeeded: {:?}", out.wire.flows),
+    }
+}
+
+/// A replay that passes its time limit says how many of its coflows
+/// finished: a 100 kB coflow did, a 40 MB one (3.2 s at tiny's 100 Mbit/s)
+/// had not at 1 s.
+#[test]
+fn a_replay_past_its_time_limit_counts_the_coflows_that_finished() {
+    if skip("a_replay_past_its_time_limit_counts_the_coflows_that_finished") {
+        return;
+    }
+    let _alone = alone();
+    let topo = topology("tiny");
+    let coflow = |id: u64, bytes: u64| Coflow {
+        id: CoflowId(id),
+        arrival: Nanos::from_millis(50),
+        flows: vec![FlowSpec {
+            coflow: CoflowId(id),
+            ..elephant(
+                id,
+                HostId::new(0, id as u32 - 1),
+                HostId::new(1, id as u32 - 1),
+                bytes,
+            )
+        }],
+    };
+    let cfg = EmuConfig {
+        time_limit: Duration::from_secs(1),
+        ..config("fair")
+    };
+    match emu::replay(
+        &topo,
+        build(&topo),
+        &[coflow(1, 100_000), coflow(2, 40_000_000)],
+        &cfg,
+    ) {
+        Err(emu::EmuError::TimeLimit {
+            done,
+            total,
+            in_flight,
+            ..
+        }) => assert_eq!((done, total, in_flight), (1, 2, 1)),
+        Err(e) => panic!("another error: {e}"),
+        Ok(out) => panic!("the replay finished: {:?}", out.wire.flows),
+    }
+}
+
+/// In a job, a fetch whose first send arrives corrupt is fetched again
+/// and the reduce gets every partition verified.
+#[test]
+fn a_job_whose_fetches_arrive_corrupt_once_completes_verified() {
+    if skip("a_job_whose_fetches_arrive_corrupt_once_completes_verified") {
+        return;
+    }
+    let _alone = alone();
+    let topo = topology("tiny");
+    let job = shuffle_job(&topo, 2, Bytes(1_000_000));
+    let mut cfg = config("fair");
+    // The first flows the engine starts, whichever they are.
+    cfg.lab.agent_args = (0..4)
+        .flat_map(|id| ["--fault-corrupt-flow".to_string(), format!("{id}:1")])
+        .collect();
+    let out = emu::run_jobs(&topo, build(&topo), vec![job], fifo(), engine_config(), &cfg)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resent = out.wire.flows.iter().filter(|f| f.flow.0 < 4).count() as u64;
+    assert!(resent > 0, "no faulty flow ran: {:?}", out.wire.flows);
+    assert_eq!(out.wire.resent_flows, resent);
+    assert!(out.records.jobs[&JobId(1)].finished.is_some(), "the job finished");
+    for t in out
+        .records
+        .tasks
+        .iter()
+        .filter(|t| t.outcome == Outcome::Finished && t.kind == TaskKind::Reduce)
+    {
+        assert_eq!(
+            t.bytes,
+            Bytes(4_000_000),
+            "reduce {} has all four partitions",
+            t.attempt
+        );
+    }
+    assert_eq!(out.wire.corrupt_flows, 0);
+    assert!(out.wire.flows.iter().all(|f| f.verified));
 }
 
 /// The agent-kill loop: one shuffle job on tiny.toml under sunflow-np (so

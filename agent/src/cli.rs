@@ -22,6 +22,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 /// Default data-plane port when `--data-addr` gives only an address.
 const DEFAULT_DATA_PORT: u16 = 7100;
@@ -58,9 +59,22 @@ pub struct AgentArgs {
     /// Do not open the QUIC data endpoint (TCP only).
     #[arg(long)]
     pub no_quic: bool,
-    /// Test hook: flip a byte in the middle of this flow's payload.
-    #[arg(long, hide = true)]
-    pub fault_corrupt_flow: Vec<u64>,
+    /// Test hook: flip a byte in the middle of this flow's payload, on
+    /// every send (FLOW) or on its first N sends (FLOW:N).
+    #[arg(long, hide = true, value_parser = parse_corrupt_flow)]
+    pub fault_corrupt_flow: Vec<(u64, u32)>,
+}
+
+/// `FLOW` (every send) or `FLOW:N` (the first N sends).
+fn parse_corrupt_flow(s: &str) -> Result<(u64, u32), String> {
+    let (flow, sends) = s.split_once(':').unwrap_or((s, ""));
+    let flow = flow.parse().map_err(|e| format!("flow id {flow:?}: {e}"))?;
+    let sends = if sends.is_empty() {
+        u32::MAX
+    } else {
+        sends.parse().map_err(|e| format!("send count {sends:?}: {e}"))?
+    };
+    Ok((flow, sends))
 }
 
 fn parse_data_addr(s: &str) -> Result<SocketAddr, String> {
@@ -108,7 +122,12 @@ fn run(args: AgentArgs) -> Result<()> {
         slots: args.slots,
         quic_data: !args.no_quic,
         faults: Faults {
-            corrupt_flows: args.fault_corrupt_flow.into_iter().map(FlowId).collect(),
+            corrupt_flows: Mutex::new(
+                args.fault_corrupt_flow
+                    .into_iter()
+                    .map(|(f, n)| (FlowId(f), n))
+                    .collect(),
+            ),
         },
     };
     // Two workers: enough for line-rate flows, little memory per agent.
@@ -151,5 +170,30 @@ pub fn main_with(args: AgentArgs, verbose: u8) -> ExitCode {
             eprintln!("ocslab-agent {host}: error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_corrupt_flow_fault_names_a_flow_and_optionally_its_sends() {
+        assert_eq!(parse_corrupt_flow("7"), Ok((7, u32::MAX)));
+        assert_eq!(parse_corrupt_flow("7:2"), Ok((7, 2)));
+        assert!(parse_corrupt_flow("x:2").unwrap_err().contains("flow id"));
+        assert!(parse_corrupt_flow("7:-1").unwrap_err().contains("send count"));
+    }
+
+    #[test]
+    fn a_fault_for_n_sends_corrupts_the_first_n_only() {
+        let f = Faults {
+            corrupt_flows: Mutex::new([(FlowId(7), 2)].into()),
+        };
+        let sends: Vec<bool> = (0..4).map(|_| f.corrupts(FlowId(7))).collect();
+        assert_eq!(sends, [true, true, false, false]);
+        assert!(!f.corrupts(FlowId(8)));
+        let always = Faults::corrupt_always([FlowId(7)]);
+        assert!((0..10).all(|_| always.corrupts(FlowId(7))));
     }
 }

@@ -29,9 +29,9 @@ use crate::protocol::{
     PROTOCOL_VERSION,
 };
 use ocslab_emulator::{Bps, HostId};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 pub use table::{FlowCounters, FlowTable, Receipts};
 use tokio::sync::{mpsc, watch};
 
@@ -46,10 +46,32 @@ pub struct FlowControl {
 
 /// Faults injected into this agent's flows, for tests of verification.
 /// They wrap the content source; the sending logic does not know of them.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Faults {
-    /// Flows whose payload gets one byte flipped (in the middle).
-    pub corrupt_flows: BTreeSet<FlowId>,
+    /// Flows whose payload gets one byte flipped (in the middle), with how
+    /// many of their sends to corrupt (`u32::MAX`: every one).
+    pub corrupt_flows: Mutex<BTreeMap<FlowId, u32>>,
+}
+
+impl Faults {
+    /// Faults that corrupt every send of `flows`.
+    pub fn corrupt_always(flows: impl IntoIterator<Item = FlowId>) -> Faults {
+        Faults {
+            corrupt_flows: Mutex::new(flows.into_iter().map(|f| (f, u32::MAX)).collect()),
+        }
+    }
+
+    /// Whether this send of `flow` is to be corrupted (counting it).
+    pub(crate) fn corrupts(&self, flow: FlowId) -> bool {
+        let mut left = self.corrupt_flows.lock().unwrap_or_else(|e| e.into_inner());
+        match left.get_mut(&flow) {
+            Some(n) if *n > 0 => {
+                *n = n.saturating_sub(u32::from(*n != u32::MAX));
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Why a flow failed at one end.
@@ -183,7 +205,7 @@ impl DataPlane {
         stream::wait_released(control).await?;
         counters.set_state(FlowState::Connecting);
         let content = PartitionContent::new(&spec.partition, spec.bytes);
-        let mut source: Box<dyn ContentSource> = if self.faults.corrupt_flows.contains(&spec.flow) {
+        let mut source: Box<dyn ContentSource> = if self.faults.corrupts(spec.flow) {
             Box::new(Corrupted::new(content, spec.bytes.0 / 2))
         } else {
             Box::new(content)

@@ -21,6 +21,7 @@ use super::metrics::{FabricBytes, WireFlow, WireReport};
 use super::network::{Action, EmuNetwork};
 use super::ocs::{OcsReport, OcsWorker};
 use super::perturb::{PerturbCounts, PerturbPlan, Step};
+use super::resend::{Resends, Verdict};
 use super::sampler::{Sampler, SamplerReport, UtilizationRecorder};
 use super::tasks::{partition_key, TaskBridge};
 use super::{EmuConfig, EmuError, Fault};
@@ -44,14 +45,19 @@ pub(super) enum Source {
         bridge: TaskBridge,
     },
     /// Coflows of a trace, each arriving whole at its time.
-    Coflows(VecDeque<Coflow>),
+    Coflows {
+        /// Those yet to arrive, by arrival.
+        queue: VecDeque<Coflow>,
+        /// How many the trace has.
+        total: usize,
+    },
 }
 
 impl Source {
     fn next_wakeup(&self) -> Option<Nanos> {
         match self {
             Source::Jobs { engine, .. } => engine.next_wakeup(),
-            Source::Coflows(q) => q.front().map(|c| c.arrival),
+            Source::Coflows { queue, .. } => queue.front().map(|c| c.arrival),
         }
     }
 }
@@ -83,7 +89,9 @@ pub(super) struct Driver<'a> {
     perturb: PerturbPlan,
     pub(super) circuits: Vec<CircuitRecord>,
     circuit_events: u64,
+    /// The last failure of each flow that has not arrived since.
     failed: BTreeMap<FlowId, String>,
+    resends: Resends,
     sampler: Option<Sampler>,
     sample_rx: tmpsc::UnboundedReceiver<SamplerReport>,
     util: UtilizationRecorder,
@@ -123,6 +131,7 @@ impl<'a> Driver<'a> {
             circuits: Vec::new(),
             circuit_events: 0,
             failed: BTreeMap::new(),
+            resends: Resends::default(),
             sampler: None,
             sample_rx,
             util,
@@ -142,7 +151,7 @@ impl<'a> Driver<'a> {
     fn done(&self) -> bool {
         match &self.source {
             Source::Jobs { engine, .. } => engine.is_done(),
-            Source::Coflows(q) => q.is_empty() && self.net.in_flight() == 0,
+            Source::Coflows { queue, .. } => queue.is_empty() && self.net.in_flight() == 0,
         }
     }
 
@@ -204,6 +213,7 @@ impl<'a> Driver<'a> {
                 self.source.next_wakeup(),
                 self.net.wake_at(),
                 self.perturb.next_at(),
+                self.resends.next_due(),
             ]
             .into_iter()
             .flatten()
@@ -247,6 +257,7 @@ impl<'a> Driver<'a> {
         let end = self.exp_time(after.at);
         self.util.record(end, after.clone());
         let mut report = WireReport::new(std::mem::take(&mut self.wire), self.lost);
+        report.resent_flows = self.resends.resent();
         report.links = self.util.series();
         report.fabric = FabricBytes::between(&before, &after, &report.flows);
         report.dead_hosts = self.died.iter().copied().collect();
@@ -261,7 +272,11 @@ impl<'a> Driver<'a> {
                 let (done, total) = engine.progress();
                 (done, total, engine.describe_unfinished(5))
             }
-            Source::Coflows(q) => (0, q.len(), String::new()),
+            Source::Coflows { queue, total } => {
+                // A coflow is done once it arrived and has no flow in flight.
+                let open = queue.len() + self.net.view().coflows.len();
+                (total.saturating_sub(open), *total, String::new())
+            }
         };
         let failed = self
             .failed
@@ -288,10 +303,10 @@ impl<'a> Driver<'a> {
         if self.source.next_wakeup().is_some_and(|t| t <= now) {
             match &mut self.source {
                 Source::Jobs { .. } => self.engine_event(now, Event::Wakeup)?,
-                Source::Coflows(q) => {
+                Source::Coflows { queue, .. } => {
                     let mut flows: Vec<(FlowSpec, PartitionId)> = Vec::new();
-                    while q.front().is_some_and(|c| c.arrival <= now) {
-                        let Some(c) = q.pop_front() else { break };
+                    while queue.front().is_some_and(|c| c.arrival <= now) {
+                        let Some(c) = queue.pop_front() else { break };
                         for f in c.flows {
                             if f.src == f.dst || f.bytes.0 == 0 {
                                 continue;
@@ -309,7 +324,49 @@ impl<'a> Driver<'a> {
             let actions = self.net.wake(now);
             self.carry_out(actions)?;
         }
+        if self.resends.next_due().is_some_and(|t| t <= now) {
+            for id in self.resends.take_due(now, clock::now()) {
+                let ends = self.net.view().flows.get(&id).map(|f| (f.spec.src, f.spec.dst));
+                let Some((src, dst)) = ends.filter(|(s, d)| !self.dead.contains(s) && !self.dead.contains(d))
+                else {
+                    self.resends.forget(id);
+                    continue;
+                };
+                tracing::warn!(flow = id.0, %src, %dst, "sending the flow again");
+                if let Some(actions) = self.net.restart(now, id) {
+                    self.carry_out(actions)?;
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// A send of flow `id` that began by `at` (shared clock) failed at an
+    /// end: it is sent again after a back-off, or, if every send failed,
+    /// the run ends with an error naming the flow ([`super::resend`]).
+    /// Failures of a flow whose host died are the death's to handle.
+    fn send_failed(&mut self, id: FlowId, at: Nanos, reason: String) -> Result<(), EmuError> {
+        let Some(spec) = self.net.view().flows.get(&id).map(|f| f.spec.clone()) else {
+            return Ok(()); // already gone: finished, or its host died
+        };
+        if self.dead.contains(&spec.src) || self.dead.contains(&spec.dst) {
+            return Ok(());
+        }
+        self.failed.insert(id, reason.clone());
+        match self.resends.failed(id, at, self.now(), reason) {
+            Verdict::Stale => Ok(()),
+            Verdict::ResendAt(due) => {
+                tracing::warn!(flow = id.0, due = ?due, "flow failed; it will be sent again");
+                Ok(())
+            }
+            Verdict::GiveUp(reasons) => Err(EmuError::FlowFailed {
+                flow: id,
+                coflow: spec.coflow,
+                src: spec.src,
+                dst: spec.dst,
+                reasons: reasons.join("; "),
+            }),
+        }
     }
 
     /// A counter reading from the sampler: one utilization sample per link
@@ -376,6 +433,9 @@ impl<'a> Driver<'a> {
                 self.died.insert(host);
                 let (lost, actions) = self.net.host_dead(now, host);
                 self.lost += lost.len() as u64;
+                for f in &lost {
+                    self.resends.forget(f.id);
+                }
                 self.carry_out(actions)?;
                 if let Source::Jobs { bridge, .. } = &mut self.source {
                     bridge.host_dead(host);
@@ -409,12 +469,13 @@ impl<'a> Driver<'a> {
             }
             AgentMsg::FlowDone(fd) => self.flow_done(fd),
             AgentMsg::FlowFailed {
-                flow, role, reason, ..
+                flow,
+                role,
+                reason,
+                at,
             } => {
                 tracing::warn!(%host, flow = flow.0, ?role, %reason, "flow failed");
-                self.failed
-                    .insert(FlowId(flow.0), format!("{role:?} {host}: {reason}"));
-                Ok(())
+                self.send_failed(FlowId(flow.0), at, format!("{role:?} {host}: {reason}"))
             }
             AgentMsg::Rejected { reason } => {
                 // Usually a re-rate or hold racing the flow's end at its sender.
@@ -445,30 +506,31 @@ impl<'a> Driver<'a> {
             // Cut short: its sender died (the control plane will say so) or
             // the connection broke. It is not a fetch the engine can use.
             tracing::warn!(flow = id.0, from = %fd.from, "flow cut short: {} of {} bytes", fd.bytes_received.0, fd.bytes_expected.0);
-            self.failed.insert(
-                id,
-                format!(
-                    "cut short at {} of {} bytes",
-                    fd.bytes_received.0, fd.bytes_expected.0
-                ),
+            let why = format!(
+                "cut short at {} of {} bytes",
+                fd.bytes_received.0, fd.bytes_expected.0
             );
-            return Ok(());
+            return self.send_failed(id, fd.start, why);
         }
-        let Some((fin, actions)) = self.net.flow_done(end, id) else {
-            return Ok(()); // a flow of a dead host, already written off
-        };
-        self.failed.remove(&id);
         if !fd.ok {
-            // All bytes came, but not the right ones: the fetch failed. It is
-            // recorded (unverified) and not reported to the engine.
+            // All bytes came, but not the right ones: not a fetch the engine can use.
             tracing::error!(
                 flow = id.0,
                 "flow corrupt: crc {:08x}, expected {:08x}",
                 fd.checksum,
                 fd.expected_checksum
             );
-            self.failed.insert(id, "checksum mismatch".into());
+            let why = format!(
+                "checksum mismatch: crc {:08x}, expected {:08x}",
+                fd.checksum, fd.expected_checksum
+            );
+            return self.send_failed(id, fd.start, why);
         }
+        let Some((fin, actions)) = self.net.flow_done(end, id) else {
+            return Ok(()); // a flow of a dead host, already written off
+        };
+        self.failed.remove(&id);
+        self.resends.forget(id);
         let ocs = fin.marked == Some(wire::Path::Ocs);
         let shuffle = !super::tasks::is_input_read(&fin.spec);
         self.wire.push(WireFlow {

@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod network;
 pub mod ocs;
 pub mod perturb;
+pub mod resend;
 pub mod sampler;
 pub mod tasks;
 
@@ -52,13 +53,13 @@ use ocslab_agent::protocol::Transport;
 use ocslab_core::coflow::lower_bound::Fabrics;
 use ocslab_core::coflow::{FabricParams, UnknownPolicy};
 use ocslab_core::engine::{Engine, EngineConfig, EngineError, Records};
-use ocslab_core::model::coflow::{Coflow, FlowId};
+use ocslab_core::model::coflow::{Coflow, CoflowId, FlowId};
 use ocslab_core::model::job::Job;
 use ocslab_core::net::links::LinkMap;
 use ocslab_core::outcome::{CircuitRecord, CoflowRecord, NetStats, ReplayOutcome, SolveStats};
 use ocslab_core::policy::TaskPolicy;
 use ocslab_emulator::fabric::FabricError;
-use ocslab_emulator::{Bytes, Nanos, Topology};
+use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -106,6 +107,20 @@ pub enum EmuError {
         failed: String,
         /// What the unfinished jobs wait on ([`ocslab_core::engine::Engine::describe_unfinished`]).
         waiting: String,
+    },
+    /// Every send of a flow failed at an end ([`resend::MAX_SENDS`]).
+    #[error("flow {} ({src} → {dst}, coflow {}) failed on all {} sends: {reasons}", flow.0, coflow.0, resend::MAX_SENDS)]
+    FlowFailed {
+        /// The flow.
+        flow: FlowId,
+        /// Its coflow.
+        coflow: CoflowId,
+        /// Its sender.
+        src: HostId,
+        /// Its receiver.
+        dst: HostId,
+        /// Why each send failed, first send first.
+        reasons: String,
     },
     /// Ctrl-C or SIGTERM.
     #[error("interrupted (Ctrl-C or SIGTERM); the lab was torn down")]
@@ -243,8 +258,13 @@ async fn run_jobs_on(
     let perturbations = d.perturb_counts();
     let net = d.net.stats().clone();
     let coflow_policy = d.net.policy_name().to_string();
-    let Source::Jobs { engine, .. } = std::mem::replace(&mut d.source, Source::Coflows(VecDeque::new()))
-    else {
+    let Source::Jobs { engine, .. } = std::mem::replace(
+        &mut d.source,
+        Source::Coflows {
+            queue: VecDeque::new(),
+            total: 0,
+        },
+    ) else {
         return Err(EmuError::Internal("source changed".into()));
     };
     let end = engine.now();
@@ -305,7 +325,11 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
     let topo = lab.topology().clone();
     let mut order: Vec<Coflow> = coflows.to_vec();
     order.sort_by_key(|c| (c.arrival, c.id));
-    let mut d = Driver::new(lab, Source::Coflows(order.iter().cloned().collect()), cfg)?;
+    let source = Source::Coflows {
+        queue: order.iter().cloned().collect(),
+        total: order.len(),
+    };
+    let mut d = Driver::new(lab, source, cfg)?;
     let wire = d.run().await?;
     let fabrics = Fabrics::of(d.net.policy_uses_ocs(), topo.ocs_schedule.is_some());
     let policy = d.net.policy_name().to_string();

@@ -237,6 +237,9 @@ pub struct WireReport {
     pub corrupt_flows: u64,
     /// Flows abandoned because an end's host died.
     pub lost_flows: u64,
+    /// Sends issued again after a send failed at an end (connection broken,
+    /// cut short, wrong checksum; [`super::resend`]).
+    pub resent_flows: u64,
     /// Bytes over the fabric's links.
     pub fabric: FabricBytes,
     /// Agents declared dead.
@@ -279,6 +282,7 @@ impl WireReport {
             verified_flows: flows.iter().filter(|f| f.verified).count() as u64,
             corrupt_flows: flows.iter().filter(|f| !f.verified).count() as u64,
             lost_flows,
+            resent_flows: 0,
             flows,
             coflows,
             ..WireReport::default()

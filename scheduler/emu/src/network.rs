@@ -41,7 +41,7 @@
 use ocslab_agent::protocol::{self as wire, Command, PartitionId, Transport};
 use ocslab_core::coflow::{
     plan_of, priority, set_up_circuits, CircuitSwitch, CircuitView, CoflowPolicy, CoflowView, Decision,
-    FabricParams, FlowPlan, NetView, PairPlans, Path,
+    FabricParams, FlowPlan, FlowView, NetView, PairPlans, Path,
 };
 use ocslab_core::engine::Circuit;
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
@@ -249,6 +249,26 @@ impl EmuNetwork {
             spec: fv.spec,
         };
         Some((fin, self.instant(now)))
+    }
+
+    /// `flow` failed at an end and is to be sent again from its first byte:
+    /// its sender is told afresh at the next scheduling instant, as a new
+    /// flow would be. `None` if the flow is unknown (already gone, e.g. its
+    /// host died).
+    pub fn restart(&mut self, now: Nanos, flow: FlowId) -> Option<Vec<Action>> {
+        let entry = self.flows.get_mut(&flow)?;
+        let f = self.view.flows.get_mut(&flow)?;
+        entry.agent = None;
+        entry.last_report = None;
+        if let Some(c) = self.view.coflows.get_mut(&f.spec.coflow) {
+            c.sent_bytes = (c.sent_bytes - f.sent_eps_bytes - f.sent_ocs_bytes).max(0.0);
+        }
+        let fresh = FlowView::new(f.spec.clone(), f.started);
+        *f = FlowView {
+            elephant: f.elephant,
+            ..fresh
+        };
+        Some(self.instant(now))
     }
 
     /// Sender-side progress of flows of `host` (from a heartbeat at `now`):

@@ -102,6 +102,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
                         "verified_flows": r.outcome.wire.verified_flows,
                         "corrupt_flows": r.outcome.wire.corrupt_flows,
                         "lost_flows": r.outcome.wire.lost_flows,
+                        "resent_flows": r.outcome.wire.resent_flows,
                         "fabric": r.outcome.wire.fabric,
                         "dead_hosts": r.outcome.wire.dead_hosts,
                         "wall_s": r.outcome.wire.wall_s,

@@ -284,6 +284,7 @@ pub fn run_json_wire(runs: &[SchedulerRun]) -> serde_json::Value {
                 "verified_flows": r.outcome.wire.verified_flows,
                 "corrupt_flows": r.outcome.wire.corrupt_flows,
                 "lost_flows": r.outcome.wire.lost_flows,
+                "resent_flows": r.outcome.wire.resent_flows,
                 "fabric": r.outcome.wire.fabric,
                 "cct_vs_sim": r.cct_vs_sim,
                 "perturbations": r.perturbations,

@@ -244,3 +244,32 @@ fn under_a_schedule_flows_between_racks_start_marked_and_released_and_no_circuit
     assert_eq!(path(2), Some((wire::Path::Eps, false)));
     assert_eq!(n.stats().matchings, 0);
 }
+
+#[test]
+fn a_restarted_flow_is_started_afresh_and_an_unknown_one_is_not() {
+    let mut n = net("fair");
+    let first = starts(&n.add_flows(Nanos(5), vec![flow(1, 1, A, B, 5_000_000)]));
+    n.progress(
+        Nanos(50),
+        &[wire::FlowProgress {
+            flow: wire::FlowId(1),
+            role: wire::FlowRole::Sender,
+            state: wire::FlowState::Active,
+            bytes: ocslab_emulator::Bytes(2_000_000),
+        }],
+    );
+    assert_eq!(n.view().flows[&FlowId(1)].sent_eps_bytes, 2_000_000.0);
+    assert_eq!(n.view().coflows[&CoflowId(1)].sent_bytes, 2_000_000.0);
+    let again = starts(&n.restart(Nanos(60), FlowId(1)).expect("the flow is known"));
+    assert_eq!(again, first, "the same flow, from its first byte");
+    let f = &n.view().flows[&FlowId(1)];
+    assert_eq!((f.sent_eps_bytes, f.remaining_bytes), (0.0, 5_000_000.0));
+    assert_eq!(n.view().coflows[&CoflowId(1)].sent_bytes, 0.0);
+    assert_eq!(f.started, Nanos(5), "it still arrived when it first did");
+    assert!(n.restart(Nanos(61), FlowId(2)).is_none());
+    n.flow_done(Nanos(100), FlowId(1)).unwrap();
+    assert!(
+        n.restart(Nanos(101), FlowId(1)).is_none(),
+        "a finished flow is not sent again"
+    );
+}
