@@ -58,6 +58,7 @@ fn sim_writes_a_results_folder_consistent_with_its_summary() {
         perturb: Vec::new(),
         threads: None,
         seeds: 1,
+        task_schedulers: Vec::new(),
     })
     .expect("sim runs");
     for f in ["experiment.toml", "topology.toml", "run.json", "summary.json"] {
@@ -110,6 +111,7 @@ fn sim_twice_with_the_same_seed_gives_identical_results() {
             perturb: Vec::new(),
             threads: None,
             seeds: 1,
+            task_schedulers: Vec::new(),
         })
         .expect("sim runs");
     }
@@ -137,6 +139,7 @@ fn a_bad_experiment_names_file_line_and_field() {
         perturb: Vec::new(),
         threads: None,
         seeds: 1,
+        task_schedulers: Vec::new(),
     })
     .expect_err("an unknown scheduler is refused");
     let msg = format!("{err:#}");
@@ -156,6 +159,47 @@ fn a_bad_experiment_names_file_line_and_field() {
 /// run of that seed (its run.json says so, and seed 5's equals a plain
 /// run's), and seeds.json's means and ratios are those of the three
 /// folders' summaries.
+/// `--task-schedulers` runs a subset in the file's order, its results the
+/// same as the full run's; a name the file does not run is refused.
+#[test]
+fn sim_runs_only_the_task_schedulers_asked_for() {
+    let dir = scratch("subset");
+    let exp = experiment(&dir, "[\"fair\", \"fifo\", \"delay\"]");
+    let args = |out: &Path, names: &[&str]| SimArgs {
+        experiment: exp.clone(),
+        json: true,
+        out: Some(out.to_path_buf()),
+        perturb: Vec::new(),
+        threads: None,
+        seeds: 1,
+        task_schedulers: names.iter().map(|s| s.to_string()).collect(),
+    };
+    let (all, some) = (dir.join("all"), dir.join("some"));
+    run(args(&all, &[])).expect("sim runs");
+    run(args(&some, &["delay", "fair"])).expect("sim runs a subset");
+    let names = |out: &Path| -> Vec<String> {
+        let s = summary(out);
+        let list = s["schedulers"].as_array().expect("schedulers").clone();
+        list.iter()
+            .map(|x| x["name"].as_str().expect("name").to_string())
+            .collect()
+    };
+    assert_eq!(names(&all), ["fair", "fifo", "delay"]);
+    assert_eq!(names(&some), ["fair", "delay"], "the file's order, fair first");
+    let s = summary(&all)["schedulers"].clone();
+    let t = summary(&some)["schedulers"].clone();
+    assert_eq!((&t[0], &t[1]), (&s[0], &s[2]));
+    let err = run(args(&dir.join("none"), &["fair", "nas"])).expect_err("nas is not in the file");
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains(
+            "--task-schedulers: nas is not among the experiment's task_schedulers (fair, fifo, delay)"
+        ),
+        "{msg}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn seeds_give_a_folder_each_and_their_mean_and_spread() {
     let dir = scratch("seeds");
@@ -169,6 +213,7 @@ fn seeds_give_a_folder_each_and_their_mean_and_spread() {
         perturb: Vec::new(),
         threads: Some(2),
         seeds,
+        task_schedulers: Vec::new(),
     };
     run(args(&out, 3)).expect("sim --seeds runs");
     run(args(&single, 1)).expect("sim runs");
@@ -224,6 +269,7 @@ fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
         perturb: vec!["straggler:r99h0:0.5@1s+1s".into()],
         threads: None,
         seeds: 1,
+        task_schedulers: Vec::new(),
     })
     .expect_err("no such host");
     let msg = format!("{err:#}");
@@ -246,6 +292,7 @@ fn sim_carries_out_a_link_window_and_shuffles_across_it_wait() {
             perturb,
             threads: None,
             seeds: 1,
+            task_schedulers: Vec::new(),
         })
         .expect("sim runs");
         summary(&dir.join(out))["schedulers"][0]["makespan_s"]

@@ -495,6 +495,22 @@ impl Experiment {
         e
     }
 
+    /// Keeps only the task schedulers named in `names`, in the file's order
+    /// (its first stays the one the others are normalized to); an empty
+    /// list keeps them all. Errs naming a scheduler the file does not run.
+    pub fn keep_task_schedulers(&mut self, names: &[String]) -> Result<(), String> {
+        if let Some(n) = names.iter().find(|n| !self.task_schedulers.contains(n)) {
+            return Err(format!(
+                "{n} is not among the experiment's task_schedulers ({})",
+                self.task_schedulers.join(", ")
+            ));
+        }
+        if !names.is_empty() {
+            self.task_schedulers.retain(|s| names.contains(s));
+        }
+        Ok(())
+    }
+
     /// The jobs of the workload (deterministic for the seed).
     pub fn jobs(&self) -> Result<Vec<Job>, ExperimentError> {
         let src = Src {

@@ -232,24 +232,10 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
 fn run_experiments(a: &SimArgs) -> Result<ExitCode> {
     let mut plan = Vec::new();
     for file in &a.experiments {
-        let exp = Experiment::load(&locate(file))?;
-        let names: Vec<String> = if a.task_schedulers.is_empty() {
-            exp.task_schedulers.clone()
-        } else {
-            a.task_schedulers
-                .iter()
-                .filter(|s| exp.task_schedulers.contains(s))
-                .cloned()
-                .collect()
-        };
-        if names.is_empty() {
-            anyhow::bail!(
-                "{}: none of --task-schedulers {} is among its task_schedulers ({})",
-                file.display(),
-                a.task_schedulers.join(","),
-                exp.task_schedulers.join(",")
-            );
-        }
+        let mut exp = Experiment::load(&locate(file))?;
+        exp.keep_task_schedulers(&a.task_schedulers)
+            .map_err(|e| anyhow::anyhow!("{}: --task-schedulers: {e}", file.display()))?;
+        let names = exp.task_schedulers.clone();
         plan.push((exp, names));
     }
     let runs: usize = plan.iter().map(|(_, n)| n.len()).sum();

@@ -40,11 +40,17 @@ pub struct SimArgs {
     /// seeds.json.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub seeds: u32,
+    /// Run only these of the experiment's task schedulers (comma-separated;
+    /// default: all). The file's first of them stays the baseline.
+    #[arg(long, value_delimiter = ',')]
+    pub task_schedulers: Vec<String>,
 }
 
 /// Runs `ocslab sim`.
 pub fn run(a: SimArgs) -> Result<ExitCode> {
     let mut exp = Experiment::load(&a.experiment)?;
+    exp.keep_task_schedulers(&a.task_schedulers)
+        .map_err(|e| anyhow::anyhow!("{}: --task-schedulers: {e}", a.experiment.display()))?;
     for spec in &a.perturb {
         let p = crate::perturb::Perturbation::parse_cli(spec, &exp.topology)
             .map_err(|e| anyhow::anyhow!("--perturb {e}"))?;
