@@ -226,6 +226,7 @@ mod tests {
             eps_bytes: eps,
             ocs_bytes: ocs,
             ocs_share: ocs as f64 / (eps + ocs) as f64,
+            shuffle_ocs_share: ocs as f64 / (eps + ocs) as f64,
             fabric_bytes_from: crate::report::summary::FROM_FLOW_RECORDS.into(),
             reconfigurations: 0,
             node_local_maps: 0.0,

@@ -68,6 +68,16 @@ pub struct SeedSummary {
     pub avg_jct_ratio: Spread,
     /// Average CCT ÷ the baseline's, seed by seed.
     pub avg_cct_ratio: Spread,
+    /// 95th-percentile CCT, seconds.
+    pub p95_cct_s: Spread,
+    /// 95th-percentile CCT ÷ the baseline's, seed by seed.
+    pub p95_cct_ratio: Spread,
+    /// Cross-rack bytes ÷ the baseline's, seed by seed.
+    pub cross_rack_ratio: Spread,
+    /// Share of the cross-rack bytes on circuits.
+    pub ocs_share: Spread,
+    /// Share of the cross-rack shuffle bytes on circuits.
+    pub shuffle_ocs_share: Spread,
 }
 
 /// Per task scheduler (in the runs' order), the spread over `runs` (one
@@ -91,6 +101,11 @@ pub fn over_seeds(runs: &[Vec<SchedulerSummary>]) -> Vec<SeedSummary> {
                 makespan_ratio: of(&|s| s.normalized.makespan),
                 avg_jct_ratio: of(&|s| s.normalized.avg_jct),
                 avg_cct_ratio: of(&|s| s.normalized.avg_cct),
+                p95_cct_s: of(&|s| s.p95_cct_s),
+                p95_cct_ratio: of(&|s| s.normalized.p95_cct),
+                cross_rack_ratio: of(&|s| s.normalized.cross_rack_bytes),
+                ocs_share: of(&|s| s.ocs_share),
+                shuffle_ocs_share: of(&|s| s.shuffle_ocs_share),
             }
         })
         .collect()
@@ -107,6 +122,9 @@ mod tests {
             makespan_s: makespan,
             avg_jct_s: jct,
             avg_cct_s: cct,
+            p95_cct_s: 2.0 * cct,
+            cross_rack_bytes: (10.0 * cct) as u64,
+            shuffle_ocs_share: cct / 10.0,
             ..SchedulerSummary::default()
         }
     }
@@ -143,5 +161,11 @@ mod tests {
         assert_eq!(s[1].avg_jct_ratio.mean, 0.75);
         assert_eq!(s[1].avg_cct_ratio.mean, 1.0);
         assert_eq!((s[1].makespan_ratio.min, s[1].makespan_ratio.max), (0.9, 1.1));
+        // The same for the p95 CCT and the cross-rack bytes (both follow
+        // the CCT here: 0.5 and 1.5 of the baseline's); shares are averaged.
+        assert_eq!(s[1].p95_cct_ratio.mean, 1.0);
+        assert_eq!(s[1].cross_rack_ratio.mean, 1.0);
+        assert_eq!(s[1].p95_cct_s.mean, 8.0);
+        assert!((s[1].shuffle_ocs_share.mean - 0.4).abs() < 1e-12);
     }
 }

@@ -61,6 +61,11 @@ pub struct SchedulerSummary {
     /// Share of the cross-rack bytes that crossed on a circuit:
     /// `ocs_bytes` ÷ (`eps_bytes` + `ocs_bytes`), 0 when nothing crossed.
     pub ocs_share: f64,
+    /// Share of the cross-rack *shuffle* bytes that crossed on a circuit
+    /// (input reads left out; Co-scheduler's Fig. 5(b) figure), from the
+    /// coflow records: the payload as its senders marked it, also under
+    /// emulation.
+    pub shuffle_ocs_share: f64,
     /// Where `eps_bytes` and `ocs_bytes` come from: `"flow records"`
     /// (payload of cross-rack flows as the engine's coflow records sum it,
     /// simulation) or `"kernel counters"`
@@ -134,6 +139,7 @@ pub fn summarize(out: &SimOutcome) -> SchedulerSummary {
         .filter(|t| t.locality == Some(crate::engine::Locality::NodeLocal))
         .count();
     let (eps, ocs) = cross_rack_bytes_by_fabric(r);
+    let (shuffle_eps, shuffle_ocs) = cross_rack_bytes_by_fabric_of(r, Some(FlowKind::Shuffle));
     let hours = makespan.as_secs_f64() / 3600.0;
     SchedulerSummary {
         name: out.policy.clone(),
@@ -155,6 +161,7 @@ pub fn summarize(out: &SimOutcome) -> SchedulerSummary {
         eps_bytes: eps,
         ocs_bytes: ocs,
         ocs_share: share(eps, ocs),
+        shuffle_ocs_share: share(shuffle_eps, shuffle_ocs),
         fabric_bytes_from: FROM_FLOW_RECORDS.into(),
         reconfigurations: out.net.reconfigurations,
         node_local_maps: if maps > 0 { local as f64 / maps as f64 } else { 0.0 },
@@ -186,9 +193,17 @@ impl SchedulerSummary {
 /// records are not needed, so the figure is the same with `record_flows`
 /// off.
 pub fn cross_rack_bytes_by_fabric(r: &crate::engine::Records) -> (u64, u64) {
-    r.coflows.values().fold((0, 0), |(e, o), c| {
-        (e + c.cross_rack_eps_bytes.0, o + c.cross_rack_ocs_bytes.0)
-    })
+    cross_rack_bytes_by_fabric_of(r, None)
+}
+
+/// [`cross_rack_bytes_by_fabric`] of the coflows of one kind only (`None`: all).
+fn cross_rack_bytes_by_fabric_of(r: &crate::engine::Records, kind: Option<FlowKind>) -> (u64, u64) {
+    r.coflows
+        .values()
+        .filter(|c| kind.is_none_or(|k| c.kind == k))
+        .fold((0, 0), |(e, o), c| {
+            (e + c.cross_rack_eps_bytes.0, o + c.cross_rack_ocs_bytes.0)
+        })
 }
 
 fn share(eps: u64, ocs: u64) -> f64 {
@@ -287,16 +302,18 @@ mod tests {
             let out = crate::sim::run_scheduler(&exp, "coscheduler", jobs, |_, _| {})
                 .expect("coscheduler-lab.toml simulates");
             assert_eq!(out.records.flows.is_empty(), !record_flows);
-            let per_flow = out
-                .records
-                .flows
-                .iter()
-                .filter(|f| f.src.rack != f.dst.rack)
-                .fold((0, 0), |(e, o), f| (e + f.eps_bytes.0, o + f.ocs_bytes.0));
-            (summarize(&out), per_flow)
+            let per_flow = |kind: Option<FlowKind>| {
+                out.records
+                    .flows
+                    .iter()
+                    .filter(|f| f.src.rack != f.dst.rack && kind.is_none_or(|k| f.kind == k))
+                    .fold((0, 0), |(e, o), f| (e + f.eps_bytes.0, o + f.ocs_bytes.0))
+            };
+            let (all, shuffle) = (per_flow(None), per_flow(Some(FlowKind::Shuffle)));
+            (summarize(&out), all, shuffle)
         };
-        let (with, per_flow) = run(true);
-        let (without, _) = run(false);
+        let (with, per_flow, shuffle) = run(true);
+        let (without, _, _) = run(false);
         // The coflow records add up to what the flow records say.
         assert_eq!((with.eps_bytes, with.ocs_bytes), per_flow);
         assert!(
@@ -309,6 +326,10 @@ mod tests {
             (with.eps_bytes, with.ocs_bytes)
         );
         assert_eq!(without.ocs_share, with.ocs_share);
+        // The shuffle's share leaves the input reads out.
+        assert_eq!(with.shuffle_ocs_share, share(shuffle.0, shuffle.1));
+        assert_ne!(shuffle, per_flow, "coscheduler-lab.toml reads input across racks");
+        assert_eq!(without.shuffle_ocs_share, with.shuffle_ocs_share);
     }
 
     #[test]
