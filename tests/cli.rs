@@ -155,10 +155,6 @@ fn a_bad_experiment_names_file_line_and_field() {
     std::fs::remove_dir_all(dir).ok();
 }
 
-/// `--seeds 3` runs seeds 5, 6 and 7 into their own folders, each the
-/// run of that seed (its run.json says so, and seed 5's equals a plain
-/// run's), and seeds.json's means and ratios are those of the three
-/// folders' summaries.
 /// `--task-schedulers` runs a subset in the file's order, its results the
 /// same as the full run's; a name the file does not run is refused.
 #[test]
@@ -200,6 +196,10 @@ fn sim_runs_only_the_task_schedulers_asked_for() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// `--seeds 3` runs seeds 5, 6 and 7 into their own folders, each the
+/// run of that seed (its run.json says so, and seed 5's equals a plain
+/// run's), and seeds.json's means and ratios are those of the three
+/// folders' summaries.
 #[test]
 fn seeds_give_a_folder_each_and_their_mean_and_spread() {
     let dir = scratch("seeds");

@@ -32,7 +32,7 @@ use ocslab_core::engine::{Command as EngineCommand, Engine, Event};
 use ocslab_core::model::coflow::{Coflow, FlowId, FlowSpec};
 use ocslab_core::outcome::CircuitRecord;
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use tokio::sync::mpsc as tmpsc;
 
 /// Where flows come from.
@@ -89,8 +89,6 @@ pub(super) struct Driver<'a> {
     perturb: PerturbPlan,
     pub(super) circuits: Vec<CircuitRecord>,
     circuit_events: u64,
-    /// The last failure of each flow that has not arrived since.
-    failed: BTreeMap<FlowId, String>,
     resends: Resends,
     sampler: Option<Sampler>,
     sample_rx: tmpsc::UnboundedReceiver<SamplerReport>,
@@ -130,7 +128,6 @@ impl<'a> Driver<'a> {
             perturb,
             circuits: Vec::new(),
             circuit_events: 0,
-            failed: BTreeMap::new(),
             resends: Resends::default(),
             sampler: None,
             sample_rx,
@@ -279,8 +276,8 @@ impl<'a> Driver<'a> {
             }
         };
         let failed = self
-            .failed
-            .iter()
+            .resends
+            .failing()
             .map(|(f, why)| format!("flow {}: {why}", f.0))
             .collect::<Vec<_>>()
             .join("; ");
@@ -326,13 +323,11 @@ impl<'a> Driver<'a> {
         }
         if self.resends.next_due().is_some_and(|t| t <= now) {
             for id in self.resends.take_due(now, clock::now()) {
-                let ends = self.net.view().flows.get(&id).map(|f| (f.spec.src, f.spec.dst));
-                let Some((src, dst)) = ends.filter(|(s, d)| !self.dead.contains(s) && !self.dead.contains(d))
-                else {
+                let Some(spec) = self.live_flow(id) else {
                     self.resends.forget(id);
                     continue;
                 };
-                tracing::warn!(flow = id.0, %src, %dst, "sending the flow again");
+                tracing::warn!(flow = id.0, src = %spec.src, dst = %spec.dst, "sending the flow again");
                 if let Some(actions) = self.net.restart(now, id) {
                     self.carry_out(actions)?;
                 }
@@ -346,13 +341,9 @@ impl<'a> Driver<'a> {
     /// the run ends with an error naming the flow ([`super::resend`]).
     /// Failures of a flow whose host died are the death's to handle.
     fn send_failed(&mut self, id: FlowId, at: Nanos, reason: String) -> Result<(), EmuError> {
-        let Some(spec) = self.net.view().flows.get(&id).map(|f| f.spec.clone()) else {
-            return Ok(()); // already gone: finished, or its host died
-        };
-        if self.dead.contains(&spec.src) || self.dead.contains(&spec.dst) {
+        let Some(spec) = self.live_flow(id) else {
             return Ok(());
-        }
-        self.failed.insert(id, reason.clone());
+        };
         match self.resends.failed(id, at, self.now(), reason) {
             Verdict::Stale => Ok(()),
             Verdict::ResendAt(due) => {
@@ -367,6 +358,14 @@ impl<'a> Driver<'a> {
                 reasons: reasons.join("; "),
             }),
         }
+    }
+
+    /// Flow `id` if it is still in flight and neither end's host has been
+    /// declared dead (a dead host's flows are the death's to handle).
+    fn live_flow(&self, id: FlowId) -> Option<FlowSpec> {
+        let spec = &self.net.view().flows.get(&id)?.spec;
+        let alive = !self.dead.contains(&spec.src) && !self.dead.contains(&spec.dst);
+        alive.then(|| spec.clone())
     }
 
     /// A counter reading from the sampler: one utilization sample per link
@@ -529,7 +528,6 @@ impl<'a> Driver<'a> {
         let Some((fin, actions)) = self.net.flow_done(end, id) else {
             return Ok(()); // a flow of a dead host, already written off
         };
-        self.failed.remove(&id);
         self.resends.forget(id);
         let ocs = fin.marked == Some(wire::Path::Ocs);
         let shuffle = !super::tasks::is_input_read(&fin.spec);

@@ -282,7 +282,6 @@ impl WireReport {
             verified_flows: flows.iter().filter(|f| f.verified).count() as u64,
             corrupt_flows: flows.iter().filter(|f| !f.verified).count() as u64,
             lost_flows,
-            resent_flows: 0,
             flows,
             coflows,
             ..WireReport::default()

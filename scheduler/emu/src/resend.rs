@@ -95,6 +95,14 @@ impl Resends {
         self.flows.remove(&flow);
     }
 
+    /// Each flow that failed and has not arrived since, with its last
+    /// failure's reason, by id.
+    pub fn failing(&self) -> impl Iterator<Item = (FlowId, &str)> + '_ {
+        self.flows
+            .iter()
+            .filter_map(|(id, f)| f.reasons.last().map(|r| (*id, r.as_str())))
+    }
+
     /// Sends issued again so far.
     pub fn resent(&self) -> u64 {
         self.resent
@@ -165,7 +173,9 @@ mod tests {
         let mut r = Resends::default();
         let ms = Nanos::from_millis;
         r.failed(F, ms(10), ms(10), "reset".into());
+        assert_eq!(r.failing().collect::<Vec<_>>(), [(F, "reset")]);
         r.forget(F);
+        assert_eq!(r.failing().count(), 0);
         assert_eq!(r.next_due(), None);
         assert!(r.take_due(ms(1000), ms(2000)).is_empty());
         assert_eq!(r.resent(), 0);

@@ -235,15 +235,14 @@ fn run_experiments(a: &SimArgs) -> Result<ExitCode> {
         let mut exp = Experiment::load(&locate(file))?;
         exp.keep_task_schedulers(&a.task_schedulers)
             .map_err(|e| anyhow::anyhow!("{}: --task-schedulers: {e}", file.display()))?;
-        let names = exp.task_schedulers.clone();
-        plan.push((exp, names));
+        plan.push(exp);
     }
-    let runs: usize = plan.iter().map(|(_, n)| n.len()).sum();
+    let runs: usize = plan.iter().map(|e| e.task_schedulers.len()).sum();
     let progress = Progress::counting(runs as u64 * u64::from(a.repeat), a.json, "runs", false);
     let peaks = reset_peak_rss();
     let mut rows = Vec::new();
-    for (exp, names) in &plan {
-        for s in names {
+    for exp in &plan {
+        for s in &exp.task_schedulers {
             let row = bench_experiment(exp, s, a.repeat, peaks, |i| {
                 if i > 1 {
                     progress.job_done();
