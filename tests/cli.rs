@@ -653,3 +653,118 @@ fn topo_check_reports_a_topologys_schedule() {
         "{stdout}"
     );
 }
+
+fn sweep_args(
+    exp: &Path,
+    out: &Path,
+    vary: &[&str],
+    threads: u32,
+) -> ocslab_scheduler::cli::sweep::SweepArgs {
+    ocslab_scheduler::cli::sweep::SweepArgs {
+        experiment: exp.to_path_buf(),
+        vary: vary.iter().map(|s| s.to_string()).collect(),
+        task_schedulers: Vec::new(),
+        threads: Some(threads),
+        out: Some(out.to_path_buf()),
+        load: ocslab_scheduler::cli::sweep::Load::Slot,
+        json: true,
+    }
+}
+
+fn sweep_json(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("sweep.json")).expect("sweep.json");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+/// A 2 × 2 sweep (seed × jobs) gives the same points on one thread and on
+/// two, each point's summaries are those of `ocslab sim` on the file with
+/// that point's settings, the CSV has a row per point and scheduler, and
+/// each plot has a line per scheduler after the baseline and value of the
+/// second axis.
+#[test]
+fn a_sweep_runs_each_point_as_sim_would_whatever_the_thread_count() {
+    use ocslab_scheduler::cli::sweep::run as sweep;
+    let dir = scratch("sweep");
+    let exp = experiment(&dir, "[\"fair\", \"fifo\"]");
+    let vary = ["seed=5,6", "workload.jobs=4,8"];
+    let (one, two) = (dir.join("one"), dir.join("two"));
+    sweep(sweep_args(&exp, &one, &vary, 1)).expect("sweep on one thread");
+    sweep(sweep_args(&exp, &two, &vary, 2)).expect("sweep on two threads");
+    let (a, b) = (sweep_json(&one), sweep_json(&two));
+    assert_eq!(a["points"], b["points"], "results depend on the thread count");
+    let points = a["points"].as_array().expect("points");
+    let settings: Vec<(String, String)> = points
+        .iter()
+        .map(|p| {
+            let s = &p["settings"];
+            (
+                s["seed"].as_str().expect("seed").into(),
+                s["workload.jobs"].as_str().expect("jobs").into(),
+            )
+        })
+        .collect();
+    let expected = [("5", "4"), ("5", "8"), ("6", "4"), ("6", "8")];
+    assert_eq!(settings, expected.map(|(s, j)| (s.to_string(), j.to_string())));
+    let text = std::fs::read_to_string(&exp).expect("experiment");
+    let point = dir.join("point.toml");
+    std::fs::write(
+        &point,
+        text.replace("seed = 5", "seed = 6")
+            .replace("jobs = 8", "jobs = 4"),
+    )
+    .expect("write");
+    let sim_out = dir.join("sim");
+    run(SimArgs {
+        experiment: point,
+        json: true,
+        out: Some(sim_out.clone()),
+        perturb: Vec::new(),
+        threads: Some(1),
+        seeds: 1,
+        task_schedulers: Vec::new(),
+    })
+    .expect("sim runs the point");
+    assert_eq!(points[2]["schedulers"], summary(&sim_out)["schedulers"]);
+    assert_eq!(points[2]["jobs"], 4);
+    assert_ne!(
+        points[0]["schedulers"], points[2]["schedulers"],
+        "the seed changed nothing"
+    );
+    let slot = |i: usize| points[i]["offered"]["slot_load"].as_f64().expect("slot load");
+    assert!(slot(0) > 0.0 && slot(1) > 0.0, "{} {}", slot(0), slot(1));
+    assert_eq!(
+        csv_column(&one.join("sweep.csv"), "scheduler"),
+        ["fair", "fifo"].repeat(4)
+    );
+    let svg = std::fs::read_to_string(one.join("sweep_avg_jct.svg")).expect("plot");
+    for legend in ["fifo, jobs=4", "fifo, jobs=8", "fair = 1"] {
+        assert!(svg.contains(legend), "no line {legend:?} in sweep_avg_jct.svg");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A key the experiment format does not have and a value out of range are
+/// refused before anything runs, naming the point and the field.
+#[test]
+fn a_sweep_names_the_point_and_field_of_a_bad_setting() {
+    use ocslab_scheduler::cli::sweep::run as sweep;
+    let dir = scratch("sweep-bad");
+    let exp = experiment(&dir, "[\"fair\"]");
+    let out = dir.join("out");
+    let err = sweep(sweep_args(&exp, &out, &["workload.jobz=3"], 1)).expect_err("unknown key");
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("point workload.jobz=3") && msg.contains("jobz"),
+        "{msg}"
+    );
+    let err = sweep(sweep_args(&exp, &out, &["workload.jobs=8,0"], 1)).expect_err("no jobs");
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("point workload.jobs=0") && msg.contains("workload.jobs"),
+        "{msg}"
+    );
+    let err = sweep(sweep_args(&exp, &out, &["seed"], 1)).expect_err("no values");
+    assert!(format!("{err:#}").contains("--vary \"seed\""), "{err:#}");
+    assert!(!out.exists(), "a refused sweep left a results folder");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -28,5 +28,6 @@ pub mod report;
 pub mod repro;
 pub mod runner;
 pub mod sim;
+pub mod sweep;
 pub mod trace;
 pub mod workload;

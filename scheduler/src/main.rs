@@ -33,6 +33,8 @@ enum Command {
     Run(cli::run::RunArgs),
     /// Run an experiment in the flow-level simulator (virtual time).
     Sim(cli::sim::SimArgs),
+    /// Run an experiment in the simulator over a grid of its settings, against offered load.
+    Sweep(cli::sweep::SweepArgs),
     /// Replay a coflow trace (Coflow-Benchmark format) under a coflow scheduler.
     Replay(cli::replay::ReplayArgs),
     /// Make coflow traces.
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => cli::demo::run(a),
         Command::Run(a) => cli::run::run(a),
         Command::Sim(a) => cli::sim::run(a),
+        Command::Sweep(a) => cli::sweep::run(a),
         Command::Replay(a) => cli::replay::run(a),
         Command::Trace(c) => cli::trace::run(c),
         Command::Topo(c) => cli::topo::run(c),

@@ -15,6 +15,7 @@ pub mod lab;
 pub mod replay;
 pub mod run;
 pub mod sim;
+pub mod sweep;
 pub mod topo;
 pub mod trace;
 

@@ -69,3 +69,33 @@ impl Ranged for TickedAxis {
         self.inner.range()
     }
 }
+
+/// Draws the grid, the axes, their tick labels (formatted by `x_fmt` and
+/// `y_fmt`) and their descriptions on a chart over two [`TickedAxis`],
+/// in the look every plot shares.
+pub(crate) fn draw_mesh(
+    chart: &mut plotters::chart::ChartContext<
+        '_,
+        plotters::prelude::SVGBackend<'_>,
+        plotters::coord::cartesian::Cartesian2d<TickedAxis, TickedAxis>,
+    >,
+    (x_desc, y_desc): (&str, &str),
+    x_fmt: &dyn Fn(&f64) -> String,
+    y_fmt: &dyn Fn(&f64) -> String,
+) -> super::DrawResult {
+    use super::style::{axis_desc_font, label_font, GRID, INK};
+    use plotters::style::Color;
+    chart
+        .configure_mesh()
+        .bold_line_style(GRID)
+        .light_line_style(GRID.mix(0.4))
+        .axis_style(INK)
+        .label_style(label_font())
+        .axis_desc_style(axis_desc_font())
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(y_fmt)
+        .draw()?;
+    Ok(())
+}

@@ -5,7 +5,7 @@
 //! at a glance.
 
 use super::axis::TickedAxis;
-use super::style::{self, axis_desc_font, fmt_num, label_font, slot_centres, slot_of, title_font, GRID, INK};
+use super::style::{self, axis_desc_font, fmt_num, label_font, slot_centres, slot_of, GRID, INK};
 use super::{check_finite, render_svg, write_svg, Canvas, DrawResult, PlotError};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -85,15 +85,10 @@ fn draw(
     let n = names.len();
     let (lo, hi) = value_range(values.iter().copied().chain(reference.map(|r| r.1)));
     let x_ticks = slot_centres(n, style::WIDTH - 150, 60);
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, title_font())
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d(
-            TickedAxis::with_ticks(0.0, n as f64, x_ticks),
-            TickedAxis::nice(lo, hi, 10),
-        )?;
+    let mut chart = style::chart_on(root, title, 80).build_cartesian_2d(
+        TickedAxis::with_ticks(0.0, n as f64, x_ticks),
+        TickedAxis::nice(lo, hi, 10),
+    )?;
     let x_fmt = |v: &f64| names.get(slot_of(*v)).map_or(String::new(), |s| s.to_string());
     let y_fmt = |v: &f64| fmt_num(*v);
     chart

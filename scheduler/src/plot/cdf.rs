@@ -6,8 +6,8 @@
 //! are drawn as `log10(x)` on a linear axis with ticks at the decades, so both scales share one
 //! code path.
 
-use super::axis::TickedAxis;
-use super::style::{self, axis_desc_font, fmt_num, label_font, title_font, GRID, INK};
+use super::axis::{draw_mesh, TickedAxis};
+use super::style::{self, fmt_num, label_font, GRID};
 use super::{check_finite, render_svg, write_svg, Canvas, DrawResult, PlotError};
 use plotters::prelude::*;
 use std::path::Path;
@@ -202,33 +202,21 @@ impl XAxis {
 
 fn draw(root: &Canvas<'_>, title: &str, x_label: &str, axis: &XAxis, lines: &[Line]) -> DrawResult {
     let y_ticks: Vec<f64> = (0..=5).map(|i| f64::from(i) * 0.2).collect();
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, title_font())
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(70)
-        .build_cartesian_2d(
-            TickedAxis::with_ticks(axis.lo, axis.hi, axis.ticks.clone()).with_light(axis.minor.clone()),
-            TickedAxis::with_ticks(0.0, 1.02, y_ticks),
-        )?;
-    let x_fmt = |v: &f64| axis.label(*v);
-    let y_fmt = |v: &f64| fmt_num(*v);
-    chart
-        .configure_mesh()
-        .bold_line_style(GRID)
-        .light_line_style(GRID.mix(0.4))
-        .axis_style(INK)
-        .label_style(label_font())
-        .axis_desc_style(axis_desc_font())
-        .x_desc(if axis.log {
-            format!("{x_label}, log scale")
-        } else {
-            x_label.to_string()
-        })
-        .y_desc("fraction of values ≤ x")
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
-        .draw()?;
+    let mut chart = style::chart_on(root, title, 70).build_cartesian_2d(
+        TickedAxis::with_ticks(axis.lo, axis.hi, axis.ticks.clone()).with_light(axis.minor.clone()),
+        TickedAxis::with_ticks(0.0, 1.02, y_ticks),
+    )?;
+    let x_desc = if axis.log {
+        format!("{x_label}, log scale")
+    } else {
+        x_label.to_string()
+    };
+    draw_mesh(
+        &mut chart,
+        (&x_desc, "fraction of values ≤ x"),
+        &|v| axis.label(*v),
+        &|v| fmt_num(*v),
+    )?;
     for (i, line) in lines.iter().enumerate() {
         let colour = style::colour(i);
         let steps = line.steps(axis.hi);

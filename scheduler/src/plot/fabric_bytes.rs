@@ -5,7 +5,7 @@
 
 use super::axis::TickedAxis;
 use super::bars::value_range;
-use super::style::{self, axis_desc_font, fmt_num, label_font, slot_centres, slot_of, title_font, GRID, INK};
+use super::style::{self, axis_desc_font, fmt_num, label_font, slot_centres, slot_of, GRID, INK};
 use super::{render_svg, write_svg, Canvas, DrawResult, PlotError};
 use ocslab_emulator::units::Bytes;
 use plotters::prelude::*;
@@ -80,15 +80,10 @@ fn draw(root: &Canvas<'_>, title: &str, unit: &str, bars: &[Bar<'_>]) -> DrawRes
     let n = bars.len();
     let (_, hi) = value_range(bars.iter().map(|b| b.eps + b.ocs));
     let x_ticks = slot_centres(n, style::WIDTH - 150, 60);
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, title_font())
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d(
-            TickedAxis::with_ticks(0.0, n as f64, x_ticks),
-            TickedAxis::nice(0.0, hi, 10),
-        )?;
+    let mut chart = style::chart_on(root, title, 80).build_cartesian_2d(
+        TickedAxis::with_ticks(0.0, n as f64, x_ticks),
+        TickedAxis::nice(0.0, hi, 10),
+    )?;
     let x_fmt = |v: &f64| {
         bars.get(slot_of(*v))
             .map_or(String::new(), |b| b.name.to_string())

@@ -9,6 +9,7 @@
 //! | [`utilization`]      | `utilization-<scheduler>.svg`  | per-link utilization over time             |
 //! | [`bytes_by_fabric`]  | `bytes_by_fabric.svg`          | bytes over EPS vs OCS, stacked per scheduler |
 //! | [`bars`]             | `makespan.svg`, `avg_jct.svg`, ... | one value per scheduler, normalised    |
+//! | [`lines`]            | `sweep_makespan.svg`, ... (`ocslab sweep`) | a figure against offered load, per scheduler |
 //!
 //! [`write_results_plots`] writes that whole set from one [`SchedulerPlotData`] per scheduler;
 //! `docs/results.md` explains how to read each file.
@@ -29,6 +30,7 @@ mod axis;
 mod bars;
 mod cdf;
 mod fabric_bytes;
+mod lines;
 mod results;
 mod style;
 mod timeline;
@@ -41,6 +43,7 @@ mod tests;
 pub use bars::{bars, render_bars};
 pub use cdf::{cdf, render_cdf, XScale};
 pub use fabric_bytes::{bytes_by_fabric, render_bytes_by_fabric};
+pub use lines::{lines, render_lines, Series};
 pub use results::{write_results_plots, SchedulerPlotData};
 pub use timeline::{circuit_timeline, render_circuit_timeline, CircuitSpan};
 pub use utilization::{render_utilization, utilization, SMALL_MULTIPLES_MAX_LINKS};

@@ -116,6 +116,21 @@ pub(crate) fn slot_of(v: f64) -> usize {
     v.floor().max(0.0) as usize
 }
 
+/// A chart builder on `root` with the shared title, margin and x label
+/// area, and a y label area `y_label_px` wide.
+pub(crate) fn chart_on<'a, 'b>(
+    root: &'a Canvas<'b>,
+    title: &str,
+    y_label_px: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, title_font())
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(y_label_px);
+    b
+}
+
 /// Renders the explicit "no data" page: the title and, centred, why there is nothing to draw.
 pub(crate) fn render_no_data(plot: &'static str, title: &str, why: &str) -> Result<String, PlotError> {
     render_svg(plot, (WIDTH, HEIGHT / 2), |root| draw_no_data(root, title, why))

@@ -8,9 +8,7 @@
 //! Sunflow paper (Huang et al., CoNEXT'16, Fig. 2), read from a real run.
 
 use super::axis::TickedAxis;
-use super::style::{
-    self, axis_desc_font, fmt_num, label_font, note_font, slot_centres, slot_of, title_font, GRID, INK,
-};
+use super::style::{self, axis_desc_font, fmt_num, label_font, note_font, slot_centres, slot_of, GRID, INK};
 use super::{check_finite, render_svg, write_svg, Canvas, DrawResult, PlotError};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -213,15 +211,10 @@ fn draw(
         y_ticks.push(n as f64 + 0.5);
     }
     let y_hi = if rug { n as f64 + 1.0 } else { n as f64 };
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, title_font())
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d(
-            TickedAxis::nice(0.0, x_hi, 12),
-            TickedAxis::with_ticks(0.0, y_hi, y_ticks),
-        )?;
+    let mut chart = style::chart_on(root, title, 80).build_cartesian_2d(
+        TickedAxis::nice(0.0, x_hi, 12),
+        TickedAxis::with_ticks(0.0, y_hi, y_ticks),
+    )?;
     let x_fmt = |v: &f64| fmt_num(*v);
     let y_fmt = |v: &f64| match slot_of(*v) {
         slot if slot >= n => "reconfig.".to_string(),

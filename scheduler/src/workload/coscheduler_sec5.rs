@@ -16,18 +16,17 @@
 //!   replay script sizes reduces so (`GenerateReplayScript`:
 //!   `round((shuffle + output) / dataPerReduce)`, to the nearest where ocslab
 //!   rounds up);
-//!   Sec. III-A's 10 GB TeraSort "typically" has 10.
-//!   Before (session 2 figures in docs/reproduction.md) reduces were one per
-//!   GB of shuffle only, so a job writing much more than it shuffles got one
-//!   reduce for all of its output: job15913 (14.7 KB of shuffle, 137 GB of
-//!   output) had one reduce of 1 s + 137 GB at 20 MB/s = 6873 s, which alone
-//!   set the 1000-job makespan (11 158 s) for every scheduler.
+//!   Sec. III-A's 10 GB TeraSort "typically" has 10. Counting the output
+//!   matters: with reduces per GB of shuffle alone, job15913 (14.7 KB of
+//!   shuffle, 137 GB of output) would get one reduce of 6873 s, which alone
+//!   would set the 1000-job makespan.
 //! - **Task durations**: the paper replayed each job on a single-node Hadoop
 //!   and recorded them; ocslab cannot, so a task takes a 1 s launch overhead
 //!   plus its bytes at 20 MB/s (160 Mbit/s) per task — a map its block, a
 //!   reduce its shuffle share and output share. These are round figures of the
 //!   per-task throughput commonly reported for Hadoop MapReduce on commodity
-//!   nodes (a 256 MB block in about 14 s), not fitted to any result.
+//!   nodes (a 256 MB block in about 14 s), not fitted to any result. The
+//!   experiment file's `task_rate` changes it (the load sweeps vary it).
 //! - **Users** uniform over 20; **arrivals** uniform in [0, 90 min];
 //!   **recurring**: each job with probability 0.5. What prior runs predict of
 //!   a recurring job is its truth with a relative error, drawn by the

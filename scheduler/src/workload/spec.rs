@@ -16,7 +16,7 @@ use super::generated::WorkloadError;
 use super::shufflewatcher_mix::{self, ClassShares, MixConfig, TaskRates};
 use crate::model::job::Job;
 use crate::trace::swim::SwimJob;
-use ocslab_emulator::{Bytes, Nanos, Topology};
+use ocslab_emulator::{Bps, Bytes, Nanos, Topology};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -293,6 +293,10 @@ pub struct Sec5Spec {
     /// Arrivals uniform over this window (default 90 min).
     #[serde(default)]
     pub window: Option<Nanos>,
+    /// The bytes a map or reduce task processes per second (default
+    /// `"160Mbit/s"`, 20 MB/s): a task takes 1 s plus its bytes at this rate.
+    #[serde(default)]
+    pub task_rate: Option<Bps>,
 }
 
 impl Sec5Spec {
@@ -307,6 +311,12 @@ impl Sec5Spec {
         if self.window == Some(Nanos::ZERO) {
             return Err(werr("window", "must be more than 0, e.g. \"90min\""));
         }
+        if self.task_rate == Some(Bps(0)) {
+            return Err(werr(
+                "task_rate",
+                "must be more than 0, e.g. \"160Mbit/s\" (20 MB/s)",
+            ));
+        }
         Ok(())
     }
 
@@ -319,6 +329,10 @@ impl Sec5Spec {
         s.model.recurring_share = self.recurring_share;
         if let Some(window) = self.window {
             s.model.arrivals = crate::trace::swim::SwimArrivals::Uniform { window };
+        }
+        if let Some(rate) = self.task_rate {
+            s.model.map_rate = rate;
+            s.model.reduce_rate = rate;
         }
         s
     }
@@ -388,5 +402,29 @@ mod tests {
         };
         assert_eq!(s.sec5().model.recurring_share, 0.25);
         assert_eq!(s.sec5().jobs, 10);
+    }
+
+    #[test]
+    fn sec5_task_rate_sets_both_task_kinds_and_refuses_zero() {
+        let s: Sec5Spec =
+            toml::from_str("trace = \"fb.tsv\"\njobs = 10\ntask_rate = \"800Mbit/s\"\n").expect("parses");
+        s.validate().expect("valid");
+        let model = s.sec5().model;
+        assert_eq!(
+            (model.map_rate, model.reduce_rate),
+            (Bps(800_000_000), Bps(800_000_000))
+        );
+        let default = Sec5Spec {
+            task_rate: None,
+            ..s.clone()
+        }
+        .sec5()
+        .model;
+        assert_eq!(default.map_rate, Sec5::default().model.map_rate);
+        let zero = Sec5Spec {
+            task_rate: Some(Bps(0)),
+            ..s
+        };
+        assert_eq!(zero.validate().unwrap_err().field, "task_rate");
     }
 }
