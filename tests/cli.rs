@@ -744,7 +744,8 @@ fn a_sweep_runs_each_point_as_sim_would_whatever_the_thread_count() {
 }
 
 /// A key the experiment format does not have and a value out of range are
-/// refused before anything runs, naming the point and the field.
+/// refused before anything runs, naming the point and the field (and no
+/// line of the file for a value that came from `--vary`).
 #[test]
 fn a_sweep_names_the_point_and_field_of_a_bad_setting() {
     use ocslab_scheduler::cli::sweep::run as sweep;
@@ -760,8 +761,17 @@ fn a_sweep_names_the_point_and_field_of_a_bad_setting() {
     let err = sweep(sweep_args(&exp, &out, &["workload.jobs=8,0"], 1)).expect_err("no jobs");
     let msg = format!("{err:#}");
     assert!(
-        msg.contains("point workload.jobs=0") && msg.contains("workload.jobs"),
+        msg.contains("point workload.jobs=0") && msg.contains("field `workload.jobs`"),
         "{msg}"
+    );
+    assert!(
+        msg.contains("e.toml: field"),
+        "a line for a value from --vary: {msg}"
+    );
+    assert_eq!(
+        msg.matches("must be").count(),
+        1,
+        "the cause is printed twice: {msg}"
     );
     let err = sweep(sweep_args(&exp, &out, &["seed"], 1)).expect_err("no values");
     assert!(format!("{err:#}").contains("--vary \"seed\""), "{err:#}");

@@ -25,6 +25,7 @@ use crate::model::job::Job;
 use crate::report::{normalize, summarize, SchedulerSummary};
 use crate::sim::{run_scheduler_with, RunError};
 use indexmap::IndexMap;
+use ocslab_core::topology::locate;
 use ocslab_emulator::Topology;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -52,22 +53,23 @@ pub enum SweepError {
         message: String,
     },
     /// A point's experiment is invalid (e.g. a value out of range).
-    #[error("point {point}: {source}")]
+    #[error("point {point}: {error}")]
     Experiment {
         /// The point's settings.
         point: String,
-        /// The validation error, naming the field.
-        source: Box<ExperimentError>,
+        /// The validation error, naming the file and the field (it is
+        /// printed in this error's message, so it is not its `source`).
+        error: Box<ExperimentError>,
     },
     /// A run failed.
-    #[error("point {point}, task scheduler {scheduler}: {source}")]
+    #[error("point {point}, task scheduler {scheduler}: {error}")]
     Run {
         /// The point's settings.
         point: String,
         /// The task scheduler.
         scheduler: String,
-        /// Why.
-        source: Box<RunError>,
+        /// Why (printed in this error's message).
+        error: Box<RunError>,
     },
     /// The thread pool could not be started.
     #[error("could not start the sweep's threads: {0}")]
@@ -162,9 +164,7 @@ fn set_key(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(),
 pub struct Point {
     /// (key, value as written), one per axis, in the axes' order.
     pub settings: Vec<(String, String)>,
-    /// The experiment file's text with the settings applied.
-    pub text: String,
-    /// That text, validated.
+    /// The experiment file with the settings applied, validated.
     pub experiment: Experiment,
 }
 
@@ -223,14 +223,24 @@ pub fn points(
                     })?;
                 }
             }
-            let text = toml::to_string(&table).map_err(|e| SweepError::Key {
+            let rewritten = toml::to_string(&table).map_err(|e| SweepError::Key {
                 file: file.to_path_buf(),
                 point: label(&settings),
                 message: e.to_string(),
             })?;
-            let mut experiment = Experiment::parse(&text, file).map_err(|e| SweepError::Experiment {
-                point: label(&settings),
-                source: Box::new(e),
+            let mut experiment = Experiment::parse(&rewritten, file).map_err(|mut e| {
+                // Lines of the rewritten text mean nothing to the user: point
+                // into their file, unless the value came from --vary.
+                if e.file == file {
+                    let varied = settings
+                        .iter()
+                        .any(|(keys, _)| keys.split('+').any(|k| k == e.field));
+                    e.line = if varied { None } else { locate(text, &e.field) };
+                }
+                SweepError::Experiment {
+                    point: label(&settings),
+                    error: Box::new(e),
+                }
             })?;
             experiment
                 .keep_task_schedulers(schedulers)
@@ -239,11 +249,7 @@ pub fn points(
                     point: label(&settings),
                     message: format!("--task-schedulers: {message}"),
                 })?;
-            Ok(Point {
-                settings,
-                text,
-                experiment,
-            })
+            Ok(Point { settings, experiment })
         })
         .collect()
 }
@@ -314,7 +320,7 @@ pub fn run(
         .map(|p| {
             p.experiment.jobs().map_err(|e| SweepError::Experiment {
                 point: p.label(),
-                source: Box::new(e),
+                error: Box::new(e),
             })
         })
         .collect::<Result<_, _>>()?;
@@ -336,7 +342,7 @@ pub fn run(
                         SweepError::Run {
                             point: p.label(),
                             scheduler: scheduler.to_string(),
-                            source: Box::new(e),
+                            error: Box::new(e),
                         }
                     })?;
                 done(&format!("{} {scheduler}", p.label()));
