@@ -667,6 +667,7 @@ fn sweep_args(
         threads: Some(threads),
         out: Some(out.to_path_buf()),
         load: ocslab_scheduler::cli::sweep::Load::Slot,
+        resume: false,
         json: true,
     }
 }
@@ -776,5 +777,69 @@ fn a_sweep_names_the_point_and_field_of_a_bad_setting() {
     let err = sweep(sweep_args(&exp, &out, &["seed"], 1)).expect_err("no values");
     assert!(format!("{err:#}").contains("--vary \"seed\""), "{err:#}");
     assert!(!out.exists(), "a refused sweep left a results folder");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A killed sweep's finished runs are picked up by `--resume`: a kept run
+/// whose fingerprint matches is not run again (its marked makespan comes
+/// through), one whose fingerprint does not is run again, and a sweep
+/// without `--resume` runs everything afresh.
+#[test]
+fn a_resumed_sweep_reruns_only_what_the_killed_one_did_not_finish() {
+    use ocslab_scheduler::cli::sweep::run as sweep;
+    let dir = scratch("sweep-resume");
+    let exp = experiment(&dir, "[\"fair\", \"fifo\"]");
+    let vary = ["seed=5,6"];
+    let full = dir.join("full");
+    sweep(sweep_args(&exp, &full, &vary, 2)).expect("sweep");
+    let runs = full.join("runs");
+    let names: Vec<String> = ["0-fair", "0-fifo", "1-fair", "1-fifo"]
+        .iter()
+        .map(|n| format!("{n}.json"))
+        .collect();
+    for n in &names {
+        assert!(runs.join(n).is_file(), "no kept run {n}");
+    }
+    // What a sweep killed after three runs leaves: two kept as they were
+    // (one marked), one from another ocslab (fingerprint differs).
+    let out = dir.join("resumed");
+    let partial = dir.join(".resumed.partial").join("runs");
+    std::fs::create_dir_all(&partial).expect("partial");
+    let edit = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(runs.join(name)).expect("run")).expect("json");
+        f(&mut v);
+        std::fs::write(partial.join(name), v.to_string()).expect("write");
+    };
+    edit(&names[0], &|v| v["summary"]["makespan_s"] = 12345.0.into());
+    edit(&names[1], &|_| {});
+    edit(&names[2], &|v| {
+        v["fingerprint"] = "0000000000000000".into();
+        v["summary"]["makespan_s"] = 777.0.into();
+    });
+    let mut args = sweep_args(&exp, &out, &vary, 1);
+    args.resume = true;
+    sweep(args).expect("resumed sweep");
+    let (a, b) = (sweep_json(&full), sweep_json(&out));
+    let makespan = |v: &serde_json::Value, p: usize, s: usize| {
+        v["points"][p]["schedulers"][s]["makespan_s"]
+            .as_f64()
+            .expect("makespan")
+    };
+    assert_eq!(makespan(&b, 0, 0), 12345.0, "the kept run was run again");
+    assert_eq!(makespan(&b, 0, 1), makespan(&a, 0, 1));
+    assert_eq!(
+        makespan(&b, 1, 0),
+        makespan(&a, 1, 0),
+        "a stale kept run was used"
+    );
+    assert_eq!(b["points"][1], a["points"][1]);
+    assert!(!dir.join(".resumed.partial").exists());
+    sweep(sweep_args(&exp, &out, &vary, 1)).expect("sweep afresh");
+    assert_eq!(
+        sweep_json(&out)["points"],
+        a["points"],
+        "without --resume nothing is reused"
+    );
     std::fs::remove_dir_all(dir).ok();
 }

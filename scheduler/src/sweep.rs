@@ -19,6 +19,11 @@
 //! its engine, network and policies and reads no clock), so they go over a
 //! thread pool in any order and the results do not depend on the thread
 //! count.
+//!
+//! Each run's summary is written to `runs/` as soon as it finishes, under a
+//! fingerprint of what decides it (the point's experiment text, the
+//! scheduler, ocslab's version). A sweep that was killed can pick up its
+//! folder and rerun only what is missing or no longer matches ([`Runs`]).
 
 use crate::experiment::{Experiment, ExperimentError};
 use crate::model::job::Job;
@@ -70,6 +75,14 @@ pub enum SweepError {
         scheduler: String,
         /// Why (printed in this error's message).
         error: Box<RunError>,
+    },
+    /// A finished run's summary could not be kept.
+    #[error("keeping a run in {}: {error}", path.display())]
+    Keep {
+        /// The run's file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
     },
     /// The thread pool could not be started.
     #[error("could not start the sweep's threads: {0}")]
@@ -306,13 +319,88 @@ pub struct PointResult {
     pub schedulers: Vec<SchedulerSummary>,
 }
 
+/// The summaries of finished runs, one file each under a folder
+/// (`runs/<point>-<scheduler>.json`), so that a killed sweep loses none.
+#[derive(Clone, Debug)]
+pub struct Runs {
+    dir: PathBuf,
+    reuse: bool,
+}
+
+/// A run's file: its fingerprint and its summary before normalization.
+#[derive(Serialize, serde::Deserialize)]
+struct RunFile {
+    fingerprint: String,
+    summary: SchedulerSummary,
+}
+
+impl Runs {
+    /// Keeps runs in `dir`; with `reuse`, a run whose file is there with
+    /// the same fingerprint is not run again.
+    pub fn new(dir: &Path, reuse: bool) -> Runs {
+        Runs {
+            dir: dir.to_path_buf(),
+            reuse,
+        }
+    }
+
+    fn file(&self, point: usize, scheduler: &str) -> PathBuf {
+        self.dir.join(format!("{point}-{scheduler}.json"))
+    }
+
+    /// What decides a run: the experiment as the point makes it, the
+    /// scheduler and this build's version.
+    fn fingerprint(exp: &Experiment, scheduler: &str) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        (exp.text.as_str(), scheduler, env!("CARGO_PKG_VERSION")).hash(&mut h);
+        format!("{:016x}", h.finish())
+    }
+
+    /// The summary kept for this run, if reusing and it still matches.
+    fn cached(&self, point: usize, exp: &Experiment, scheduler: &str) -> Option<SchedulerSummary> {
+        if !self.reuse {
+            return None;
+        }
+        let text = std::fs::read_to_string(self.file(point, scheduler)).ok()?;
+        let f: RunFile = serde_json::from_str(&text).ok()?;
+        (f.fingerprint == Runs::fingerprint(exp, scheduler)).then_some(f.summary)
+    }
+
+    /// Keeps a finished run's summary (written aside, then renamed, so a
+    /// kill leaves the old file or the new one, never half of one).
+    fn keep(
+        &self,
+        point: usize,
+        exp: &Experiment,
+        scheduler: &str,
+        s: &SchedulerSummary,
+    ) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let f = RunFile {
+            fingerprint: Runs::fingerprint(exp, scheduler),
+            summary: s.clone(),
+        };
+        let path = self.file(point, scheduler);
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(&f).map_err(std::io::Error::other)?,
+        )?;
+        std::fs::rename(&tmp, &path)
+    }
+}
+
 /// Runs every task scheduler at every point, up to `threads` runs at
-/// once; `done(run label)` is called as each run finishes. Results come in
-/// the points' order whatever the thread count.
+/// once, keeping each summary in `runs` (and taking the ones it already
+/// holds, if it reuses them); `done(run label, reused)` is called as each
+/// run finishes. Results come in the points' order whatever the thread
+/// count.
 pub fn run(
     points: &[Point],
     threads: usize,
-    done: &(dyn Fn(&str) + Sync),
+    runs: &Runs,
+    done: &(dyn Fn(&str, bool) + Sync),
 ) -> Result<Vec<PointResult>, SweepError> {
     use rayon::prelude::*;
     let jobs: Vec<Vec<Job>> = points
@@ -324,7 +412,7 @@ pub fn run(
             })
         })
         .collect::<Result<_, _>>()?;
-    let runs: Vec<(usize, &str)> = points
+    let todo: Vec<(usize, &str)> = points
         .iter()
         .enumerate()
         .flat_map(|(i, p)| p.experiment.task_schedulers.iter().map(move |s| (i, s.as_str())))
@@ -334,9 +422,14 @@ pub fn run(
         .build()
         .map_err(|e| SweepError::Threads(e.to_string()))?;
     let summaries: Vec<SchedulerSummary> = pool.install(|| {
-        runs.par_iter()
+        todo.par_iter()
             .map(|&(i, scheduler)| {
                 let p = &points[i];
+                let label = format!("{} {scheduler}", p.label());
+                if let Some(s) = runs.cached(i, &p.experiment, scheduler) {
+                    done(&label, true);
+                    return Ok(s);
+                }
                 let out =
                     run_scheduler_with(&p.experiment, scheduler, jobs[i].clone(), |_| {}).map_err(|e| {
                         SweepError::Run {
@@ -345,8 +438,14 @@ pub fn run(
                             error: Box::new(e),
                         }
                     })?;
-                done(&format!("{} {scheduler}", p.label()));
-                Ok(summarize(&out))
+                let s = summarize(&out);
+                runs.keep(i, &p.experiment, scheduler, &s)
+                    .map_err(|e| SweepError::Keep {
+                        path: runs.file(i, scheduler),
+                        error: e,
+                    })?;
+                done(&label, false);
+                Ok(s)
             })
             .collect::<Result<_, SweepError>>()
     })?;

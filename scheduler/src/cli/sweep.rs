@@ -1,7 +1,8 @@
 //! `ocslab sweep EXPERIMENT --vary KEY=V1,V2,... [--vary ...]`: the
 //! experiment in the simulator at every point of the grid ([`crate::sweep`]),
 //! every task scheduler at every point, runs spread over threads. Writes
-//! `sweep.json` (every summary), `sweep.csv` (one row per point and
+//! `runs/` (each run's summary as it finishes; `--resume` picks them up
+//! after a kill), `sweep.json` (every summary), `sweep.csv` (one row per point and
 //! scheduler) and one plot per figure against the points' offered load
 //! (`--load slot|network`; `sweep_makespan.svg`, `sweep_avg_jct.svg`, `sweep_avg_cct.svg`,
 //! `sweep_p95_cct.svg`), normalized to the first scheduler at the same
@@ -47,6 +48,11 @@ pub struct SweepArgs {
     /// shuffle over the EPS uplinks' capacity in that time).
     #[arg(long, value_enum, default_value_t = Load::Slot)]
     pub load: Load,
+    /// Reuse the runs a killed sweep with the same --out finished (kept in
+    /// the folder's `.partial` sibling): only runs missing there, or whose
+    /// point, scheduler or ocslab version changed, run again.
+    #[arg(long, requires = "out")]
+    pub resume: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -100,14 +106,24 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let threads = a
         .threads
         .map_or_else(crate::runner::default_threads, |n| n as usize);
-    let staged = Staged::begin(&dir)?;
+    let staged = if a.resume {
+        Staged::resume(&dir)?
+    } else {
+        Staged::begin(&dir)?
+    };
+    let runs = sweep::Runs::new(&staged.path().join("runs"), a.resume);
     let start = std::time::Instant::now();
-    let done = |run: &str| {
+    let done = |run: &str, reused: bool| {
         bar.job_done();
         let line = format!(
-            "{} of {total} runs done ({:.0} s): {run}",
+            "{} of {total} runs done ({:.0} s): {run}{}",
             bar.jobs_done(),
-            start.elapsed().as_secs_f64()
+            start.elapsed().as_secs_f64(),
+            if reused {
+                " (kept from the killed sweep)"
+            } else {
+                ""
+            }
         );
         if !bar.is_hidden() {
             bar.println(line);
@@ -115,7 +131,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             eprintln!("{line}");
         }
     };
-    let results = sweep::run(&points, threads, &done)?;
+    let results = sweep::run(&points, threads, &runs, &done)?;
     bar.finish();
     let report = serde_json::json!({
         "experiment": name,

@@ -104,6 +104,19 @@ impl Staged {
         })
     }
 
+    /// Like [`Staged::begin`], but keeps what a killed run left in the
+    /// `.partial` sibling, for a run that picks up where it stopped
+    /// (`ocslab sweep --resume`).
+    pub fn resume(target: &Path) -> Result<Staged, FolderError> {
+        let partial = partial_path(target);
+        std::fs::create_dir_all(&partial).map_err(at(&partial))?;
+        Ok(Staged {
+            target: target.to_path_buf(),
+            partial,
+            finished: false,
+        })
+    }
+
     /// Where the files go until the folder is finished.
     pub fn path(&self) -> &Path {
         &self.partial

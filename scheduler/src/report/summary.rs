@@ -25,10 +25,10 @@
 use crate::engine::FlowKind;
 use crate::sim::SimOutcome;
 use ocslab_emulator::Nanos;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One scheduler's figures.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SchedulerSummary {
     /// Task scheduler.
     pub name: String,
@@ -83,7 +83,7 @@ pub struct SchedulerSummary {
 
 /// Figures normalized to the baseline (this ÷ baseline; NaN if the
 /// baseline's figure is 0).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Normalized {
     /// Makespan.
     pub makespan: f64,
