@@ -21,8 +21,8 @@
 //! count.
 //!
 //! Each run's summary is written to `runs/` as soon as it finishes, under a
-//! fingerprint of what decides it (the point's experiment text, the
-//! scheduler, ocslab's version). A sweep that was killed can pick up its
+//! fingerprint of what decides it (the point's experiment text, its
+//! topology file, the scheduler, ocslab's version). A sweep that was killed can pick up its
 //! folder and rerun only what is missing or no longer matches ([`Runs`]).
 
 use crate::experiment::{Experiment, ExperimentError};
@@ -348,12 +348,14 @@ impl Runs {
         self.dir.join(format!("{point}-{scheduler}.json"))
     }
 
-    /// What decides a run: the experiment as the point makes it, the
-    /// scheduler and this build's version.
+    /// What decides a run: the experiment as the point makes it and its
+    /// topology file, the scheduler and this build's version (a trace the
+    /// workload reads is named by the experiment, not hashed).
     fn fingerprint(exp: &Experiment, scheduler: &str) -> String {
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();
-        (exp.text.as_str(), scheduler, env!("CARGO_PKG_VERSION")).hash(&mut h);
+        let version = env!("CARGO_PKG_VERSION");
+        (exp.text.as_str(), exp.topology_text.as_str(), scheduler, version).hash(&mut h);
         format!("{:016x}", h.finish())
     }
 
