@@ -13,6 +13,7 @@
 use super::axis::{draw_mesh, TickedAxis};
 use super::style::{self, fmt_num, label_font, INK};
 use super::{check_finite, render_svg, write_svg, Canvas, DrawResult, PlotError};
+use plotters::coord::CoordTranslate;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -156,22 +157,13 @@ fn draw(
         ))?;
     }
     for l in series {
-        let colour = style::colour(l.group);
-        let line = colour.stroke_width(2);
-        match l.variant % 3 {
-            0 => chart.draw_series(LineSeries::new(l.points.iter().copied(), line))?,
-            1 => chart.draw_series(DashedLineSeries::new(l.points.iter().copied(), 8, 5, line))?,
-            _ => chart.draw_series(DashedLineSeries::new(l.points.iter().copied(), 2, 4, line))?,
-        };
-        let fill = colour.filled();
-        let points = l.points.iter().copied();
-        match marker_kind(l.variant) {
-            0 => chart.draw_series(points.map(|p| Circle::new(p, 4, fill)))?,
-            1 => chart.draw_series(points.map(|p| TriangleMarker::new(p, 5, fill)))?,
-            _ => chart.draw_series(
-                points.map(|p| EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], fill)),
-            )?,
-        };
+        draw_styled(
+            chart.plotting_area(),
+            &l.points,
+            &l.points,
+            l.variant,
+            style::colour(l.group),
+        )?;
     }
     Ok(())
 }
@@ -180,10 +172,36 @@ fn reference_style() -> ShapeStyle {
     INK.mix(0.6).stroke_width(1)
 }
 
-/// Which marker a variant gets (a dot, a triangle or a square, filled):
-/// with its dash, it tells nine variants apart.
-fn marker_kind(variant: usize) -> usize {
-    (variant + variant / 3) % 3
+/// Draws a line through `line` in `variant`'s dash (solid, dashed or
+/// dotted) and `variant`'s marker (a dot, a triangle or a square, filled)
+/// at each of `marks`: one definition for the chart and its legend. With
+/// the dash, the marker tells nine variants apart.
+fn draw_styled<C: CoordTranslate>(
+    area: &DrawingArea<SVGBackend<'_>, C>,
+    line: &[C::From],
+    marks: &[C::From],
+    variant: usize,
+    colour: RGBColor,
+) -> DrawResult
+where
+    C::From: Clone + 'static,
+{
+    let stroke = colour.stroke_width(2);
+    let path = line.iter().cloned();
+    match variant % 3 {
+        0 => area.draw(&PathElement::new(path.collect::<Vec<_>>(), stroke))?,
+        1 => area.draw(&DashedPathElement::new(path, 8, 5, stroke))?,
+        _ => area.draw(&DashedPathElement::new(path, 2, 4, stroke))?,
+    }
+    let fill = colour.filled();
+    for at in marks.iter().cloned() {
+        match (variant + variant / 3) % 3 {
+            0 => area.draw(&Circle::new(at, 4, fill))?,
+            1 => area.draw(&TriangleMarker::new(at, 5, fill))?,
+            _ => area.draw(&(EmptyElement::at(at) + Rectangle::new([(-4, -4), (4, 4)], fill)))?,
+        }
+    }
+    Ok(())
 }
 
 /// The legend strip: a sample of each line (and the reference) in two
@@ -215,19 +233,7 @@ fn draw_legend(area: &Canvas<'_>, series: &[Series], reference: Option<(&str, f6
     for l in series {
         let colour = style::colour(l.group);
         place(area, &l.name, &|x, y| {
-            let line = colour.stroke_width(2);
-            match l.variant % 3 {
-                0 => area.draw(&PathElement::new(vec![(x, y), (x + 30, y)], line))?,
-                1 => area.draw(&DashedPathElement::new(vec![(x, y), (x + 30, y)], 8, 5, line))?,
-                _ => area.draw(&DashedPathElement::new(vec![(x, y), (x + 30, y)], 2, 4, line))?,
-            }
-            let (at, fill) = ((x + 15, y), colour.filled());
-            match marker_kind(l.variant) {
-                0 => area.draw(&Circle::new(at, 4, fill))?,
-                1 => area.draw(&TriangleMarker::new(at, 5, fill))?,
-                _ => area.draw(&(EmptyElement::at(at) + Rectangle::new([(-4, -4), (4, 4)], fill)))?,
-            }
-            Ok(())
+            draw_styled(area, &[(x, y), (x + 30, y)], &[(x + 15, y)], l.variant, colour)
         })?;
     }
     Ok(())
