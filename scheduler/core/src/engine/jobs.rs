@@ -174,8 +174,7 @@ impl Engine {
             let Some(fetch) = self.c.attempts.get_mut(a).and_then(|s| s.fetch.as_mut()) else {
                 continue;
             };
-            fetch.waiting.remove(&h);
-            if let Some((fid, _)) = fetch.inflight.remove(&h) {
+            if let Some(fid) = fetch.forget(h) {
                 if let Some(f) = self.flows.get_mut(&fid) {
                     f.useful = false;
                 }

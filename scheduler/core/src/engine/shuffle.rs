@@ -68,7 +68,7 @@ impl Engine {
                 }
             }
         } else {
-            fetch.waiting.entry(done.host).or_default().push(m);
+            fetch.wait_for(done.host, m);
         }
     }
 
@@ -90,23 +90,20 @@ impl Engine {
         };
         let dst = att.host;
         let Some(fetch) = att.fetch.as_mut() else { return };
-        let free = limit.saturating_sub(fetch.inflight.len());
+        let free = limit.saturating_sub(fetch.inflight_len());
         if free == 0 {
             return;
         }
-        let mut ready: Vec<HostId> = fetch
-            .waiting
-            .keys()
-            .filter(|h| !fetch.inflight.contains_key(h))
-            .copied()
-            .collect();
-        if ready.len() > free {
-            ready = draw_hosts(ready, free, fetcher_seed(seed, id, fetch.draws));
+        let ready = if fetch.ready().len() > free {
+            let drawn = draw_hosts(fetch.ready(), free, fetcher_seed(seed, id, fetch.draws));
             fetch.draws += 1;
-        }
+            drawn
+        } else {
+            fetch.ready().to_vec()
+        };
         let mut batches = Vec::with_capacity(ready.len());
         for src in ready {
-            if let Some(maps) = fetch.waiting.remove(&src) {
+            if let Some(maps) = fetch.take_waiting(src) {
                 let bytes: Bytes = maps
                     .iter()
                     .map(|&m| {
@@ -128,7 +125,7 @@ impl Engine {
                 bytes,
             );
             if let Some(fetch) = self.c.attempts.get_mut(&id).and_then(|a| a.fetch.as_mut()) {
-                fetch.inflight.insert(src, (fid, maps));
+                fetch.start(src, fid, maps);
             }
         }
     }
@@ -330,7 +327,7 @@ impl Engine {
                 let Some(fetch) = self.c.attempts.get_mut(&f.attempt).and_then(|a| a.fetch.as_mut()) else {
                     return;
                 };
-                if let Some((_, maps)) = fetch.inflight.remove(&src) {
+                if let Some(maps) = fetch.finish(src) {
                     for m in maps {
                         fetch.set(m);
                     }
@@ -358,12 +355,56 @@ fn fetcher_seed(seed: u64, id: AttemptId, draw: u32) -> u64 {
 /// Hadoop's fetcher threads each take a random host among the pending ones
 /// (`ShuffleSchedulerImpl.getHost`). A fixed order (e.g. by rack) would send
 /// every reduce of the cluster to the same hosts first.
-fn draw_hosts(mut ready: Vec<HostId>, n: usize, seed: u64) -> Vec<HostId> {
+fn draw_hosts(ready: &[HostId], n: usize, seed: u64) -> Vec<HostId> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // Each draw is a `swap_remove` from the hosts not drawn yet, done on
+    // `ready` without copying it: `moved` holds the positions a removal
+    // refilled from the end, newest last.
+    let mut moved: Vec<(usize, HostId)> = Vec::with_capacity(n);
+    let at = |moved: &[(usize, HostId)], i: usize| {
+        moved
+            .iter()
+            .rev()
+            .find(|&&(j, _)| j == i)
+            .map_or(ready[i], |&(_, h)| h)
+    };
+    let mut left = ready.len();
     let mut drawn = Vec::with_capacity(n);
-    while drawn.len() < n && !ready.is_empty() {
-        let i = rng.random_range(0..ready.len());
-        drawn.push(ready.swap_remove(i));
+    while drawn.len() < n && left > 0 {
+        let i = rng.random_range(0..left);
+        drawn.push(at(&moved, i));
+        left -= 1;
+        let last = at(&moved, left);
+        moved.push((i, last));
     }
     drawn
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The draw is the one `swap_remove` on a copy of the hosts gives.
+    #[test]
+    fn hosts_are_drawn_as_swap_remove_on_a_copy_would() {
+        let hosts: Vec<HostId> = (0..30).map(|i| HostId::new(i / 6, i % 6)).collect();
+        for len in 0..hosts.len() {
+            for n in 1..7 {
+                for seed in 0..20 {
+                    let mut copy = hosts[..len].to_vec();
+                    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                    let mut want = Vec::new();
+                    while want.len() < n && !copy.is_empty() {
+                        let i = rng.random_range(0..copy.len());
+                        want.push(copy.swap_remove(i));
+                    }
+                    assert_eq!(
+                        draw_hosts(&hosts[..len], n, seed),
+                        want,
+                        "{len} hosts, {n} drawn, seed {seed}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -68,11 +68,15 @@ pub(crate) struct Fetch {
     pub(crate) fetched: Vec<u64>,
     pub(crate) fetched_count: u32,
     /// Done maps whose partitions wait to be fetched, by the host holding them.
-    pub(crate) waiting: BTreeMap<HostId, Vec<u32>>,
+    waiting: BTreeMap<HostId, Vec<u32>>,
     /// At most one flow per source host in flight (Hadoop's fetcher takes
     /// all outputs ready on a host in one connection), with its maps; at
     /// most `parallel_copies` of them when that is set.
-    pub(crate) inflight: BTreeMap<HostId, (FlowId, Vec<u32>)>,
+    inflight: BTreeMap<HostId, (FlowId, Vec<u32>)>,
+    /// The hosts in `waiting` with no flow in `inflight`, sorted: where a
+    /// free fetcher may start. A reduce of a wide job has hundreds, and one
+    /// is drawn at every fetch's end, so they are kept rather than found.
+    ready: Vec<HostId>,
     /// How many random draws of source hosts this attempt made (seeds the next).
     pub(crate) draws: u32,
     pub(crate) bytes_fetched: Bytes,
@@ -92,6 +96,71 @@ impl Fetch {
         if !self.has(m) {
             self.fetched[(m / 64) as usize] |= 1 << (m % 64);
             self.fetched_count += 1;
+        }
+    }
+
+    /// Map `m`'s partition waits on `host`.
+    pub(crate) fn wait_for(&mut self, host: HostId, m: u32) {
+        let maps = self.waiting.entry(host).or_default();
+        maps.push(m);
+        if maps.len() == 1 && !self.inflight.contains_key(&host) {
+            if let Err(i) = self.ready.binary_search(&host) {
+                self.ready.insert(i, host);
+            }
+        }
+    }
+
+    /// Hosts with partitions waiting and no flow in flight, in host order.
+    pub(crate) fn ready(&self) -> &[HostId] {
+        &self.ready
+    }
+
+    /// Fetch flows in flight.
+    pub(crate) fn inflight_len(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// The flows in flight.
+    pub(crate) fn inflight_flows(&self) -> impl Iterator<Item = FlowId> + '_ {
+        self.inflight.values().map(|(f, _)| *f)
+    }
+
+    /// Takes the maps waiting on `host`, to fetch them.
+    pub(crate) fn take_waiting(&mut self, host: HostId) -> Option<Vec<u32>> {
+        let maps = self.waiting.remove(&host)?;
+        self.unready(host);
+        Some(maps)
+    }
+
+    /// Flow `flow` fetches `maps` from `host`.
+    pub(crate) fn start(&mut self, host: HostId, flow: FlowId, maps: Vec<u32>) {
+        self.unready(host);
+        self.inflight.insert(host, (flow, maps));
+    }
+
+    /// The flow from `host` ended: the maps it carried. Partitions that
+    /// arrived on `host` meanwhile become ready to fetch.
+    pub(crate) fn finish(&mut self, host: HostId) -> Option<Vec<u32>> {
+        let (_, maps) = self.inflight.remove(&host)?;
+        if self.waiting.contains_key(&host) {
+            if let Err(i) = self.ready.binary_search(&host) {
+                self.ready.insert(i, host);
+            }
+        }
+        Some(maps)
+    }
+
+    /// `host` is gone: nothing more is fetched from it; the flow that was
+    /// in flight from it, if any.
+    pub(crate) fn forget(&mut self, host: HostId) -> Option<FlowId> {
+        self.waiting.remove(&host);
+        self.unready(host);
+        self.inflight.remove(&host).map(|(f, _)| f)
+    }
+
+    fn unready(&mut self, host: HostId) {
+        if let Ok(i) = self.ready.binary_search(&host) {
+            self.ready.remove(i);
         }
     }
 }

@@ -225,8 +225,8 @@ impl Engine {
             }
         }
         if let Some(fetch) = &att.fetch {
-            for (fid, _) in fetch.inflight.values() {
-                if let Some(fl) = self.flows.get_mut(fid) {
+            for fid in fetch.inflight_flows() {
+                if let Some(fl) = self.flows.get_mut(&fid) {
                     fl.useful = false;
                 }
             }
