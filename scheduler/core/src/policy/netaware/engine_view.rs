@@ -38,6 +38,8 @@ pub const HEAD_SAMPLE: usize = 4;
 #[derive(Clone, Debug)]
 struct JobFacts {
     input_per_rack: Vec<Bytes>,
+    /// The job's input (a sum over its maps: thousands for a large job).
+    input_total: Bytes,
 }
 
 /// Builds views, caching per-job facts that do not change.
@@ -69,7 +71,10 @@ impl ViewBuilder {
                     }
                 }
             }
-            JobFacts { input_per_rack: per }
+            JobFacts {
+                input_per_rack: per,
+                input_total: job.spec().input_bytes(),
+            }
         })
     }
 
@@ -133,10 +138,11 @@ impl ViewBuilder {
             job.ready_at().unwrap_or(spec.arrival),
             racks,
         );
-        s.input_per_rack = self.facts(view, job).input_per_rack.clone();
+        let facts = self.facts(view, job);
+        s.input_per_rack.clone_from(&facts.input_per_rack);
+        s.input_total = facts.input_total;
         s.maps_total = spec.map_count();
         s.maps_done = job.maps_done();
-        s.input_total = spec.input_bytes();
         s.done_map_input = job.map_input_done();
         s.done_map_output = job.map_output_done();
         s.mean_map_ratio = job.observed_shuffle_ratio();
@@ -156,14 +162,18 @@ impl ViewBuilder {
         }
         s.reduces_ready = view.can_start_reduce(job);
         let pending = job.pending_maps();
-        let indices: BTreeSet<u32> = if all_maps {
-            pending.clone()
+        let indices: Vec<u32> = if all_maps {
+            pending.iter().copied().collect()
         } else {
-            job.pending_maps_on_host(host)
+            let mut v: Vec<u32> = job
+                .pending_maps_on_host(host)
                 .chain(job.pending_maps_on_rack(host.rack).take(RACK_SAMPLE))
                 .chain(pending.iter().take(HEAD_SAMPLE).copied())
                 .chain(pending.last().copied())
-                .collect()
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
         };
         s.pending_maps = indices
             .into_iter()
