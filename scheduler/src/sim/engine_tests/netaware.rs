@@ -169,7 +169,7 @@ fn every_network_aware_policy_finishes_a_dag_workload() {
         &mix::TaskRates::default(),
         3,
     );
-    for p in ["dawn", "shufflewatcher", "fair"] {
+    for p in ["dawn", "dawn-strict", "shufflewatcher", "fair"] {
         let (done, _) = run(p, jobs.clone(), &topo);
         assert_eq!(done, jobs.len(), "{p} left jobs unfinished");
     }
@@ -248,4 +248,24 @@ fn dawns_expected_output_is_what_the_children_read_from_the_parent() {
     let seen = seen.borrow();
     assert!(!seen.is_empty(), "job 0 was offered a slot");
     assert!(seen.iter().all(|&b| b == 10_000_000), "{seen:?}");
+}
+
+/// `dawn-strict` declines a slot on a rack no job prefers and waits for a
+/// heartbeat. Here the job's input is on rack 1, so its maps run there; its
+/// maps emit nothing, so its reduce stage prefers rack 0 (no traffic
+/// anywhere, lowest rack). Its last map ends on rack 1, which frees only
+/// rack 1's slots, and nothing else is in flight: without the policy's
+/// heartbeat wake-up no slot on rack 0 is offered again and the run stalls.
+#[test]
+fn strict_dawn_reaches_a_rack_no_event_frees() {
+    use super::support::{job, simulate, topo, S};
+    let t = topo(2, 2, 1);
+    let jobs = vec![job(1, 2, 1000, 1, 1000, ocslab_core::HostId::new(1, 0), 0.0)];
+    let policy = by_name("dawn-strict", None).expect("registered");
+    let out = simulate(&t, jobs, policy, EngineConfig::default(), &[]);
+    let rec = &out.records.jobs[&crate::model::job::JobId(1)];
+    let finished = rec.finished.expect("the job finished");
+    // The map on r1h1 reads its block from r1h0 (100 MB at 1 Gbit/s, 0.8 s)
+    // and ends at 1.8 s; the reduce starts a heartbeat (3 s) later, 1 s long.
+    assert_eq!(finished, Nanos(5 * S + 800_000_000));
 }

@@ -31,7 +31,11 @@
 //!   do. [`Unpreferred::Idle`] (`dawn-strict`) reads Alg. 1 literally: no
 //!   job is returned and the slot waits for a later heartbeat, so a job
 //!   runs only on its preferred racks (the aggregation of Sec. III-B.1 at
-//!   the price of idle slots).
+//!   the price of idle slots). That heartbeat is a wake-up
+//!   [`DawnConfig::heartbeat`] after a declined offer that some job could
+//!   have taken: the engine offers slots on events, and the event that
+//!   gives a job its plan (its last map ending) may free a slot only on a
+//!   rack the job does not prefer.
 //! - Lines 26-30's node-level choice "adopts the same principle": among the
 //!   tied jobs, the one whose task on this host moves the fewest (saturated)
 //!   or most (not saturated) bytes across nodes — map stage: its pending
@@ -45,7 +49,7 @@ pub mod plan;
 mod tests;
 
 use crate::policy::netaware::{JobState, NetView, SlotKind, TaskPick};
-use crate::HostId;
+use crate::{HostId, Nanos};
 use plan::{JobPlan, Stage};
 
 /// What a free slot on rack i gets when no job's selected rack is i
@@ -68,6 +72,10 @@ pub struct DawnConfig {
     pub saturation_threshold: f64,
     /// What a slot no job prefers gets.
     pub unpreferred: Unpreferred,
+    /// Under [`Unpreferred::Idle`], how long after declining an offer that
+    /// a job could have taken the next heartbeat comes (Hadoop 1's
+    /// JobTracker asks for at least 3 s).
+    pub heartbeat: Nanos,
 }
 
 impl Default for DawnConfig {
@@ -75,21 +83,29 @@ impl Default for DawnConfig {
         DawnConfig {
             saturation_threshold: 0.8,
             unpreferred: Unpreferred::FairOrder,
+            heartbeat: Nanos::from_millis(3000),
         }
     }
 }
 
-/// The Dawn policy (stateless between offers: the plan is recomputed from
-/// the view at every heartbeat, Alg. 1 line 2).
+/// The Dawn policy (the plan is recomputed from the view at every
+/// heartbeat, Alg. 1 line 2; all it keeps is when to be offered slots again).
 #[derive(Clone, Debug, Default)]
 pub struct Dawn {
     config: DawnConfig,
+    wakeup: Option<Nanos>,
 }
 
 impl Dawn {
     /// Dawn with these knobs.
     pub fn new(config: DawnConfig) -> Dawn {
-        Dawn { config }
+        Dawn { config, wakeup: None }
+    }
+
+    /// When free slots should be offered again: a heartbeat after the last
+    /// offer [`Unpreferred::Idle`] declined while a job had a plan.
+    pub fn next_wakeup(&self) -> Option<Nanos> {
+        self.wakeup
     }
 
     /// Its knobs.
@@ -114,7 +130,12 @@ impl Dawn {
             .select(&plans, host, saturated)
             .or_else(|| match self.config.unpreferred {
                 Unpreferred::FairOrder => fallback(view, &plans),
-                Unpreferred::Idle => None,
+                Unpreferred::Idle => {
+                    if !plans.is_empty() {
+                        self.wakeup = Some(view.now + self.config.heartbeat);
+                    }
+                    None
+                }
             })?;
         task_of(chosen, &plans, host)
     }

@@ -230,20 +230,28 @@ fn fallback_follows_the_fairness_order_when_no_job_prefers_the_rack() {
         })
     );
     assert_eq!(dawn.offer(&v, h(1, 0), SlotKind::Reduce), None);
+    // It never waits for a heartbeat: no job could take that reduce slot.
+    assert_eq!(dawn.next_wakeup(), None);
 }
 
 /// Alg. 1 read literally (`dawn-strict`): the same state leaves rack 1's
-/// slot free, while a slot on rack 0, which both jobs prefer, is taken.
+/// slot free, and asks to be offered slots again a heartbeat later (the
+/// engine offers only on events otherwise), while a slot on rack 0, which
+/// both jobs prefer, is taken.
 #[test]
 fn strict_dawn_leaves_a_slot_no_job_prefers_idle() {
     let mut v = NetView::new(2, 2, 2);
+    v.now = Nanos::from_millis(500);
     v.users = vec![UserKey(1), UserKey(0)];
     v.jobs = vec![mapping(1, 0, &[3, 0]), mapping(2, 1, &[4, 0])];
     let mut dawn = Dawn::new(DawnConfig {
         unpreferred: Unpreferred::Idle,
+        heartbeat: Nanos::from_millis(3000),
         ..DawnConfig::default()
     });
+    assert_eq!(dawn.next_wakeup(), None);
     assert_eq!(dawn.offer(&v, h(1, 0), SlotKind::Map), None);
+    assert_eq!(dawn.next_wakeup(), Some(Nanos::from_millis(3500)));
     assert_eq!(
         dawn.offer(&v, h(0, 1), SlotKind::Map),
         Some(TaskPick::Map {

@@ -82,7 +82,11 @@ impl TaskPolicy for NetAwarePolicy {
                 pick
             }
             Algorithm::Nas(nas) => nas.offer(&nv, host, slot),
-            Algorithm::Dawn(dawn) => dawn.offer(&nv, host, slot),
+            Algorithm::Dawn(dawn) => {
+                let pick = dawn.offer(&nv, host, slot);
+                self.wakeup = dawn.next_wakeup();
+                pick
+            }
         }?;
         choice(view, pick)
     }
@@ -287,6 +291,8 @@ pub fn nas_without_tt(params: &toml::Table) -> Result<Box<dyn TaskPolicy>, Polic
 #[serde(deny_unknown_fields)]
 struct DawnParams {
     saturation_threshold: Option<f64>,
+    /// `dawn-strict`'s heartbeat after a declined offer.
+    heartbeat: Option<Nanos>,
 }
 
 fn build_dawn(
@@ -296,9 +302,17 @@ fn build_dawn(
 ) -> Result<Box<dyn TaskPolicy>, PolicyError> {
     let p: DawnParams = parse_params(name, params)?;
     check_fraction(name, "saturation_threshold", p.saturation_threshold)?;
+    if p.heartbeat == Some(Nanos::ZERO) {
+        return Err(PolicyError::Params {
+            policy: name.into(),
+            message: "`heartbeat` must be more than 0, e.g. \"3s\"".into(),
+        });
+    }
+    let defaults = DawnConfig::default();
     let c = DawnConfig {
-        saturation_threshold: p.saturation_threshold.unwrap_or(0.8),
+        saturation_threshold: p.saturation_threshold.unwrap_or(defaults.saturation_threshold),
         unpreferred,
+        heartbeat: p.heartbeat.unwrap_or(defaults.heartbeat),
     };
     Ok(Box::new(NetAwarePolicy::new(name, Algorithm::Dawn(Dawn::new(c)))))
 }
