@@ -176,6 +176,23 @@ pub fn parse_params<P: serde::de::DeserializeOwned>(
     })
 }
 
+/// Refuses a duration parameter of zero: "`field` must be more than 0,
+/// e.g. "`example`"".
+pub fn check_positive_duration(
+    policy: &str,
+    field: &str,
+    value: crate::Nanos,
+    example: &str,
+) -> Result<(), PolicyError> {
+    if value == crate::Nanos::ZERO {
+        return Err(PolicyError::Params {
+            policy: policy.to_string(),
+            message: format!("`{field}` must be more than 0, e.g. \"{example}\""),
+        });
+    }
+    Ok(())
+}
+
 /// Refuses any parameter (for policies that take none).
 pub fn no_params(policy: &str, params: &toml::Table) -> Result<(), PolicyError> {
     match params.keys().next() {

@@ -48,7 +48,7 @@
 //!   before a job's first map ends, the model's mean map time stands in.
 
 use super::pick::{map_for_host, reduce_for};
-use super::{parse_params, PolicyError, TaskChoice, TaskPolicy};
+use super::{check_positive_duration, parse_params, PolicyError, TaskChoice, TaskPolicy};
 use crate::engine::{AttemptId, ClusterView, JobState, Outcome, TaskRecord};
 use crate::model::job::{JobId, TaskKind};
 use crate::{Bps, HostId, Nanos, Topology};
@@ -273,12 +273,7 @@ impl Omo {
                 message: format!("`alpha` must be in (0, 1] (got {})", p.alpha),
             });
         }
-        if p.window == Nanos::ZERO {
-            return Err(PolicyError::Params {
-                policy: name.into(),
-                message: "`window` must be more than 0, e.g. \"10s\"".into(),
-            });
-        }
+        check_positive_duration(name, "window", p.window, "10s")?;
         Ok(Box::new(Omo::new(name, lazy, batch, p)))
     }
 

@@ -268,4 +268,17 @@ fn strict_dawn_reaches_a_rack_no_event_frees() {
     // The map on r1h1 reads its block from r1h0 (100 MB at 1 Gbit/s, 0.8 s)
     // and ends at 1.8 s; the reduce starts a heartbeat (3 s) later, 1 s long.
     assert_eq!(finished, Nanos(5 * S + 800_000_000));
+
+    // The heartbeat is the policy's `heartbeat` parameter; 0 is refused.
+    let with = |h: &str| {
+        let mut p = toml::Table::new();
+        p.insert("heartbeat".into(), toml::Value::String(h.into()));
+        by_name("dawn-strict", Some(&p))
+    };
+    let jobs = vec![job(1, 2, 1000, 1, 1000, ocslab_core::HostId::new(1, 0), 0.0)];
+    let out = simulate(&t, jobs, with("1s").expect("1 s"), EngineConfig::default(), &[]);
+    let rec = &out.records.jobs[&crate::model::job::JobId(1)];
+    assert_eq!(rec.finished, Some(Nanos(3 * S + 800_000_000)));
+    let err = with("0s").err().expect("0 s refused").to_string();
+    assert!(err.contains("`heartbeat` must be more than 0"), "{err}");
 }

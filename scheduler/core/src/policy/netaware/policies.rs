@@ -12,7 +12,7 @@ use crate::policy::dawn::{Dawn, DawnConfig, Unpreferred};
 use crate::policy::nas::predictor::ClassLimits;
 use crate::policy::nas::{Nas, NasConfig};
 use crate::policy::shufflewatcher::{Fairness, ShuffleWatcher, ShuffleWatcherConfig};
-use crate::policy::{parse_params, PolicyError, TaskChoice, TaskPolicy};
+use crate::policy::{check_positive_duration, parse_params, PolicyError, TaskChoice, TaskPolicy};
 use crate::{Bytes, HostId, Nanos};
 use serde::Deserialize;
 
@@ -302,11 +302,8 @@ fn build_dawn(
 ) -> Result<Box<dyn TaskPolicy>, PolicyError> {
     let p: DawnParams = parse_params(name, params)?;
     check_fraction(name, "saturation_threshold", p.saturation_threshold)?;
-    if p.heartbeat == Some(Nanos::ZERO) {
-        return Err(PolicyError::Params {
-            policy: name.into(),
-            message: "`heartbeat` must be more than 0, e.g. \"3s\"".into(),
-        });
+    if let Some(h) = p.heartbeat {
+        check_positive_duration(name, "heartbeat", h, "3s")?;
     }
     let defaults = DawnConfig::default();
     let c = DawnConfig {
