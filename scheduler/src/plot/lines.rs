@@ -37,6 +37,31 @@ pub struct Series {
 /// Height of one legend row, in pixels.
 const LEGEND_ROW_PX: u32 = 22;
 
+/// Room a legend entry takes left of its text (margin and line sample), in pixels.
+const LEGEND_SAMPLE_PX: i32 = 128;
+
+/// A generous average width of one character of the legend's 14-pixel
+/// font, in pixels (lower-case letters, digits and punctuation are 4-8):
+/// a label is given this much per character, so that no text runs into
+/// the next column.
+const LEGEND_CHAR_PX: i32 = 9;
+
+/// The legend's columns: two when every label fits in half the width,
+/// else one.
+fn legend_columns(width: u32, labels: impl Iterator<Item = usize>) -> usize {
+    let longest = labels.max().unwrap_or(0) as i32;
+    if LEGEND_SAMPLE_PX + longest * LEGEND_CHAR_PX <= width as i32 / 2 {
+        2
+    } else {
+        1
+    }
+}
+
+/// The legend text of the reference line.
+fn reference_label((name, v): (&str, f64)) -> String {
+    format!("{name} = {}", fmt_num(v))
+}
+
 /// Writes a line plot of `series` to `path`.
 ///
 /// `x_label` and `y_label` name the quantities and units; `reference`, if
@@ -105,11 +130,16 @@ pub fn render_lines(
         })
         .collect();
     let entries = drawn.len() + usize::from(reference.is_some());
-    let legend_h = LEGEND_ROW_PX * entries.div_ceil(2) as u32 + 16;
+    let labels = drawn
+        .iter()
+        .map(|l| l.name.chars().count())
+        .chain(reference.map(|r| reference_label(r).chars().count()));
+    let columns = legend_columns(style::WIDTH, labels);
+    let legend_h = LEGEND_ROW_PX * entries.div_ceil(columns) as u32 + 16;
     render_svg(PLOT, (style::WIDTH, style::HEIGHT + legend_h), |root| {
         let (chart, legend) = root.split_vertically(style::HEIGHT);
         draw(&chart, title, (x_label, y_label), (x, y, log), &drawn, reference)?;
-        draw_legend(&legend, &drawn, reference)
+        draw_legend(&legend, &drawn, reference, columns)
     })
 }
 
@@ -204,14 +234,19 @@ where
     Ok(())
 }
 
-/// The legend strip: a sample of each line (and the reference) in two
-/// columns, filled one column after the other.
-fn draw_legend(area: &Canvas<'_>, series: &[Series], reference: Option<(&str, f64)>) -> DrawResult {
+/// The legend strip: a sample of each line (and the reference) in
+/// `columns` columns, filled one column after the other.
+fn draw_legend(
+    area: &Canvas<'_>,
+    series: &[Series],
+    reference: Option<(&str, f64)>,
+    columns: usize,
+) -> DrawResult {
     let (w, _) = area.dim_in_pixel();
     let rows = (series.len() + usize::from(reference.is_some()))
-        .div_ceil(2)
+        .div_ceil(columns)
         .max(1);
-    let col_w = (w as i32 - 120) / 2;
+    let col_w = (w as i32 - 120) / columns as i32;
     let font = label_font().pos(Pos::new(HPos::Left, VPos::Center));
     let mut slot = 0;
     let mut place =
@@ -224,8 +259,8 @@ fn draw_legend(area: &Canvas<'_>, series: &[Series], reference: Option<(&str, f6
             slot += 1;
             Ok(())
         };
-    if let Some((name, v)) = reference {
-        place(area, &format!("{name} = {}", fmt_num(v)), &|x, y| {
+    if let Some(r) = reference {
+        place(area, &reference_label(r), &|x, y| {
             area.draw(&PathElement::new(vec![(x, y), (x + 30, y)], reference_style()))?;
             Ok(())
         })?;
@@ -272,6 +307,37 @@ mod tests {
         let narrow = vec![line("a", &[(1.0, 1.0), (2.0, 2.0)], 0)];
         let svg = render_lines("t", ("load", "ratio"), &narrow, None).expect("draws");
         assert!(!svg.contains("log scale"));
+    }
+
+    /// The x of the `<text>` element whose text (on the line after its
+    /// tag) is `label`.
+    fn text_x(svg: &str, label: &str) -> Option<String> {
+        let lines: Vec<&str> = svg.lines().collect();
+        let i = lines.iter().position(|l| l.trim() == label)?;
+        let tag = lines[..i].iter().rev().find(|l| l.contains("<text"))?;
+        let at = tag.find(" x=\"")? + 4;
+        Some(tag[at..].split('"').next()?.to_string())
+    }
+
+    #[test]
+    fn long_labels_take_one_legend_column_and_short_ones_two() {
+        let long = "shufflewatcher-delay, users=25, map_bytes_per_s+reduce_bytes_per_s=8MB";
+        assert_eq!(legend_columns(style::WIDTH, [1, 20, 39].into_iter()), 2);
+        assert_eq!(legend_columns(style::WIDTH, [1, long.len()].into_iter()), 1);
+        let named = |a: &str, b: &str| vec![line(a, &[(1.0, 1.0)], 0), line(b, &[(2.0, 2.0)], 1)];
+        let svg = render_lines("t", ("x", "y"), &named("a", "b"), None).expect("draws");
+        assert_ne!(
+            text_x(&svg, "a"),
+            text_x(&svg, "b"),
+            "short labels share a column"
+        );
+        let other = long.replace("users=25", "users=5");
+        let svg = render_lines("t", ("x", "y"), &named(long, &other), None).expect("draws");
+        let (x1, x2) = (text_x(&svg, long), text_x(&svg, &other));
+        assert!(
+            x1.is_some() && x1 == x2,
+            "long labels in two columns: {x1:?} {x2:?}"
+        );
     }
 
     #[test]
