@@ -30,7 +30,7 @@
 //!   by the topology's `scale` (times are preserved).
 //! - **users**: uniform over `users`; **recurring**: a `recurring_share` of
 //!   jobs at random; **arrivals**: the trace's submit times, or uniform in a
-//!   window; **replicas**: HDFS's default placement
+//!   window, either multiplied by `arrival_scale`; **replicas**: HDFS's default placement
 //!   ([`crate::model::hdfs::place_replicas`]).
 
 pub use super::TraceError;
@@ -209,6 +209,11 @@ pub struct SwimModel {
     /// Arrivals.
     #[serde(default = "default_arrivals")]
     pub arrivals: SwimArrivals,
+    /// Multiplies every arrival time (default 1): 0.5 makes the arrivals
+    /// twice as dense while keeping the trace's own pattern of gaps, for a
+    /// load sweep.
+    #[serde(default = "default_scale")]
+    pub arrival_scale: f64,
 }
 
 fn default_block() -> Bytes {
@@ -252,6 +257,7 @@ impl Default for SwimModel {
             replicas: default_replicas(),
             scale: default_scale(),
             arrivals: default_arrivals(),
+            arrival_scale: default_scale(),
         }
     }
 }
@@ -301,6 +307,12 @@ impl SwimModel {
         }
         if !(self.scale.is_finite() && self.scale >= 1.0) {
             return bad("scale", "must be a number >= 1");
+        }
+        if !(self.arrival_scale.is_finite() && self.arrival_scale > 0.0) {
+            return bad(
+                "arrival_scale",
+                "must be a number > 0, e.g. 0.5 for arrivals twice as dense",
+            );
         }
         Ok(())
     }
@@ -378,6 +390,7 @@ impl SwimModel {
                 SwimArrivals::Trace => sj.submit - t0,
                 SwimArrivals::Uniform { window } => Nanos(rng.random_range(0..=window.0)),
             };
+            let arrival = Nanos((arrival.0 as f64 * self.arrival_scale).round() as u64);
             jobs.push(Job {
                 id: JobId(i as u64),
                 name: sj.name.clone(),
@@ -460,6 +473,36 @@ mod tests {
         assert_eq!(jobs[2].arrival, Nanos(11_000_000_000));
         crate::model::job::validate_jobs(&jobs, &topo()).unwrap();
         assert_eq!(jobs, SwimModel::default().to_jobs(&trace, &topo(), 1).unwrap());
+    }
+
+    #[test]
+    fn arrival_scale_compresses_arrivals_and_nothing_else() {
+        let trace = parse(TEXT, Path::new("fb.tsv")).unwrap();
+        let base = SwimModel::default().to_jobs(&trace, &topo(), 1).unwrap();
+        let dense = SwimModel {
+            arrival_scale: 0.25,
+            ..SwimModel::default()
+        };
+        let jobs = dense.to_jobs(&trace, &topo(), 1).unwrap();
+        let arrivals: Vec<_> = jobs.iter().map(|j| j.arrival).collect();
+        // Submits at 9, 18 and 20 s: offsets 0, 9 and 11 s, a quarter of them.
+        assert_eq!(arrivals, [Nanos(0), Nanos(2_250_000_000), Nanos(2_750_000_000)]);
+        for (a, b) in jobs.iter().zip(&base) {
+            assert_eq!(
+                Job {
+                    arrival: b.arrival,
+                    ..a.clone()
+                },
+                *b
+            );
+        }
+        let e = SwimModel {
+            arrival_scale: 0.0,
+            ..SwimModel::default()
+        }
+        .to_jobs(&trace, &topo(), 1)
+        .unwrap_err();
+        assert_eq!(e.field, "arrival_scale");
     }
 
     #[test]

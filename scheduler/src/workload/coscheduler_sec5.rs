@@ -90,6 +90,7 @@ impl Default for Sec5 {
                 arrivals: SwimArrivals::Uniform {
                     window: Nanos::from_millis(90 * 60 * 1000),
                 },
+                arrival_scale: 1.0,
             },
         }
     }
