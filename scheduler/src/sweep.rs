@@ -28,7 +28,7 @@
 use crate::experiment::{Experiment, ExperimentError};
 use crate::model::job::Job;
 use crate::report::{normalize, summarize, SchedulerSummary};
-use crate::sim::{run_scheduler_with, RunError};
+use crate::sim::{run_scheduler_with, RunError, SimOutcome};
 use indexmap::IndexMap;
 use ocslab_core::topology::locate;
 use ocslab_emulator::Topology;
@@ -87,6 +87,18 @@ pub enum SweepError {
     /// The thread pool could not be started.
     #[error("could not start the sweep's threads: {0}")]
     Threads(String),
+    /// Some runs failed; every other run ran and its summary is kept.
+    #[error(
+        "{} of {total} runs failed (the others are kept: the same command with the same --out and --resume runs only these again):{}",
+        failed.len(),
+        failed.iter().map(|e| format!("\n  {e}")).collect::<String>()
+    )]
+    Failed {
+        /// Each failed run's error ([`SweepError::Run`] or [`SweepError::Keep`]).
+        failed: Vec<SweepError>,
+        /// Runs in the sweep.
+        total: usize,
+    },
 }
 
 /// One varied key and its values, as `--vary KEY=V1,V2,...` gives them.
@@ -396,13 +408,31 @@ impl Runs {
 /// Runs every task scheduler at every point, up to `threads` runs at
 /// once, keeping each summary in `runs` (and taking the ones it already
 /// holds, if it reuses them); `done(run label, reused)` is called as each
-/// run finishes. Results come in the points' order whatever the thread
-/// count.
+/// run finishes. A run that fails does not stop the others: once all have
+/// ended, [`SweepError::Failed`] names every failed one. Results come in
+/// the points' order whatever the thread count.
 pub fn run(
     points: &[Point],
     threads: usize,
     runs: &Runs,
     done: &(dyn Fn(&str, bool) + Sync),
+) -> Result<Vec<PointResult>, SweepError> {
+    run_with(points, threads, runs, done, &|exp, scheduler, jobs| {
+        run_scheduler_with(exp, scheduler, jobs, |_| {})
+    })
+}
+
+/// How one run of a sweep is simulated: `run_scheduler_with` (a test may
+/// stand in for it).
+type Simulate<'a> = dyn Fn(&Experiment, &str, Vec<Job>) -> Result<SimOutcome, RunError> + Sync + 'a;
+
+/// [`run`], simulating each run with `simulate`.
+fn run_with(
+    points: &[Point],
+    threads: usize,
+    runs: &Runs,
+    done: &(dyn Fn(&str, bool) + Sync),
+    simulate: &Simulate<'_>,
 ) -> Result<Vec<PointResult>, SweepError> {
     use rayon::prelude::*;
     let jobs: Vec<Vec<Job>> = points
@@ -423,7 +453,7 @@ pub fn run(
         .num_threads(threads.max(1))
         .build()
         .map_err(|e| SweepError::Threads(e.to_string()))?;
-    let summaries: Vec<SchedulerSummary> = pool.install(|| {
+    let outcomes: Vec<Result<SchedulerSummary, SweepError>> = pool.install(|| {
         todo.par_iter()
             .map(|&(i, scheduler)| {
                 let p = &points[i];
@@ -433,12 +463,10 @@ pub fn run(
                     return Ok(s);
                 }
                 let out =
-                    run_scheduler_with(&p.experiment, scheduler, jobs[i].clone(), |_| {}).map_err(|e| {
-                        SweepError::Run {
-                            point: p.label(),
-                            scheduler: scheduler.to_string(),
-                            error: Box::new(e),
-                        }
+                    simulate(&p.experiment, scheduler, jobs[i].clone()).map_err(|e| SweepError::Run {
+                        point: p.label(),
+                        scheduler: scheduler.to_string(),
+                        error: Box::new(e),
                     })?;
                 let s = summarize(&out);
                 runs.keep(i, &p.experiment, scheduler, &s)
@@ -449,8 +477,20 @@ pub fn run(
                 done(&label, false);
                 Ok(s)
             })
-            .collect::<Result<_, SweepError>>()
-    })?;
+            .collect()
+    });
+    let total = outcomes.len();
+    let mut summaries = Vec::with_capacity(total);
+    let mut failed = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Ok(s) => summaries.push(s),
+            Err(e) => failed.push(e),
+        }
+    }
+    if !failed.is_empty() {
+        return Err(SweepError::Failed { failed, total });
+    }
     let mut summaries = summaries.into_iter();
     Ok(points
         .iter()
@@ -515,6 +555,51 @@ mod tests {
         assert_eq!(t["engine"]["heartbeat"].as_str(), Some("1s"));
         let e = set_key(&mut t, "seed.x", toml_value("2")).expect_err("seed is no table");
         assert!(e.contains("seed is not a table"), "{e}");
+    }
+
+    /// The slow-start experiment at seeds 1 and 2, 4 jobs each, the first
+    /// point's run failing: the second still runs and is kept, and the
+    /// error names the failed run.
+    #[test]
+    fn a_failed_run_does_not_stop_the_others_and_is_named() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/slow-start.toml");
+        let text = std::fs::read_to_string(&file).expect("experiment file");
+        let axes: Vec<Axis> = ["seed=1,2", "workload.jobs=4"]
+            .iter()
+            .map(|a| a.parse().expect("axis"))
+            .collect();
+        let points = points(&file, &text, &axes, &[]).expect("points");
+        let dir = std::env::temp_dir().join(format!("ocslab-sweep-failed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let runs = Runs::new(&dir, true);
+        let simulate = |exp: &Experiment, scheduler: &str, jobs: Vec<Job>| {
+            if exp.seed == 1 {
+                return Err(RunError::Policy(crate::policy::PolicyError::Params {
+                    policy: scheduler.to_string(),
+                    message: "refused by the test".into(),
+                }));
+            }
+            run_scheduler_with(exp, scheduler, jobs, |_| {})
+        };
+        let e = run_with(&points, 1, &runs, &|_, _| {}, &simulate).expect_err("a run failed");
+        let message = e.to_string();
+        // The second point ran although the first failed, and was kept.
+        let second_kept = runs.cached(1, &points[1].experiment, "fair").is_some();
+        let first_kept = runs.cached(0, &points[0].experiment, "fair").is_some();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            second_kept && !first_kept,
+            "kept: first {first_kept}, second {second_kept}"
+        );
+        let SweepError::Failed { failed, total } = e else {
+            panic!("not Failed: {message}");
+        };
+        assert_eq!((failed.len(), total), (1, 2), "{message}");
+        assert!(
+            message.contains("point seed=1 workload.jobs=4, task scheduler fair: parameters of task scheduler \"fair\": refused by the test"),
+            "{message}"
+        );
+        assert!(message.contains("--resume"), "{message}");
     }
 
     /// Two jobs 100 s apart on 2 racks × 2 hosts × 3 slots at 1 Gbit/s
