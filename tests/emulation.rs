@@ -355,6 +355,7 @@ fn elephant(id: u64, src: HostId, dst: HostId, bytes: u64) -> FlowSpec {
         src,
         dst,
         bytes: Bytes(bytes),
+        weight: 1,
     }
 }
 

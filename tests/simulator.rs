@@ -33,6 +33,7 @@ fn flow(id: u64, coflow: u64, src: (u32, u32), dst: (u32, u32), bytes: u64) -> F
         src: HostId::new(src.0, src.1),
         dst: HostId::new(dst.0, dst.1),
         bytes: Bytes(bytes),
+        weight: 1,
     }
 }
 

@@ -123,6 +123,11 @@ pub struct RawEngine {
     /// Keep one record per flow (flows.csv). Default true.
     #[serde(default = "yes")]
     pub record_flows: bool,
+    /// Simulation only: a job's shuffle fetches between two hosts that
+    /// start together go as one weighted flow
+    /// ([`ocslab_core::engine::EngineConfig::merge_fetches`]). Default false.
+    #[serde(default)]
+    pub merge_fetches: bool,
     /// Feed link-load samples this often (when the network model measures them).
     #[serde(default)]
     pub load_sample_interval: Option<Nanos>,
@@ -145,6 +150,7 @@ impl Default for RawEngine {
             heartbeat: None,
             host_speed: BTreeMap::new(),
             record_flows: true,
+            merge_fetches: false,
             load_sample_interval: None,
             quantum: None,
         }
@@ -389,6 +395,7 @@ impl Experiment {
             host_speed,
             heartbeat: raw.engine.heartbeat,
             record_flows: raw.engine.record_flows,
+            merge_fetches: raw.engine.merge_fetches,
             placement_seed: raw.seed,
         };
         crate::engine::Engine::new(
@@ -630,6 +637,9 @@ arrivals = { process = "poisson", mean_gap = "10s" }
         let five = GOOD.replace("[workload]", "[engine]\nparallel_copies = 5\n\n[workload]");
         let e = Experiment::parse(&five, &f).unwrap();
         assert_eq!(e.engine.parallel_copies, Some(5));
+        assert!(!e.engine.merge_fetches);
+        let merged = GOOD.replace("[workload]", "[engine]\nmerge_fetches = true\n\n[workload]");
+        assert!(Experiment::parse(&merged, &f).unwrap().engine.merge_fetches);
         let e = Experiment::parse(&GOOD.replace("varys", "varis"), &f).unwrap_err();
         assert_eq!(e.field, "coflow_scheduler");
         assert!(

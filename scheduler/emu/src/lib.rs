@@ -230,6 +230,13 @@ pub fn run_jobs(
     engine: EngineConfig,
     cfg: &EmuConfig,
 ) -> Result<EmuOutcome, EmuError> {
+    if engine.merge_fetches {
+        return Err(EmuError::Setup(
+            "engine.merge_fetches is for the simulator only: with real bytes every fetch is its own connection; \
+             leave it out of the experiment's [engine] table to emulate it"
+                .into(),
+        ));
+    }
     let rt = runtime()?;
     rt.block_on(async {
         let bridge = tasks::TaskBridge::new(&jobs, cfg.seed);
@@ -405,5 +412,21 @@ mod tests {
         let asked = EmuConfig::default().with_experiment_load_samples(Some(Nanos::from_millis(1000)));
         assert!(asked.engine_load_samples);
         assert_eq!(asked.load_sample_interval, Some(Nanos::from_millis(1000)));
+    }
+
+    #[test]
+    fn merged_fetches_are_refused_before_anything_is_built() {
+        let topo = Topology::builder("t", 1, 2).build().expect("topology");
+        let engine = EngineConfig {
+            merge_fetches: true,
+            ..EngineConfig::default()
+        };
+        let policy = ocslab_core::policy::by_name("fifo", None).expect("fifo");
+        let fabric = FabricChoice::Build { topology_file: None };
+        match run_jobs(&topo, fabric, Vec::new(), policy, engine, &EmuConfig::default()) {
+            Err(EmuError::Setup(m)) => assert!(m.contains("merge_fetches"), "{m}"),
+            Err(e) => panic!("refused for another reason: {e}"),
+            Ok(_) => panic!("ran with merged fetches"),
+        }
     }
 }

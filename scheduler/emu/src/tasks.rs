@@ -358,6 +358,7 @@ mod tests {
             src: HostId::new(0, 0),
             dst: HostId::new(1, 0),
             bytes: Bytes(10),
+            weight: 1,
         };
         let fetch = spec(3, 9);
         let read = spec(3 | INPUT_COFLOW_BIT, 10);

@@ -1,7 +1,8 @@
 //! [`FixedRateNetwork`]: a network without contention — every flow moves at
 //! one fixed rate however many others run, entirely over EPS. It is the
 //! test double of the simulation driver (hand-worked times are easy: a
-//! flow of B bytes takes B ÷ rate), and as the experiment network model
+//! flow of B bytes takes B ÷ rate; one of weight w stands for w flows and
+//! moves at w × rate), and as the experiment network model
 //! `uncontended` it separates compute from network effects: JCTs under it
 //! are what an ideal, never-congested fabric would give.
 
@@ -61,7 +62,8 @@ impl NetworkModel for FixedRateNetwork {
     fn add_flows(&mut self, now: Nanos, flows: &[FlowSpec]) {
         let now = now.max(self.now);
         for f in flows {
-            let d = self.rate.time_to_send(f.bytes).unwrap_or(Nanos::ZERO);
+            let rate = Bps(self.rate.0.saturating_mul(u64::from(f.weight.max(1))));
+            let d = rate.time_to_send(f.bytes).unwrap_or(Nanos::ZERO);
             self.seq += 1;
             self.heap.push(Reverse(InFlight {
                 finish: now + d,

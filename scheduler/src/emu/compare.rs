@@ -82,6 +82,7 @@ pub fn compare(
                 src: f.src,
                 dst: f.dst,
                 bytes: f.bytes,
+                weight: 1,
             })
             .collect();
         i += batch.len();

@@ -197,6 +197,8 @@ struct FlowRow {
     eps_bytes: u64,
     ocs_bytes: u64,
     useful: bool,
+    /// The fetches it carried (more than 1 only under `merge_fetches`).
+    weight: u32,
 }
 
 fn label<T: Serialize>(v: &T) -> String {
@@ -293,6 +295,7 @@ pub fn write_records(dir: &Path, r: &Records) -> Result<(), ResultsError> {
             eps_bytes: f.eps_bytes.0,
             ocs_bytes: f.ocs_bytes.0,
             useful: f.useful,
+            weight: f.weight,
         }),
     )
 }

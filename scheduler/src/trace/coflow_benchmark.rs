@@ -247,6 +247,7 @@ impl CoflowTrace {
                             src: place(f.src_rack, c.id, f.mapper),
                             dst: place(f.dst_rack, c.id, f.reducer),
                             bytes,
+                            weight: 1,
                         }
                     })
                     .collect();

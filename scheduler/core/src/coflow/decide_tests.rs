@@ -38,6 +38,7 @@ fn add(view: &mut NetView, at: Nanos, id: u64, coflow: u64, src: HostId, dst: Ho
             src,
             dst,
             bytes: Bytes(bytes),
+            weight: 1,
         },
         at,
     );

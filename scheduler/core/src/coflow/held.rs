@@ -96,6 +96,7 @@ mod tests {
                 src: HostId::new(0, 0),
                 dst: HostId::new(1, 0),
                 bytes: Bytes(1000),
+                weight: 1,
             };
             v.insert_flow(spec, Nanos::ZERO);
         }

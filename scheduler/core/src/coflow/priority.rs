@@ -96,6 +96,7 @@ mod tests {
                 src: HostId::new(src, 0),
                 dst: HostId::new(dst, 0),
                 bytes: Bytes(1_000_000),
+                weight: 1,
             };
             v.insert_flow(spec, Nanos::ZERO);
         }

@@ -69,6 +69,18 @@ pub struct EngineConfig {
     /// heartbeats, for policies that count skipped offers). When unset,
     /// offers happen on events and on policy wake-ups only.
     pub heartbeat: Option<Nanos>,
+    /// Simulation only: the shuffle fetches of one job from one host to
+    /// another that start at the same instant (reduces of the job on the
+    /// same host, fetching from the same map host) go as one flow of
+    /// weight w, the number of fetches ([`crate::model::coflow::FlowSpec::weight`]):
+    /// it takes w shares of max-min fair sharing, and its end delivers
+    /// every fetch's partitions at once. The fetches it merges differ by a
+    /// few bytes (an even split of each map's output) and share a path, so
+    /// under fair sharing they would finish within that difference of each
+    /// other. Bounds the flows in flight by the host pairs instead of
+    /// reduces × map hosts. The emulation driver refuses it (real
+    /// fetches are separate connections).
+    pub merge_fetches: bool,
     /// Keep a record of every flow (for `flows.csv`). Large trace runs may
     /// turn this off to save memory; per-coflow records are kept either way.
     pub record_flows: bool,
@@ -90,6 +102,7 @@ impl Default for EngineConfig {
             parallel_copies: None,
             host_speed: BTreeMap::new(),
             heartbeat: None,
+            merge_fetches: false,
             record_flows: true,
             placement_seed: 0,
         }

@@ -58,8 +58,8 @@ pub use view::{water_fill, ClusterView};
 
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use crate::model::job::{validate_jobs, Job, JobError, JobId, TaskKind};
-use crate::{Nanos, Topology};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use crate::{HostId, Nanos, Topology};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use view::Cluster;
 
 /// Input-read coflows have this bit set in their id.
@@ -117,6 +117,10 @@ pub struct Engine {
     flows: BTreeMap<FlowId, FlowRt>,
     out: Vec<Command>,
     new_flows: Vec<FlowSpec>,
+    /// Under `merge_fetches`: the shuffle flows in `new_flows` (not yet
+    /// handed to the driver), by (job, source, destination), that a fetch
+    /// starting now joins.
+    merging: HashMap<(JobId, HostId, HostId), usize>,
     records: Records,
     /// Something became runnable: offer every free host.
     new_work: bool,
@@ -175,6 +179,7 @@ impl Engine {
             flows: BTreeMap::new(),
             out: Vec::new(),
             new_flows: Vec::new(),
+            merging: HashMap::new(),
             records: Records::default(),
             new_work: false,
             freed: BTreeSet::new(),
@@ -232,6 +237,7 @@ impl Engine {
         self.offer_round(now, full_round);
         self.release_deadlocked_shuffle(now);
         if !self.new_flows.is_empty() {
+            self.merging.clear();
             self.out
                 .push(Command::StartFlows(std::mem::take(&mut self.new_flows)));
         }

@@ -140,6 +140,9 @@ pub struct FlowRecord {
     /// Whether the engine still wanted it when it finished (false: its
     /// attempt was killed or lost on the way).
     pub useful: bool,
+    /// The fetches it carried: 1, or under `merge_fetches` the fetches it
+    /// merged (`attempt` is the first's; `bytes` are all of theirs).
+    pub weight: u32,
 }
 
 /// One coflow (a job's shuffle, or its input reads), aggregated over its flows.

@@ -2,7 +2,8 @@
 //! lacks, the flows that fetch them (one per source host at a time,
 //! carrying every partition ready there; under `parallel_copies` at most
 //! that many hosts at once, the next drawn at random as Hadoop's fetchers
-//! do), and what a finished flow unlocks.
+//! do; under `merge_fetches` one flow for a job's fetches between two
+//! hosts that start together), and what a finished flow unlocks.
 
 use super::event::AttemptId;
 use super::records::{CoflowRecord, FlowKind, FlowRecord};
@@ -103,29 +104,14 @@ impl Engine {
         };
         let mut batches = Vec::with_capacity(ready.len());
         for src in ready {
-            if let Some(maps) = fetch.take_waiting(src) {
-                let bytes: Bytes = maps
-                    .iter()
-                    .map(|&m| {
-                        let out = job.maps[m as usize].done.map_or(Bytes(0), |d| d.output);
-                        job.spec.partition_of_output(m, id.task.index, out)
-                    })
-                    .sum();
-                batches.push((src, maps, bytes));
+            if let Some(maps) = fetch.to_fetch(src) {
+                batches.push((src, partitions(job, id, maps)));
             }
         }
-        for (src, maps, bytes) in batches {
-            let fid = self.new_flow(
-                now,
-                id,
-                FlowKind::Shuffle,
-                shuffle_coflow(id.task.job),
-                src,
-                dst,
-                bytes,
-            );
+        for (src, bytes) in batches {
+            let fid = self.new_fetch(now, id, src, dst, bytes);
             if let Some(fetch) = self.c.attempts.get_mut(&id).and_then(|a| a.fetch.as_mut()) {
-                fetch.start(src, fid, maps);
+                fetch.start(src, fid);
             }
         }
     }
@@ -195,6 +181,36 @@ impl Engine {
         }
     }
 
+    /// A fetch of `bytes` for reduce attempt `id` from `src` to its host
+    /// `dst` starts: as a flow of its own or, under `merge_fetches`, as one
+    /// more fetch of the job's flow between those hosts that starts at
+    /// this instant (its weight grows by one). Returns the flow.
+    fn new_fetch(&mut self, now: Nanos, id: AttemptId, src: HostId, dst: HostId, bytes: Bytes) -> FlowId {
+        let key = (id.task.job, src, dst);
+        let joined = self.merging.get(&key).and_then(|&i| {
+            let spec = self.new_flows.get_mut(i)?;
+            let f = self.flows.get_mut(&spec.id)?;
+            for s in [&mut f.spec, spec] {
+                s.bytes += bytes;
+                s.weight += 1;
+            }
+            Some((spec.id, spec.coflow))
+        });
+        let Some((fid, coflow)) = joined else {
+            let coflow = shuffle_coflow(id.task.job);
+            let fid = self.new_flow(now, id, FlowKind::Shuffle, coflow, src, dst, bytes);
+            if self.c.config.merge_fetches {
+                self.merging.insert(key, self.new_flows.len() - 1);
+            }
+            return fid;
+        };
+        count_cross_rack(&mut self.c.rack_traffic, src, dst, bytes);
+        if let Some(rec) = self.records.coflows.get_mut(&coflow) {
+            rec.bytes += bytes;
+        }
+        fid
+    }
+
     /// Registers a new flow and queues it for the driver.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new_flow(
@@ -209,20 +225,8 @@ impl Engine {
     ) -> FlowId {
         let id = FlowId(self.next_flow);
         self.next_flow += 1;
-        let spec = FlowSpec {
-            id,
-            coflow,
-            src,
-            dst,
-            bytes,
-        };
-        if src.rack != dst.rack {
-            let t = &mut self.c.rack_traffic;
-            t[src.rack as usize].out_flows += 1;
-            t[src.rack as usize].out_bytes += bytes;
-            t[dst.rack as usize].in_flows += 1;
-            t[dst.rack as usize].in_bytes += bytes;
-        }
+        let spec = FlowSpec::new(id, coflow, src, dst, bytes);
+        count_cross_rack(&mut self.c.rack_traffic, src, dst, bytes);
         let rec = self
             .records
             .coflows
@@ -268,10 +272,10 @@ impl Engine {
         if cross {
             let t = &mut self.c.rack_traffic;
             let s = &mut t[src.rack as usize];
-            s.out_flows -= 1;
+            s.out_flows -= f.spec.weight;
             s.out_bytes = Bytes(s.out_bytes.0.saturating_sub(bytes.0));
             let d = &mut t[dst.rack as usize];
-            d.in_flows -= 1;
+            d.in_flows -= f.spec.weight;
             d.in_bytes = Bytes(d.in_bytes.0.saturating_sub(bytes.0));
         }
         if let Some(rec) = self.records.coflows.get_mut(&f.spec.coflow) {
@@ -285,6 +289,14 @@ impl Engine {
                 rec.cross_rack_ocs_bytes += ocs;
             }
         }
+        let fetches = if f.spec.weight > 1 {
+            self.merged_fetches(&f, fid)
+        } else if f.useful {
+            vec![(f.attempt, bytes)]
+        } else {
+            Vec::new()
+        };
+        let useful = !fetches.is_empty();
         if self.c.config.record_flows {
             self.records.flows.push(FlowRecord {
                 flow: fid,
@@ -299,24 +311,26 @@ impl Engine {
                 finished: Some(now),
                 eps_bytes: eps,
                 ocs_bytes: ocs,
-                useful: f.useful,
+                useful,
+                weight: f.spec.weight,
             });
         }
-        if !f.useful {
+        if !useful {
             return;
         }
+        let delivered: Bytes = fetches.iter().map(|&(_, b)| b).sum();
         if let Some(r) = self.records.jobs.get_mut(&f.job) {
             match f.kind {
                 FlowKind::Input => {
-                    r.input_read_bytes += bytes;
+                    r.input_read_bytes += delivered;
                     if cross {
-                        r.cross_rack_input_bytes += bytes;
+                        r.cross_rack_input_bytes += delivered;
                     }
                 }
                 FlowKind::Shuffle => {
-                    r.shuffle_bytes += bytes;
+                    r.shuffle_bytes += delivered;
                     if cross {
-                        r.cross_rack_shuffle_bytes += bytes;
+                        r.cross_rack_shuffle_bytes += delivered;
                     }
                 }
             }
@@ -324,20 +338,67 @@ impl Engine {
         match f.kind {
             FlowKind::Input => self.start_compute(now, f.attempt),
             FlowKind::Shuffle => {
-                let Some(fetch) = self.c.attempts.get_mut(&f.attempt).and_then(|a| a.fetch.as_mut()) else {
-                    return;
-                };
-                if let Some(maps) = fetch.finish(src) {
-                    for m in maps {
-                        fetch.set(m);
+                for (attempt, bytes) in fetches {
+                    let Some(fetch) = self.c.attempts.get_mut(&attempt).and_then(|a| a.fetch.as_mut()) else {
+                        continue;
+                    };
+                    if let Some(maps) = fetch.finish(src) {
+                        for m in maps {
+                            fetch.set(m);
+                        }
+                        fetch.bytes_fetched += bytes;
                     }
-                    fetch.bytes_fetched += bytes;
+                    self.pump(now, attempt);
+                    self.check_reduce_ready(now, attempt);
                 }
-                self.pump(now, f.attempt);
-                self.check_reduce_ready(now, f.attempt);
             }
         }
     }
+}
+
+impl Engine {
+    /// The fetches merged flow `f` (id `fid`) still delivers, with their
+    /// bytes: the job's reduce attempts on its destination host that wait
+    /// for it from its source (an attempt that was killed, or that forgot
+    /// a dead source, does not). A host holds a few attempts, so they are
+    /// found there rather than listed in every flow.
+    fn merged_fetches(&self, f: &FlowRt, fid: FlowId) -> Vec<(AttemptId, Bytes)> {
+        let (src, dst) = (f.spec.src, f.spec.dst);
+        let Some(job) = self.c.jobs.get(&f.job) else {
+            return Vec::new();
+        };
+        let host = &self.c.hosts[self.c.topo.host_index(dst)];
+        host.attempts
+            .iter()
+            .filter(|a| a.task.job == f.job && a.task.kind == TaskKind::Reduce)
+            .filter_map(|&a| {
+                let fetch = self.c.attempts.get(&a)?.fetch.as_ref()?;
+                let maps = fetch.in_flight_from(src).filter(|&(flow, _)| flow == fid)?.1;
+                Some((a, partitions(job, a, maps)))
+            })
+            .collect()
+    }
+}
+
+/// One more fetch of `bytes` from `src` to `dst` in the racks' traffic
+/// estimate, if it crosses racks.
+fn count_cross_rack(t: &mut [super::state::RackTraffic], src: HostId, dst: HostId, bytes: Bytes) {
+    if src.rack != dst.rack {
+        t[src.rack as usize].out_flows += 1;
+        t[src.rack as usize].out_bytes += bytes;
+        t[dst.rack as usize].in_flows += 1;
+        t[dst.rack as usize].in_bytes += bytes;
+    }
+}
+
+/// The bytes of `maps`' partitions for reduce attempt `id` of `job`.
+fn partitions(job: &super::state::JobState, id: AttemptId, maps: &[u32]) -> Bytes {
+    maps.iter()
+        .map(|&m| {
+            let out = job.maps[m as usize].done.map_or(Bytes(0), |d| d.output);
+            job.spec.partition_of_output(m, id.task.index, out)
+        })
+        .sum()
 }
 
 /// The seed of a reduce attempt's `draw`-th choice of source hosts: the

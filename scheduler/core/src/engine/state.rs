@@ -67,12 +67,17 @@ pub(crate) struct Fetch {
     /// Bit m set: map m's partition has arrived (or was empty).
     pub(crate) fetched: Vec<u64>,
     pub(crate) fetched_count: u32,
-    /// Done maps whose partitions wait to be fetched, by the host holding them.
+    /// Done maps whose partitions are not here yet, by the host holding
+    /// them: first those the host's flow in flight carries, then those
+    /// that wait to be fetched.
     waiting: BTreeMap<HostId, Vec<u32>>,
     /// At most one flow per source host in flight (Hadoop's fetcher takes
-    /// all outputs ready on a host in one connection), with its maps; at
-    /// most `parallel_copies` of them when that is set.
-    inflight: BTreeMap<HostId, (FlowId, Vec<u32>)>,
+    /// all outputs ready on a host in one connection), with how many of
+    /// the host's `waiting` maps it carries; at most `parallel_copies` of
+    /// them when that is set. (A reduce of a wide job fetches from every
+    /// map host at once: the maps stay in `waiting` rather than in a list
+    /// of each flow's own.)
+    inflight: BTreeMap<HostId, (FlowId, u32)>,
     /// The hosts in `waiting` with no flow in `inflight`, sorted: where a
     /// free fetcher may start. A reduce of a wide job has hundreds, and one
     /// is drawn at every fetch's end, so they are kept rather than found.
@@ -125,27 +130,41 @@ impl Fetch {
         self.inflight.values().map(|(f, _)| *f)
     }
 
-    /// Takes the maps waiting on `host`, to fetch them.
-    pub(crate) fn take_waiting(&mut self, host: HostId) -> Option<Vec<u32>> {
-        let maps = self.waiting.remove(&host)?;
-        self.unready(host);
-        Some(maps)
+    /// The maps waiting on `host` with no flow in flight from it: what a
+    /// flow from it would fetch.
+    pub(crate) fn to_fetch(&self, host: HostId) -> Option<&[u32]> {
+        if self.inflight.contains_key(&host) {
+            return None;
+        }
+        self.waiting.get(&host).map(Vec::as_slice)
     }
 
-    /// Flow `flow` fetches `maps` from `host`.
-    pub(crate) fn start(&mut self, host: HostId, flow: FlowId, maps: Vec<u32>) {
+    /// Flow `flow` fetches the maps waiting on `host` ([`Fetch::to_fetch`]).
+    pub(crate) fn start(&mut self, host: HostId, flow: FlowId) {
+        let n = self.waiting.get(&host).map_or(0, |m| m.len() as u32);
         self.unready(host);
-        self.inflight.insert(host, (flow, maps));
+        self.inflight.insert(host, (flow, n));
+    }
+
+    /// The flow in flight from `host`, if any, and the maps it carries.
+    pub(crate) fn in_flight_from(&self, host: HostId) -> Option<(FlowId, &[u32])> {
+        let &(flow, n) = self.inflight.get(&host)?;
+        let maps = self.waiting.get(&host).map_or(&[][..], |m| &m[..n as usize]);
+        Some((flow, maps))
     }
 
     /// The flow from `host` ended: the maps it carried. Partitions that
     /// arrived on `host` meanwhile become ready to fetch.
     pub(crate) fn finish(&mut self, host: HostId) -> Option<Vec<u32>> {
-        let (_, maps) = self.inflight.remove(&host)?;
-        if self.waiting.contains_key(&host) {
-            if let Err(i) = self.ready.binary_search(&host) {
-                self.ready.insert(i, host);
-            }
+        let (_, n) = self.inflight.remove(&host)?;
+        let Some(waiting) = self.waiting.get_mut(&host) else {
+            return Some(Vec::new());
+        };
+        let maps: Vec<u32> = waiting.drain(..n as usize).collect();
+        if waiting.is_empty() {
+            self.waiting.remove(&host);
+        } else if let Err(i) = self.ready.binary_search(&host) {
+            self.ready.insert(i, host);
         }
         Some(maps)
     }

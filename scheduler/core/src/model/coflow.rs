@@ -27,6 +27,31 @@ pub struct FlowSpec {
     pub dst: HostId,
     /// Bytes to move.
     pub bytes: Bytes,
+    /// How many flows it stands for (at least 1). A flow of weight w takes
+    /// w shares of max-min fair sharing in the fluid network, and a pacing
+    /// cap set on it is for all w together. The engine makes flows of
+    /// weight > 1 only under `merge_fetches` (the fetches of one job
+    /// between one pair of hosts that start at one instant, merged).
+    #[serde(default = "FlowSpec::one")]
+    pub weight: u32,
+}
+
+impl FlowSpec {
+    /// A flow of weight 1: `bytes` from `src` to `dst` for `coflow`.
+    pub fn new(id: FlowId, coflow: CoflowId, src: HostId, dst: HostId, bytes: Bytes) -> FlowSpec {
+        FlowSpec {
+            id,
+            coflow,
+            src,
+            dst,
+            bytes,
+            weight: 1,
+        }
+    }
+
+    fn one() -> u32 {
+        1
+    }
 }
 
 /// A whole coflow, as a trace gives it: all flows arrive at `arrival`.

@@ -36,6 +36,7 @@ fn flow(id: u64, coflow: u64, src: HostId, dst: HostId, bytes: u64) -> (FlowSpec
         src,
         dst,
         bytes: ocslab_emulator::Bytes(bytes),
+        weight: 1,
     };
     let key = PartitionId {
         job: wire::JobId(coflow),

@@ -31,8 +31,8 @@ pub(super) fn fabric() -> FabricParams {
 /// Sends every flow over EPS until the circuit r0 → r1 (asked for at the
 /// first call) is up, then over it; from `down_at` on, replaces that
 /// circuit by r0 → r2 (tearing it down) and sends everything over EPS.
-struct EpsThenCircuit {
-    down_at: Option<Nanos>,
+pub(super) struct EpsThenCircuit {
+    pub(super) down_at: Option<Nanos>,
 }
 
 impl CoflowPolicy for EpsThenCircuit {
@@ -73,6 +73,7 @@ pub(super) fn flow(id: u64, src_rack: u32, dst_rack: u32, bytes: u64) -> FlowSpe
         src: HostId::new(src_rack, 0),
         dst: HostId::new(dst_rack, 0),
         bytes: Bytes(bytes),
+        weight: 1,
     }
 }
 

@@ -43,6 +43,8 @@ mod slots;
 #[cfg(test)]
 mod trigger_tests;
 pub mod usage;
+#[cfg(test)]
+mod weight_tests;
 
 pub use network::FluidNetwork;
 

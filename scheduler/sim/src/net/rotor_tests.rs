@@ -58,6 +58,7 @@ fn flow(id: u64, src: HostId, dst: HostId, bytes: u64) -> FlowSpec {
         src,
         dst,
         bytes: Bytes(bytes),
+        weight: 1,
     }
 }
 

@@ -22,7 +22,10 @@ use std::ops::{Index, IndexMut};
 pub(super) struct Slot {
     /// Its bundle.
     pub(super) bundle: usize,
-    /// The bundle's service when the flow joined it.
+    /// The bundle's service when the flow joined it. Service is counted per
+    /// unit of weight: a flow of weight w receives w bytes for each byte of
+    /// its bundle's service, so `joined`, `joined_ocs` and `finish` are in
+    /// service, the `sent_*` counts in bytes.
     pub(super) joined: f64,
     /// The bundle's service over circuits when the flow joined it
     /// ([`super::network::OcsShare`]).
@@ -37,6 +40,8 @@ pub(super) struct Slot {
     /// Bumped whenever the slot's flow leaves a bundle (and kept across
     /// reuse): a member entry with another stamp is stale.
     pub(super) stamp: u32,
+    /// How many flows it stands for ([`FlowSpec::weight`]).
+    pub(super) weight: u32,
 }
 
 /// The slots of the active flows, by dense index.

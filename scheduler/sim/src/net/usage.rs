@@ -312,6 +312,7 @@ mod tests {
             src: HostId::new(src.0, src.1),
             dst: HostId::new(dst.0, dst.1),
             bytes: Bytes(bytes),
+            weight: 1,
         }
     }
 

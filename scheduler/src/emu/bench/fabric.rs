@@ -24,6 +24,7 @@ impl Coflows {
                     src,
                     dst,
                     bytes,
+                    weight: 1,
                 }
             })
             .collect();

@@ -3,11 +3,11 @@
 
 use super::engine::{computes, finished, job, topo, S};
 use crate::engine::*;
-use crate::model::job::JobId;
 use crate::model::job::TaskId;
+use crate::model::job::{Job, JobId};
 use crate::policy::TaskChoice;
 use crate::sim::{SimConfig, SimOutcome, Simulation};
-use ocslab_core::{Bytes, HostId, Nanos};
+use ocslab_core::{Bytes, HostId, Nanos, Topology};
 use std::collections::BTreeMap;
 
 /// The fetch-limit cluster: one rack of 33 hosts at 1 Gbit/s, 2 slots.
@@ -30,13 +30,29 @@ fn fetch_limit_run(parallel_copies: Option<u32>) -> SimOutcome {
         }
     }
     let config = EngineConfig {
-        slow_start: 1.0,
-        input_reads: false,
         parallel_copies,
         ..EngineConfig::default()
     };
-    let engine = Engine::new(&t, jobs, Box::new(Pinned { reduces }), config).expect("engine");
-    let net = crate::net::FluidNetwork::new(&t, "fair").expect("fluid network");
+    run_pinned(&t, jobs, reduces, config)
+}
+
+/// Runs `jobs` on `t` under [`Pinned`] (reduces on the hosts `reduces`
+/// names) over the fluid network with fair sharing; reduces start after
+/// all maps (slow-start 1.0) and input reads are free, whatever `config`
+/// says of those two.
+pub(super) fn run_pinned(
+    t: &Topology,
+    jobs: Vec<Job>,
+    reduces: BTreeMap<(JobId, u32), HostId>,
+    config: EngineConfig,
+) -> SimOutcome {
+    let config = EngineConfig {
+        slow_start: 1.0,
+        input_reads: false,
+        ..config
+    };
+    let engine = Engine::new(t, jobs, Box::new(Pinned { reduces }), config).expect("engine");
+    let net = crate::net::FluidNetwork::new(t, "fair").expect("fluid network");
     Simulation::new(engine, net, SimConfig::default())
         .run(|_, _| {})
         .expect("simulation finishes")
@@ -161,8 +177,8 @@ fn a_reduce_at_its_fetch_limit_moves_on_when_its_source_dies() {
 
 /// Runs each map on the host of its block only, and each reduce only on
 /// the host `reduces` names for it.
-struct Pinned {
-    reduces: BTreeMap<(JobId, u32), HostId>,
+pub(super) struct Pinned {
+    pub(super) reduces: BTreeMap<(JobId, u32), HostId>,
 }
 impl crate::policy::TaskPolicy for Pinned {
     fn name(&self) -> &str {

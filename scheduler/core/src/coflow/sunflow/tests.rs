@@ -42,6 +42,7 @@ impl Driver {
                 src: HostId::new(src, 0),
                 dst: HostId::new(dst, 0),
                 bytes: Bytes(bytes),
+                weight: 1,
             },
             at,
         );
@@ -230,6 +231,7 @@ fn coflows_are_ordered_by_their_busiest_port() {
                 src: HostId::new(src, 0),
                 dst: HostId::new(dst, 0),
                 bytes: Bytes(bytes),
+                weight: 1,
             },
             Nanos::ZERO,
         )

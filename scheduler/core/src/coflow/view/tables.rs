@@ -257,6 +257,7 @@ mod tests {
             src: HostId { rack: 0, host: 0 },
             dst: HostId { rack: 1, host: 0 },
             bytes: Bytes(id),
+            weight: 1,
         };
         FlowView::new(spec, Nanos::ZERO)
     }

@@ -88,6 +88,8 @@ pub(super) struct Bundle {
     pub(super) generation: u32,
     /// Members, not counting stale entries.
     pub(super) count: u32,
+    /// Σ weight of those members: the flows it stands for in the rate solve.
+    pub(super) weight: u32,
     /// Whether its demand (members, route) must be handed to the rate
     /// solver again; during a rate update, whether the update took it.
     pub(super) dirty: bool,
@@ -183,17 +185,21 @@ impl BundleIndex {
 type Member = (u64, FlowId, u32, u32);
 
 impl Bundle {
-    /// The flow in slot `ix` (stamp `stamp`) joins, done at service `finish`.
-    pub(super) fn insert(&mut self, finish: f64, id: FlowId, ix: u32, stamp: u32) {
+    /// The flow in slot `ix` (stamp `stamp`, weight `weight`) joins, done
+    /// at service `finish`.
+    pub(super) fn insert(&mut self, finish: f64, id: FlowId, ix: u32, stamp: u32, weight: u32) {
         self.members.push(Reverse((finish.to_bits(), id, ix, stamp)));
         self.count += 1;
+        self.weight += weight;
         self.min_finish = self.min_finish.min(finish);
     }
-    /// A member left (its slot's stamp moved on, so its entry is stale):
-    /// drops stale entries from the front (all of them when they outnumber
-    /// the members), and takes the first finish from what is left.
-    pub(super) fn remove(&mut self, slots: &Slots) {
+    /// A member of weight `weight` left (its slot's stamp moved on, so its
+    /// entry is stale): drops stale entries from the front (all of them
+    /// when they outnumber the members), and takes the first finish from
+    /// what is left.
+    pub(super) fn remove(&mut self, slots: &Slots, weight: u32) {
         self.count -= 1;
+        self.weight -= weight;
         let live = |&(_, _, ix, stamp): &Member| slots[ix].stamp == stamp;
         if self.count == 0 {
             self.members.clear();
@@ -229,7 +235,7 @@ impl Bundle {
             0.0
         }
     }
-    /// Each member's rate.
+    /// Each member's rate per unit of weight.
     pub(super) fn rate(&self, clocks: &[Clock]) -> f64 {
         self.clock.map_or(self.rate, |l| clocks[l as usize].level())
     }
@@ -304,22 +310,24 @@ impl FlowProgress {
         let b = &bundles[s.bundle];
         let service = b.service(clocks, now);
         let (here, here_ocs) = sent_since_join(s, service, b, &shares[s.bundle]);
+        let w = f64::from(s.weight);
         FlowProgress {
             sent_eps: s.sent_eps + here - here_ocs,
             sent_ocs: s.sent_ocs + here_ocs,
-            remaining: (s.finish - service).max(0.0),
-            rate: b.rate(clocks),
+            remaining: (s.finish - service).max(0.0) * w,
+            rate: b.rate(clocks) * w,
         }
     }
 }
 
-/// What the flow in slot `s` received in `bundle` (its bundle, whose
+/// The bytes the flow in slot `s` received in `bundle` (its bundle, whose
 /// share is `share`) since it joined, when the bundle's service is
-/// `service`: (in all, over circuits).
+/// `service`: (in all, over circuits), its weight times the service.
 pub(super) fn sent_since_join(s: &Slot, service: f64, bundle: &Bundle, share: &OcsShare) -> (f64, f64) {
     let here = (service - s.joined).max(0.0);
-    let ocs = bundle.ocs_service(share, service);
-    (here, (ocs - s.joined_ocs).clamp(0.0, here))
+    let ocs = (bundle.ocs_service(share, service) - s.joined_ocs).clamp(0.0, here);
+    let w = f64::from(s.weight);
+    (here * w, ocs * w)
 }
 
 /// [`Progress`] read from the network's bundles at `now`, for the flows a policy asks about.

@@ -9,6 +9,7 @@ use crate::net::rates::Rates;
 use ocslab_core::coflow::view::Path;
 use ocslab_core::coflow::{set_up_circuits, FabricParams, FlowPlan, FlowView, PairPlan};
 use ocslab_core::model::coflow::{FlowId, FlowSpec};
+use ocslab_core::Bps;
 
 impl FluidNetwork {
     /// Asks the policy and applies its decision (paths, caps, circuits, wake-up).
@@ -133,14 +134,16 @@ impl FluidNetwork {
 
 /// The bundle key of flow `f` under `plan`: a circuit only for an
 /// elephant and an existing port, EPS otherwise; in its coflow's class if
-/// `rates` are solved by classes.
+/// `rates` are solved by classes. A bundle's cap is per unit of weight, so
+/// a cap on a flow of weight w is shared by its w.
 fn plan_key(fabric: &FabricParams, rates: &mut Rates, f: &FlowView, plan: FlowPlan) -> BundleKey {
     let plan = plan.admissible(f, fabric);
+    let weight = u64::from(f.spec.weight.max(1));
     BundleKey::new(
         plan.path,
         f.spec.src,
         f.spec.dst,
-        plan.cap,
+        plan.cap.map(|c| Bps(c.0 / weight)),
         rates.class_of(f.spec.coflow),
     )
 }

@@ -56,7 +56,7 @@ use ocslab_core::coflow::{
     self, Arrivals, CoflowPolicy, CoflowView, Departures, FabricParams, NetView, PairKey, PairPlans, Triggers,
 };
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
-use ocslab_core::{Bytes, Nanos, Topology};
+use ocslab_core::{Bps, Bytes, Nanos, Topology};
 use solve::eta;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -342,7 +342,8 @@ impl FluidNetwork {
             let key = default_key(&mut self.rates, spec);
             let b = self.bundle_for(key);
             let joined = self.bundles[b].service(&self.clocks, self.now);
-            let finish = joined + spec.bytes.0 as f64;
+            let weight = spec.weight.max(1);
+            let finish = joined + spec.bytes.0 as f64 / f64::from(weight);
             let ix = self.slots.add(
                 Slot {
                     bundle: b,
@@ -353,12 +354,13 @@ impl FluidNetwork {
                     sent_ocs: 0.0,
                     pair: pair_ix,
                     stamp: 0,
+                    weight,
                 },
                 spec.clone(),
                 self.now,
             );
             self.slot_of.insert(spec.id, ix);
-            self.bundles[b].insert(finish, spec.id, ix, self.slots[ix].stamp);
+            self.bundles[b].insert(finish, spec.id, ix, self.slots[ix].stamp, weight);
             self.mark_dirty(b);
         }
         if !flows.is_empty() {
@@ -604,9 +606,9 @@ impl FluidNetwork {
         let (here, here_ocs) = sent_since_join(s, service, b, &self.shares[s.bundle]);
         s.sent_ocs += here_ocs;
         s.sent_eps += here - here_ocs;
-        s.finish = (s.finish - service).max(0.0); // now: bytes remaining
-        let bundle = s.bundle;
-        b.remove(&self.slots);
+        s.finish = (s.finish - service).max(0.0); // now: service remaining
+        let (bundle, weight) = (s.bundle, s.weight);
+        b.remove(&self.slots, weight);
         if b.count == 0 {
             if let Some(k) = b.key {
                 self.bundle_of.remove(&k);
@@ -643,14 +645,15 @@ impl FluidNetwork {
             s.bundle = b;
             s.joined = joined;
             s.joined_ocs = joined_ocs;
-            s.finish += joined; // it held the bytes left
-            let (finish, stamp) = (s.finish, s.stamp);
-            self.bundles[b].insert(finish, id, ix, stamp);
+            s.finish += joined; // it held the service left
+            let (finish, stamp, weight) = (s.finish, s.stamp, s.weight);
+            self.bundles[b].insert(finish, id, ix, stamp, weight);
             self.mark_dirty(b);
         }
+        let weight = u64::from(self.slots[ix].weight);
         if let Some(f) = self.view.flows.get_mut(&id) {
             f.path = key.path;
-            f.cap = key.cap();
+            f.cap = key.cap().map(|c| Bps(c.0.saturating_mul(weight)));
         }
     }
 

@@ -45,7 +45,7 @@ impl FluidNetwork {
                     let demand = r.map(|(links, _)| Demand {
                         links,
                         cap: k.cap().map_or(f64::INFINITY, Bps::bytes_per_sec),
-                        weight: bundle.count,
+                        weight: bundle.weight,
                     });
                     (demand, k.class())
                 }
