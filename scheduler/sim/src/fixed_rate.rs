@@ -62,7 +62,7 @@ impl NetworkModel for FixedRateNetwork {
     fn add_flows(&mut self, now: Nanos, flows: &[FlowSpec]) {
         let now = now.max(self.now);
         for f in flows {
-            let rate = Bps(self.rate.0.saturating_mul(u64::from(f.weight.max(1))));
+            let rate = Bps(self.rate.0.saturating_mul(u64::from(f.shares())));
             let d = rate.time_to_send(f.bytes).unwrap_or(Nanos::ZERO);
             self.seq += 1;
             self.heap.push(Reverse(InFlight {

@@ -289,12 +289,15 @@ impl Engine {
                 rec.cross_rack_ocs_bytes += ocs;
             }
         }
-        let fetches = if f.spec.weight > 1 {
-            self.merged_fetches(&f, fid)
+        let merged;
+        let single = [(f.attempt, bytes)];
+        let fetches: &[(AttemptId, Bytes)] = if f.spec.weight > 1 {
+            merged = self.merged_fetches(&f, fid);
+            &merged
         } else if f.useful {
-            vec![(f.attempt, bytes)]
+            &single
         } else {
-            Vec::new()
+            &[]
         };
         let useful = !fetches.is_empty();
         if self.c.config.record_flows {
@@ -338,7 +341,7 @@ impl Engine {
         match f.kind {
             FlowKind::Input => self.start_compute(now, f.attempt),
             FlowKind::Shuffle => {
-                for (attempt, bytes) in fetches {
+                for &(attempt, bytes) in fetches {
                     let Some(fetch) = self.c.attempts.get_mut(&attempt).and_then(|a| a.fetch.as_mut()) else {
                         continue;
                     };
@@ -354,9 +357,7 @@ impl Engine {
             }
         }
     }
-}
 
-impl Engine {
     /// The fetches merged flow `f` (id `fid`) still delivers, with their
     /// bytes: the job's reduce attempts on its destination host that wait
     /// for it from its source (an attempt that was killed, or that forgot

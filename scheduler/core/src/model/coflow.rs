@@ -49,6 +49,12 @@ impl FlowSpec {
         }
     }
 
+    /// The max-min shares it takes: its weight, a weight of 0 counting
+    /// as 1.
+    pub fn shares(&self) -> u32 {
+        self.weight.max(1)
+    }
+
     fn one() -> u32 {
         1
     }

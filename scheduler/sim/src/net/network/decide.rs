@@ -138,7 +138,7 @@ impl FluidNetwork {
 /// a cap on a flow of weight w is shared by its w.
 fn plan_key(fabric: &FabricParams, rates: &mut Rates, f: &FlowView, plan: FlowPlan) -> BundleKey {
     let plan = plan.admissible(f, fabric);
-    let weight = u64::from(f.spec.weight.max(1));
+    let weight = u64::from(f.spec.shares());
     BundleKey::new(
         plan.path,
         f.spec.src,

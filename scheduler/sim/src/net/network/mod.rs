@@ -342,7 +342,7 @@ impl FluidNetwork {
             let key = default_key(&mut self.rates, spec);
             let b = self.bundle_for(key);
             let joined = self.bundles[b].service(&self.clocks, self.now);
-            let weight = spec.weight.max(1);
+            let weight = spec.shares();
             let finish = joined + spec.bytes.0 as f64 / f64::from(weight);
             let ix = self.slots.add(
                 Slot {
