@@ -197,6 +197,9 @@ impl Engine {
             job.output_done = Bytes(job.output_done.0.saturating_sub(done.output.0));
             sub(job.output_by_rack.entry(h.rack).or_default(), done.output);
             sub(job.output_by_host.entry(h).or_default(), done.output);
+            if let Some(list) = job.done_on.get_mut(&h) {
+                list.retain(|&x| x != m);
+            }
             for r in 0..job.spec.reduce_count() {
                 let p = job.spec.partition_of_output(m, r, done.output);
                 sub(&mut job.output_for_reduce[r as usize], p);

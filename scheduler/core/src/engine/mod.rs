@@ -34,6 +34,7 @@
 mod by_hand;
 mod config;
 mod event;
+mod fetch;
 mod jobs;
 mod offers;
 mod parent_output;

@@ -69,7 +69,7 @@ impl Engine {
                 }
             }
         } else {
-            fetch.wait_for(done.host, m);
+            fetch.wait_for(done.host);
         }
     }
 
@@ -104,14 +104,15 @@ impl Engine {
         };
         let mut batches = Vec::with_capacity(ready.len());
         for src in ready {
-            if let Some(maps) = fetch.to_fetch(src) {
-                batches.push((src, partitions(job, id, maps)));
+            let list = done_on(job, src);
+            if let Some(maps) = fetch.to_fetch(src, list) {
+                batches.push((src, partitions(job, id, maps), list.len()));
             }
         }
-        for (src, bytes) in batches {
+        for (src, bytes, len) in batches {
             let fid = self.new_fetch(now, id, src, dst, bytes);
             if let Some(fetch) = self.c.attempts.get_mut(&id).and_then(|a| a.fetch.as_mut()) {
-                fetch.start(src, fid);
+                fetch.start(src, fid, len);
             }
         }
     }
@@ -175,7 +176,7 @@ impl Engine {
             return;
         };
         let ready = matches!(att.phase, super::Phase::Fetching)
-            && att.fetch.as_ref().is_some_and(|f| f.fetched_count == maps);
+            && att.fetch.as_ref().is_some_and(|f| f.fetched_count() == maps);
         if ready {
             self.start_compute(now, id);
         }
@@ -345,10 +346,8 @@ impl Engine {
                     let Some(fetch) = self.c.attempts.get_mut(&attempt).and_then(|a| a.fetch.as_mut()) else {
                         continue;
                     };
-                    if let Some(maps) = fetch.finish(src) {
-                        for m in maps {
-                            fetch.set(m);
-                        }
+                    let list = self.c.jobs.get(&f.job).map_or(&[][..], |job| done_on(job, src));
+                    if fetch.finish(src, list) {
                         fetch.bytes_fetched += bytes;
                     }
                     self.pump(now, attempt);
@@ -374,8 +373,8 @@ impl Engine {
             .filter(|a| a.task.job == f.job && a.task.kind == TaskKind::Reduce)
             .filter_map(|&a| {
                 let fetch = self.c.attempts.get(&a)?.fetch.as_ref()?;
-                let maps = fetch.in_flight_from(src).filter(|&(flow, _)| flow == fid)?.1;
-                Some((a, partitions(job, a, maps)))
+                let (flow, maps) = fetch.in_flight_from(src, done_on(job, src))?;
+                (flow == fid).then(|| (a, partitions(job, a, maps)))
             })
             .collect()
     }
@@ -392,14 +391,18 @@ fn count_cross_rack(t: &mut [super::state::RackTraffic], src: HostId, dst: HostI
     }
 }
 
+/// The maps of `job` done on `host`, in the order they finished.
+fn done_on(job: &super::state::JobState, host: HostId) -> &[u32] {
+    job.done_on.get(&host).map_or(&[], Vec::as_slice)
+}
+
 /// The bytes of `maps`' partitions for reduce attempt `id` of `job`.
-fn partitions(job: &super::state::JobState, id: AttemptId, maps: &[u32]) -> Bytes {
-    maps.iter()
-        .map(|&m| {
-            let out = job.maps[m as usize].done.map_or(Bytes(0), |d| d.output);
-            job.spec.partition_of_output(m, id.task.index, out)
-        })
-        .sum()
+fn partitions(job: &super::state::JobState, id: AttemptId, maps: impl Iterator<Item = u32>) -> Bytes {
+    maps.map(|m| {
+        let out = job.maps[m as usize].done.map_or(Bytes(0), |d| d.output);
+        job.spec.partition_of_output(m, id.task.index, out)
+    })
+    .sum()
 }
 
 /// The seed of a reduce attempt's `draw`-th choice of source hosts: the

@@ -4,6 +4,7 @@
 //! engine; policies use the read-only methods.
 
 use super::event::AttemptId;
+use super::fetch::Fetch;
 use crate::model::coflow::FlowId;
 use crate::model::job::{Job, JobId, TaskKind, UserId};
 use crate::{Bytes, HostId, Nanos};
@@ -59,129 +60,6 @@ pub enum Phase {
         /// Expected compute time on its host.
         duration: Nanos,
     },
-}
-
-/// A reduce attempt's shuffle bookkeeping.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Fetch {
-    /// Bit m set: map m's partition has arrived (or was empty).
-    pub(crate) fetched: Vec<u64>,
-    pub(crate) fetched_count: u32,
-    /// Done maps whose partitions are not here yet, by the host holding
-    /// them: first those the host's flow in flight carries, then those
-    /// that wait to be fetched.
-    waiting: BTreeMap<HostId, Vec<u32>>,
-    /// At most one flow per source host in flight (Hadoop's fetcher takes
-    /// all outputs ready on a host in one connection), with how many of
-    /// the host's `waiting` maps it carries; at most `parallel_copies` of
-    /// them when that is set. (A reduce of a wide job fetches from every
-    /// map host at once: the maps stay in `waiting` rather than in a list
-    /// of each flow's own.)
-    inflight: BTreeMap<HostId, (FlowId, u32)>,
-    /// The hosts in `waiting` with no flow in `inflight`, sorted: where a
-    /// free fetcher may start. A reduce of a wide job has hundreds, and one
-    /// is drawn at every fetch's end, so they are kept rather than found.
-    ready: Vec<HostId>,
-    /// How many random draws of source hosts this attempt made (seeds the next).
-    pub(crate) draws: u32,
-    pub(crate) bytes_fetched: Bytes,
-}
-
-impl Fetch {
-    pub(crate) fn new(maps: u32) -> Fetch {
-        Fetch {
-            fetched: vec![0; (maps as usize).div_ceil(64)],
-            ..Fetch::default()
-        }
-    }
-    pub(crate) fn has(&self, m: u32) -> bool {
-        self.fetched[(m / 64) as usize] & (1 << (m % 64)) != 0
-    }
-    pub(crate) fn set(&mut self, m: u32) {
-        if !self.has(m) {
-            self.fetched[(m / 64) as usize] |= 1 << (m % 64);
-            self.fetched_count += 1;
-        }
-    }
-
-    /// Map `m`'s partition waits on `host`.
-    pub(crate) fn wait_for(&mut self, host: HostId, m: u32) {
-        let maps = self.waiting.entry(host).or_default();
-        maps.push(m);
-        if maps.len() == 1 && !self.inflight.contains_key(&host) {
-            if let Err(i) = self.ready.binary_search(&host) {
-                self.ready.insert(i, host);
-            }
-        }
-    }
-
-    /// Hosts with partitions waiting and no flow in flight, in host order.
-    pub(crate) fn ready(&self) -> &[HostId] {
-        &self.ready
-    }
-
-    /// Fetch flows in flight.
-    pub(crate) fn inflight_len(&self) -> usize {
-        self.inflight.len()
-    }
-
-    /// The flows in flight.
-    pub(crate) fn inflight_flows(&self) -> impl Iterator<Item = FlowId> + '_ {
-        self.inflight.values().map(|(f, _)| *f)
-    }
-
-    /// The maps waiting on `host` with no flow in flight from it: what a
-    /// flow from it would fetch.
-    pub(crate) fn to_fetch(&self, host: HostId) -> Option<&[u32]> {
-        if self.inflight.contains_key(&host) {
-            return None;
-        }
-        self.waiting.get(&host).map(Vec::as_slice)
-    }
-
-    /// Flow `flow` fetches the maps waiting on `host` ([`Fetch::to_fetch`]).
-    pub(crate) fn start(&mut self, host: HostId, flow: FlowId) {
-        let n = self.waiting.get(&host).map_or(0, |m| m.len() as u32);
-        self.unready(host);
-        self.inflight.insert(host, (flow, n));
-    }
-
-    /// The flow in flight from `host`, if any, and the maps it carries.
-    pub(crate) fn in_flight_from(&self, host: HostId) -> Option<(FlowId, &[u32])> {
-        let &(flow, n) = self.inflight.get(&host)?;
-        let maps = self.waiting.get(&host).map_or(&[][..], |m| &m[..n as usize]);
-        Some((flow, maps))
-    }
-
-    /// The flow from `host` ended: the maps it carried. Partitions that
-    /// arrived on `host` meanwhile become ready to fetch.
-    pub(crate) fn finish(&mut self, host: HostId) -> Option<Vec<u32>> {
-        let (_, n) = self.inflight.remove(&host)?;
-        let Some(waiting) = self.waiting.get_mut(&host) else {
-            return Some(Vec::new());
-        };
-        let maps: Vec<u32> = waiting.drain(..n as usize).collect();
-        if waiting.is_empty() {
-            self.waiting.remove(&host);
-        } else if let Err(i) = self.ready.binary_search(&host) {
-            self.ready.insert(i, host);
-        }
-        Some(maps)
-    }
-
-    /// `host` is gone: nothing more is fetched from it; the flow that was
-    /// in flight from it, if any.
-    pub(crate) fn forget(&mut self, host: HostId) -> Option<FlowId> {
-        self.waiting.remove(&host);
-        self.unready(host);
-        self.inflight.remove(&host).map(|(f, _)| f)
-    }
-
-    fn unready(&mut self, host: HostId) {
-        if let Ok(i) = self.ready.binary_search(&host) {
-            self.ready.remove(i);
-        }
-    }
 }
 
 /// One running attempt.
@@ -248,7 +126,7 @@ impl AttemptState {
     }
     /// For a reduce, how many maps' partitions it holds.
     pub fn partitions_fetched(&self) -> u32 {
-        self.fetch.as_ref().map_or(0, |f| f.fetched_count)
+        self.fetch.as_ref().map_or(0, Fetch::fetched_count)
     }
     /// For a reduce, the bytes it has fetched.
     pub fn bytes_fetched(&self) -> Bytes {
@@ -349,6 +227,9 @@ pub struct JobState {
     pub(crate) input_done: Bytes,
     pub(crate) output_done: Bytes,
     pub(crate) reduce_hosts: BTreeMap<u32, HostId>,
+    /// The done maps by the host holding their output, in the order they
+    /// finished: what its reduces fetch from there ([`Fetch`]).
+    pub(crate) done_on: BTreeMap<HostId, Vec<u32>>,
 }
 
 impl JobState {
@@ -380,6 +261,7 @@ impl JobState {
             input_done: Bytes(0),
             output_done: Bytes(0),
             reduce_hosts: BTreeMap::new(),
+            done_on: BTreeMap::new(),
         }
     }
 

@@ -204,6 +204,7 @@ impl Cluster {
         job.output_done += output;
         *job.output_by_rack.entry(host.rack).or_default() += output;
         *job.output_by_host.entry(host).or_default() += output;
+        job.done_on.entry(host).or_default().push(m);
         for r in 0..job.spec.reduce_count() {
             let p = job.spec.partition_of_output(m, r, output);
             job.output_for_reduce[r as usize] += p;

@@ -4,9 +4,10 @@
 
 use super::config::{EngineConfig, SlotConfig};
 use super::event::{AttemptId, Circuit, Link, LinkLoad};
+use super::fetch::Fetch;
 use super::jobs::{add_pending_map, remove_pending_map, runnable};
 use super::state::{
-    AttemptState, Fetch, HostState, JobState, JobStatus, Locality, Phase, RackTraffic, TaskStatus, UserState,
+    AttemptState, HostState, JobState, JobStatus, Locality, Phase, RackTraffic, TaskStatus, UserState,
 };
 use crate::model::job::{Job, JobId, TaskId, TaskKind, UserId};
 use crate::{HostId, Nanos, Topology};

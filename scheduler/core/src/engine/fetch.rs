@@ -1,0 +1,252 @@
+//! A reduce attempt's shuffle bookkeeping: which maps' partitions it holds,
+//! and per source host how many wait to be fetched and the flow in flight.
+//!
+//! The maps themselves are not listed per reduce. A job keeps one list per
+//! host of the maps whose output lives there, in the order they finished
+//! ([`super::JobState`]'s `done_on`); what a reduce still lacks from a host
+//! is the entries of that list it does not hold. A reduce of a job with
+//! 17,000 maps on 600 hosts thus holds a 2 KB bitmap and a few words per
+//! source host, not 68 KB of map ids.
+
+use crate::model::coflow::FlowId;
+use crate::{Bytes, HostId};
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// What a reduce attempt waits for from one source host.
+#[derive(Clone, Copy, Debug, Default)]
+struct Source {
+    /// Every entry of the host's list before this index is held (a scan
+    /// for what to fetch starts here).
+    from: u32,
+    /// Maps delivered to wait on the host that no flow carries yet.
+    waiting: u32,
+    /// The flow in flight from the host, and the end of the host's list
+    /// when it started: it carries the entries in `from..end` not held.
+    inflight: Option<(FlowId, u32)>,
+}
+
+/// A reduce attempt's shuffle bookkeeping.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Fetch {
+    /// Bit m set: map m's partition has arrived (or was empty, or local).
+    fetched: Vec<u64>,
+    fetched_count: u32,
+    /// The hosts with partitions waiting or a flow in flight. At most one
+    /// flow per source host is in flight (Hadoop's fetcher takes all
+    /// outputs ready on a host in one connection).
+    sources: BTreeMap<HostId, Source>,
+    /// Flows in flight (the count of `sources` with one).
+    inflight: usize,
+    /// The hosts with maps waiting and no flow in flight, sorted: where a
+    /// free fetcher may start. A reduce of a wide job has hundreds, and one
+    /// is drawn at every fetch's end, so they are kept rather than found.
+    ready: Vec<HostId>,
+    /// How many random draws of source hosts this attempt made (seeds the next).
+    pub(crate) draws: u32,
+    pub(crate) bytes_fetched: Bytes,
+}
+
+impl Fetch {
+    pub(crate) fn new(maps: u32) -> Fetch {
+        Fetch {
+            fetched: vec![0; (maps as usize).div_ceil(64)],
+            ..Fetch::default()
+        }
+    }
+
+    /// Whether map `m`'s partition is here.
+    pub(crate) fn has(&self, m: u32) -> bool {
+        self.fetched[(m / 64) as usize] & (1 << (m % 64)) != 0
+    }
+
+    /// Map `m`'s partition is here.
+    pub(crate) fn set(&mut self, m: u32) {
+        if !self.has(m) {
+            self.fetched[(m / 64) as usize] |= 1 << (m % 64);
+            self.fetched_count += 1;
+        }
+    }
+
+    /// How many maps' partitions are here.
+    pub(crate) fn fetched_count(&self) -> u32 {
+        self.fetched_count
+    }
+
+    /// One more map's partition waits on `host` (the map is on the
+    /// host's list and not held).
+    pub(crate) fn wait_for(&mut self, host: HostId) {
+        let s = self.sources.entry(host).or_default();
+        s.waiting += 1;
+        if s.waiting == 1 && s.inflight.is_none() {
+            if let Err(i) = self.ready.binary_search(&host) {
+                self.ready.insert(i, host);
+            }
+        }
+    }
+
+    /// Hosts with partitions waiting and no flow in flight, in host order.
+    pub(crate) fn ready(&self) -> &[HostId] {
+        &self.ready
+    }
+
+    /// Fetch flows in flight.
+    pub(crate) fn inflight_len(&self) -> usize {
+        self.inflight
+    }
+
+    /// The flows in flight.
+    pub(crate) fn inflight_flows(&self) -> impl Iterator<Item = FlowId> + '_ {
+        self.sources.values().filter_map(|s| s.inflight.map(|(f, _)| f))
+    }
+
+    /// The maps a flow from `host` would fetch now, from `list` (the
+    /// job's maps done on `host`): those not held. `None` if a flow from
+    /// it is in flight or nothing waits there.
+    pub(crate) fn to_fetch<'a>(
+        &'a self,
+        host: HostId,
+        list: &'a [u32],
+    ) -> Option<impl Iterator<Item = u32> + 'a> {
+        let s = self
+            .sources
+            .get(&host)
+            .filter(|s| s.inflight.is_none() && s.waiting > 0)?;
+        Some(self.missing(list, s.from..list.len() as u32))
+    }
+
+    /// Flow `flow` fetches the maps waiting on `host`, whose list is
+    /// `len` long now ([`Fetch::to_fetch`]).
+    pub(crate) fn start(&mut self, host: HostId, flow: FlowId, len: usize) {
+        let Some(s) = self.sources.get_mut(&host) else {
+            return;
+        };
+        if s.inflight.is_none() {
+            self.inflight += 1;
+        }
+        s.waiting = 0;
+        s.inflight = Some((flow, len as u32));
+        self.unready(host);
+    }
+
+    /// The flow in flight from `host`, if any, and the maps it carries
+    /// from `list` (the job's maps done on `host`).
+    pub(crate) fn in_flight_from<'a>(
+        &'a self,
+        host: HostId,
+        list: &'a [u32],
+    ) -> Option<(FlowId, impl Iterator<Item = u32> + 'a)> {
+        let s = self.sources.get(&host)?;
+        let (flow, end) = s.inflight?;
+        Some((flow, self.missing(list, s.from..end)))
+    }
+
+    /// The flow from `host` ended, carrying the partitions of the maps of
+    /// `list` (the job's maps done on `host`) it was started for: they
+    /// are here now. Partitions that arrived on `host` meanwhile become
+    /// ready to fetch. False if no flow from `host` was in flight.
+    pub(crate) fn finish(&mut self, host: HostId, list: &[u32]) -> bool {
+        let Some(s) = self.sources.get_mut(&host) else {
+            return false;
+        };
+        let Some((_, end)) = s.inflight.take() else {
+            return false;
+        };
+        self.inflight -= 1;
+        let range = s.from..end.min(list.len() as u32);
+        s.from = range.end;
+        let waiting = s.waiting;
+        if waiting == 0 {
+            self.sources.remove(&host);
+        } else if let Err(i) = self.ready.binary_search(&host) {
+            self.ready.insert(i, host);
+        }
+        for i in range {
+            self.set(list[i as usize]);
+        }
+        true
+    }
+
+    /// `host` is gone: nothing more is fetched from it; the flow that was
+    /// in flight from it, if any.
+    pub(crate) fn forget(&mut self, host: HostId) -> Option<FlowId> {
+        let s = self.sources.remove(&host)?;
+        self.unready(host);
+        let (flow, _) = s.inflight?;
+        self.inflight -= 1;
+        Some(flow)
+    }
+
+    /// The maps of `list[range]` not held.
+    fn missing<'a>(&'a self, list: &'a [u32], range: Range<u32>) -> impl Iterator<Item = u32> + 'a {
+        let end = (range.end as usize).min(list.len());
+        let start = (range.start as usize).min(end);
+        list[start..end].iter().copied().filter(|&m| !self.has(m))
+    }
+
+    fn unready(&mut self, host: HostId) {
+        if let Ok(i) = self.ready.binary_search(&host) {
+            self.ready.remove(i);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(i: u32) -> HostId {
+        HostId { rack: 0, host: i }
+    }
+
+    #[test]
+    fn a_flow_carries_what_waits_and_what_arrives_meanwhile_waits_for_the_next() {
+        let mut f = Fetch::new(8);
+        // Maps 3 and 5 done on host 1; map 0 was local (held at once).
+        let mut list = vec![3, 0, 5];
+        f.set(0);
+        f.wait_for(h(1));
+        f.wait_for(h(1));
+        assert_eq!(f.ready(), &[h(1)]);
+        let carried: Vec<u32> = f.to_fetch(h(1), &list).expect("waiting").collect();
+        assert_eq!(carried, vec![3, 5]);
+        f.start(h(1), FlowId(7), list.len());
+        assert!(f.ready().is_empty());
+        assert!(f.to_fetch(h(1), &list).is_none(), "one flow per host at a time");
+        // Map 6 finishes on host 1 while the flow is in flight.
+        list.push(6);
+        f.wait_for(h(1));
+        assert!(f.ready().is_empty());
+        let (flow, maps) = f.in_flight_from(h(1), &list).expect("in flight");
+        assert_eq!((flow, maps.collect::<Vec<_>>()), (FlowId(7), vec![3, 5]));
+        assert!(f.finish(h(1), &list));
+        assert!(f.has(3) && f.has(5) && !f.has(6));
+        assert_eq!(f.fetched_count(), 3);
+        assert_eq!(f.ready(), &[h(1)]);
+        let next: Vec<u32> = f.to_fetch(h(1), &list).expect("map 6 waits").collect();
+        assert_eq!(next, vec![6]);
+        f.start(h(1), FlowId(8), list.len());
+        assert!(f.finish(h(1), &list));
+        assert_eq!(f.fetched_count(), 4);
+        assert!(f.ready().is_empty());
+        assert_eq!(f.inflight_len(), 0);
+        assert!(!f.finish(h(1), &list), "no flow in flight any more");
+    }
+
+    #[test]
+    fn forgetting_a_host_drops_its_flow_and_what_waits_there() {
+        let mut f = Fetch::new(4);
+        let list = vec![1, 2];
+        f.wait_for(h(2));
+        f.wait_for(h(2));
+        f.wait_for(h(3));
+        f.start(h(2), FlowId(1), list.len());
+        assert_eq!(f.inflight_flows().collect::<Vec<_>>(), vec![FlowId(1)]);
+        assert_eq!(f.forget(h(2)), Some(FlowId(1)));
+        assert_eq!(f.inflight_len(), 0);
+        assert!(!f.finish(h(2), &list));
+        assert_eq!(f.fetched_count(), 0);
+        assert_eq!(f.forget(h(3)), None);
+        assert!(f.ready().is_empty());
+    }
+}
