@@ -242,7 +242,7 @@ impl EmuNetwork {
     pub fn flow_done(&mut self, now: Nanos, flow: FlowId) -> Option<(Finished, Vec<Action>)> {
         let entry = self.flows.remove(&flow)?;
         let fv = self.view.flows.remove(&flow)?;
-        self.leave_coflow(&fv.spec);
+        self.leave_coflow(&fv.spec, fv.elephant);
         let fin = Finished {
             requested: fv.started,
             marked: entry.agent.map(|a| a.marked),
@@ -343,7 +343,7 @@ impl EmuNetwork {
         for id in gone {
             self.flows.remove(&id);
             if let Some(f) = self.view.flows.remove(&id) {
-                self.leave_coflow(&f.spec);
+                self.leave_coflow(&f.spec, f.elephant);
                 lost.push(f.spec);
             }
         }
@@ -355,9 +355,9 @@ impl EmuNetwork {
         (lost, actions)
     }
 
-    fn leave_coflow(&mut self, spec: &FlowSpec) {
+    fn leave_coflow(&mut self, spec: &FlowSpec, elephant: bool) {
         if let Some(c) = self.view.coflows.get_mut(&spec.coflow) {
-            c.flows.remove(&spec.id);
+            c.remove_flow(&spec.id, elephant);
             if c.flows.is_empty() {
                 if let Some(c) = self.view.coflows.remove(&spec.coflow) {
                     self.dormant.insert(spec.coflow, c);

@@ -61,8 +61,9 @@ fn flow(id: u64, coflow: u64, src: (u32, u32), dst: (u32, u32), bytes: u64) -> F
 
 /// Coflows arriving over 60 ms: elephant rack pairs that share racks (so
 /// Sunflow's reservations wait for each other), mice, flows inside a rack,
-/// a pair that crosses the elephant threshold with its third flow, and
-/// more flows for a pair already served.
+/// a pair that crosses the elephant threshold with its third flow, more
+/// flows for a pair already served, and elephants for a running coflow's
+/// new pair and for its waiting one.
 fn workload() -> Vec<(Nanos, Vec<FlowSpec>)> {
     let ms = Nanos::from_millis;
     vec![
@@ -93,6 +94,13 @@ fn workload() -> Vec<(Nanos, Vec<FlowSpec>)> {
                 flow(12, 1, (0, 1), (1, 0), 60_000),
             ],
         ),
+        (
+            ms(40),
+            vec![
+                flow(14, 2, (3, 0), (2, 1), 150_000),
+                flow(15, 2, (2, 1), (1, 0), 110_000),
+            ],
+        ),
         (ms(60), vec![flow(13, 4, (1, 1), (0, 1), 500_000)]),
     ]
 }
@@ -118,7 +126,7 @@ fn each_policy_called_at_its_triggers_only_decides_as_if_called_at_every_event()
         let policy = || coflow::by_name(name).expect("known policy");
         let (every, every_calls) = run(Box::new(EveryEvent(policy())));
         let (triggered, calls) = run(policy());
-        assert_eq!(every.len(), 13, "{name}: all flows finish");
+        assert_eq!(every.len(), 15, "{name}: all flows finish");
         assert_eq!(triggered, every, "{name}: same finishes and bytes per fabric");
         assert!(calls <= every_calls, "{name}: {calls} calls > {every_calls}");
         if name.starts_with("sunflow") {

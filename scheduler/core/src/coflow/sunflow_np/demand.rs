@@ -10,7 +10,7 @@
 //! them again only when those bounds cannot order two coflows.
 
 use crate::coflow::lower_bound::{ocs_bound_of_longest, ocs_pair_time};
-use crate::coflow::FabricParams;
+use crate::coflow::{CoflowView, FabricParams};
 use crate::model::coflow::FlowId;
 use crate::{Bytes, Nanos};
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,8 +22,13 @@ pub(super) struct CoflowDemand {
     /// Its bytes so far ([`crate::coflow::CoflowView::known_bytes`]) when
     /// read: flows joined if it grew. `None`: read it again.
     pub(super) known: Option<Bytes>,
-    /// Its active flows (elephants and mice) after the last call.
-    pub(super) active: usize,
+    /// The highest id of its flows when read ([`crate::coflow::CoflowView::highest`]):
+    /// elephants that join later have higher ids.
+    pub(super) seen: Option<FlowId>,
+    /// Its [`crate::coflow::CoflowView::epoch`] when read.
+    pub(super) epoch: u64,
+    /// Its elephants kept here (the flows of `pairs`).
+    pub(super) elephants: usize,
     /// The call (counted from 1) in which its reserved pairs were last all
     /// read: in that call its sums give its T(C) exactly.
     pub(super) read_in: u64,
@@ -103,12 +108,12 @@ impl Sums {
 }
 
 impl CoflowDemand {
-    /// A coflow read in call `read_in` with `known` bytes so far and
-    /// `active` flows, before its pairs are inserted.
-    pub(super) fn new(known: Bytes, active: usize, read_in: u64) -> CoflowDemand {
+    /// Coflow `c` read whole in call `read_in`, before its pairs are inserted.
+    pub(super) fn new(c: &CoflowView, read_in: u64) -> CoflowDemand {
         CoflowDemand {
-            known: Some(known),
-            active,
+            known: Some(c.known_bytes),
+            seen: c.highest(),
+            epoch: c.epoch(),
             read_in,
             ..CoflowDemand::default()
         }
@@ -148,6 +153,7 @@ impl CoflowDemand {
         if port.is_some() {
             self.reserved.insert(k);
         }
+        self.elephants += flows.len();
         self.pairs.insert(
             k,
             PairDemand {
@@ -157,6 +163,26 @@ impl CoflowDemand {
                 port,
             },
         );
+    }
+
+    /// Elephant `id` (a higher id than its pair's others) joined pair `k`
+    /// with `bytes` to send.
+    pub(super) fn join(&mut self, fabric: &FabricParams, k: (u32, u32), id: FlowId, bytes: f64) {
+        let Some(p) = self.pairs.get_mut(&k) else { return };
+        p.flows.push(id);
+        let total = p.bytes + bytes;
+        self.elephants += 1;
+        self.set_bytes(fabric, k, total);
+    }
+
+    /// Drops the flows of pair `k` that `active` rejects; returns how many.
+    pub(super) fn retain(&mut self, k: (u32, u32), active: impl Fn(&FlowId) -> bool) -> usize {
+        let Some(p) = self.pairs.get_mut(&k) else { return 0 };
+        let before = p.flows.len();
+        p.flows.retain(active);
+        let left = before - p.flows.len();
+        self.elephants -= left;
+        left
     }
 
     /// Pair `k` now has `bytes` left.
@@ -188,6 +214,7 @@ impl CoflowDemand {
         self.reserved.remove(&k);
         if let Some(p) = self.pairs.remove(&k) {
             self.count(k, p.t, p.port.is_some(), false);
+            self.elephants -= p.flows.len();
         }
     }
 
@@ -242,7 +269,7 @@ mod tests {
     fn t_c_is_bounded_by_the_sums_with_and_without_reserved_pairs() {
         let f = fabric();
         let s = Nanos::from_millis;
-        let mut d = CoflowDemand::new(Bytes(0), 3, 1);
+        let mut d = CoflowDemand::new(&CoflowView::default(), 1);
         d.insert(&f, (0, 1), vec![FlowId(1)], 1e6, None);
         d.insert(&f, (0, 2), vec![FlowId(2)], 2e6, None);
         d.insert(&f, (3, 1), vec![FlowId(3)], 5e5, None);

@@ -36,10 +36,13 @@
 //!   that give its T(C) in O(racks). Waiting pairs do not move, so their
 //!   bytes stand (as read when the pair was last read; the network's
 //!   counter for a flow that changed bundles since may differ in the last
-//!   bit). A coflow is read again whole when flows joined it, or when more
-//!   of its flows left than its reserved pairs account for; when fewer
-//!   flows are active than at the last call, its reserved pairs are checked
-//!   for departures (a pair with none left is done: its reservation ends).
+//!   bit). It follows a coflow by what changed (`follow`): the elephants
+//!   that joined (the ids above the highest it saw) go to their pairs, and
+//!   when fewer elephants are active than it keeps, its reserved pairs are
+//!   checked for departures (a pair with none left is done: its
+//!   reservation ends). It reads a coflow whole only when it cannot follow
+//!   it: flows it saw as mice became elephants (once per rack pair), or
+//!   elephants left that it cannot find.
 //! - Only pairs with a port free on both sides at the start of the greedy
 //!   pass can get one in it (ports are only taken during the pass), and
 //!   after a pass no waiting pair has one; sides are freed only when
@@ -71,6 +74,9 @@
 //! (the network starts the flows waiting on it by itself).
 
 mod demand;
+mod follow;
+#[cfg(test)]
+mod follow_tests;
 mod ports;
 mod waiting;
 
@@ -82,6 +88,7 @@ use crate::coflow::{
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::Nanos;
 use demand::CoflowDemand;
+use follow::follow;
 use ports::PortSides;
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -226,8 +233,9 @@ impl SunflowNp {
                 .fold(0.0, |sum, f| sum + progress.remaining_bytes(f))
         };
         // One walk over the kept coflows and the view's, both in id order:
-        // coflows gone, coflows to read again, and reserved pairs done.
-        let (mut gone, mut fresh, mut done) = (Vec::new(), Vec::new(), Vec::new());
+        // coflows gone, coflows to read again, and what the others' flows
+        // that joined and left changed (`follow`).
+        let (mut gone, mut fresh, mut done, mut changed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut kept = self.coflows.iter_mut().peekable();
         for (&id, cv) in &view.coflows {
             while let Some((&k, _)) = kept.next_if(|(&k, _)| k < id) {
@@ -237,40 +245,13 @@ impl SunflowNp {
                 fresh.push(id);
                 continue;
             };
-            // Flows joined: read it again.
-            if c.known != Some(cv.known_bytes) {
-                fresh.push(id);
-                continue;
-            }
-            // None joined nor left: its pairs stand (reserved ones move,
-            // and are read again only if its T(C) is needed).
-            if c.active == cv.flows.len() {
-                continue;
-            }
-            // Flows left: those of reserved pairs may have (waiting ones
-            // do not move); if more left, mice did: read it again.
-            let departed = c.active.saturating_sub(cv.flows.len());
-            let mut left = 0;
-            let mut emptied = Vec::new();
-            for &k in &c.reserved {
-                if left >= departed {
-                    break; // every flow that left is found
+            match follow(c, id, cv, view, progress, &mut self.waiting) {
+                None => fresh.push(id),
+                Some(f) => {
+                    done.extend(f.done.into_iter().map(|(k, w)| (id, k, Some(w))));
+                    changed.extend(f.dropped.into_iter().map(|k| (id, k, None)));
+                    changed.extend(f.added.into_iter().map(|k| (id, k, Some(FlowPlan::WAIT))));
                 }
-                let Some(p) = c.pairs.get_mut(&k) else { continue };
-                let before = p.flows.len();
-                p.flows.retain(|f| cv.flows.contains(f));
-                left += before - p.flows.len();
-                if p.flows.is_empty() {
-                    emptied.push((k, p.port));
-                }
-            }
-            for &(k, port) in &emptied {
-                c.remove(k);
-                done.push((id, k, port));
-            }
-            c.active = cv.flows.len();
-            if departed > left {
-                fresh.push(id);
             }
         }
         gone.extend(kept.map(|(&k, _)| k));
@@ -294,6 +275,9 @@ impl SunflowNp {
             }
             self.set_plan(id, i, j, None);
         }
+        for (id, (i, j), plan) in changed {
+            self.set_plan(id, i, j, plan);
+        }
         for id in fresh {
             let Some(cv) = view.coflows.get(&id) else { continue };
             let old = self.coflows.remove(&id).unwrap_or_default();
@@ -306,7 +290,7 @@ impl SunflowNp {
             }
             // Reservations of pairs it no longer has end.
             self.end_reservations_of(id, |k| flows.contains_key(&k));
-            let mut d = CoflowDemand::new(cv.known_bytes, cv.flows.len(), self.calls);
+            let mut d = CoflowDemand::new(cv, self.calls);
             for (k, ids) in flows {
                 let held = Reservation { coflow: id, dst: k.1 };
                 let port = (0..fabric.ocs_ports).find(|&w| self.reservations.get(&(k.0, w)) == Some(&held));

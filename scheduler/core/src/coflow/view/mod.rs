@@ -108,12 +108,50 @@ pub struct CoflowView {
     /// threshold: those that become elephants when the pair crosses it.
     #[serde(skip)]
     mice: FastMap<(u32, u32), Vec<FlowId>>,
+    /// Its active elephants.
+    #[serde(skip)]
+    elephants: usize,
+    /// The highest flow id that has joined it.
+    #[serde(skip)]
+    highest: Option<FlowId>,
+    /// See [`CoflowView::epoch`].
+    #[serde(skip)]
+    epoch: u64,
 }
 
 impl CoflowView {
     /// Its bytes so far from rack `src` to rack `dst` (zero if none).
     pub fn bytes_between(&self, src: u32, dst: u32) -> Bytes {
         self.pair_bytes.get(&(src, dst)).copied().unwrap_or(Bytes(0))
+    }
+
+    /// How many of its active flows are elephants.
+    pub fn elephants(&self) -> usize {
+        self.elephants
+    }
+
+    /// The highest flow id that has joined it (active or not).
+    pub fn highest(&self) -> Option<FlowId> {
+        self.highest
+    }
+
+    /// Counts the changes a reader cannot follow from the flows that
+    /// joined since it last looked (the ids above [`CoflowView::highest`]
+    /// as it was then): flows that had joined earlier became elephants, or
+    /// a flow joined with an id below one that joined before it. A policy
+    /// that keeps what it read of a coflow reads it whole again when this
+    /// changed.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Flow `id` left (an elephant or not); returns whether it was active.
+    pub fn remove_flow(&mut self, id: &FlowId, elephant: bool) -> bool {
+        let was = self.flows.remove(id);
+        if was && elephant {
+            self.elephants = self.elephants.saturating_sub(1);
+        }
+        was
     }
 }
 
@@ -175,6 +213,10 @@ impl NetView {
             ..CoflowView::default()
         });
         c.flows.insert(spec.id);
+        if c.highest.is_some_and(|h| spec.id <= h) {
+            c.epoch += 1;
+        }
+        c.highest = c.highest.max(Some(spec.id));
         c.known_bytes += spec.bytes;
         let (i, j) = (spec.src.rack, spec.dst.rack);
         let pair = c.pair_bytes.entry((i, j)).or_default();
@@ -188,11 +230,20 @@ impl NetView {
             c.mice.entry((i, j)).or_default().push(spec.id);
         } else if !self.fabric.may_use_ocs(&spec, before) {
             // The pair just crossed the threshold: its earlier flows are elephants too.
+            let mut promoted = 0;
             for id in c.mice.remove(&(i, j)).unwrap_or_default() {
-                if let Some(f) = self.flows.get_mut(&id) {
+                if let Some(f) = self.flows.get_mut(&id).filter(|f| !f.elephant) {
                     f.elephant = true;
+                    promoted += 1;
                 }
             }
+            if promoted > 0 {
+                c.elephants += promoted;
+                c.epoch += 1;
+            }
+        }
+        if elephant {
+            c.elephants += 1;
         }
         let mut view = FlowView::new(spec, now);
         view.elephant = elephant;

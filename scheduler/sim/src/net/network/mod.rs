@@ -841,7 +841,7 @@ impl FluidNetwork {
         };
         *self.coflow_done_bytes.entry(spec.coflow).or_default() += spec.bytes.0 as f64;
         if let Some(c) = self.view.coflows.get_mut(&spec.coflow) {
-            c.flows.remove(&id);
+            c.remove_flow(&id, elephant);
             if c.flows.is_empty() {
                 if let Some(c) = self.view.coflows.remove(&spec.coflow) {
                     self.dormant.insert(spec.coflow, c);
