@@ -96,20 +96,19 @@ impl FluidNetwork {
 
     /// Applies a decision's pair plan changes to the standing pair plans
     /// ([`ocslab_core::coflow::Decision`]). Only pairs whose plan is not what it
-    /// was, and pairs a flow joined since the last call
-    /// ([`FluidNetwork::stale_pairs`]) and that have a plan, move their
-    /// flows (a pair that lost its plan goes back to EPS, no cap), in
-    /// flow-id order as per-flow plans do. A pair whose plan stands costs
-    /// nothing.
+    /// was move their flows (a pair that lost its plan goes back to EPS, no
+    /// cap), and of the others only the flows that joined since the last
+    /// call ([`FluidNetwork::stale`]), in flow-id order as per-flow plans
+    /// do. A pair whose plan stands costs nothing.
     fn apply_pair_plans(&mut self, changes: &[PairPlan]) {
-        let mut changed = self.pair_planned.apply(changes);
-        for key in std::mem::take(&mut self.stale_pairs) {
-            if let Some(plan) = self.pair_planned.get(key) {
-                changed.push((key, Some(plan)));
-            }
-        }
+        let changed = self.pair_planned.apply(changes);
         let fabric = self.view.fabric;
         let mut moves: Vec<(FlowId, BundleKey)> = Vec::new();
+        for (key, id) in std::mem::take(&mut self.stale) {
+            if let (Some(plan), Some(f)) = (self.pair_planned.get(key), self.view.flows.get(&id)) {
+                moves.push((id, plan_key(&fabric, &mut self.rates, f, plan)));
+            }
+        }
         for (key, plan) in changed {
             let Some(flows) = self.pairs.get(&key) else {
                 continue;

@@ -75,10 +75,12 @@ pub struct FluidNetwork {
     pairs: PairFlows,
     /// The standing pair plans: each decision's changes are applied to them.
     pair_planned: PairPlans,
-    /// Pairs a flow joined since the last call: their plan is applied again
-    /// (the new flow waits over EPS until then, and may have made the pair's
-    /// flows elephants).
-    stale_pairs: BTreeSet<PairKey>,
+    /// The flows that joined since the last call, with their pair: they
+    /// wait over EPS until then, and then follow their pair's plan. (A pair
+    /// with a plan has crossed the elephant threshold, so a flow joining it
+    /// makes none of its earlier flows elephants: they stay where its plan
+    /// put them.)
+    stale: Vec<(PairKey, FlowId)>,
     now: Nanos,
     wake_at: Option<Nanos>,
     bundles: Vec<Bundle>,
@@ -176,7 +178,7 @@ impl FluidNetwork {
             policy,
             pairs: PairFlows::default(),
             pair_planned: PairPlans::default(),
-            stale_pairs: BTreeSet::new(),
+            stale: Vec::new(),
             now: Nanos::ZERO,
             wake_at: None,
             bundles: Vec::new(),
@@ -331,7 +333,7 @@ impl FluidNetwork {
                 self.view.insert_flow(spec.clone(), self.now);
                 // It joins over EPS, as unplanned flows do, until the next call.
                 let pair = (spec.coflow, spec.src.rack, spec.dst.rack);
-                self.stale_pairs.insert(pair);
+                self.stale.push((pair, spec.id));
                 pair_ix = Some(self.pairs.join(pair, spec.id));
             }
             ask |= match self.triggers.arrivals {
