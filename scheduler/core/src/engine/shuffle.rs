@@ -22,17 +22,22 @@ impl Engine {
         let Some(job) = self.c.jobs.get(&id.task.job) else {
             return;
         };
-        let done: Vec<u32> = (0..job.spec.map_count())
-            .filter(|&m| job.maps[m as usize].done.is_some())
-            .collect();
         let release_all = first_attempt
             && self.c.config.hold_shuffle_until_reduces_placed
             && job.reduces_placed == job.spec.reduce_count();
-        let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
-        for m in done {
-            self.deliver(id, m);
+        if let Some(att) = self.c.attempts.get_mut(&id) {
+            let host = att.host;
+            if let Some(fetch) = att.fetch.as_mut() {
+                let here = deliver_done_maps(job, id, host, fetch);
+                if here.0 > 0 {
+                    if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
+                        r.shuffle_bytes += here;
+                    }
+                }
+            }
         }
         if release_all {
+            let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
             for a in readers {
                 self.pump(now, a);
             }
@@ -389,6 +394,38 @@ fn count_cross_rack(t: &mut [super::state::RackTraffic], src: HostId, dst: HostI
         t[dst.rack as usize].in_flows += 1;
         t[dst.rack as usize].in_bytes += bytes;
     }
+}
+
+/// Reduce attempt `id` on `host`, just started, takes note of every done
+/// map's partition as [`Engine::deliver`] does one by one: an empty one or
+/// one on its own host is here at once, the others wait on their host.
+/// Returns the bytes that were here at once.
+fn deliver_done_maps(
+    job: &super::state::JobState,
+    id: AttemptId,
+    host: HostId,
+    fetch: &mut super::fetch::Fetch,
+) -> Bytes {
+    let mut here = Bytes(0);
+    for (&src, maps) in &job.done_on {
+        for &m in maps {
+            let Some(done) = job.maps[m as usize].done else {
+                continue;
+            };
+            if fetch.has(m) {
+                continue;
+            }
+            let bytes = job.spec.partition_of_output(m, id.task.index, done.output);
+            if bytes.0 == 0 || src == host {
+                fetch.set(m);
+                fetch.bytes_fetched += bytes;
+                here += bytes;
+            } else {
+                fetch.wait_for(src);
+            }
+        }
+    }
+    here
 }
 
 /// The maps of `job` done on `host`, in the order they finished.
