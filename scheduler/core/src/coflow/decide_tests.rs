@@ -10,7 +10,7 @@ use crate::{Bps, Bytes, HostId, Nanos};
 /// A host NIC's rate in bytes per second.
 const NIC: f64 = 1e6;
 
-fn fabric(racks: u32) -> FabricParams {
+pub(super) fn fabric(racks: u32) -> FabricParams {
     FabricParams {
         racks,
         hosts_per_rack: 2,
@@ -24,13 +24,13 @@ fn fabric(racks: u32) -> FabricParams {
     }
 }
 
-fn h(rack: u32, host: u32) -> HostId {
+pub(super) fn h(rack: u32, host: u32) -> HostId {
     HostId { rack, host }
 }
 
 /// Adds flow `id` of `coflow` from `src` to `dst` with `bytes` at `at`,
 /// none of them sent yet.
-fn add(view: &mut NetView, at: Nanos, id: u64, coflow: u64, src: HostId, dst: HostId, bytes: u64) {
+pub(super) fn add(view: &mut NetView, at: Nanos, id: u64, coflow: u64, src: HostId, dst: HostId, bytes: u64) {
     view.insert_flow(
         FlowSpec {
             id: FlowId(id),

@@ -73,9 +73,27 @@ impl Fetch {
         self.fetched_count
     }
 
+    /// Map `m`'s partition of `bytes` lives on `src`, and this attempt
+    /// runs on `host`: here at once if empty or on its own host, else it
+    /// waits on `src`. Returns the bytes that are here at once (none if it
+    /// was already held).
+    pub(crate) fn note(&mut self, m: u32, bytes: Bytes, src: HostId, host: HostId) -> Bytes {
+        if self.has(m) {
+            return Bytes(0);
+        }
+        if bytes.0 == 0 || src == host {
+            self.set(m);
+            self.bytes_fetched += bytes;
+            bytes
+        } else {
+            self.wait_for(src);
+            Bytes(0)
+        }
+    }
+
     /// One more map's partition waits on `host` (the map is on the
     /// host's list and not held).
-    pub(crate) fn wait_for(&mut self, host: HostId) {
+    fn wait_for(&mut self, host: HostId) {
         let s = self.sources.entry(host).or_default();
         s.waiting += 1;
         if s.waiting == 1 && s.inflight.is_none() {
@@ -231,6 +249,20 @@ mod tests {
         assert!(f.ready().is_empty());
         assert_eq!(f.inflight_len(), 0);
         assert!(!f.finish(h(1), &list), "no flow in flight any more");
+    }
+
+    #[test]
+    fn a_partition_on_its_own_host_or_empty_is_here_at_once_and_others_wait() {
+        let mut f = Fetch::new(4);
+        assert_eq!(f.note(0, Bytes(500), h(1), h(1)), Bytes(500), "local");
+        assert_eq!(f.note(1, Bytes(0), h(2), h(1)), Bytes(0), "empty");
+        assert_eq!(f.note(2, Bytes(700), h(2), h(1)), Bytes(0), "remote");
+        assert_eq!(f.note(0, Bytes(500), h(1), h(1)), Bytes(0), "held already");
+        assert!(f.has(0) && f.has(1) && !f.has(2));
+        assert_eq!((f.fetched_count(), f.bytes_fetched), (2, Bytes(500)));
+        assert_eq!(f.ready(), &[h(2)]);
+        let waiting: Vec<u32> = f.to_fetch(h(2), &[1, 2]).expect("map 2 waits").collect();
+        assert_eq!(waiting, vec![2]);
     }
 
     #[test]

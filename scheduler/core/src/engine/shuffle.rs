@@ -62,19 +62,11 @@ impl Engine {
         };
         let host = att.host;
         let Some(fetch) = att.fetch.as_mut() else { return };
-        if fetch.has(m) {
-            return;
-        }
-        if bytes.0 == 0 || done.host == host {
-            fetch.set(m);
-            fetch.bytes_fetched += bytes;
-            if bytes.0 > 0 {
-                if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
-                    r.shuffle_bytes += bytes;
-                }
+        let here = fetch.note(m, bytes, done.host, host);
+        if here.0 > 0 {
+            if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
+                r.shuffle_bytes += here;
             }
-        } else {
-            fetch.wait_for(done.host);
         }
     }
 
@@ -397,9 +389,8 @@ fn count_cross_rack(t: &mut [super::state::RackTraffic], src: HostId, dst: HostI
 }
 
 /// Reduce attempt `id` on `host`, just started, takes note of every done
-/// map's partition as [`Engine::deliver`] does one by one: an empty one or
-/// one on its own host is here at once, the others wait on their host.
-/// Returns the bytes that were here at once.
+/// map's partition ([`super::fetch::Fetch::note`]), as [`Engine::deliver`]
+/// does one by one. Returns the bytes that were here at once.
 fn deliver_done_maps(
     job: &super::state::JobState,
     id: AttemptId,
@@ -412,16 +403,9 @@ fn deliver_done_maps(
             let Some(done) = job.maps[m as usize].done else {
                 continue;
             };
-            if fetch.has(m) {
-                continue;
-            }
-            let bytes = job.spec.partition_of_output(m, id.task.index, done.output);
-            if bytes.0 == 0 || src == host {
-                fetch.set(m);
-                fetch.bytes_fetched += bytes;
-                here += bytes;
-            } else {
-                fetch.wait_for(src);
+            if !fetch.has(m) {
+                let bytes = job.spec.partition_of_output(m, id.task.index, done.output);
+                here += fetch.note(m, bytes, src, host);
             }
         }
     }

@@ -41,7 +41,7 @@ pub(super) fn follow(
 ) -> Option<Followed> {
     let mut out = Followed::default();
     let joined = d.known != Some(cv.known_bytes);
-    if d.known.is_some() && !joined && d.elephants == cv.elephants() {
+    if !joined && d.elephants == cv.elephants() {
         return Some(out);
     }
     if d.known.is_none() || d.epoch != cv.epoch() {

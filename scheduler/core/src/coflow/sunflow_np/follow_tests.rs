@@ -2,37 +2,14 @@
 //! at every call does, and reads it whole only when it cannot follow it.
 
 use super::SunflowNp;
-use crate::coflow::{CoflowPolicy, FabricParams, NetView};
-use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
-use crate::{Bps, Bytes, HostId, Nanos};
+use crate::coflow::decide_tests::{add as add_flow, fabric, h};
+use crate::coflow::{CoflowPolicy, NetView};
+use crate::model::coflow::{CoflowId, FlowId};
+use crate::Nanos;
 
-/// Three racks, one OCS port each; elephants from 1 MB per rack pair.
-fn fabric() -> FabricParams {
-    FabricParams {
-        racks: 3,
-        hosts_per_rack: 2,
-        host_rate: Bps(8_000_000),
-        uplink_rate: Bps(800_000_000),
-        ocs_ports: 1,
-        ocs_port_rate: Bps(800_000_000),
-        reconfig_delay: Nanos::from_millis(1),
-        elephant_threshold: Bytes(1_000_000),
-        scale: 1.0,
-    }
-}
-
+/// Flow `id` of coflow 1 from `src` to `dst` (rack, host) with `bytes`.
 fn add(view: &mut NetView, id: u64, src: (u32, u32), dst: (u32, u32), bytes: u64) {
-    let spec = FlowSpec::new(
-        FlowId(id),
-        CoflowId(1),
-        HostId::new(src.0, src.1),
-        HostId::new(dst.0, dst.1),
-        Bytes(bytes),
-    );
-    view.insert_flow(spec, Nanos::ZERO);
-    if let Some(f) = view.flows.get_mut(&FlowId(id)) {
-        f.remaining_bytes = bytes as f64;
-    }
+    add_flow(view, Nanos::ZERO, id, 1, h(src.0, src.1), h(dst.0, dst.1), bytes);
 }
 
 fn finish(view: &mut NetView, id: u64) {
@@ -58,7 +35,8 @@ fn call(kept: &mut SunflowNp, view: &NetView) -> u64 {
 
 #[test]
 fn a_coflow_is_followed_as_flows_join_and_leave_and_read_whole_when_mice_become_elephants() {
-    let mut view = NetView::new(fabric());
+    // Three racks, one OCS port each; elephants from 1 MB per rack pair.
+    let mut view = NetView::new(fabric(3));
     let mut sunflow = SunflowNp::default();
     add(&mut view, 1, (0, 0), (1, 0), 2_000_000);
     assert_eq!(call(&mut sunflow, &view), 1, "first read whole");
