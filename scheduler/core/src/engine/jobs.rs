@@ -116,6 +116,7 @@ impl Engine {
             return;
         }
         self.c.hosts[hi].alive = false;
+        self.holds_changed = true;
         self.free_hosts.remove(&hi);
         let lost: Vec<_> = self.c.hosts[hi].attempts.iter().copied().collect();
         for a in lost {

@@ -35,6 +35,7 @@ mod by_hand;
 mod config;
 mod event;
 mod fetch;
+mod hold;
 mod jobs;
 mod offers;
 mod parent_output;
@@ -132,6 +133,9 @@ pub struct Engine {
     /// Where the next full offer round starts (round-robin fairness among hosts).
     cursor: usize,
     last_round: Nanos,
+    /// A held job placed a reduce or a host died since the last look at
+    /// whether a shuffle hold can still end ([`hold`]).
+    holds_changed: bool,
 }
 
 impl Engine {
@@ -187,6 +191,7 @@ impl Engine {
             free_hosts,
             cursor: 0,
             last_round: Nanos::ZERO,
+            holds_changed: false,
         })
     }
 
@@ -236,7 +241,7 @@ impl Engine {
         }
         full_round |= self.policy.released_work();
         self.offer_round(now, full_round);
-        self.release_deadlocked_shuffle(now);
+        self.release_stuck_shuffles(now);
         if !self.new_flows.is_empty() {
             self.merging.clear();
             self.out

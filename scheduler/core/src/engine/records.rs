@@ -52,7 +52,7 @@ pub struct JobRecord {
     /// Fraction of maps done when its first reduce started.
     pub map_progress_at_first_reduce: Option<f64>,
     /// Its shuffle started before all its reduces were placed because the
-    /// `hold_shuffle_until_reduces_placed` hold had deadlocked the cluster.
+    /// `hold_shuffle_until_reduces_placed` hold could never end (`engine::hold`).
     pub shuffle_hold_released: bool,
 }
 

@@ -25,6 +25,9 @@ impl Engine {
         let release_all = first_attempt
             && self.c.config.hold_shuffle_until_reduces_placed
             && job.reduces_placed == job.spec.reduce_count();
+        if !release_all && self.shuffle_held(job) {
+            self.holds_changed = true;
+        }
         if let Some(att) = self.c.attempts.get_mut(&id) {
             let host = att.host;
             if let Some(fetch) = att.fetch.as_mut() {
@@ -111,52 +114,6 @@ impl Engine {
             if let Some(fetch) = self.c.attempts.get_mut(&id).and_then(|a| a.fetch.as_mut()) {
                 fetch.start(src, fid, len);
             }
-        }
-    }
-
-    /// Whether `job`'s shuffle waits for the rest of its reduces to be placed
-    /// (`hold_shuffle_until_reduces_placed`, unless the hold was released).
-    pub(super) fn shuffle_held(&self, job: &super::state::JobState) -> bool {
-        self.c.config.hold_shuffle_until_reduces_placed
-            && !job.shuffle_released
-            && job.reduces_placed < job.spec.reduce_count()
-    }
-
-    /// Breaks the deadlock the shuffle hold can cause: when every live attempt
-    /// is a reduce whose shuffle is held and no flow is in flight, no slot can
-    /// ever free again (a job with more reduces than the cluster has slots, or
-    /// several jobs' partly placed reduces filling it, or a policy waiting for
-    /// racks held that way). Then the held job with the most reduces placed
-    /// (ties: lower id) starts its shuffle with the reduces it has.
-    pub(super) fn release_deadlocked_shuffle(&mut self, now: Nanos) {
-        if !self.c.config.hold_shuffle_until_reduces_placed || !self.flows.is_empty() {
-            return;
-        }
-        let mut held: Option<(u32, super::JobId)> = None;
-        for a in self.c.attempts.keys() {
-            let Some(job) = self.c.jobs.get(&a.task.job) else {
-                return;
-            };
-            if a.task.kind != TaskKind::Reduce || !self.shuffle_held(job) {
-                return;
-            }
-            let key = (job.reduces_placed, a.task.job);
-            if held.is_none_or(|(n, j)| key.0 > n || (key.0 == n && key.1 < j)) {
-                held = Some(key);
-            }
-        }
-        let Some((_, id)) = held else { return };
-        let Some(job) = self.c.jobs.get_mut(&id) else {
-            return;
-        };
-        job.shuffle_released = true;
-        let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
-        if let Some(r) = self.records.jobs.get_mut(&id) {
-            r.shuffle_hold_released = true;
-        }
-        for a in readers {
-            self.pump(now, a);
-            self.check_reduce_ready(now, a);
         }
     }
 

@@ -212,7 +212,7 @@ pub struct JobState {
     pub(crate) reduces_done: u32,
     pub(crate) reduces_placed: u32,
     /// Its shuffle was released before all its reduces were placed, because the hold could never end
-    /// ([`super::Engine::release_deadlocked_shuffle`]).
+    /// (`engine::hold`).
     pub(crate) shuffle_released: bool,
     pub(crate) reduces_unlocked: bool,
     pub(crate) running_maps: u32,

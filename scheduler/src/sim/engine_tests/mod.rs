@@ -8,6 +8,7 @@ mod engine;
 mod esplash;
 mod fetch_limit;
 mod fresh;
+mod hold;
 mod merged_fetches;
 mod netaware;
 mod omo;

@@ -1,0 +1,196 @@
+//! The shuffle hold (`hold_shuffle_until_reduces_placed`, Co-scheduler
+//! Sec. IV-A): no flow of a job's shuffle starts before its last reduce is
+//! placed, so the scheduler knows every destination before the coflow
+//! starts. The paper assumes a job's reduces can all be placed at once. A
+//! held reduce keeps its slot until its shuffle runs, so a job with more
+//! reduces than the cluster has slots, or held jobs whose placed reduces
+//! fill it between them, would wait forever. A hold gives way, with the
+//! reduces placed so far, when it can never end:
+//!
+//! - **It cannot end** ([`stuck_hold`]): slots that held reduces occupy free
+//!   only when their job's shuffle runs; every other slot frees eventually.
+//!   If no order in which the held jobs could place their remaining reduces
+//!   lets a job place its own (the banker's algorithm over those slots), its
+//!   hold is released as soon as that is so. Checked when a held job places a
+//!   reduce or a host dies; it sees the hosts alive then.
+//! - **It has stopped**: every live attempt is a held reduce and no flow is in
+//!   flight. A policy that waits (for racks it chose, say) would otherwise
+//!   wait forever.
+//!
+//! Either way the job with the most reduces placed (ties: lower id) goes
+//! first, and its record says so (`JobRecord::shuffle_hold_released`).
+
+use super::event::AttemptId;
+use super::state::JobState;
+use super::Engine;
+use crate::model::job::{JobId, TaskKind};
+use crate::Nanos;
+use std::cmp::Reverse;
+
+/// A job whose shuffle is held, as [`stuck_hold`] weighs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Held {
+    pub(super) job: JobId,
+    /// Reduces placed (first attempts).
+    pub(super) placed: u32,
+    /// Slots its live reduce attempts occupy.
+    pub(super) occupied: u32,
+    /// Reduces it has yet to place.
+    pub(super) unplaced: u32,
+}
+
+/// The held job whose hold can never end on `slots` reduce slots, if any.
+/// Slots not occupied by held reduces are free or will be. A job that can
+/// place its remaining reduces in them can end its hold, and then frees the
+/// slots it occupies too; the jobs left when no more can are stuck. Of
+/// those, the one with the most reduces placed (ties: lower id).
+pub(super) fn stuck_hold(slots: u32, held: &[Held]) -> Option<JobId> {
+    let occupied: u64 = held.iter().map(|h| u64::from(h.occupied)).sum();
+    let mut free = u64::from(slots).saturating_sub(occupied);
+    let mut left: Vec<&Held> = held.iter().collect();
+    loop {
+        let before = left.len();
+        left.retain(|h| {
+            let can_end = u64::from(h.unplaced) <= free;
+            if can_end {
+                free += u64::from(h.occupied);
+            }
+            !can_end
+        });
+        if left.len() == before {
+            break;
+        }
+    }
+    left.iter()
+        .max_by_key(|h| (h.placed, Reverse(h.job)))
+        .map(|h| h.job)
+}
+
+impl Engine {
+    /// Whether `job`'s shuffle waits for the rest of its reduces to be placed
+    /// (`hold_shuffle_until_reduces_placed`, unless the hold was released).
+    pub(super) fn shuffle_held(&self, job: &JobState) -> bool {
+        self.c.config.hold_shuffle_until_reduces_placed
+            && !job.shuffle_released
+            && job.reduces_placed < job.spec.reduce_count()
+    }
+
+    /// Releases every hold that cannot end or has stopped (module docs).
+    pub(super) fn release_stuck_shuffles(&mut self, now: Nanos) {
+        if !self.c.config.hold_shuffle_until_reduces_placed {
+            return;
+        }
+        if std::mem::take(&mut self.holds_changed) {
+            loop {
+                let held: Vec<Held> = self
+                    .c
+                    .active
+                    .iter()
+                    .filter_map(|(_, id)| self.c.jobs.get(id))
+                    .filter(|j| j.reduces_placed > 0 && self.shuffle_held(j))
+                    .map(|j| Held {
+                        job: j.spec.id,
+                        placed: j.reduces_placed,
+                        occupied: j.running_reduces,
+                        unplaced: j.spec.reduce_count() - j.reduces_placed,
+                    })
+                    .collect();
+                let slots = self
+                    .c
+                    .hosts
+                    .iter()
+                    .filter(|h| h.alive)
+                    .map(|h| h.reduce_slots)
+                    .sum();
+                let Some(id) = stuck_hold(slots, &held) else { break };
+                self.release_hold(now, id);
+            }
+        }
+        if let Some(id) = self.stopped_hold() {
+            self.release_hold(now, id);
+        }
+    }
+
+    /// The held job to release when every live attempt is a reduce whose
+    /// shuffle is held and no flow is in flight: no slot can free again.
+    fn stopped_hold(&self) -> Option<JobId> {
+        if !self.flows.is_empty() {
+            return None;
+        }
+        let mut held: Option<(u32, JobId)> = None;
+        for a in self.c.attempts.keys() {
+            let job = self.c.jobs.get(&a.task.job)?;
+            if a.task.kind != TaskKind::Reduce || !self.shuffle_held(job) {
+                return None;
+            }
+            let key = (job.reduces_placed, a.task.job);
+            if held.is_none_or(|(n, j)| key.0 > n || (key.0 == n && key.1 < j)) {
+                held = Some(key);
+            }
+        }
+        held.map(|(_, id)| id)
+    }
+
+    /// `id`'s shuffle starts with the reduces it has placed.
+    fn release_hold(&mut self, now: Nanos, id: JobId) {
+        let Some(job) = self.c.jobs.get_mut(&id) else {
+            return;
+        };
+        job.shuffle_released = true;
+        let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
+        if let Some(r) = self.records.jobs.get_mut(&id) {
+            r.shuffle_hold_released = true;
+        }
+        for a in readers {
+            self.pump(now, a);
+            self.check_reduce_ready(now, a);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(job: u64, placed: u32, occupied: u32, unplaced: u32) -> Held {
+        Held {
+            job: JobId(job),
+            placed,
+            occupied,
+            unplaced,
+        }
+    }
+
+    #[test]
+    fn a_job_wider_than_the_cluster_is_stuck_from_its_first_reduce() {
+        // 12,000 slots (Co-scheduler Sec. V's cluster); 29,793 reduces.
+        assert_eq!(stuck_hold(12_000, &[held(7, 1, 1, 29_792)]), Some(JobId(7)));
+        assert_eq!(stuck_hold(12_000, &[held(7, 1, 1, 11_999)]), None);
+    }
+
+    #[test]
+    fn a_hold_that_can_end_after_another_is_not_stuck() {
+        // 4 slots: job 1 occupies 1 and lacks 2; job 2 occupies 2 and lacks
+        // 1. One slot is free: job 2 places its last reduce, its shuffle
+        // runs and frees 3 slots, then job 1 can place its 2.
+        let jobs = [held(1, 1, 1, 2), held(2, 2, 2, 1)];
+        assert_eq!(stuck_hold(4, &jobs), None);
+        // With 3 slots none is free: both are stuck, and the one with more
+        // reduces placed is released first.
+        assert_eq!(stuck_hold(3, &jobs), Some(JobId(2)));
+    }
+
+    #[test]
+    fn ties_go_to_the_lower_id() {
+        let jobs = [held(5, 2, 2, 9), held(3, 2, 2, 9)];
+        assert_eq!(stuck_hold(6, &jobs), Some(JobId(3)));
+    }
+
+    #[test]
+    fn occupied_slots_beyond_the_cluster_leave_none_free() {
+        // Speculative attempts may occupy more slots than the live hosts
+        // have left (a host died): nothing is free, nothing underflows.
+        assert_eq!(stuck_hold(2, &[held(1, 3, 3, 1)]), Some(JobId(1)));
+        assert_eq!(stuck_hold(2, &[held(1, 3, 3, 0)]), None);
+    }
+}
