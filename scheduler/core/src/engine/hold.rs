@@ -62,8 +62,14 @@ pub(super) fn stuck_hold(slots: u32, held: &[Held]) -> Option<JobId> {
         }
     }
     left.iter()
-        .max_by_key(|h| (h.placed, Reverse(h.job)))
+        .max_by_key(|h| release_order(h.placed, h.job))
         .map(|h| h.job)
+}
+
+/// Which of several holds to release first: the greatest key, i.e. the
+/// most reduces placed, then the lower id.
+fn release_order(placed: u32, job: JobId) -> (u32, Reverse<JobId>) {
+    (placed, Reverse(job))
 }
 
 impl Engine {
@@ -117,18 +123,15 @@ impl Engine {
         if !self.flows.is_empty() {
             return None;
         }
-        let mut held: Option<(u32, JobId)> = None;
+        let mut first = None;
         for a in self.c.attempts.keys() {
             let job = self.c.jobs.get(&a.task.job)?;
             if a.task.kind != TaskKind::Reduce || !self.shuffle_held(job) {
                 return None;
             }
-            let key = (job.reduces_placed, a.task.job);
-            if held.is_none_or(|(n, j)| key.0 > n || (key.0 == n && key.1 < j)) {
-                held = Some(key);
-            }
+            first = first.max(Some(release_order(job.reduces_placed, a.task.job)));
         }
-        held.map(|(_, id)| id)
+        first.map(|(_, Reverse(id))| id)
     }
 
     /// `id`'s shuffle starts with the reduces it has placed.
@@ -137,7 +140,7 @@ impl Engine {
             return;
         };
         job.shuffle_released = true;
-        let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
+        let readers: Vec<AttemptId> = job.live_reduces().collect();
         if let Some(r) = self.records.jobs.get_mut(&id) {
             r.shuffle_hold_released = true;
         }

@@ -152,7 +152,7 @@ impl Engine {
     /// reduce held at `parallel_copies` then fetches from another host).
     fn lose_outputs(&mut self, now: Nanos, id: JobId, h: HostId) {
         let Some(job) = self.c.jobs.get(&id) else { return };
-        let live: Vec<_> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
+        let live: Vec<_> = job.live_reduces().collect();
         let pending_reduce = job.reduces.iter().any(|t| t.status == TaskStatus::Pending);
         let on_h: Vec<u32> = (0..job.spec.map_count())
             .filter(|&m| job.maps[m as usize].done.is_some_and(|d| d.host == h))

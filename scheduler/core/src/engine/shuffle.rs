@@ -40,7 +40,7 @@ impl Engine {
             }
         }
         if release_all {
-            let readers: Vec<AttemptId> = job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect();
+            let readers: Vec<AttemptId> = job.live_reduces().collect();
             for a in readers {
                 self.pump(now, a);
             }

@@ -353,6 +353,10 @@ impl JobState {
     pub fn reduces_placed(&self) -> u32 {
         self.reduces_placed
     }
+    /// The live attempts of all its reduces, in reduce order.
+    pub(crate) fn live_reduces(&self) -> impl Iterator<Item = AttemptId> + '_ {
+        self.reduces.iter().flat_map(|t| t.live.iter().copied())
+    }
     /// Host of each reduce's latest attempt.
     pub fn reduce_hosts(&self) -> &BTreeMap<u32, HostId> {
         &self.reduce_hosts

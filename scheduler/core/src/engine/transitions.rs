@@ -212,7 +212,7 @@ impl Cluster {
         Some(MapDone {
             all_maps: job.maps_done == job.spec.map_count(),
             no_reduces: job.spec.reduces.is_empty(),
-            readers: job.reduces.iter().flat_map(|t| t.live.iter().copied()).collect(),
+            readers: job.live_reduces().collect(),
         })
     }
 
