@@ -1,7 +1,8 @@
 //! Kill loops: each command is SIGKILLed at a seeded random moment, then
 //! `ocslab down` runs, and nothing of the run may be left: no namespace, no
 //! interface in the box's namespace, no BPF program, no ocslab or agent
-//! process, no run directory under `/run/ocslab`, and no results folder that
+//! process, no run directory under `/run/ocslab`, no `ocslab-*` entry in the
+//! temporary directory (agent credentials once stayed there), and no results folder that
 //! is not complete (a killed run leaves no folder under the name it would
 //! have printed).
 //!
@@ -71,6 +72,7 @@ struct Leftovers {
     bpf_programs: usize,
     processes: BTreeSet<u32>,
     run_dirs: BTreeSet<String>,
+    temp_dirs: BTreeSet<String>,
 }
 
 fn names_in(dir: &str, keep: impl Fn(&str) -> bool) -> BTreeSet<String> {
@@ -97,6 +99,7 @@ impl Leftovers {
             bpf_programs: now.bpf_programs.saturating_sub(before.bpf_programs),
             processes: now.processes.difference(&before.processes).copied().collect(),
             run_dirs: new(&now.run_dirs, &before.run_dirs),
+            temp_dirs: new(&now.temp_dirs, &before.temp_dirs),
         }
     }
 
@@ -119,6 +122,9 @@ impl Leftovers {
             bpf_programs,
             processes,
             run_dirs: names_in(RUN_ROOT, |_| true),
+            temp_dirs: names_in(&std::env::temp_dir().to_string_lossy(), |n| {
+                n.starts_with("ocslab-")
+            }),
         }
     }
 }

@@ -12,8 +12,9 @@
 //! owner is gone: what `ocslab down` runs after a crash or a SIGKILL.
 //!
 //! Also in the run directory: `topology.toml` (the topology as written, so
-//! other processes can attach) and `ocs.jsonl` (one line per OCS
-//! reconfiguration).
+//! other processes can attach), `ocs.jsonl` (one line per OCS
+//! reconfiguration) and, while an emulated run uses the fabric, its agents'
+//! credentials (`emu-<pid>/`).
 
 use super::names::{RunId, NS_PREFIX};
 use super::netns;

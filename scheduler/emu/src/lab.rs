@@ -10,8 +10,9 @@
 //!
 //! Teardown is owned: [`Lab::stop`] asks agents to shut down, waits a
 //! little, kills (by the pid this process started) any that remain, removes
-//! the credentials directory and takes down the fabric if this lab built
-//! it. Dropping a lab (an error, a panic) kills the agents and tears the
+//! the credentials directory (`emu-<pid>/` in the run's directory, so that
+//! `ocslab down` removes it after a SIGKILL) and takes down the fabric if
+//! this lab built it. Dropping a lab (an error, a panic) kills the agents and tears the
 //! fabric down too; nothing global is ever matched by name.
 
 use super::EmuError;
@@ -171,7 +172,10 @@ impl Lab {
                     .into(),
             )),
         };
-        let dir = std::env::temp_dir().join(format!("ocslab-emu-{}-{}", std::process::id(), fabric.run_id()));
+        // In the run's directory, which `ocslab down` removes after a crash
+        // (and a rootless run's private /run takes with it).
+        let dir =
+            ocslab_emulator::fabric::run_dir(fabric.run_id()).join(format!("emu-{}", std::process::id()));
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
