@@ -5,6 +5,7 @@
 use super::{AttemptId, Circuit, ClusterView, TaskRecord};
 use crate::model::job::{Job, JobId, TaskId};
 use crate::{HostId, Nanos, Topology};
+use std::collections::BTreeMap;
 
 /// A policy's answer to an offer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +75,15 @@ pub trait TaskPolicy {
     /// each event; answering resets it.
     fn released_work(&mut self) -> bool {
         false
+    }
+
+    /// How many of `job`'s reduces not yet placed the policy may still
+    /// place on each rack, when it places them only on racks it chose
+    /// (Co-scheduler's reduce schedule, Sec. IV-E/F); `None` when they may
+    /// go anywhere. The engine's shuffle hold reads it to see a hold that
+    /// can never end (`engine::hold`).
+    fn reduce_quotas(&self, _job: JobId) -> Option<BTreeMap<u32, u32>> {
+        None
     }
 
     /// Whether to offer free slots when no task is pending (a policy that

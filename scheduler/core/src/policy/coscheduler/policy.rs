@@ -230,11 +230,18 @@ impl CoScheduler {
             map_guide,
             reduces,
             reduces_released: released,
-            // A plan whose quotas are used up while reduces are pending (a lost attempt) no longer binds.
-            reduce_plan: info
-                .and_then(|i| i.plan.clone())
-                .filter(|p| self.variant.plans_reduces() && p.values().any(|&q| q > 0)),
+            reduce_plan: self.binding_plan(job.id()).cloned(),
         }
+    }
+
+    /// `job`'s best schedule while it binds its reduces: reduces still to
+    /// place per rack. A plan whose quotas are used up while reduces are
+    /// pending (a lost attempt) no longer binds.
+    fn binding_plan(&self, job: JobId) -> Option<&BTreeMap<u32, u32>> {
+        self.jobs
+            .get(&job)
+            .and_then(|i| i.plan.as_ref())
+            .filter(|p| self.variant.plans_reduces() && p.values().any(|&q| q > 0))
     }
 
     /// Every rack's free containers and its running tasks' `T_rem` (eq. 12, with the error knob).
@@ -492,6 +499,10 @@ impl TaskPolicy for CoScheduler {
 
     fn released_work(&mut self) -> bool {
         std::mem::take(&mut self.reduces_released)
+    }
+
+    fn reduce_quotas(&self, job: JobId) -> Option<BTreeMap<u32, u32>> {
+        self.binding_plan(job).cloned()
     }
 
     fn on_job_finished(&mut self, _now: Nanos, _view: &ClusterView<'_>, job: JobId) {
