@@ -258,6 +258,42 @@ fn seeds_give_a_folder_each_and_their_mean_and_spread() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// With one scheduler and threads to spare, seeds run at once: the
+/// folders and the spread are those of seeds run one after another.
+#[test]
+fn seeds_run_at_once_give_what_seeds_in_turn_give() {
+    let dir = scratch("seeds-at-once");
+    let exp = experiment(&dir, "[\"fair\"]");
+    let args = |out: &Path, threads: u32| SimArgs {
+        experiment: exp.clone(),
+        json: true,
+        out: Some(out.to_path_buf()),
+        perturb: Vec::new(),
+        threads: Some(threads),
+        seeds: 3,
+        task_schedulers: Vec::new(),
+    };
+    let (in_turn, at_once) = (dir.join("in-turn"), dir.join("at-once"));
+    run(args(&in_turn, 1)).expect("seeds in turn");
+    run(args(&at_once, 3)).expect("seeds at once");
+    for seed in [5, 6, 7] {
+        let folder = format!("seed-{seed}");
+        assert_eq!(
+            summary(&in_turn.join(&folder))["schedulers"],
+            summary(&at_once.join(&folder))["schedulers"],
+            "{folder}"
+        );
+    }
+    let spread = |d: &Path| -> serde_json::Value {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("seeds.json")).expect("seeds.json"))
+                .expect("json");
+        v["schedulers"].clone()
+    };
+    assert_eq!(spread(&in_turn), spread(&at_once));
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
     let dir = scratch("perturb");

@@ -8,10 +8,14 @@ use crate::experiment::Experiment;
 use crate::progress::Progress;
 use crate::report::folder::{self, Staged};
 use crate::report::seeds;
+use crate::report::SchedulerSummary;
 use crate::runner::{self, Simulator};
 use anyhow::{Context, Result};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Mutex;
 
 /// Arguments of `ocslab sim`.
 #[derive(clap::Args, Debug)]
@@ -30,8 +34,9 @@ pub struct SimArgs {
     /// rR-ocsP; flows across it wait; see `ocslab_scheduler::perturb`).
     #[arg(long = "perturb", value_name = "SPEC")]
     pub perturb: Vec<String>,
-    /// Task schedulers simulated at once, each on its own thread (default:
-    /// one per core). Results do not depend on it.
+    /// Runs simulated at once, each on its own thread (default: one per
+    /// core): the task schedulers, and with --seeds further seeds when
+    /// threads are left over. Results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
     /// Repeat the experiment with N seeds (its seed, seed + 1, ...) and
@@ -89,19 +94,48 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
 }
 
 /// `--seeds N`: the experiment under seeds seed .. seed + N - 1, one
-/// results folder each, and the spread over them.
+/// results folder each, and the spread over them. Seeds run at once when
+/// there are more threads than schedulers (see [`seeds_at_once`]).
 fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads: usize) -> Result<ExitCode> {
     let staged = Staged::begin(dir)?;
-    let mut all = Vec::new();
-    for k in 0..u64::from(a.seeds) {
-        let e = exp.with_seed(exp.seed.saturating_add(k));
-        let runs =
-            runner::run_all(&mut Simulator, &e, bar, threads).with_context(|| format!("seed {}", e.seed))?;
+    let (at_once, per_seed) = seeds_at_once(threads, exp.task_schedulers.len(), a.seeds);
+    let next = AtomicU32::new(0);
+    let failed = AtomicBool::new(false);
+    let done = AtomicU32::new(0);
+    let results: Mutex<BTreeMap<u32, Result<Vec<SchedulerSummary>>>> = Mutex::new(BTreeMap::new());
+    let one_seed = |k: u32| -> Result<Vec<SchedulerSummary>> {
+        let e = exp.with_seed(exp.seed.saturating_add(u64::from(k)));
+        // One seed at a time shows its jobs on the bar; several would fight over it.
+        let hidden = Progress::hidden(0);
+        let seed_bar = if at_once == 1 { bar } else { &hidden };
+        let runs = runner::run_all(&mut Simulator, &e, seed_bar, per_seed)
+            .with_context(|| format!("seed {}", e.seed))?;
         let sub = staged.path().join(format!("seed-{}", e.seed));
         runs.write(&sub, &e, &Simulator)
             .with_context(|| format!("writing results to {}", sub.display()))?;
-        bar.println(format!("seed {} done ({} of {})", e.seed, k + 1, a.seeds));
-        all.push(runs.summaries);
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        bar.println(format!("seed {} done ({n} of {})", e.seed, a.seeds));
+        Ok(runs.summaries)
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..at_once {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= a.seeds {
+                        break;
+                    }
+                    let r = one_seed(k);
+                    failed.fetch_or(r.is_err(), Ordering::Relaxed);
+                    results.lock().unwrap_or_else(|e| e.into_inner()).insert(k, r);
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut all = Vec::with_capacity(results.len());
+    for (_, r) in results {
+        all.push(r?);
     }
     let spread = seeds::over_seeds(&all);
     let report = serde_json::json!({
@@ -148,4 +182,32 @@ fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads:
     }
     println!("results: {}", dir.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// How `threads` are spread over `seeds` runs of `schedulers` task
+/// schedulers each: (seeds run at once, threads each of them uses). A seed
+/// takes as many threads as it has schedulers, up to all of them; the
+/// threads left over run further seeds.
+fn seeds_at_once(threads: usize, schedulers: usize, seeds: u32) -> (usize, usize) {
+    let per_seed = threads.min(schedulers).max(1);
+    let at_once = (threads / per_seed).clamp(1, seeds.max(1) as usize);
+    (at_once, per_seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seeds_at_once;
+
+    #[test]
+    fn spare_threads_run_more_seeds() {
+        // One scheduler on 2 cores: two seeds at once, one thread each.
+        assert_eq!(seeds_at_once(2, 1, 20), (2, 1));
+        // Two schedulers fill 2 cores: one seed at a time, as before.
+        assert_eq!(seeds_at_once(2, 2, 20), (1, 2));
+        // 16 cores, 5 schedulers: 3 seeds at once (15 threads).
+        assert_eq!(seeds_at_once(16, 5, 20), (3, 5));
+        // Never more seeds at once than there are seeds, never none.
+        assert_eq!(seeds_at_once(8, 1, 3), (3, 1));
+        assert_eq!(seeds_at_once(1, 4, 20), (1, 1));
+    }
 }
