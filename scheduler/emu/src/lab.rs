@@ -12,8 +12,8 @@
 //! little, kills (by the pid this process started) any that remain, removes
 //! the credentials directory (`emu-<pid>/` in the run's directory, so that
 //! `ocslab down` removes it after a SIGKILL) and takes down the fabric if
-//! this lab built it. Dropping a lab (an error, a panic) kills the agents and tears the
-//! fabric down too; nothing global is ever matched by name.
+//! this lab built it. Dropping a lab (an error, a panic) kills the agents
+//! and tears the fabric down too; nothing global is ever matched by name.
 
 use super::EmuError;
 use ocslab_agent::control::{ControlServer, Event as ControlEvent, ServerConfig};

@@ -11,11 +11,10 @@ use crate::report::seeds;
 use crate::report::SchedulerSummary;
 use crate::runner::{self, Simulator};
 use anyhow::{Context, Result};
-use std::collections::BTreeMap;
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Arguments of `ocslab sim`.
 #[derive(clap::Args, Debug)]
@@ -99,10 +98,7 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
 fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads: usize) -> Result<ExitCode> {
     let staged = Staged::begin(dir)?;
     let (at_once, per_seed) = seeds_at_once(threads, exp.task_schedulers.len(), a.seeds);
-    let next = AtomicU32::new(0);
-    let failed = AtomicBool::new(false);
     let done = AtomicU32::new(0);
-    let results: Mutex<BTreeMap<u32, Result<Vec<SchedulerSummary>>>> = Mutex::new(BTreeMap::new());
     let one_seed = |k: u32| -> Result<Vec<SchedulerSummary>> {
         let e = exp.with_seed(exp.seed.saturating_add(u64::from(k)));
         // One seed at a time shows its jobs on the bar; several would fight over it.
@@ -117,26 +113,18 @@ fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads:
         bar.println(format!("seed {} done ({n} of {})", e.seed, a.seeds));
         Ok(runs.summaries)
     };
-    std::thread::scope(|scope| {
-        for _ in 0..at_once {
-            scope.spawn(|| {
-                while !failed.load(Ordering::Relaxed) {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    if k >= a.seeds {
-                        break;
-                    }
-                    let r = one_seed(k);
-                    failed.fetch_or(r.is_err(), Ordering::Relaxed);
-                    results.lock().unwrap_or_else(|e| e.into_inner()).insert(k, r);
-                }
-            });
-        }
-    });
-    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut all = Vec::with_capacity(results.len());
-    for (_, r) in results {
-        all.push(r?);
-    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(at_once)
+        .build()
+        .context("starting the seeds' threads")?;
+    // Results in seed order. Once a seed fails no further one starts, and
+    // the error is a failed seed's.
+    let all = pool.install(|| {
+        (0..a.seeds)
+            .into_par_iter()
+            .map(one_seed)
+            .collect::<Result<Vec<_>>>()
+    })?;
     let spread = seeds::over_seeds(&all);
     let report = serde_json::json!({
         "experiment": exp.name,

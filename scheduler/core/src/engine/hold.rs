@@ -141,6 +141,12 @@ impl Engine {
             return;
         }
         if std::mem::take(&mut self.holds_changed) {
+            let mut slots = vec![0; self.c.topo.racks as usize];
+            for h in self.c.hosts.iter().filter(|h| h.alive) {
+                if let Some(s) = slots.get_mut(h.id.rack as usize) {
+                    *s += h.reduce_slots;
+                }
+            }
             loop {
                 let held: Vec<Held> = self
                     .c
@@ -150,12 +156,6 @@ impl Engine {
                     .filter(|j| j.reduces_placed > 0 && self.shuffle_held(j))
                     .map(|j| self.held(j))
                     .collect();
-                let mut slots = vec![0; self.c.topo.racks as usize];
-                for h in self.c.hosts.iter().filter(|h| h.alive) {
-                    if let Some(s) = slots.get_mut(h.id.rack as usize) {
-                        *s += h.reduce_slots;
-                    }
-                }
                 let Some(id) = stuck_hold(&slots, &held) else {
                     break;
                 };
