@@ -356,13 +356,8 @@ impl EmuNetwork {
     }
 
     fn leave_coflow(&mut self, spec: &FlowSpec, elephant: bool) {
-        if let Some(c) = self.view.coflows.get_mut(&spec.coflow) {
-            c.remove_flow(&spec.id, elephant);
-            if c.flows.is_empty() {
-                if let Some(c) = self.view.coflows.remove(&spec.coflow) {
-                    self.dormant.insert(spec.coflow, c);
-                }
-            }
+        if let Some(c) = self.view.leave_coflow(spec.coflow, &spec.id, elephant) {
+            self.dormant.insert(spec.coflow, c);
         }
     }
 

@@ -10,8 +10,18 @@
 
 use crate::model::coflow::FlowId;
 use crate::{Bytes, HostId};
-use std::collections::BTreeMap;
 use std::ops::Range;
+
+/// The maps of a job done on one host, and the host's index among the
+/// job's map hosts (in the order they first had a map done; a host keeps
+/// its index for the job's life): a reduce's [`Fetch`] keeps its state
+/// per source host in a vector at that index.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DoneOn {
+    pub(crate) ix: u32,
+    /// The maps, in the order they finished.
+    pub(crate) maps: Vec<u32>,
+}
 
 /// What a reduce attempt waits for from one source host.
 #[derive(Clone, Copy, Debug, Default)]
@@ -32,10 +42,13 @@ pub(crate) struct Fetch {
     /// Bit m set: map m's partition has arrived (or was empty, or local).
     fetched: Vec<u64>,
     fetched_count: u32,
-    /// The hosts with partitions waiting or a flow in flight. At most one
-    /// flow per source host is in flight (Hadoop's fetcher takes all
-    /// outputs ready on a host in one connection).
-    sources: BTreeMap<HostId, Source>,
+    /// Per source host, at its [`DoneOn::ix`]: what waits there and the
+    /// flow in flight. At most one flow per source host is in flight
+    /// (Hadoop's fetcher takes all outputs ready on a host in one
+    /// connection). A vector, not a map: a wide job's reduce waits on
+    /// every one of hundreds of hosts at once, and 24 bytes a host is what
+    /// the shuffle of a 3,858-reduce job on 600 hosts costs.
+    sources: Vec<Source>,
     /// Flows in flight (the count of `sources` with one).
     inflight: usize,
     /// The hosts with maps waiting and no flow in flight, sorted: where a
@@ -53,6 +66,13 @@ impl Fetch {
             fetched: vec![0; (maps as usize).div_ceil(64)],
             ..Fetch::default()
         }
+    }
+
+    /// Room for the state of `hosts` source hosts (a job's map hosts so
+    /// far), without the slack of growing one by one.
+    pub(crate) fn reserve_hosts(&mut self, hosts: usize) {
+        self.sources
+            .reserve_exact(hosts.saturating_sub(self.sources.len()));
     }
 
     /// Whether map `m`'s partition is here.
@@ -73,11 +93,11 @@ impl Fetch {
         self.fetched_count
     }
 
-    /// Map `m`'s partition of `bytes` lives on `src`, and this attempt
-    /// runs on `host`: here at once if empty or on its own host, else it
-    /// waits on `src`. Returns the bytes that are here at once (none if it
-    /// was already held).
-    pub(crate) fn note(&mut self, m: u32, bytes: Bytes, src: HostId, host: HostId) -> Bytes {
+    /// Map `m`'s partition of `bytes` lives on `src` (whose index among
+    /// the job's map hosts is `ix`), and this attempt runs on `host`: here
+    /// at once if empty or on its own host, else it waits on `src`.
+    /// Returns the bytes that are here at once (none if it was already held).
+    pub(crate) fn note(&mut self, m: u32, bytes: Bytes, src: HostId, ix: u32, host: HostId) -> Bytes {
         if self.has(m) {
             return Bytes(0);
         }
@@ -86,15 +106,29 @@ impl Fetch {
             self.bytes_fetched += bytes;
             bytes
         } else {
-            self.wait_for(src);
+            self.wait_for(src, ix);
             Bytes(0)
         }
     }
 
-    /// One more map's partition waits on `host` (the map is on the
-    /// host's list and not held).
-    fn wait_for(&mut self, host: HostId) {
-        let s = self.sources.entry(host).or_default();
+    /// The state of the source host at index `ix`, made if need be.
+    fn source_mut(&mut self, ix: u32) -> &mut Source {
+        let i = ix as usize;
+        if i >= self.sources.len() {
+            self.sources.resize(i + 1, Source::default());
+        }
+        &mut self.sources[i]
+    }
+
+    /// The state of the source host at index `ix`, if one was ever made.
+    fn source(&self, ix: u32) -> Option<&Source> {
+        self.sources.get(ix as usize)
+    }
+
+    /// One more map's partition waits on `host`, at index `ix` (the map
+    /// is on the host's list and not held).
+    fn wait_for(&mut self, host: HostId, ix: u32) {
+        let s = self.source_mut(ix);
         s.waiting += 1;
         if s.waiting == 1 && s.inflight.is_none() {
             if let Err(i) = self.ready.binary_search(&host) {
@@ -115,69 +149,65 @@ impl Fetch {
 
     /// The flows in flight.
     pub(crate) fn inflight_flows(&self) -> impl Iterator<Item = FlowId> + '_ {
-        self.sources.values().filter_map(|s| s.inflight.map(|(f, _)| f))
+        self.sources.iter().filter_map(|s| s.inflight.map(|(f, _)| f))
     }
 
-    /// The maps a flow from `host` would fetch now, from `list` (the
-    /// job's maps done on `host`): those not held. `None` if a flow from
-    /// it is in flight or nothing waits there.
-    pub(crate) fn to_fetch<'a>(
-        &'a self,
-        host: HostId,
-        list: &'a [u32],
-    ) -> Option<impl Iterator<Item = u32> + 'a> {
+    /// The maps a flow from the host of `on` (the job's maps done there)
+    /// would fetch now: those not held. `None` if a flow from it is in
+    /// flight or nothing waits there.
+    pub(crate) fn to_fetch<'a>(&'a self, on: &'a DoneOn) -> Option<impl Iterator<Item = u32> + 'a> {
         let s = self
-            .sources
-            .get(&host)
+            .source(on.ix)
             .filter(|s| s.inflight.is_none() && s.waiting > 0)?;
-        Some(self.missing(list, s.from..list.len() as u32))
+        Some(self.missing(&on.maps, s.from..on.maps.len() as u32))
     }
 
-    /// Flow `flow` fetches the maps waiting on `host`, whose list is
-    /// `len` long now ([`Fetch::to_fetch`]).
-    pub(crate) fn start(&mut self, host: HostId, flow: FlowId, len: usize) {
-        let Some(s) = self.sources.get_mut(&host) else {
+    /// Flow `flow` fetches the maps waiting on `host`, at index `ix`,
+    /// whose list is `len` long now ([`Fetch::to_fetch`]).
+    pub(crate) fn start(&mut self, host: HostId, ix: u32, flow: FlowId, len: usize) {
+        let Some(s) = self.sources.get_mut(ix as usize) else {
             return;
         };
-        if s.inflight.is_none() {
-            self.inflight += 1;
-        }
+        let was_idle = s.inflight.is_none();
         s.waiting = 0;
         s.inflight = Some((flow, len as u32));
+        if was_idle {
+            self.inflight += 1;
+        }
         self.unready(host);
     }
 
-    /// The flow in flight from `host`, if any, and the maps it carries
-    /// from `list` (the job's maps done on `host`).
+    /// The flow in flight from the host of `on` (the job's maps done
+    /// there), if any, and the maps it carries.
     pub(crate) fn in_flight_from<'a>(
         &'a self,
-        host: HostId,
-        list: &'a [u32],
+        on: &'a DoneOn,
     ) -> Option<(FlowId, impl Iterator<Item = u32> + 'a)> {
-        let s = self.sources.get(&host)?;
+        let s = self.source(on.ix)?;
         let (flow, end) = s.inflight?;
-        Some((flow, self.missing(list, s.from..end)))
+        Some((flow, self.missing(&on.maps, s.from..end)))
     }
 
-    /// The flow from `host` ended, carrying the partitions of the maps of
-    /// `list` (the job's maps done on `host`) it was started for: they
-    /// are here now. Partitions that arrived on `host` meanwhile become
-    /// ready to fetch. False if no flow from `host` was in flight.
-    pub(crate) fn finish(&mut self, host: HostId, list: &[u32]) -> bool {
-        let Some(s) = self.sources.get_mut(&host) else {
+    /// The flow from `host`, whose maps are `on`, ended, carrying the
+    /// partitions of the maps it was started for: they are here now.
+    /// Partitions that arrived on `host` meanwhile become ready to fetch.
+    /// False if no flow from `host` was in flight.
+    pub(crate) fn finish(&mut self, host: HostId, on: &DoneOn) -> bool {
+        let list = &on.maps;
+        let Some(s) = self.sources.get_mut(on.ix as usize) else {
             return false;
         };
         let Some((_, end)) = s.inflight.take() else {
             return false;
         };
-        self.inflight -= 1;
         let range = s.from..end.min(list.len() as u32);
         s.from = range.end;
         let waiting = s.waiting;
-        if waiting == 0 {
-            self.sources.remove(&host);
-        } else if let Err(i) = self.ready.binary_search(&host) {
-            self.ready.insert(i, host);
+        self.inflight -= 1;
+        if waiting > 0 {
+            if let Err(i) = self.ready.binary_search(&host) {
+                self.ready.insert(i, host);
+            }
         }
         for i in range {
             self.set(list[i as usize]);
@@ -185,10 +215,10 @@ impl Fetch {
         true
     }
 
-    /// `host` is gone: nothing more is fetched from it; the flow that was
-    /// in flight from it, if any.
-    pub(crate) fn forget(&mut self, host: HostId) -> Option<FlowId> {
-        let s = self.sources.remove(&host)?;
+    /// `host`, at index `ix`, is gone: nothing more is fetched from it;
+    /// the flow that was in flight from it, if any.
+    pub(crate) fn forget(&mut self, host: HostId, ix: u32) -> Option<FlowId> {
+        let s = std::mem::take(self.sources.get_mut(ix as usize)?);
         self.unready(host);
         let (flow, _) = s.inflight?;
         self.inflight -= 1;
@@ -217,36 +247,45 @@ mod tests {
         HostId { rack: 0, host: i }
     }
 
+    /// The maps done on host `h(i)`, at index `i`.
+    fn on(i: u32, maps: &[u32]) -> DoneOn {
+        DoneOn {
+            ix: i,
+            maps: maps.to_vec(),
+        }
+    }
+
     #[test]
     fn a_flow_carries_what_waits_and_what_arrives_meanwhile_waits_for_the_next() {
         let mut f = Fetch::new(8);
         // Maps 3 and 5 done on host 1; map 0 was local (held at once).
-        let mut list = vec![3, 0, 5];
+        let mut list = on(1, &[3, 0, 5]);
         f.set(0);
-        f.wait_for(h(1));
-        f.wait_for(h(1));
+        f.wait_for(h(1), 1);
+        f.wait_for(h(1), 1);
         assert_eq!(f.ready(), &[h(1)]);
-        let carried: Vec<u32> = f.to_fetch(h(1), &list).expect("waiting").collect();
+        let carried: Vec<u32> = f.to_fetch(&list).expect("waiting").collect();
         assert_eq!(carried, vec![3, 5]);
-        f.start(h(1), FlowId(7), list.len());
+        f.start(h(1), 1, FlowId(7), list.maps.len());
         assert!(f.ready().is_empty());
-        assert!(f.to_fetch(h(1), &list).is_none(), "one flow per host at a time");
+        assert!(f.to_fetch(&list).is_none(), "one flow per host at a time");
         // Map 6 finishes on host 1 while the flow is in flight.
-        list.push(6);
-        f.wait_for(h(1));
+        list.maps.push(6);
+        f.wait_for(h(1), 1);
         assert!(f.ready().is_empty());
-        let (flow, maps) = f.in_flight_from(h(1), &list).expect("in flight");
+        let (flow, maps) = f.in_flight_from(&list).expect("in flight");
         assert_eq!((flow, maps.collect::<Vec<_>>()), (FlowId(7), vec![3, 5]));
         assert!(f.finish(h(1), &list));
         assert!(f.has(3) && f.has(5) && !f.has(6));
         assert_eq!(f.fetched_count(), 3);
         assert_eq!(f.ready(), &[h(1)]);
-        let next: Vec<u32> = f.to_fetch(h(1), &list).expect("map 6 waits").collect();
+        let next: Vec<u32> = f.to_fetch(&list).expect("map 6 waits").collect();
         assert_eq!(next, vec![6]);
-        f.start(h(1), FlowId(8), list.len());
+        f.start(h(1), 1, FlowId(8), list.maps.len());
         assert!(f.finish(h(1), &list));
         assert_eq!(f.fetched_count(), 4);
         assert!(f.ready().is_empty());
+        assert!(f.to_fetch(&list).is_none(), "nothing waits");
         assert_eq!(f.inflight_len(), 0);
         assert!(!f.finish(h(1), &list), "no flow in flight any more");
     }
@@ -254,31 +293,32 @@ mod tests {
     #[test]
     fn a_partition_on_its_own_host_or_empty_is_here_at_once_and_others_wait() {
         let mut f = Fetch::new(4);
-        assert_eq!(f.note(0, Bytes(500), h(1), h(1)), Bytes(500), "local");
-        assert_eq!(f.note(1, Bytes(0), h(2), h(1)), Bytes(0), "empty");
-        assert_eq!(f.note(2, Bytes(700), h(2), h(1)), Bytes(0), "remote");
-        assert_eq!(f.note(0, Bytes(500), h(1), h(1)), Bytes(0), "held already");
+        assert_eq!(f.note(0, Bytes(500), h(1), 1, h(1)), Bytes(500), "local");
+        assert_eq!(f.note(1, Bytes(0), h(2), 2, h(1)), Bytes(0), "empty");
+        assert_eq!(f.note(2, Bytes(700), h(2), 2, h(1)), Bytes(0), "remote");
+        assert_eq!(f.note(0, Bytes(500), h(1), 1, h(1)), Bytes(0), "held already");
         assert!(f.has(0) && f.has(1) && !f.has(2));
         assert_eq!((f.fetched_count(), f.bytes_fetched), (2, Bytes(500)));
         assert_eq!(f.ready(), &[h(2)]);
-        let waiting: Vec<u32> = f.to_fetch(h(2), &[1, 2]).expect("map 2 waits").collect();
+        let waiting: Vec<u32> = f.to_fetch(&on(2, &[1, 2])).expect("map 2 waits").collect();
         assert_eq!(waiting, vec![2]);
     }
 
     #[test]
     fn forgetting_a_host_drops_its_flow_and_what_waits_there() {
         let mut f = Fetch::new(4);
-        let list = vec![1, 2];
-        f.wait_for(h(2));
-        f.wait_for(h(2));
-        f.wait_for(h(3));
-        f.start(h(2), FlowId(1), list.len());
+        let list = on(0, &[1, 2]);
+        f.wait_for(h(2), 0);
+        f.wait_for(h(2), 0);
+        f.wait_for(h(3), 1);
+        f.start(h(2), 0, FlowId(1), list.maps.len());
         assert_eq!(f.inflight_flows().collect::<Vec<_>>(), vec![FlowId(1)]);
-        assert_eq!(f.forget(h(2)), Some(FlowId(1)));
+        assert_eq!(f.forget(h(2), 0), Some(FlowId(1)));
         assert_eq!(f.inflight_len(), 0);
         assert!(!f.finish(h(2), &list));
+        assert!(f.to_fetch(&list).is_none(), "nothing waits on a forgotten host");
         assert_eq!(f.fetched_count(), 0);
-        assert_eq!(f.forget(h(3)), None);
+        assert_eq!(f.forget(h(3), 1), None);
         assert!(f.ready().is_empty());
     }
 }

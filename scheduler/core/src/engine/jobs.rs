@@ -153,6 +153,7 @@ impl Engine {
     fn lose_outputs(&mut self, now: Nanos, id: JobId, h: HostId) {
         let Some(job) = self.c.jobs.get(&id) else { return };
         let live: Vec<_> = job.live_reduces().collect();
+        let h_ix = job.done_on.get(&h).map(|on| on.ix);
         let pending_reduce = job.reduces.iter().any(|t| t.status == TaskStatus::Pending);
         let on_h: Vec<u32> = (0..job.spec.map_count())
             .filter(|&m| job.maps[m as usize].done.is_some_and(|d| d.host == h))
@@ -175,7 +176,7 @@ impl Engine {
             let Some(fetch) = self.c.attempts.get_mut(a).and_then(|s| s.fetch.as_mut()) else {
                 continue;
             };
-            if let Some(fid) = fetch.forget(h) {
+            if let Some(fid) = h_ix.and_then(|ix| fetch.forget(h, ix)) {
                 if let Some(f) = self.flows.get_mut(&fid) {
                     f.useful = false;
                 }
@@ -198,8 +199,8 @@ impl Engine {
             job.output_done = Bytes(job.output_done.0.saturating_sub(done.output.0));
             sub(job.output_by_rack.entry(h.rack).or_default(), done.output);
             sub(job.output_by_host.entry(h).or_default(), done.output);
-            if let Some(list) = job.done_on.get_mut(&h) {
-                list.retain(|&x| x != m);
+            if let Some(on) = job.done_on.get_mut(&h) {
+                on.maps.retain(|&x| x != m);
             }
             for r in 0..job.spec.reduce_count() {
                 let p = job.spec.partition_of_output(m, r, done.output);

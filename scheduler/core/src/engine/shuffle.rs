@@ -65,7 +65,10 @@ impl Engine {
         };
         let host = att.host;
         let Some(fetch) = att.fetch.as_mut() else { return };
-        let here = fetch.note(m, bytes, done.host, host);
+        let Some(on) = job.done_on.get(&done.host) else {
+            return;
+        };
+        let here = fetch.note(m, bytes, done.host, on.ix, host);
         if here.0 > 0 {
             if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
                 r.shuffle_bytes += here;
@@ -104,15 +107,15 @@ impl Engine {
         };
         let mut batches = Vec::with_capacity(ready.len());
         for src in ready {
-            let list = done_on(job, src);
-            if let Some(maps) = fetch.to_fetch(src, list) {
-                batches.push((src, partitions(job, id, maps), list.len()));
+            let Some(on) = job.done_on.get(&src) else { continue };
+            if let Some(maps) = fetch.to_fetch(on) {
+                batches.push((src, on.ix, partitions(job, id, maps), on.maps.len()));
             }
         }
-        for (src, bytes, len) in batches {
+        for (src, ix, bytes, len) in batches {
             let fid = self.new_fetch(now, id, src, dst, bytes);
             if let Some(fetch) = self.c.attempts.get_mut(&id).and_then(|a| a.fetch.as_mut()) {
-                fetch.start(src, fid, len);
+                fetch.start(src, ix, fid, len);
             }
         }
     }
@@ -300,8 +303,8 @@ impl Engine {
                     let Some(fetch) = self.c.attempts.get_mut(&attempt).and_then(|a| a.fetch.as_mut()) else {
                         continue;
                     };
-                    let list = self.c.jobs.get(&f.job).map_or(&[][..], |job| done_on(job, src));
-                    if fetch.finish(src, list) {
+                    let on = self.c.jobs.get(&f.job).and_then(|job| job.done_on.get(&src));
+                    if on.is_some_and(|on| fetch.finish(src, on)) {
                         fetch.bytes_fetched += bytes;
                     }
                     self.pump(now, attempt);
@@ -327,7 +330,7 @@ impl Engine {
             .filter(|a| a.task.job == f.job && a.task.kind == TaskKind::Reduce)
             .filter_map(|&a| {
                 let fetch = self.c.attempts.get(&a)?.fetch.as_ref()?;
-                let (flow, maps) = fetch.in_flight_from(src, done_on(job, src))?;
+                let (flow, maps) = fetch.in_flight_from(job.done_on.get(&src)?)?;
                 (flow == fid).then(|| (a, partitions(job, a, maps)))
             })
             .collect()
@@ -355,23 +358,19 @@ fn deliver_done_maps(
     fetch: &mut super::fetch::Fetch,
 ) -> Bytes {
     let mut here = Bytes(0);
-    for (&src, maps) in &job.done_on {
-        for &m in maps {
+    fetch.reserve_hosts(job.done_on.len());
+    for (&src, on) in &job.done_on {
+        for &m in &on.maps {
             let Some(done) = job.maps[m as usize].done else {
                 continue;
             };
             if !fetch.has(m) {
                 let bytes = job.spec.partition_of_output(m, id.task.index, done.output);
-                here += fetch.note(m, bytes, src, host);
+                here += fetch.note(m, bytes, src, on.ix, host);
             }
         }
     }
     here
-}
-
-/// The maps of `job` done on `host`, in the order they finished.
-fn done_on(job: &super::state::JobState, host: HostId) -> &[u32] {
-    job.done_on.get(&host).map_or(&[], Vec::as_slice)
 }
 
 /// The bytes of `maps`' partitions for reduce attempt `id` of `job`.

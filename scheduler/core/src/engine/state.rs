@@ -4,7 +4,7 @@
 //! engine; policies use the read-only methods.
 
 use super::event::AttemptId;
-use super::fetch::Fetch;
+use super::fetch::{DoneOn, Fetch};
 use crate::model::coflow::FlowId;
 use crate::model::job::{Job, JobId, TaskKind, UserId};
 use crate::{Bytes, HostId, Nanos};
@@ -228,8 +228,9 @@ pub struct JobState {
     pub(crate) output_done: Bytes,
     pub(crate) reduce_hosts: BTreeMap<u32, HostId>,
     /// The done maps by the host holding their output, in the order they
-    /// finished: what its reduces fetch from there ([`Fetch`]).
-    pub(crate) done_on: BTreeMap<HostId, Vec<u32>>,
+    /// finished: what its reduces fetch from there ([`Fetch`]). A host,
+    /// once listed, stays (its list may empty), so its index does not change.
+    pub(crate) done_on: BTreeMap<HostId, DoneOn>,
 }
 
 impl JobState {

@@ -5,6 +5,7 @@
 //! cluster built by hand moves exactly as the engine would move it.
 
 use super::event::AttemptId;
+use super::fetch::DoneOn;
 use super::jobs::{add_pending_map, runnable};
 use super::records::{Outcome, TaskRecord};
 use super::state::{AttemptState, JobStatus, Locality, Phase, TaskDone, TaskStatus};
@@ -204,7 +205,12 @@ impl Cluster {
         job.output_done += output;
         *job.output_by_rack.entry(host.rack).or_default() += output;
         *job.output_by_host.entry(host).or_default() += output;
-        job.done_on.entry(host).or_default().push(m);
+        let ix = job.done_on.len() as u32;
+        job.done_on
+            .entry(host)
+            .or_insert_with(|| DoneOn { ix, maps: Vec::new() })
+            .maps
+            .push(m);
         for r in 0..job.spec.reduce_count() {
             let p = job.spec.partition_of_output(m, r, output);
             job.output_for_reduce[r as usize] += p;

@@ -145,6 +145,17 @@ impl CoflowView {
         self.epoch
     }
 
+    /// Its last active flow has left and it waits, dormant, for a flow
+    /// that may resume it: frees what only active flows need, the storage
+    /// of its flow ids and its rack pairs' lists of mice (every flow on
+    /// them has finished, so none can be promoted). What it has carried
+    /// (bytes per rack pair, arrival, epoch) stays.
+    fn rest(&mut self) {
+        debug_assert!(self.flows.is_empty(), "a coflow rests with no active flow");
+        self.flows = FlowIdSet::default();
+        self.mice = FastMap::default();
+    }
+
     /// Flow `id` left (an elephant or not); returns whether it was active.
     pub fn remove_flow(&mut self, id: &FlowId, elephant: bool) -> bool {
         let was = self.flows.remove(id);
@@ -283,6 +294,20 @@ impl NetView {
             .flat_map(|c| c.flows.iter())
             .filter_map(|id| self.flows.get(id))
     }
+
+    /// Takes flow `id` (an elephant or not) out of `coflow`'s active
+    /// flows. If it was the last, the coflow leaves the view too and is
+    /// returned at rest, for the caller to keep until a flow resumes it.
+    pub fn leave_coflow(&mut self, coflow: CoflowId, id: &FlowId, elephant: bool) -> Option<CoflowView> {
+        let c = self.coflows.get_mut(&coflow)?;
+        c.remove_flow(id, elephant);
+        if !c.flows.is_empty() {
+            return None;
+        }
+        let mut c = self.coflows.remove(&coflow)?;
+        c.rest();
+        Some(c)
+    }
 }
 
 /// Per-flow and per-coflow progress at the instant of a policy call, read on
@@ -307,5 +332,68 @@ impl Progress for StoredProgress {
     }
     fn sent_bytes(&self, _id: CoflowId, coflow: &CoflowView) -> f64 {
         coflow.sent_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Bps, HostId};
+
+    /// Two racks of one host, one OCS port each; a rack pair's flows are
+    /// elephants from 1,000 bytes.
+    fn view() -> NetView {
+        NetView::new(FabricParams {
+            racks: 2,
+            hosts_per_rack: 1,
+            host_rate: Bps(8_000),
+            uplink_rate: Bps(8_000),
+            ocs_ports: 1,
+            ocs_port_rate: Bps(80_000),
+            reconfig_delay: Nanos::ZERO,
+            elephant_threshold: Bytes(1_000),
+            scale: 1.0,
+        })
+    }
+
+    fn flow(id: u64, bytes: u64) -> FlowSpec {
+        FlowSpec::new(
+            FlowId(id),
+            CoflowId(7),
+            HostId::new(0, 0),
+            HostId::new(1, 0),
+            Bytes(bytes),
+        )
+    }
+
+    #[test]
+    fn a_coflow_whose_last_flow_leaves_rests_with_what_it_carried() {
+        let mut v = view();
+        v.insert_flow(flow(1, 400), Nanos(5));
+        v.insert_flow(flow(2, 400), Nanos(6));
+        assert_eq!(v.coflows[&CoflowId(7)].mice[&(0, 1)], vec![FlowId(1), FlowId(2)]);
+        assert!(
+            v.leave_coflow(CoflowId(7), &FlowId(1), false).is_none(),
+            "flow 2 is active"
+        );
+        v.flows.remove(&FlowId(1));
+        assert!(v.coflows.contains_key(&CoflowId(7)));
+        let c = v
+            .leave_coflow(CoflowId(7), &FlowId(2), false)
+            .expect("its last flow left");
+        assert!(!v.coflows.contains_key(&CoflowId(7)));
+        assert!(
+            c.flows.is_empty() && c.mice.is_empty(),
+            "the storage of active flows is freed"
+        );
+        assert_eq!(c.bytes_between(0, 1), Bytes(800));
+        assert_eq!(
+            (c.known_bytes, c.arrival, c.highest()),
+            (Bytes(800), Nanos(5), Some(FlowId(2)))
+        );
+        assert!(
+            v.leave_coflow(CoflowId(7), &FlowId(2), false).is_none(),
+            "gone from the view"
+        );
     }
 }

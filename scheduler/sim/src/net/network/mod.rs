@@ -842,13 +842,8 @@ impl FluidNetwork {
             Departures::Every => true,
         };
         *self.coflow_done_bytes.entry(spec.coflow).or_default() += spec.bytes.0 as f64;
-        if let Some(c) = self.view.coflows.get_mut(&spec.coflow) {
-            c.remove_flow(&id, elephant);
-            if c.flows.is_empty() {
-                if let Some(c) = self.view.coflows.remove(&spec.coflow) {
-                    self.dormant.insert(spec.coflow, c);
-                }
-            }
+        if let Some(c) = self.view.leave_coflow(spec.coflow, &id, elephant) {
+            self.dormant.insert(spec.coflow, c);
         }
         ask
     }
