@@ -24,54 +24,68 @@
 //! bandwidth idle until the next coflow event, as in the paper.
 
 use crate::coflow::held::HeldPlans;
-use crate::coflow::priority::PriorityFill;
-use crate::coflow::{CoflowPolicy, Decision, FlowPlan, FlowView, NetView, Progress, Triggers};
+use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, Triggers};
 use crate::model::coflow::{CoflowId, FlowId};
-use crate::net::links::LinkId;
+use crate::net::links::{LinkId, Links};
+use crate::net::maxmin::{Demand, WaterFill};
 use crate::Nanos;
-use std::collections::BTreeMap;
+use std::ops::Range;
 
 /// SEBF + MADD over EPS.
 #[derive(Clone, Debug, Default)]
 pub struct Varys {
-    fill: PriorityFill,
+    held: HeldPlans,
+    /// Scratch, reused from call to call: every active flow, coflow after
+    /// coflow (coflows and their flows in id order), as one vector.
+    flows: Vec<Planned>,
+    /// Each coflow's arrival and span of `flows`, in id order.
+    coflows: Vec<(CoflowId, Nanos, Range<usize>)>,
     load: Vec<f64>,
     touched: Vec<LinkId>,
-    held: HeldPlans,
+    water: WaterFill,
+    water_links: usize,
+    demands: Vec<Demand>,
+    extra: Vec<f64>,
+}
+
+/// A flow as one call plans it.
+#[derive(Clone, Copy, Debug)]
+struct Planned {
+    id: FlowId,
+    links: Links,
+    remaining: f64,
+    /// Its MADD rate plus what backfilling gave it (bytes per second).
+    rate: f64,
 }
 
 impl Varys {
-    /// Bytes of a coflow's remaining `flows` (with their remaining bytes) on
-    /// each link (into `self.load`, links listed in `self.touched`).
-    fn load_of(&mut self, view: &NetView, flows: &[(&FlowView, f64)]) {
-        if self.load.len() != view.links.len() {
-            self.load = vec![0.0; view.links.len()];
+    /// The time the coflow with `flows` needs alone on links of capacity
+    /// `cap`: its Γ (seconds), from the bytes it has on each link (summed
+    /// into `load`, the links listed in `touched`).
+    fn bottleneck(load: &mut Vec<f64>, touched: &mut Vec<LinkId>, flows: &[Planned], cap: &[f64]) -> f64 {
+        if load.len() != cap.len() {
+            *load = vec![0.0; cap.len()];
         }
-        for &l in &self.touched {
-            self.load[l as usize] = 0.0;
+        for &l in touched.iter() {
+            load[l as usize] = 0.0;
         }
-        self.touched.clear();
-        for &(f, remaining) in flows {
-            for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
-                if self.load[l as usize] == 0.0 {
-                    self.touched.push(l);
+        touched.clear();
+        for f in flows {
+            for &l in f.links.as_slice() {
+                if load[l as usize] == 0.0 {
+                    touched.push(l);
                 }
-                self.load[l as usize] += remaining.max(f64::MIN_POSITIVE);
+                load[l as usize] += f.remaining.max(f64::MIN_POSITIVE);
             }
         }
-    }
-
-    /// The time a coflow with `flows` needs alone on links of capacity `cap`: its Γ (seconds).
-    fn bottleneck(&mut self, view: &NetView, flows: &[(&FlowView, f64)], cap: &[f64]) -> f64 {
-        self.load_of(view, flows);
-        self.touched
+        touched
             .iter()
             .map(|&l| {
                 let c = cap[l as usize];
                 if c <= 0.0 {
                     f64::INFINITY
                 } else {
-                    self.load[l as usize] / c
+                    load[l as usize] / c
                 }
             })
             .fold(0.0, f64::max)
@@ -108,54 +122,69 @@ impl Varys {
     /// in flow-id order.
     fn schedule_now(&mut self, view: &NetView, progress: &dyn Progress) -> Vec<(FlowId, FlowPlan)> {
         let capacity = view.links.capacities();
-        // Each coflow's flows with their remaining bytes, read once.
-        let coflows: BTreeMap<CoflowId, Vec<(&FlowView, f64)>> = view
+        // Each coflow's flows with their routes and remaining bytes, read once.
+        self.flows.clear();
+        self.coflows.clear();
+        for (&id, c) in &view.coflows {
+            let start = self.flows.len();
+            self.flows.extend(view.flows_of(id).map(|f| Planned {
+                id: f.spec.id,
+                links: view.links.eps_path(f.spec.src, f.spec.dst),
+                remaining: progress.remaining_bytes(f),
+                rate: 0.0,
+            }));
+            self.coflows.push((id, c.arrival, start..self.flows.len()));
+        }
+        let (load, touched) = (&mut self.load, &mut self.touched);
+        let mut order: Vec<(f64, Nanos, CoflowId, usize)> = self
             .coflows
-            .keys()
-            .map(|&id| {
-                let flows = view.flows_of(id).map(|f| (f, progress.remaining_bytes(f)));
-                (id, flows.collect())
-            })
-            .collect();
-        let mut order: Vec<(f64, Nanos, CoflowId)> = coflows
             .iter()
-            .map(|(&id, flows)| {
-                (
-                    self.bottleneck(view, flows, capacity),
-                    view.coflows[&id].arrival,
-                    id,
-                )
+            .enumerate()
+            .map(|(i, (id, arrival, span))| {
+                let gamma = Self::bottleneck(load, touched, &self.flows[span.clone()], capacity);
+                (gamma, *arrival, *id, i)
             })
             .collect();
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-        let order: Vec<CoflowId> = order.into_iter().map(|(_, _, id)| id).collect();
 
         // MADD on the residual capacity, coflow after coflow.
         let mut residual = capacity.to_vec();
-        let mut rates: BTreeMap<FlowId, f64> = BTreeMap::new();
-        for c in &order {
-            let flows = &coflows[c];
-            let gamma = self.bottleneck(view, flows, &residual);
+        for &(_, _, _, i) in &order {
+            let span = self.coflows[i].2.clone();
+            let gamma = Self::bottleneck(load, touched, &self.flows[span.clone()], &residual);
             if !(gamma.is_finite() && gamma > 0.0) {
                 continue;
             }
-            for &(f, remaining) in flows {
-                let r = remaining / gamma;
-                for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
+            for f in &mut self.flows[span] {
+                let r = f.remaining / gamma;
+                for &l in f.links.as_slice() {
                     residual[l as usize] = (residual[l as usize] - r).max(0.0);
                 }
-                rates.insert(f.spec.id, r);
+                f.rate = r;
             }
         }
-        // Work conservation: hand out what is left in the same order.
-        let mut extra = Vec::with_capacity(view.flows.len());
-        self.fill.fill_in_order(view, &order, &mut residual, &mut extra);
-        for (f, r) in extra {
-            *rates.entry(f).or_default() += r;
+        // Work conservation: what is left goes out again in the same
+        // order, max-min fairly inside each coflow.
+        if self.water_links != residual.len() {
+            self.water = WaterFill::new(residual.len());
+            self.water_links = residual.len();
         }
-        rates
-            .into_iter()
-            .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
-            .collect()
+        for &(_, _, _, i) in &order {
+            let span = self.coflows[i].2.clone();
+            self.demands.clear();
+            self.demands
+                .extend(self.flows[span.clone()].iter().map(|f| Demand::new(f.links)));
+            self.water.fill(&mut residual, &self.demands, &mut self.extra);
+            for (f, &r) in self.flows[span].iter_mut().zip(&self.extra) {
+                f.rate += r;
+            }
+        }
+        let mut plans: Vec<(FlowId, FlowPlan)> = self
+            .flows
+            .iter()
+            .map(|f| (f.id, FlowPlan::eps_paced(f.rate)))
+            .collect();
+        plans.sort_unstable_by_key(|&(id, _)| id);
+        plans
     }
 }

@@ -39,13 +39,15 @@
 //! load is known (the utilization series read it), but take no part in the
 //! filling.
 
+mod caps;
+
 use super::freeze_log::FreezeLog;
 use super::links::HostPairs;
 use super::links::{LinkId, Links};
 use super::maxmin::{share, share_key, top_link, Demand, ShareHeap};
 use super::pair_matrix::PairMatrix;
+use caps::CapOrder;
 use std::cmp::Reverse;
-use std::collections::BTreeSet;
 
 /// What sets a slot's rate after a solve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,8 +115,8 @@ pub struct LinkLevels {
     on_link: Vec<Vec<Entry>>,
     /// Where each slot sits in the list of each of its links (by path position).
     at: Vec<[u32; 4]>,
-    /// Capped slots by (cap as f64 bits, slot).
-    capped: BTreeSet<(u64, u32)>,
+    /// Capped slots by (cap, slot).
+    capped: CapOrder,
     /// Σ weight of the slots on each link.
     weight: Vec<f64>,
     /// The slots between two hosts, on a fabric whose ToR links never bind.
@@ -257,7 +259,7 @@ impl LinkLevels {
             self.solved.push(self.demand[slot]);
         }
         match (self.demand[slot], demand) {
-            (Some(old), Some(new)) if self.reweighs(slot, old, new) => {}
+            (Some(old), Some(new)) if self.reweighs(slot, old, new) || self.recaps(slot, old, new) => {}
             (old, new) => {
                 if let Some(old) = old {
                     self.detach(slot, old);
@@ -296,6 +298,22 @@ impl LinkLevels {
         true
     }
 
+    /// Slot `slot`, capped at `old`, is capped at `new` on the same route
+    /// with the same weight (Varys and Aalo change caps at every call):
+    /// its list entries stay as they are (they record that it is capped,
+    /// not the cap) and only its place among the capped slots moves.
+    /// Returns false, changing nothing, if `new` differs from `old` in more
+    /// than a finite cap.
+    fn recaps(&mut self, slot: usize, old: Demand, new: Demand) -> bool {
+        if old.links != new.links || old.weight != new.weight || !old.cap.is_finite() || !new.cap.is_finite()
+        {
+            return false;
+        }
+        self.capped.drop_one();
+        self.capped.insert(new.cap.max(0.0), slot as u32);
+        true
+    }
+
     fn attach(&mut self, slot: usize, d: Demand) {
         let entry = Entry::of(slot as u32, d);
         let pair = self.pair_of(&d);
@@ -316,7 +334,7 @@ impl LinkLevels {
             }
         }
         if d.cap.is_finite() {
-            self.capped.insert((d.cap.max(0.0).to_bits(), slot as u32));
+            self.capped.insert(d.cap.max(0.0), slot as u32);
         }
     }
 
@@ -350,7 +368,7 @@ impl LinkLevels {
             }
         }
         if d.cap.is_finite() {
-            self.capped.remove(&(d.cap.max(0.0).to_bits(), slot as u32));
+            self.capped.drop_one();
         }
     }
 
@@ -538,8 +556,11 @@ impl LinkLevels {
         }
         self.heap = ShareHeap::from(heap);
         // Taken out for the loop (freezing never changes it).
-        let capped = std::mem::take(&mut self.capped);
-        let mut caps = capped.iter().peekable();
+        let mut capped = std::mem::take(&mut self.capped);
+        let mut caps = capped
+            .sorted(|bits, s| capped_at(&self.demand, bits, s))
+            .iter()
+            .peekable();
         self.filling = true;
         loop {
             // The bottleneck link: smallest share, then smallest id.
@@ -552,8 +573,11 @@ impl LinkLevels {
                 }
                 (count[l] > 0.0).then(|| shares[l])
             });
+            // Passed: caps met already and stale entries.
             while caps
-                .next_if(|&&(_, s)| self.frozen[s as usize] == self.epoch)
+                .next_if(|&&(bits, s)| {
+                    self.frozen[s as usize] == self.epoch || !capped_at(&self.demand, bits, s)
+                })
                 .is_some()
             {}
             let cap = caps.peek().map(|&&(bits, s)| (f64::from_bits(bits), s));
@@ -801,6 +825,12 @@ impl LinkLevels {
             }
         }
     }
+}
+
+/// Whether slot `s`'s demand is capped at the cap whose f64 bits are
+/// `bits` (a [`CapOrder`] entry that is not stale).
+fn capped_at(demand: &[Option<Demand>], bits: u64, s: u32) -> bool {
+    demand[s as usize].is_some_and(|d| d.cap.is_finite() && d.cap.max(0.0).to_bits() == bits)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use crate::net::links::Links;
 use crate::net::maxmin::max_min;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeSet;
 
 /// One to four links, as paths are (NIC up, [ToR up, ToR down,] NIC
 /// down); capped if none of them binds (a rate must be finite).
@@ -50,6 +51,12 @@ fn check_random_events(
                     ..d
                 }),
                 (Some(_), 0..=6) => None,
+                // A new cap on the same route (as Varys and Aalo move
+                // caps), often back to one it had.
+                (Some(d), 7..=8) if d.cap.is_finite() => Some(Demand {
+                    cap: [5.0, 10.0, 20.0, d.cap][rng.random_range(0..4)],
+                    ..d
+                }),
                 (None, 0..=3) | (Some(_), _) => Some(demand(rng)),
                 (None, _) => None,
             };
@@ -131,6 +138,26 @@ fn levels_equal_from_scratch_max_min_on_random_events() {
         let lv = LinkLevels::new(&capacity, &binds);
         check_random_events(seed, &mut rng, lv, &capacity, &binds.clone(), |rng| {
             demand(rng, &binds)
+        });
+    }
+}
+
+/// As above, with most demands capped, so that caps move in place and
+/// stale entries pile up in the cap order between solves.
+#[test]
+fn levels_equal_from_scratch_max_min_when_caps_move() {
+    for seed in 100..120u64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let links = rng.random_range(2..8u32);
+        let capacity: Vec<f64> = (0..links).map(|_| rng.random_range(10.0..100.0)).collect();
+        let binds = vec![true; links as usize];
+        let lv = LinkLevels::new(&capacity, &binds);
+        check_random_events(seed, &mut rng, lv, &capacity, &binds.clone(), |rng| {
+            let mut d = demand(rng, &binds);
+            if rng.random_bool(0.6) {
+                d.cap = [5.0, 10.0, 20.0][rng.random_range(0..3)];
+            }
+            d
         });
     }
 }
