@@ -29,7 +29,9 @@ use ocslab_scheduler::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
 use ocslab_scheduler::model::job::{Job, JobId, MapTask, ReduceTask, Shuffle, TaskId, TaskKind, UserId};
 use ocslab_scheduler::perturb::{Perturbation, Timeline};
 use ocslab_scheduler::policy::{TaskChoice, TaskPolicy};
-use ocslab_tests::{agent_binary, skip, topology, topology_from, topology_path, TCP_PAYLOAD_EFFICIENCY};
+use ocslab_tests::{
+    agent_binary, skip, topology, topology_from, topology_path, unstolen, TCP_PAYLOAD_EFFICIENCY,
+};
 use std::time::Duration;
 
 /// Every test here moves real bytes and checks times against the fluid
@@ -375,8 +377,15 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
             elephant(1, HostId::new(0, 1), HostId::new(1, 1), 12_000_000),
         ],
     };
-    let out =
-        emu::replay(&topo, build(&topo), &[coflow], &config("sunflow")).unwrap_or_else(|e| panic!("{e}"));
+    let out = unstolen(3, || {
+        emu::replay(
+            &topo,
+            build(&topo),
+            std::slice::from_ref(&coflow),
+            &config("sunflow"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    });
     let r = &out.outcome.records[0];
     let tc = r.lower_bound.expect("a lower bound").value();
     let ratio = r.cct.as_secs_f64() / tc.as_secs_f64();

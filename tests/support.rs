@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: whether this box lets a test
 //! build fabrics (and why not), the agent binary, the shipped topology files, TCP
-//! transfers between emulated hosts that report bytes and goodput, and a
+//! transfers between emulated hosts that report bytes and goodput, timed
+//! measurements repeated while the hypervisor takes the box's CPUs, and a
 //! bounded wait for what the kernel finishes in a worker of its own.
 
 use ocslab_emulator::fabric::{probe, Fabric};
@@ -104,6 +105,53 @@ pub fn goodput(
 }
 
 pub use probe::TCP_PAYLOAD_EFFICIENCY;
+
+/// CPU time the hypervisor gave other guests while this box's CPUs wanted
+/// it ("steal", the eighth figure of /proc/stat's `cpu` line, in USER_HZ
+/// ticks: 100 a second on Linux), summed over the CPUs; `None` where
+/// /proc/stat does not say.
+pub fn cpu_steal() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// The most CPU time the hypervisor may take during a timed measurement
+/// for the measurement to count ([`unstolen`]).
+pub const MAX_STEAL: Duration = Duration::from_millis(100);
+
+/// Runs the timed measurement `measure` until the hypervisor took at most
+/// [`MAX_STEAL`] of the box's CPU time while it ran, at most `attempts`
+/// times, and returns that run's result. On the 2-core CI box the goodput
+/// of the two-way test, run alone, fell with the time stolen during it:
+/// −0.7 % with none, −1.1 to −1.5 % with 50-70 ms, −2.2 % with 260 ms; in
+/// CI it once lost 3.5 %. Tests that run at once share the count. A measurement
+/// the box was not running for says nothing about the fabric, so it is
+/// taken again, not judged by a wider bound. If every attempt lost more,
+/// the one that lost least is returned (and said on stderr) for the test's
+/// bound to judge.
+pub fn unstolen<T>(attempts: usize, mut measure: impl FnMut() -> T) -> T {
+    let mut least: Option<(Duration, T)> = None;
+    for attempt in 1..=attempts.max(1) {
+        let before = cpu_steal();
+        let out = measure();
+        let (Some(before), Some(after)) = (before, cpu_steal()) else {
+            return out;
+        };
+        let stolen = after.saturating_sub(before);
+        if stolen <= MAX_STEAL {
+            return out;
+        }
+        eprintln!("attempt {attempt}: the hypervisor took {stolen:?} of CPU time during the measurement");
+        if least.as_ref().is_none_or(|(l, _)| stolen < *l) {
+            least = Some((stolen, out));
+        }
+    }
+    let (stolen, out) = least.expect("at least one attempt");
+    eprintln!("every attempt lost CPU time to the hypervisor; judging the one that lost least ({stolen:?})");
+    out
+}
 
 /// Waits (bounded) until `cond` holds; false if it never did. For what the
 /// kernel completes asynchronously (a namespace's destruction, a process's
