@@ -8,6 +8,7 @@
 
 use crate::coflow::{FlowPlan, NetView};
 use crate::model::coflow::{CoflowId, FlowId};
+use crate::net::links::Links;
 use crate::net::maxmin::{Demand, WaterFill};
 use std::collections::BTreeSet;
 
@@ -50,21 +51,33 @@ impl PriorityFill {
         residual: &mut [f64],
         out: &mut Vec<(FlowId, f64)>,
     ) {
-        if self.links != view.links.len() {
-            self.water = WaterFill::new(view.links.len());
-            self.links = view.links.len();
-        }
+        // Taken out so that the ids and the rates can be read together.
+        let mut ids = std::mem::take(&mut self.ids);
         for &c in order {
-            self.demands.clear();
-            self.ids.clear();
-            for f in view.flows_of(c) {
-                self.ids.push(f.spec.id);
-                self.demands
-                    .push(Demand::new(view.links.eps_path(f.spec.src, f.spec.dst)));
-            }
-            self.water.fill(residual, &self.demands, &mut self.rates);
-            out.extend(self.ids.iter().copied().zip(self.rates.iter().copied()));
+            ids.clear();
+            let routes = view.flows_of(c).map(|f| {
+                ids.push(f.spec.id);
+                view.links.eps_path(f.spec.src, f.spec.dst)
+            });
+            let rates = self.fill_one(residual, routes);
+            out.extend(ids.iter().copied().zip(rates.iter().copied()));
         }
+        self.ids = ids;
+    }
+
+    /// The max-min fair rates of one coflow's flows, one per route of
+    /// `routes` (same order), on `residual` (bytes per second per link,
+    /// reduced by what they take): one step of [`PriorityFill::fill_in_order`]
+    /// for a caller that has the routes at hand.
+    pub fn fill_one(&mut self, residual: &mut [f64], routes: impl IntoIterator<Item = Links>) -> &[f64] {
+        if self.links != residual.len() {
+            self.water = WaterFill::new(residual.len());
+            self.links = residual.len();
+        }
+        self.demands.clear();
+        self.demands.extend(routes.into_iter().map(Demand::new));
+        self.water.fill(residual, &self.demands, &mut self.rates);
+        &self.rates
     }
 }
 

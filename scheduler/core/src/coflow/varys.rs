@@ -24,10 +24,10 @@
 //! bandwidth idle until the next coflow event, as in the paper.
 
 use crate::coflow::held::HeldPlans;
+use crate::coflow::priority::PriorityFill;
 use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, Triggers};
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::net::links::{LinkId, Links};
-use crate::net::maxmin::{Demand, WaterFill};
 use crate::Nanos;
 use std::ops::Range;
 
@@ -42,10 +42,7 @@ pub struct Varys {
     coflows: Vec<(CoflowId, Nanos, Range<usize>)>,
     load: Vec<f64>,
     touched: Vec<LinkId>,
-    water: WaterFill,
-    water_links: usize,
-    demands: Vec<Demand>,
-    extra: Vec<f64>,
+    fill: PriorityFill,
 }
 
 /// A flow as one call plans it.
@@ -165,17 +162,10 @@ impl Varys {
         }
         // Work conservation: what is left goes out again in the same
         // order, max-min fairly inside each coflow.
-        if self.water_links != residual.len() {
-            self.water = WaterFill::new(residual.len());
-            self.water_links = residual.len();
-        }
         for &(_, _, _, i) in &order {
-            let span = self.coflows[i].2.clone();
-            self.demands.clear();
-            self.demands
-                .extend(self.flows[span.clone()].iter().map(|f| Demand::new(f.links)));
-            self.water.fill(&mut residual, &self.demands, &mut self.extra);
-            for (f, &r) in self.flows[span].iter_mut().zip(&self.extra) {
+            let flows = &mut self.flows[self.coflows[i].2.clone()];
+            let extra = self.fill.fill_one(&mut residual, flows.iter().map(|f| f.links));
+            for (f, &r) in flows.iter_mut().zip(extra) {
                 f.rate += r;
             }
         }

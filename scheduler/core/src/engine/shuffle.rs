@@ -50,9 +50,10 @@ impl Engine {
         self.check_reduce_ready(now, id);
     }
 
-    /// Map `m` is done: reduce attempt `id` takes note of its partition
-    /// (at once if empty or on its own host; else it waits to be fetched).
-    pub(super) fn deliver(&mut self, id: AttemptId, m: u32) {
+    /// Map `m` is done, on the map host of index `host_ix`: reduce attempt
+    /// `id` takes note of its partition (at once if empty or on its own
+    /// host; else it waits to be fetched).
+    pub(super) fn deliver(&mut self, id: AttemptId, m: u32, host_ix: u32) {
         let Some(job) = self.c.jobs.get(&id.task.job) else {
             return;
         };
@@ -65,10 +66,7 @@ impl Engine {
         };
         let host = att.host;
         let Some(fetch) = att.fetch.as_mut() else { return };
-        let Some(on) = job.done_on.get(&done.host) else {
-            return;
-        };
-        let here = fetch.note(m, bytes, done.host, on.ix, host);
+        let here = fetch.note(m, bytes, done.host, host_ix, host);
         if here.0 > 0 {
             if let Some(r) = self.records.jobs.get_mut(&id.task.job) {
                 r.shuffle_bytes += here;

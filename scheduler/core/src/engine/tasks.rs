@@ -196,7 +196,7 @@ impl Engine {
             }
         }
         for a in done.readers {
-            self.deliver(a, task.index);
+            self.deliver(a, task.index, done.host_ix);
             self.pump(now, a);
             self.check_reduce_ready(now, a);
         }

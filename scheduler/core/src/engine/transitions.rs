@@ -69,6 +69,8 @@ pub(crate) struct MapDone {
     pub(crate) no_reduces: bool,
     /// The live reduce attempts that fetch from it.
     pub(crate) readers: Vec<AttemptId>,
+    /// Its host's index among the job's map hosts ([`DoneOn::ix`]).
+    pub(crate) host_ix: u32,
 }
 
 impl Cluster {
@@ -205,12 +207,13 @@ impl Cluster {
         job.output_done += output;
         *job.output_by_rack.entry(host.rack).or_default() += output;
         *job.output_by_host.entry(host).or_default() += output;
-        let ix = job.done_on.len() as u32;
-        job.done_on
-            .entry(host)
-            .or_insert_with(|| DoneOn { ix, maps: Vec::new() })
-            .maps
-            .push(m);
+        let next = job.done_on.len() as u32;
+        let on = job.done_on.entry(host).or_insert_with(|| DoneOn {
+            ix: next,
+            maps: Vec::new(),
+        });
+        on.maps.push(m);
+        let host_ix = on.ix;
         for r in 0..job.spec.reduce_count() {
             let p = job.spec.partition_of_output(m, r, output);
             job.output_for_reduce[r as usize] += p;
@@ -219,6 +222,7 @@ impl Cluster {
             all_maps: job.maps_done == job.spec.map_count(),
             no_reduces: job.spec.reduces.is_empty(),
             readers: job.live_reduces().collect(),
+            host_ix,
         })
     }
 
