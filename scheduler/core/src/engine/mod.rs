@@ -60,8 +60,9 @@ pub use view::{water_fill, ClusterView};
 
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use crate::model::job::{validate_jobs, Job, JobError, JobId, TaskKind};
+use crate::net::fasthash::FastMap;
 use crate::{HostId, Nanos, Topology};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use view::Cluster;
 
 /// Input-read coflows have this bit set in their id.
@@ -122,7 +123,7 @@ pub struct Engine {
     /// Under `merge_fetches`: the shuffle flows in `new_flows` (not yet
     /// handed to the driver), by (job, source, destination), that a fetch
     /// starting now joins.
-    merging: HashMap<(JobId, HostId, HostId), usize>,
+    merging: FastMap<(JobId, HostId, HostId), usize>,
     records: Records,
     /// Something became runnable: offer every free host.
     new_work: bool,
@@ -184,7 +185,7 @@ impl Engine {
             flows: BTreeMap::new(),
             out: Vec::new(),
             new_flows: Vec::new(),
-            merging: HashMap::new(),
+            merging: FastMap::default(),
             records: Records::default(),
             new_work: false,
             freed: BTreeSet::new(),

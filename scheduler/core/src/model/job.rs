@@ -195,16 +195,16 @@ impl Job {
     /// `output` bytes (an emulated map may report a size other than the
     /// model's): the model's share of reduce `r`, applied to `output`.
     pub fn partition_of_output(&self, m: u32, r: u32, output: Bytes) -> Bytes {
-        let model = self.map_output(m);
-        if model == output {
-            return self.partition(m, r);
-        }
-        match &self.shuffle {
-            Shuffle::Ratio(_) => even_share(output, self.reduces.len() as u32, r),
-            Shuffle::Matrix(_) if model.0 == 0 => even_share(output, self.reduces.len() as u32, r),
-            Shuffle::Matrix(_) => {
-                Bytes((self.partition(m, r).0 as u128 * output.0 as u128 / model.0 as u128) as u64)
-            }
+        let reduces = self.reduces.len() as u32;
+        // Under a ratio every partition is an even share of the output
+        // (of the model's, `partition`, when the output is the model's).
+        let Shuffle::Matrix(_) = self.shuffle else {
+            return even_share(output, reduces, r);
+        };
+        match self.map_output(m) {
+            model if model == output => self.partition(m, r),
+            Bytes(0) => even_share(output, reduces, r),
+            model => Bytes((self.partition(m, r).0 as u128 * output.0 as u128 / model.0 as u128) as u64),
         }
     }
 
