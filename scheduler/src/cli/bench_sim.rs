@@ -307,8 +307,9 @@ fn run_experiments(a: &SimArgs) -> Result<ExitCode> {
 /// between coflows (FIFO), the classes solved again and kept per solve;
 /// NIC freezes per solve (per class solved, under classes) and the share
 /// repeated from the last solve's order (when every demand was in the
-/// host-pair matrix), how resumed solves ended, and the solves that only
-/// took departures off links with every slot at its cap.
+/// host-pair matrix), how resumed solves ended, the solves that only
+/// took departures off links with every slot at its cap, and those that
+/// froze links from rows of bundles by bottleneck.
 fn solver_line(s: &SolveStats) -> String {
     let per = |n: u64, d: u64| if d > 0 { n as f64 / d as f64 } else { 0.0 };
     let mut line = format!("{} solves", s.solves);
@@ -344,6 +345,13 @@ fn solver_line(s: &SolveStats) -> String {
         line += &format!(
             ", {} only took departures off links at caps",
             s.departures_at_caps
+        );
+    }
+    if s.row_solves > 0 {
+        line += &format!(
+            ", {:.0} % from rows by bottleneck ({:.1} bundles moved row each)",
+            100.0 * per(s.row_solves, s.solves),
+            per(s.row_moves, s.row_solves)
         );
     }
     line
@@ -385,6 +393,16 @@ mod tests {
         assert_eq!(
             solver_line(&capped),
             "10 solves, 7 only took departures off links at caps"
+        );
+        let rows = SolveStats {
+            solves: 200,
+            row_solves: 150,
+            row_moves: 300,
+            ..SolveStats::default()
+        };
+        assert_eq!(
+            solver_line(&rows),
+            "200 solves, 75 % from rows by bottleneck (2.0 bundles moved row each)"
         );
         let classes = SolveStats {
             solves: 100,

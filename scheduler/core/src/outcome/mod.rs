@@ -112,6 +112,11 @@ pub struct SolveStats {
     pub orders_followed: u64,
     /// See `orders_followed`.
     pub orders_left: u64,
+    /// Solves that froze links from the rows of slots by bottleneck
+    /// instead of visiting slots (the simulator's `levels/rows.rs`).
+    pub row_solves: u64,
+    /// Slots those solves moved to another row as they froze.
+    pub row_moves: u64,
     /// Under strict priority between classes (the simulator's `class_levels`):
     /// classes filled again, summed over all solves.
     pub classes_filled: u64,

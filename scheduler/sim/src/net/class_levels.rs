@@ -278,6 +278,8 @@ impl ClassLevels {
             s.departures_at_caps += t.departures_at_caps;
             s.orders_followed += t.orders_followed;
             s.orders_left += t.orders_left;
+            s.row_solves += t.row_solves;
+            s.row_moves += t.row_moves;
         }
         s
     }

@@ -22,6 +22,13 @@
 //! on iteration order; they equal [`super::maxmin::max_min`]'s up to float
 //! rounding (the property test below).
 //!
+//! A freeze sums the weights it takes on each other link, then charges
+//! each link once (level × weight). So when no demand is capped and the
+//! matrix holds none, a solve can freeze links from the slots grouped by
+//! bottleneck instead (`rows.rs`): the same arithmetic, work per nonzero of
+//! a row rather than per slot, and a pass over a link's list only when a
+//! slot sits in the wrong row.
+//!
 //! When every demand is in the matrix (below), a solve starts where the
 //! last one's freeze order stops holding (`freeze_log`) and
 //! goes on along that order as long as it still holds (each freeze the
@@ -40,6 +47,7 @@
 //! filling.
 
 mod caps;
+mod rows;
 
 use super::freeze_log::FreezeLog;
 use super::links::HostPairs;
@@ -47,6 +55,7 @@ use super::links::{LinkId, Links};
 use super::maxmin::{share, share_key, top_link, Demand, ShareHeap};
 use super::pair_matrix::PairMatrix;
 use caps::CapOrder;
+use rows::Rows;
 use std::cmp::Reverse;
 
 /// What sets a slot's rate after a solve.
@@ -129,8 +138,22 @@ pub struct LinkLevels {
     resume: bool,
     /// Slots with a demand that the matrix does not hold.
     listed: usize,
+    /// Slots the matrix holds.
+    paired: usize,
+    /// Listed slots the current filling has not frozen yet: when none is
+    /// left and the matrix holds none, the filling is over, though links
+    /// whose flows all froze elsewhere still wait in the heap.
+    unfrozen: usize,
     /// Scratch: the freezes a resumed solve runs again.
     again: Vec<(LinkId, f64)>,
+    /// The slots by bottleneck ([`rows`]), and whether solves may freeze
+    /// from them (always, but in tests that compare with fillings over slots).
+    rows: Rows,
+    by_rows: bool,
+    /// Scratch of a freeze over slots: the weight frozen on each other
+    /// link, and the links with some.
+    taken: Vec<u64>,
+    touched: Vec<LinkId>,
     /// Scratch: the last solve's freezes from the resume point on, which a
     /// resumed solve tries to follow, and the links it picks from.
     suffix: Vec<(LinkId, f64)>,
@@ -167,6 +190,13 @@ pub struct LinkLevels {
     link_frozen: Vec<u32>,
     epoch: u32,
     heap: ShareHeap,
+    /// The links that hold no row, by their shares at the start of a
+    /// filling from the rows (as `share_key`), and the first that has not
+    /// joined `heap`.
+    rowless: Vec<(u64, LinkId)>,
+    rowless_next: usize,
+    /// Whether each link is in `rowless`.
+    queued: Vec<bool>,
     changes: Changes,
     stats: SolveStats,
 }
@@ -198,6 +228,10 @@ impl LinkLevels {
             stale: vec![false; n],
             new_level: vec![f64::INFINITY; n],
             link_frozen: vec![0; n],
+            rows: Rows::new(n),
+            by_rows: true,
+            taken: vec![0; n],
+            queued: vec![false; n],
             ..LinkLevels::default()
         }
     }
@@ -224,6 +258,13 @@ impl LinkLevels {
             self.log = FreezeLog::with_snapshots_every(pairs.layout().hosts as usize, k);
         }
         self.resume = every.is_some();
+        self
+    }
+
+    /// With `false`, every solve fills over slots, never from the rows.
+    #[cfg(test)]
+    fn solving_by_rows(mut self, by_rows: bool) -> LinkLevels {
+        self.by_rows = by_rows;
         self
     }
 
@@ -319,6 +360,7 @@ impl LinkLevels {
         let pair = self.pair_of(&d);
         match (pair, self.pairs.as_mut()) {
             (Some((i, j)), Some(pairs)) => {
+                self.paired += 1;
                 pairs.add(slot, (i, j), d.weight);
                 self.log.touch(i, true);
                 self.log.touch(pairs.layout().hosts + j, true);
@@ -336,11 +378,46 @@ impl LinkLevels {
         if d.cap.is_finite() {
             self.capped.insert(d.cap.max(0.0), slot as u32);
         }
+        if pair.is_none() {
+            match self.first_guess(&d) {
+                Some(k) if self.pairs.is_none() && !d.cap.is_finite() && d.weight > 0 => {
+                    self.rows.add(slot, k, d.links.as_slice(), d.weight)
+                }
+                _ => self.rows.unplaced(true),
+            }
+        }
+    }
+
+    /// The row a slot with demand `d` joins until a solve says otherwise:
+    /// its binding link of lowest level at the last solve, or, where none
+    /// had a level, of lowest capacity per flow (`None`: it crosses no
+    /// binding link).
+    fn first_guess(&self, d: &Demand) -> Option<LinkId> {
+        let key = |l: LinkId| {
+            let l = l as usize;
+            if self.level[l].is_finite() {
+                (0, self.level[l])
+            } else {
+                (1, self.capacity[l] / self.weight[l].max(1.0))
+            }
+        };
+        d.links
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|&l| self.binds[l as usize])
+            .min_by(|&a, &b| {
+                key(a)
+                    .partial_cmp(&key(b))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then(a.cmp(&b))
+            })
     }
 
     fn detach(&mut self, slot: usize, d: Demand) {
         let paired = match self.pairs.as_mut() {
             Some(pairs) if pairs.holds(slot) => {
+                self.paired -= 1;
                 let (i, j) = pairs.remove(slot, d.weight);
                 self.log.touch(i, false);
                 self.log.touch(pairs.layout().hosts + j, false);
@@ -348,6 +425,9 @@ impl LinkLevels {
             }
             _ => {
                 self.listed -= 1;
+                if self.rows.remove(slot, d.links.as_slice(), d.weight).is_none() {
+                    self.rows.unplaced(false);
+                }
                 false
             }
         };
@@ -468,9 +548,13 @@ impl LinkLevels {
                 self.restore(from);
                 self.fill();
             }
+        } else if self.by_rows && self.pairs.is_none() && self.rows.all_placed() {
+            self.log.restart_at(0);
+            self.fill_rows();
         } else {
             self.log.restart_at(0);
             self.fill();
+            self.follow_into_rows();
         }
         let logged = self.logging();
         if logged {
@@ -537,6 +621,7 @@ impl LinkLevels {
         self.load.iter_mut().for_each(|l| *l = 0.0);
         self.new_level[..end].iter_mut().for_each(|l| *l = f64::INFINITY);
         self.heap.clear();
+        self.unfrozen = self.listed;
         if let Some(pairs) = self.pairs.as_mut() {
             pairs.begin();
         }
@@ -545,16 +630,7 @@ impl LinkLevels {
     /// Progressive filling from the current state: the link of smallest
     /// share, or the smallest unmet cap, freezes, until no flow is left.
     fn fill(&mut self) {
-        // Built in one pass (heapify), not pushed link by link.
-        let mut heap = std::mem::take(&mut self.heap).into_vec();
-        for l in 0..self.bind_end {
-            if self.binds[l] && self.count[l] > 0.0 {
-                self.share[l] = share(self.residual[l], self.count[l]);
-                self.stale[l] = false;
-                heap.push(Reverse(share_key(self.share[l], l as LinkId)));
-            }
-        }
-        self.heap = ShareHeap::from(heap);
+        self.build_heap();
         // Taken out for the loop (freezing never changes it).
         let mut capped = std::mem::take(&mut self.capped);
         let mut caps = capped
@@ -563,16 +639,11 @@ impl LinkLevels {
             .peekable();
         self.filling = true;
         loop {
+            if self.unfrozen == 0 && self.paired == 0 {
+                break;
+            }
             // The bottleneck link: smallest share, then smallest id.
-            let (count, shares, stale, residual) =
-                (&self.count, &mut self.share, &mut self.stale, &self.residual);
-            let best = top_link(&mut self.heap, |l| {
-                if stale[l] && count[l] > 0.0 {
-                    shares[l] = share(residual[l], count[l]);
-                    stale[l] = false;
-                }
-                (count[l] > 0.0).then(|| shares[l])
-            });
+            let best = self.next_link();
             // Passed: caps met already and stale entries.
             while caps
                 .next_if(|&&(bits, s)| {
@@ -592,7 +663,7 @@ impl LinkLevels {
                             self.bottleneck[s as usize] = Bottleneck::Cap;
                             self.changes.slots.push(s);
                         }
-                        self.freeze(Entry::of(s, d), cv, LinkId::MAX);
+                        self.freeze_at_cap(Entry::of(s, d), cv);
                     }
                 }
                 (Some(_), None) => unreachable!("the guard above takes every link when there is no cap"),
@@ -600,6 +671,199 @@ impl LinkLevels {
         }
         self.filling = false;
         self.capped = capped;
+    }
+
+    /// Every binding link with flows in the heap, by its share; built in
+    /// one pass (heapify), not pushed link by link.
+    fn build_heap(&mut self) {
+        self.build_heap_of(|_, _| true);
+    }
+
+    /// Like [`LinkLevels::build_heap`], of the links `of` takes; every
+    /// binding link with flows has its share brought up to date.
+    fn build_heap_of(&mut self, of: impl Fn(&LinkLevels, LinkId) -> bool) {
+        let mut heap = std::mem::take(&mut self.heap).into_vec();
+        for l in 0..self.bind_end {
+            if self.binds[l] && self.count[l] > 0.0 {
+                self.share[l] = share(self.residual[l], self.count[l]);
+                self.stale[l] = false;
+                if of(self, l as LinkId) {
+                    heap.push(Reverse(share_key(self.share[l], l as LinkId)));
+                }
+            }
+        }
+        self.heap = ShareHeap::from(heap);
+    }
+
+    /// The link of smallest share (then lowest id) that still has flows,
+    /// with that share.
+    fn next_link(&mut self) -> Option<(f64, LinkId)> {
+        let (count, shares, stale, residual) =
+            (&self.count, &mut self.share, &mut self.stale, &self.residual);
+        top_link(&mut self.heap, |l| {
+            if stale[l] && count[l] > 0.0 {
+                shares[l] = share(residual[l], count[l]);
+                stale[l] = false;
+            }
+            (count[l] > 0.0).then(|| shares[l])
+        })
+    }
+
+    /// The filling of [`LinkLevels::fill`] when every slot is in a row
+    /// and none is capped: links freeze in the same order, at the same
+    /// levels, charging the same sums; a link freezes its row, after
+    /// taking in the slots a wrong row held ([`LinkLevels::adopt`]).
+    ///
+    /// Only the links that hold a row start in the heap; the others wait
+    /// in order of their starting shares, and one joins the heap, at its
+    /// current share, when its starting share comes up before the next
+    /// link to freeze: as its entry in a single heap would come to the top
+    /// and be brought up to date. Most have no flows left by then (they
+    /// froze at their ToR links) and are passed over.
+    fn fill_rows(&mut self) {
+        self.build_heap_of(|me, l| me.rows.own(l) > 0);
+        self.order_rowless();
+        self.filling = true;
+        let mut left = self.rows.total();
+        while left > 0 {
+            let next = self.next_link();
+            if self.admit_rowless(next.map(|(share, link)| share_key(share, link))) {
+                continue;
+            }
+            let Some((share, link)) = next else { break };
+            left -= u64::from(self.freeze_row(link, share));
+        }
+        self.filling = false;
+        for &s in &self.pending {
+            if let Some(k) = self.rows.row_of(s as usize) {
+                self.bottleneck[s as usize] = Bottleneck::Link(k);
+            }
+        }
+        self.stats.row_solves += 1;
+    }
+
+    /// The links with flows that hold no row, by starting share (then
+    /// id), into `rowless`. The last solve's order is the starting point,
+    /// so the sort mostly finds it sorted already.
+    fn order_rowless(&mut self) {
+        let waits =
+            |me: &LinkLevels, l: usize| me.binds[l] && me.count[l] > 0.0 && me.rows.own(l as LinkId) == 0;
+        let mut order = std::mem::take(&mut self.rowless);
+        order.retain_mut(|(key, l)| {
+            let li = *l as usize;
+            let kept = waits(self, li);
+            if kept {
+                *key = share_key(self.share[li], *l).0;
+            }
+            self.queued[li] = kept;
+            kept
+        });
+        for l in 0..self.bind_end {
+            if !self.queued[l] && waits(self, l) {
+                self.queued[l] = true;
+                order.push((share_key(self.share[l], l as LinkId).0, l as LinkId));
+            }
+        }
+        sort_nearly_sorted(&mut order);
+        self.rowless = order;
+        self.rowless_next = 0;
+    }
+
+    /// The waiting links whose starting share comes before `next` (the
+    /// key of the next link to freeze; `None`: all of them) and that
+    /// still have flows join the heap at their current shares. Returns
+    /// whether any did.
+    fn admit_rowless(&mut self, next: Option<(u64, LinkId)>) -> bool {
+        let mut admitted = false;
+        while let Some(&key) = self.rowless.get(self.rowless_next) {
+            if next.is_some_and(|next| key > next) {
+                break;
+            }
+            self.rowless_next += 1;
+            let l = key.1 as usize;
+            if self.count[l] > 0.0 {
+                if self.stale[l] {
+                    self.share[l] = share(self.residual[l], self.count[l]);
+                    self.stale[l] = false;
+                }
+                self.heap.push(Reverse(share_key(self.share[l], key.1)));
+                admitted = true;
+            }
+        }
+        admitted
+    }
+
+    /// Link `link` is the bottleneck at `share`: its row freezes. Returns
+    /// the row's weight.
+    fn freeze_row(&mut self, link: LinkId, share: f64) -> u32 {
+        let li = link as usize;
+        self.new_level[li] = share;
+        self.link_frozen[li] = self.epoch;
+        if self.count[li] != f64::from(self.rows.own(link)) {
+            self.adopt(link);
+        }
+        let own = self.rows.own(link);
+        for &(l, w) in self.rows.row(link) {
+            let l = l as usize;
+            if l == li {
+                continue;
+            }
+            let total = share * f64::from(w);
+            self.load[l] += total;
+            if self.binds[l] {
+                self.residual[l] -= total;
+                self.count[l] = (self.count[l] - f64::from(w)).max(0.0);
+                self.stale[l] = true;
+            }
+        }
+        self.residual[li] -= share * self.count[li];
+        self.count[li] = 0.0;
+        self.load[li] += share * f64::from(own);
+        own
+    }
+
+    /// Link `link` freezes with flows that other rows hold (a slot that
+    /// arrived in a guessed row, or whose bottleneck moved): every slot on
+    /// it that no earlier link froze moves to its row.
+    fn adopt(&mut self, link: LinkId) {
+        let li = link as usize;
+        let list = std::mem::take(&mut self.on_link[li]);
+        for e in &list {
+            let s = e.slot as usize;
+            if self.rows.row_of(s) == Some(link) {
+                continue;
+            }
+            let frozen_before = e
+                .links
+                .as_slice()
+                .iter()
+                .any(|&k| k != link && self.link_frozen[k as usize] == self.epoch);
+            if !frozen_before {
+                self.rows.remove(s, e.links.as_slice(), e.weight);
+                self.rows.add(s, link, e.links.as_slice(), e.weight);
+                self.bottleneck[s] = Bottleneck::Link(link);
+                self.changes.slots.push(e.slot);
+                self.stats.row_moves += 1;
+            }
+        }
+        self.on_link[li] = list;
+    }
+
+    /// After a filling over slots, the slots in rows whose bottleneck
+    /// moved move to its row.
+    fn follow_into_rows(&mut self) {
+        for i in 0..self.changes.slots.len() {
+            let s = self.changes.slots[i] as usize;
+            let (Some(k), Bottleneck::Link(l), Some(d)) =
+                (self.rows.row_of(s), self.bottleneck[s], self.demand[s])
+            else {
+                continue;
+            };
+            if k != l {
+                self.rows.remove(s, d.links.as_slice(), d.weight);
+                self.rows.add(s, l, d.links.as_slice(), d.weight);
+            }
+        }
     }
 
     /// A solve after the last one left every slot at its cap and slots
@@ -792,38 +1056,93 @@ impl LinkLevels {
                     self.changes.slots.push(e.slot);
                 }
                 weight_here += u64::from(e.weight);
-                self.freeze(*e, share, link);
+                self.take(*e, link);
             }
         }
         self.on_link[li] = list;
+        self.charge_taken(share);
         // What is left of its capacity (for the loads of the matrix's links).
         self.residual[li] -= share * self.count[li];
         self.count[li] = 0.0;
         self.load[li] += share * weight_here as f64;
     }
 
-    /// Freezes the slot of `e` at `rate`, charging its links but `by`
-    /// (the link freezing it, which sums its own load).
-    fn freeze(&mut self, e: Entry, rate: f64, by: LinkId) {
+    /// The slot of `e` freezes: its weight is added to what each of its
+    /// links but `by` (the link freezing it, which sums its own load) is
+    /// charged at [`LinkLevels::charge_taken`].
+    fn take(&mut self, e: Entry, by: LinkId) {
         if e.capped {
             self.frozen[e.slot as usize] = self.epoch;
         }
         self.stats.demands_filled += 1;
-        let w = u64::from(e.weight);
-        let total = rate * w as f64;
+        self.unfrozen -= 1;
         for &l in e.links.as_slice() {
             if l == by {
                 continue;
             }
+            if self.taken[l as usize] == 0 {
+                self.touched.push(l);
+            }
+            self.taken[l as usize] += u64::from(e.weight);
+        }
+    }
+
+    /// The slot of `e` freezes at its cap `rate`, charging each of its
+    /// links what [`LinkLevels::take`] and [`LinkLevels::charge_taken`]
+    /// would for it alone.
+    fn freeze_at_cap(&mut self, e: Entry, rate: f64) {
+        self.frozen[e.slot as usize] = self.epoch;
+        self.stats.demands_filled += 1;
+        self.unfrozen -= 1;
+        let w = f64::from(e.weight);
+        let total = rate * w;
+        for &l in e.links.as_slice() {
             let li = l as usize;
+            self.load[li] += total;
+            if self.binds[li] {
+                self.residual[li] -= total;
+                self.count[li] = (self.count[li] - w).max(0.0);
+                self.stale[li] = true;
+            }
+        }
+    }
+
+    /// The slots taken since the last call froze at `rate`: each link
+    /// they cross is charged `rate` times the weight taken on it, one
+    /// product per link as a freeze from the rows charges it.
+    fn charge_taken(&mut self, rate: f64) {
+        for &l in &self.touched {
+            let li = l as usize;
+            let w = std::mem::take(&mut self.taken[li]) as f64;
+            let total = rate * w;
             self.load[li] += total;
             if self.binds[li] {
                 // Its share is recomputed when it reaches the top of the heap.
                 self.residual[li] -= total;
-                self.count[li] = (self.count[li] - w as f64).max(0.0);
+                self.count[li] = (self.count[li] - w).max(0.0);
                 self.stale[li] = true;
             }
         }
+        self.touched.clear();
+    }
+}
+
+/// Sorts `v`, by insertion when few of its neighbours are out of order
+/// (the links' order by share from one solve to the next).
+fn sort_nearly_sorted<T: Ord + Copy>(v: &mut [T]) {
+    const FEW: usize = 16;
+    if v.windows(2).filter(|w| w[0] > w[1]).count() > FEW {
+        v.sort_unstable();
+        return;
+    }
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
     }
 }
 

@@ -277,6 +277,25 @@ fn capacity_changes_give_from_scratch_max_min_rates() {
 /// follow it where it holds give every rate, bottleneck, level, load
 /// and change report bit for bit as solves from scratch do, and do
 /// repeat freezes.
+/// Solves `a` and `b` (two solvers given the same demands) and checks that
+/// they report the same changes and agree bit for bit on the rates and
+/// bottlenecks of `slots` slots and the levels and loads of `links` links.
+fn solve_both_alike(a: &mut LinkLevels, b: &mut LinkLevels, slots: usize, links: usize, why: &str) {
+    let (mut ca, mut cb) = (Changes::default(), Changes::default());
+    a.solve(&mut ca);
+    b.solve(&mut cb);
+    assert_eq!(ca.slots, cb.slots, "{why}: changed slots");
+    assert_eq!(ca.links, cb.links, "{why}: changed links");
+    for s in 0..slots {
+        assert_eq!(a.rate(s).to_bits(), b.rate(s).to_bits(), "{why}: rate of {s}");
+        assert_eq!(a.bottleneck(s), b.bottleneck(s), "{why}: bottleneck of {s}");
+    }
+    for l in 0..links as LinkId {
+        assert_eq!(a.level(l).to_bits(), b.level(l).to_bits(), "{why}: level {l}");
+        assert_eq!(a.load(l).to_bits(), b.load(l).to_bits(), "{why}: load {l}");
+    }
+}
+
 #[test]
 fn resumed_solves_equal_solves_from_scratch_bit_for_bit() {
     let n = 24u32;
@@ -329,36 +348,13 @@ fn resumed_solves_equal_solves_from_scratch_bit_for_bit() {
                 resumed.set(s, current[s]);
                 scratch.set(s, current[s]);
             }
-            let (mut a, mut b) = (Changes::default(), Changes::default());
-            resumed.solve(&mut a);
-            scratch.solve(&mut b);
-            let why = format!("seed {seed}, step {step}");
-            assert_eq!(a.slots, b.slots, "{why}: changed slots");
-            assert_eq!(a.links, b.links, "{why}: changed links");
-            for s in 0..slots {
-                assert_eq!(
-                    resumed.rate(s).to_bits(),
-                    scratch.rate(s).to_bits(),
-                    "{why}: rate of {s}"
-                );
-                assert_eq!(
-                    resumed.bottleneck(s),
-                    scratch.bottleneck(s),
-                    "{why}: bottleneck of {s}"
-                );
-            }
-            for l in 0..links as LinkId {
-                assert_eq!(
-                    resumed.level(l).to_bits(),
-                    scratch.level(l).to_bits(),
-                    "{why}: level {l}"
-                );
-                assert_eq!(
-                    resumed.load(l).to_bits(),
-                    scratch.load(l).to_bits(),
-                    "{why}: load {l}"
-                );
-            }
+            solve_both_alike(
+                &mut resumed,
+                &mut scratch,
+                slots,
+                links,
+                &format!("seed {seed}, step {step}"),
+            );
         }
         let (a, b) = (resumed.stats(), scratch.stats());
         assert_eq!(a.freezes, b.freezes, "seed {seed}: the same freezes");
@@ -484,4 +480,59 @@ fn a_departure_moves_levels_not_bottlenecks() {
     assert_eq!(c.links, vec![1]);
     assert_eq!((lv.rate(1), lv.rate(2), lv.rate(3)), (0.5, 9.5, 0.0));
     assert_eq!(lv.load(1), 10.0);
+}
+
+/// Solves from the rows give, bit for bit, what fillings over slots give:
+/// every rate, bottleneck, level and load, and the slots and links
+/// reported changed. Random arrivals, departures and capacity changes;
+/// now and then a capped slot, which sends solves over slots (and moves
+/// the rows after them) until it leaves.
+#[test]
+fn solves_from_rows_equal_fillings_over_slots_bit_for_bit() {
+    for seed in 0..20 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let links = 40;
+        let capacity: Vec<f64> = (0..links).map(|_| rng.random_range(10.0..100.0)).collect();
+        let binds: Vec<bool> = (0..links).map(|l| l % 7 != 3).collect();
+        let mut rows = LinkLevels::new(&capacity, &binds);
+        let mut slots = LinkLevels::new(&capacity, &binds).solving_by_rows(false);
+        let n = 60;
+        for step in 0..400 {
+            for _ in 0..rng.random_range(1..=4) {
+                let s = rng.random_range(0..n);
+                let next = match rng.random_range(0..10) {
+                    0..=3 => None,
+                    4 if step % 100 < 10 => Some(demand(&mut rng, &binds)).map(|d| Demand { cap: 7.5, ..d }),
+                    _ => Some(loop {
+                        let d = demand(&mut rng, &binds);
+                        if d.links.as_slice().iter().any(|&l| binds[l as usize]) {
+                            break Demand {
+                                cap: f64::INFINITY,
+                                ..d
+                            };
+                        }
+                    }),
+                };
+                rows.set(s, next);
+                slots.set(s, next);
+            }
+            if rng.random_bool(0.05) {
+                let l = rng.random_range(0..links as LinkId);
+                let c = rng.random_range(10.0..100.0);
+                rows.set_capacity(l, c);
+                slots.set_capacity(l, c);
+            }
+            solve_both_alike(
+                &mut rows,
+                &mut slots,
+                n,
+                links,
+                &format!("seed {seed}, step {step}"),
+            );
+        }
+        let (r, s) = (rows.stats(), slots.stats());
+        assert!(r.row_solves > 100 && r.row_moves > 0, "seed {seed}: {r:?}");
+        assert_eq!(s.row_solves, 0);
+        assert!(r.demands_filled < s.demands_filled, "seed {seed}: {r:?} {s:?}");
+    }
 }
