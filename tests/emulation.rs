@@ -166,7 +166,7 @@ fn a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model() {
     // 4 maps on rack 0's two hosts, 2 reduces on rack 1: 4 fetches of 1.5 MB
     // share rack 0's 50 Mbit/s uplink (0.96 s in the fluid model).
     let cfg = config("fair");
-    let out = run_one_way(&topo, &cfg);
+    let out = unstolen(3, || run_one_way(&topo, &cfg));
     let jr = &out.records.jobs[&JobId(1)];
     assert!(jr.finished.is_some(), "the job finished");
     let wire = &out.wire;
