@@ -138,12 +138,6 @@ pub struct LinkLevels {
     resume: bool,
     /// Slots with a demand that the matrix does not hold.
     listed: usize,
-    /// Slots the matrix holds.
-    paired: usize,
-    /// Listed slots the current filling has not frozen yet: when none is
-    /// left and the matrix holds none, the filling is over, though links
-    /// whose flows all froze elsewhere still wait in the heap.
-    unfrozen: usize,
     /// Scratch: the freezes a resumed solve runs again.
     again: Vec<(LinkId, f64)>,
     /// The slots by bottleneck ([`rows`]), and whether solves may freeze
@@ -360,7 +354,6 @@ impl LinkLevels {
         let pair = self.pair_of(&d);
         match (pair, self.pairs.as_mut()) {
             (Some((i, j)), Some(pairs)) => {
-                self.paired += 1;
                 pairs.add(slot, (i, j), d.weight);
                 self.log.touch(i, true);
                 self.log.touch(pairs.layout().hosts + j, true);
@@ -379,11 +372,10 @@ impl LinkLevels {
             self.capped.insert(d.cap.max(0.0), slot as u32);
         }
         if pair.is_none() {
-            match self.first_guess(&d) {
-                Some(k) if self.pairs.is_none() && !d.cap.is_finite() && d.weight > 0 => {
-                    self.rows.add(slot, k, d.links.as_slice(), d.weight)
-                }
-                _ => self.rows.unplaced(true),
+            let rowed = self.pairs.is_none() && !d.cap.is_finite() && d.weight > 0;
+            match rowed.then(|| self.first_guess(&d)).flatten() {
+                Some(k) => self.rows.add(slot, k, d.links.as_slice(), d.weight),
+                None => self.rows.unplaced(true),
             }
         }
     }
@@ -417,7 +409,6 @@ impl LinkLevels {
     fn detach(&mut self, slot: usize, d: Demand) {
         let paired = match self.pairs.as_mut() {
             Some(pairs) if pairs.holds(slot) => {
-                self.paired -= 1;
                 let (i, j) = pairs.remove(slot, d.weight);
                 self.log.touch(i, false);
                 self.log.touch(pairs.layout().hosts + j, false);
@@ -548,13 +539,14 @@ impl LinkLevels {
                 self.restore(from);
                 self.fill();
             }
-        } else if self.by_rows && self.pairs.is_none() && self.rows.all_placed() {
-            self.log.restart_at(0);
-            self.fill_rows();
         } else {
             self.log.restart_at(0);
-            self.fill();
-            self.follow_into_rows();
+            if self.by_rows && self.pairs.is_none() && self.rows.all_placed() {
+                self.fill_rows();
+            } else {
+                self.fill();
+                self.follow_into_rows();
+            }
         }
         let logged = self.logging();
         if logged {
@@ -621,7 +613,6 @@ impl LinkLevels {
         self.load.iter_mut().for_each(|l| *l = 0.0);
         self.new_level[..end].iter_mut().for_each(|l| *l = f64::INFINITY);
         self.heap.clear();
-        self.unfrozen = self.listed;
         if let Some(pairs) = self.pairs.as_mut() {
             pairs.begin();
         }
@@ -639,9 +630,6 @@ impl LinkLevels {
             .peekable();
         self.filling = true;
         loop {
-            if self.unfrozen == 0 && self.paired == 0 {
-                break;
-            }
             // The bottleneck link: smallest share, then smallest id.
             let best = self.next_link();
             // Passed: caps met already and stale entries.
@@ -839,8 +827,7 @@ impl LinkLevels {
                 .iter()
                 .any(|&k| k != link && self.link_frozen[k as usize] == self.epoch);
             if !frozen_before {
-                self.rows.remove(s, e.links.as_slice(), e.weight);
-                self.rows.add(s, link, e.links.as_slice(), e.weight);
+                self.rows.move_to(s, link, e.links.as_slice(), e.weight);
                 self.bottleneck[s] = Bottleneck::Link(link);
                 self.changes.slots.push(e.slot);
                 self.stats.row_moves += 1;
@@ -860,8 +847,7 @@ impl LinkLevels {
                 continue;
             };
             if k != l {
-                self.rows.remove(s, d.links.as_slice(), d.weight);
-                self.rows.add(s, l, d.links.as_slice(), d.weight);
+                self.rows.move_to(s, l, d.links.as_slice(), d.weight);
             }
         }
     }
@@ -1075,7 +1061,6 @@ impl LinkLevels {
             self.frozen[e.slot as usize] = self.epoch;
         }
         self.stats.demands_filled += 1;
-        self.unfrozen -= 1;
         for &l in e.links.as_slice() {
             if l == by {
                 continue;
@@ -1093,7 +1078,6 @@ impl LinkLevels {
     fn freeze_at_cap(&mut self, e: Entry, rate: f64) {
         self.frozen[e.slot as usize] = self.epoch;
         self.stats.demands_filled += 1;
-        self.unfrozen -= 1;
         let w = f64::from(e.weight);
         let total = rate * w;
         for &l in e.links.as_slice() {
