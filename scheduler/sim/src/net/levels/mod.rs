@@ -191,6 +191,10 @@ pub struct LinkLevels {
     rowless_next: usize,
     /// Whether each link is in `rowless`.
     queued: Vec<bool>,
+    /// Scratch of [`LinkLevels::order_rowless`]: the links whose key
+    /// changed or that joined, and the merged order.
+    rekeyed: Vec<(u64, LinkId)>,
+    merged: Vec<(u64, LinkId)>,
     changes: Changes,
     stats: SolveStats,
 }
@@ -731,29 +735,57 @@ impl LinkLevels {
     }
 
     /// The links with flows that hold no row, by starting share (then
-    /// id), into `rowless`. The last solve's order is the starting point,
-    /// so the sort mostly finds it sorted already.
+    /// id), into `rowless`. From one solve to the next most of them keep
+    /// their share: those stay in the last solve's order, and the few
+    /// whose share changed or that joined are sorted and merged in.
     fn order_rowless(&mut self) {
         let waits =
             |me: &LinkLevels, l: usize| me.binds[l] && me.count[l] > 0.0 && me.rows.own(l as LinkId) == 0;
         let mut order = std::mem::take(&mut self.rowless);
-        order.retain_mut(|(key, l)| {
-            let li = *l as usize;
-            let kept = waits(self, li);
-            if kept {
-                *key = share_key(self.share[li], *l).0;
+        let mut rekeyed = std::mem::take(&mut self.rekeyed);
+        rekeyed.clear();
+        order.retain(|&(key, l)| {
+            let li = l as usize;
+            let waiting = waits(self, li);
+            self.queued[li] = waiting;
+            if !waiting {
+                return false;
             }
-            self.queued[li] = kept;
-            kept
+            let now = share_key(self.share[li], l).0;
+            if now != key {
+                rekeyed.push((now, l));
+            }
+            now == key
         });
         for l in 0..self.bind_end {
             if !self.queued[l] && waits(self, l) {
                 self.queued[l] = true;
-                order.push((share_key(self.share[l], l as LinkId).0, l as LinkId));
+                rekeyed.push((share_key(self.share[l], l as LinkId).0, l as LinkId));
             }
         }
-        sort_nearly_sorted(&mut order);
-        self.rowless = order;
+        if rekeyed.is_empty() {
+            self.rowless = order;
+        } else {
+            rekeyed.sort_unstable();
+            let mut merged = std::mem::take(&mut self.merged);
+            merged.clear();
+            merged.reserve(order.len() + rekeyed.len());
+            let (mut i, mut j) = (0, 0);
+            while i < order.len() && j < rekeyed.len() {
+                if order[i] < rekeyed[j] {
+                    merged.push(order[i]);
+                    i += 1;
+                } else {
+                    merged.push(rekeyed[j]);
+                    j += 1;
+                }
+            }
+            merged.extend_from_slice(&order[i..]);
+            merged.extend_from_slice(&rekeyed[j..]);
+            self.rowless = merged;
+            self.merged = order;
+        }
+        self.rekeyed = rekeyed;
         self.rowless_next = 0;
     }
 
@@ -1108,25 +1140,6 @@ impl LinkLevels {
             }
         }
         self.touched.clear();
-    }
-}
-
-/// Sorts `v`, by insertion when few of its neighbours are out of order
-/// (the links' order by share from one solve to the next).
-fn sort_nearly_sorted<T: Ord + Copy>(v: &mut [T]) {
-    const FEW: usize = 16;
-    if v.windows(2).filter(|w| w[0] > w[1]).count() > FEW {
-        v.sort_unstable();
-        return;
-    }
-    for i in 1..v.len() {
-        let x = v[i];
-        let mut j = i;
-        while j > 0 && v[j - 1] > x {
-            v[j] = v[j - 1];
-            j -= 1;
-        }
-        v[j] = x;
     }
 }
 
