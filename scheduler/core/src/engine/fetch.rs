@@ -12,6 +12,104 @@ use crate::model::coflow::FlowId;
 use crate::{Bytes, HostId};
 use std::ops::Range;
 
+/// A set of hosts, as a bitmap over their places in host order (rack by
+/// rack): adding or removing one touches one word, and the i-th host in
+/// order is found by counting bits. A reduce of a wide job has hundreds
+/// of ready hosts and one joins or leaves at every fetch, which a sorted
+/// vector paid for with a search and a shift.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HostSet {
+    hosts_per_rack: usize,
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl HostSet {
+    /// An empty set of hosts of racks of `hosts_per_rack` hosts.
+    pub(crate) fn new(hosts_per_rack: u32) -> HostSet {
+        HostSet {
+            hosts_per_rack: (hosts_per_rack as usize).max(1),
+            ..HostSet::default()
+        }
+    }
+
+    fn place(&self, h: HostId) -> usize {
+        h.rack as usize * self.hosts_per_rack + h.host as usize
+    }
+
+    fn host(&self, place: usize) -> HostId {
+        HostId::new(
+            (place / self.hosts_per_rack) as u32,
+            (place % self.hosts_per_rack) as u32,
+        )
+    }
+
+    /// Adds `h` (no-op if present).
+    pub(crate) fn insert(&mut self, h: HostId) {
+        let p = self.place(h);
+        if p / 64 >= self.words.len() {
+            self.words.resize(p / 64 + 1, 0);
+        }
+        let w = &mut self.words[p / 64];
+        if *w & (1 << (p % 64)) == 0 {
+            *w |= 1 << (p % 64);
+            self.len += 1;
+        }
+    }
+
+    /// Removes `h` (no-op if absent).
+    pub(crate) fn remove(&mut self, h: HostId) {
+        let p = self.place(h);
+        if let Some(w) = self.words.get_mut(p / 64) {
+            if *w & (1 << (p % 64)) != 0 {
+                *w &= !(1 << (p % 64));
+                self.len -= 1;
+            }
+        }
+    }
+
+    /// How many hosts it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds none.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The `n`-th host in host order (from 0).
+    pub(crate) fn nth(&self, mut n: usize) -> Option<HostId> {
+        for (i, &w) in self.words.iter().enumerate() {
+            let ones = w.count_ones() as usize;
+            if n < ones {
+                let mut w = w;
+                for _ in 0..n {
+                    w &= w - 1;
+                }
+                return Some(self.host(i * 64 + w.trailing_zeros() as usize));
+            }
+            n -= ones;
+        }
+        None
+    }
+
+    /// The hosts in host order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = HostId> + '_ {
+        self.words.iter().enumerate().flat_map(move |(i, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let bit = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    self.host(i * 64 + bit)
+                })
+            })
+        })
+    }
+}
+
 /// The maps of a job done on one host, and the host's index among the
 /// job's map hosts (in the order they first had a map done; a host keeps
 /// its index for the job's life): a reduce's [`Fetch`] keeps its state
@@ -51,19 +149,22 @@ pub(crate) struct Fetch {
     sources: Vec<Source>,
     /// Flows in flight (the count of `sources` with one).
     inflight: usize,
-    /// The hosts with maps waiting and no flow in flight, sorted: where a
-    /// free fetcher may start. A reduce of a wide job has hundreds, and one
-    /// is drawn at every fetch's end, so they are kept rather than found.
-    ready: Vec<HostId>,
+    /// The hosts with maps waiting and no flow in flight: where a free
+    /// fetcher may start. A reduce of a wide job has hundreds, and one is
+    /// drawn at every fetch's end, so they are kept rather than found.
+    ready: HostSet,
     /// How many random draws of source hosts this attempt made (seeds the next).
     pub(crate) draws: u32,
     pub(crate) bytes_fetched: Bytes,
 }
 
 impl Fetch {
-    pub(crate) fn new(maps: u32) -> Fetch {
+    /// Nothing held yet of a job of `maps` maps, on racks of
+    /// `hosts_per_rack` hosts.
+    pub(crate) fn new(maps: u32, hosts_per_rack: u32) -> Fetch {
         Fetch {
             fetched: vec![0; (maps as usize).div_ceil(64)],
+            ready: HostSet::new(hosts_per_rack),
             ..Fetch::default()
         }
     }
@@ -131,14 +232,12 @@ impl Fetch {
         let s = self.source_mut(ix);
         s.waiting += 1;
         if s.waiting == 1 && s.inflight.is_none() {
-            if let Err(i) = self.ready.binary_search(&host) {
-                self.ready.insert(i, host);
-            }
+            self.ready.insert(host);
         }
     }
 
-    /// Hosts with partitions waiting and no flow in flight, in host order.
-    pub(crate) fn ready(&self) -> &[HostId] {
+    /// Hosts with partitions waiting and no flow in flight.
+    pub(crate) fn ready(&self) -> &HostSet {
         &self.ready
     }
 
@@ -205,9 +304,7 @@ impl Fetch {
         let waiting = s.waiting;
         self.inflight -= 1;
         if waiting > 0 {
-            if let Err(i) = self.ready.binary_search(&host) {
-                self.ready.insert(i, host);
-            }
+            self.ready.insert(host);
         }
         for i in range {
             self.set(list[i as usize]);
@@ -233,9 +330,7 @@ impl Fetch {
     }
 
     fn unready(&mut self, host: HostId) {
-        if let Ok(i) = self.ready.binary_search(&host) {
-            self.ready.remove(i);
-        }
+        self.ready.remove(host);
     }
 }
 
@@ -245,6 +340,38 @@ mod tests {
 
     fn h(i: u32) -> HostId {
         HostId { rack: 0, host: i }
+    }
+
+    fn ready(f: &Fetch) -> Vec<HostId> {
+        f.ready().iter().collect()
+    }
+
+    #[test]
+    fn a_host_set_lists_and_counts_its_hosts_in_host_order() {
+        let mut set = HostSet::new(20);
+        let hosts = [
+            HostId::new(29, 19),
+            HostId::new(0, 3),
+            HostId::new(3, 7),
+            HostId::new(3, 4),
+        ];
+        for h in hosts {
+            set.insert(h);
+            set.insert(h);
+        }
+        let mut sorted = hosts.to_vec();
+        sorted.sort();
+        assert_eq!(set.iter().collect::<Vec<_>>(), sorted);
+        assert_eq!(set.len(), 4);
+        for (i, h) in sorted.iter().enumerate() {
+            assert_eq!(set.nth(i), Some(*h));
+        }
+        assert_eq!(set.nth(4), None);
+        set.remove(HostId::new(3, 7));
+        set.remove(HostId::new(3, 7));
+        set.remove(HostId::new(40, 0));
+        assert_eq!(set.len(), 3);
+        assert_eq!(set.nth(2), Some(HostId::new(29, 19)));
     }
 
     /// The maps done on host `h(i)`, at index `i`.
@@ -257,13 +384,13 @@ mod tests {
 
     #[test]
     fn a_flow_carries_what_waits_and_what_arrives_meanwhile_waits_for_the_next() {
-        let mut f = Fetch::new(8);
+        let mut f = Fetch::new(8, 8);
         // Maps 3 and 5 done on host 1; map 0 was local (held at once).
         let mut list = on(1, &[3, 0, 5]);
         f.set(0);
         f.wait_for(h(1), 1);
         f.wait_for(h(1), 1);
-        assert_eq!(f.ready(), &[h(1)]);
+        assert_eq!(ready(&f), [h(1)]);
         let carried: Vec<u32> = f.to_fetch(&list).expect("waiting").collect();
         assert_eq!(carried, vec![3, 5]);
         f.start(h(1), 1, FlowId(7), list.maps.len());
@@ -278,7 +405,7 @@ mod tests {
         assert!(f.finish(h(1), &list));
         assert!(f.has(3) && f.has(5) && !f.has(6));
         assert_eq!(f.fetched_count(), 3);
-        assert_eq!(f.ready(), &[h(1)]);
+        assert_eq!(ready(&f), [h(1)]);
         let next: Vec<u32> = f.to_fetch(&list).expect("map 6 waits").collect();
         assert_eq!(next, vec![6]);
         f.start(h(1), 1, FlowId(8), list.maps.len());
@@ -292,21 +419,21 @@ mod tests {
 
     #[test]
     fn a_partition_on_its_own_host_or_empty_is_here_at_once_and_others_wait() {
-        let mut f = Fetch::new(4);
+        let mut f = Fetch::new(4, 8);
         assert_eq!(f.note(0, Bytes(500), h(1), 1, h(1)), Bytes(500), "local");
         assert_eq!(f.note(1, Bytes(0), h(2), 2, h(1)), Bytes(0), "empty");
         assert_eq!(f.note(2, Bytes(700), h(2), 2, h(1)), Bytes(0), "remote");
         assert_eq!(f.note(0, Bytes(500), h(1), 1, h(1)), Bytes(0), "held already");
         assert!(f.has(0) && f.has(1) && !f.has(2));
         assert_eq!((f.fetched_count(), f.bytes_fetched), (2, Bytes(500)));
-        assert_eq!(f.ready(), &[h(2)]);
+        assert_eq!(ready(&f), [h(2)]);
         let waiting: Vec<u32> = f.to_fetch(&on(2, &[1, 2])).expect("map 2 waits").collect();
         assert_eq!(waiting, vec![2]);
     }
 
     #[test]
     fn forgetting_a_host_drops_its_flow_and_what_waits_there() {
-        let mut f = Fetch::new(4);
+        let mut f = Fetch::new(4, 8);
         let list = on(0, &[1, 2]);
         f.wait_for(h(2), 0);
         f.wait_for(h(2), 0);

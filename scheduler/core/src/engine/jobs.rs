@@ -193,6 +193,7 @@ impl Engine {
                 continue;
             };
             job.maps[m as usize].status = TaskStatus::Pending;
+            job.touch();
             job.maps_done -= 1;
             let input = job.spec.maps[m as usize].input;
             job.input_done = Bytes(job.input_done.0.saturating_sub(input.0));
@@ -233,6 +234,7 @@ fn sub(b: &mut Bytes, x: Bytes) {
 
 /// Makes map `m` pending in the job's indices (by host and rack of its replicas).
 pub(super) fn add_pending_map(job: &mut JobState, m: u32) {
+    job.touch();
     job.pending_maps.insert(m);
     for h in &job.spec.maps[m as usize].replicas {
         job.pending_by_host.entry(*h).or_default().insert(m);
@@ -242,6 +244,7 @@ pub(super) fn add_pending_map(job: &mut JobState, m: u32) {
 
 /// Removes map `m` from the job's pending indices.
 pub(super) fn remove_pending_map(job: &mut JobState, m: u32) {
+    job.touch();
     job.pending_maps.remove(&m);
     for h in &job.spec.maps[m as usize].replicas {
         if let Some(s) = job.pending_by_host.get_mut(h) {

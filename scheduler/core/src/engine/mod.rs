@@ -56,7 +56,7 @@ pub use state::{
     TaskState, TaskStatus, UserState,
 };
 pub use task_policy::{TaskChoice, TaskPolicy};
-pub use view::{water_fill, ClusterView};
+pub use view::{water_fill, ClusterView, ReduceGate};
 
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
 use crate::model::job::{validate_jobs, Job, JobError, JobId, TaskKind};

@@ -6,6 +6,7 @@
 //! hosts that start together), and what a finished flow unlocks.
 
 use super::event::AttemptId;
+use super::fetch::HostSet;
 use super::records::{CoflowRecord, FlowKind, FlowRecord};
 use super::{shuffle_coflow, Engine, FlowRt};
 use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
@@ -101,7 +102,7 @@ impl Engine {
             fetch.draws += 1;
             drawn
         } else {
-            fetch.ready().to_vec()
+            fetch.ready().iter().collect()
         };
         let mut batches = Vec::with_capacity(ready.len());
         for src in ready {
@@ -395,26 +396,29 @@ fn fetcher_seed(seed: u64, id: AttemptId, draw: u32) -> u64 {
 /// Hadoop's fetcher threads each take a random host among the pending ones
 /// (`ShuffleSchedulerImpl.getHost`). A fixed order (e.g. by rack) would send
 /// every reduce of the cluster to the same hosts first.
-fn draw_hosts(ready: &[HostId], n: usize, seed: u64) -> Vec<HostId> {
+fn draw_hosts(ready: &HostSet, n: usize, seed: u64) -> Vec<HostId> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    // Each draw is a `swap_remove` from the hosts not drawn yet, done on
-    // `ready` without copying it: `moved` holds the positions a removal
-    // refilled from the end, newest last.
+    // Each draw is a `swap_remove` from the hosts not drawn yet, in host
+    // order, done without copying them: `moved` holds the positions a
+    // removal refilled from the end, newest last.
     let mut moved: Vec<(usize, HostId)> = Vec::with_capacity(n);
     let at = |moved: &[(usize, HostId)], i: usize| {
         moved
             .iter()
             .rev()
             .find(|&&(j, _)| j == i)
-            .map_or(ready[i], |&(_, h)| h)
+            .map(|&(_, h)| h)
+            .or_else(|| ready.nth(i))
     };
     let mut left = ready.len();
     let mut drawn = Vec::with_capacity(n);
     while drawn.len() < n && left > 0 {
         let i = rng.random_range(0..left);
-        drawn.push(at(&moved, i));
         left -= 1;
-        let last = at(&moved, left);
+        let (Some(pick), Some(last)) = (at(&moved, i), at(&moved, left)) else {
+            break;
+        };
+        drawn.push(pick);
         moved.push((i, last));
     }
     drawn
@@ -438,8 +442,12 @@ mod tests {
                         let i = rng.random_range(0..copy.len());
                         want.push(copy.swap_remove(i));
                     }
+                    let mut set = HostSet::new(6);
+                    for &h in &hosts[..len] {
+                        set.insert(h);
+                    }
                     assert_eq!(
-                        draw_hosts(&hosts[..len], n, seed),
+                        draw_hosts(&set, n, seed),
                         want,
                         "{len} hosts, {n} drawn, seed {seed}"
                     );

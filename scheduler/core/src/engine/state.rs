@@ -227,6 +227,10 @@ pub struct JobState {
     pub(crate) input_done: Bytes,
     pub(crate) output_done: Bytes,
     pub(crate) reduce_hosts: BTreeMap<u32, HostId>,
+    /// How many of `reduce_hosts` are on each rack.
+    pub(crate) reduces_by_rack: BTreeMap<u32, u32>,
+    /// Bumped by [`JobState::touch`].
+    pub(crate) version: u64,
     /// The done maps by the host holding their output, in the order they
     /// finished: what its reduces fetch from there ([`Fetch`]). A host,
     /// once listed, stays (its list may empty), so its index does not change.
@@ -262,6 +266,8 @@ impl JobState {
             input_done: Bytes(0),
             output_done: Bytes(0),
             reduce_hosts: BTreeMap::new(),
+            reduces_by_rack: BTreeMap::new(),
+            version: 0,
             done_on: BTreeMap::new(),
         }
     }
@@ -361,6 +367,35 @@ impl JobState {
     /// Host of each reduce's latest attempt.
     pub fn reduce_hosts(&self) -> &BTreeMap<u32, HostId> {
         &self.reduce_hosts
+    }
+    /// How many reduces' latest attempts are on each rack: the racks of
+    /// [`JobState::reduce_hosts`], counted.
+    pub fn reduces_by_rack(&self) -> &BTreeMap<u32, u32> {
+        &self.reduces_by_rack
+    }
+    /// Changes whenever its maps done (and their input and output, by rack
+    /// and host), its pending maps or reduces, the racks of its reduces or
+    /// its ready time change: a policy may keep what it derived from those
+    /// while the version stays.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+    /// Bumps [`JobState::version`].
+    pub(crate) fn touch(&mut self) {
+        self.version += 1;
+    }
+    /// Notes that reduce `r`'s latest attempt is on `host`.
+    pub(crate) fn place_reduce(&mut self, r: u32, host: HostId) {
+        self.touch();
+        if let Some(old) = self.reduce_hosts.insert(r, host) {
+            if let Some(n) = self.reduces_by_rack.get_mut(&old.rack) {
+                *n -= 1;
+                if *n == 0 {
+                    self.reduces_by_rack.remove(&old.rack);
+                }
+            }
+        }
+        *self.reduces_by_rack.entry(host.rack).or_default() += 1;
     }
     /// Map output bytes of done maps, by rack.
     pub fn map_output_by_rack(&self) -> &BTreeMap<u32, Bytes> {

@@ -187,6 +187,7 @@ impl Cluster {
                 }
                 TaskKind::Reduce => {
                     job.pending_reduces.insert(task.index);
+                    job.touch();
                     if runnable(job, TaskKind::Reduce) {
                         self.runnable_reduces += 1;
                     }
@@ -202,6 +203,7 @@ impl Cluster {
     pub(crate) fn record_map_done(&mut self, task: TaskId, host: HostId, output: Bytes) -> Option<MapDone> {
         let job = self.jobs.get_mut(&task.job)?;
         let m = task.index;
+        job.touch();
         job.maps_done += 1;
         job.input_done += job.spec.maps[m as usize].input;
         job.output_done += output;

@@ -165,9 +165,33 @@ impl<'a> ClusterView<'a> {
     pub fn can_start_reduce(&self, job: &JobState) -> bool {
         job.has_runnable_reduce() && self.c.reduce_may_start(job)
     }
+    /// [`ClusterView::can_start_reduce`] for many jobs at one instant: the
+    /// cluster-wide ramp-up count is taken once, not once per job.
+    pub fn reduce_gate(&self) -> ReduceGate {
+        self.c.reduce_gate()
+    }
     /// Whether `job` is active.
     pub fn is_active(&self, job: JobId) -> bool {
         self.job(job).is_some_and(|j| j.status == JobStatus::Active)
+    }
+}
+
+/// Whether reduces may start, taken once for the jobs of one policy call
+/// ([`ClusterView::reduce_gate`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ReduceGate {
+    /// The cluster has hosts.
+    hosts: bool,
+    /// Reduces of jobs with maps left may start: slots are typed, or the
+    /// ramp-up limit is not reached.
+    open: bool,
+}
+
+impl ReduceGate {
+    /// Whether the engine would start a reduce of `job` now (as
+    /// [`ClusterView::can_start_reduce`]).
+    pub fn admits(&self, job: &JobState) -> bool {
+        job.has_runnable_reduce() && self.hosts && (self.open || job.maps_done == job.spec.map_count())
     }
 }
 
@@ -240,6 +264,7 @@ impl Cluster {
         };
         job.status = JobStatus::Active;
         job.ready_at = Some(ready);
+        job.touch();
         self.active.insert((ready, id));
         for m in 0..job.spec.map_count() {
             add_pending_map(job, m);
@@ -315,6 +340,7 @@ impl Cluster {
         speculative: bool,
     ) -> Option<Started> {
         let host = self.hosts[hi].id;
+        let hosts_per_rack = self.topo.hosts_per_rack;
         let job = self.jobs.get_mut(&task.job)?;
         let ts = match task.kind {
             TaskKind::Map => &mut job.maps[task.index as usize],
@@ -336,6 +362,7 @@ impl Cluster {
                 }
                 TaskKind::Reduce => {
                     job.pending_reduces.remove(&task.index);
+                    job.touch();
                     self.runnable_reduces -= 1;
                 }
             }
@@ -372,7 +399,7 @@ impl Cluster {
         let map_progress = job.map_progress();
         let maps = job.spec.map_count();
         if task.kind == TaskKind::Reduce {
-            job.reduce_hosts.insert(task.index, host);
+            job.place_reduce(task.index, host);
             if first_attempt {
                 job.reduces_placed += 1;
             }
@@ -389,7 +416,7 @@ impl Cluster {
                 speculative,
                 locality,
                 input_flow: None,
-                fetch: (task.kind == TaskKind::Reduce).then(|| Fetch::new(maps)),
+                fetch: (task.kind == TaskKind::Reduce).then(|| Fetch::new(maps, hosts_per_rack)),
             },
         );
         Some(Started {
@@ -402,9 +429,21 @@ impl Cluster {
     /// The ramp-up guard of [`ClusterView::can_start_reduce`].
     pub(crate) fn reduce_may_start(&self, job: &JobState) -> bool {
         let Some(h) = self.hosts.first() else { return false };
-        if !h.shared || job.maps_done == job.spec.map_count() {
-            return true;
+        !h.shared || job.maps_done == job.spec.map_count() || self.rampup_open()
+    }
+
+    /// [`Cluster::reduce_may_start`] for the jobs of one instant.
+    pub(crate) fn reduce_gate(&self) -> ReduceGate {
+        let shared = self.hosts.first().map(|h| h.shared);
+        ReduceGate {
+            hosts: shared.is_some(),
+            open: shared == Some(false) || (shared == Some(true) && self.rampup_open()),
         }
+    }
+
+    /// Under shared slots: whether reduces waiting on maps hold less than
+    /// `reduce_rampup_limit` of the cluster's slots.
+    fn rampup_open(&self) -> bool {
         let waiting: u32 = self
             .active
             .iter()

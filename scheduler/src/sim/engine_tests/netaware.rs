@@ -282,3 +282,92 @@ fn strict_dawn_reaches_a_rack_no_event_frees() {
     let err = with("0s").err().expect("0 s refused").to_string();
     assert!(err.contains("`heartbeat` must be more than 0"), "{err}");
 }
+
+/// NAS, checking at every offer that the view its builder refills in
+/// place (offer-independent fields kept while a job's version holds) is
+/// the view a fresh builder makes.
+struct RefilledViewCheck {
+    inner: Box<dyn crate::policy::TaskPolicy>,
+    kept: crate::policy::netaware::engine_view::ViewBuilder,
+    checked: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl crate::policy::TaskPolicy for RefilledViewCheck {
+    fn name(&self) -> &str {
+        "refilled-view-check"
+    }
+    fn on_free_slot(
+        &mut self,
+        now: Nanos,
+        view: &crate::engine::ClusterView<'_>,
+        host: ocslab_core::HostId,
+    ) -> Option<crate::policy::TaskChoice> {
+        let kept = self.kept.build(now, view, host, true).clone();
+        let mut fresh = crate::policy::netaware::engine_view::ViewBuilder::default();
+        assert_eq!(
+            kept,
+            *fresh.build(now, view, host, true),
+            "offer at {now} on {host:?}"
+        );
+        self.checked.set(self.checked.get() + 1);
+        self.inner.on_free_slot(now, view, host)
+    }
+    fn on_job_finished(
+        &mut self,
+        now: Nanos,
+        view: &crate::engine::ClusterView<'_>,
+        job: crate::model::job::JobId,
+    ) {
+        self.kept.forget(job);
+        self.inner.on_job_finished(now, view, job);
+    }
+    fn next_wakeup(&self) -> Option<Nanos> {
+        self.inner.next_wakeup()
+    }
+}
+
+#[test]
+fn a_view_refilled_in_place_is_the_view_built_afresh() {
+    use super::support::{job, simulate, topo};
+    use ocslab_core::HostId;
+    let t = topo(3, 3, 2);
+    // Jobs of every size at homes on every rack, arriving over 20 s: jobs
+    // come and go, so a job changes place in the view; a host dies with
+    // map outputs on it and comes back, so maps run again.
+    let jobs: Vec<Job> = (0..24u64)
+        .map(|i| {
+            let home = HostId::new((i % 3) as u32, (i % 9 / 3) as u32);
+            let mut j = job(
+                i,
+                1 + (i % 7) as u32,
+                400 + 90 * i,
+                (i % 4) as u32,
+                300,
+                home,
+                0.5,
+            );
+            j.arrival = Nanos::from_millis(800 * i);
+            j
+        })
+        .collect();
+    let checked = std::rc::Rc::new(std::cell::Cell::new(0));
+    let policy = RefilledViewCheck {
+        inner: by_name("nas", None).expect("nas"),
+        kept: Default::default(),
+        checked: checked.clone(),
+    };
+    let dies = HostId::new(1, 1);
+    let actions = [
+        (Nanos::from_millis(6000), crate::perturb::Action::KillAgent(dies)),
+        (
+            Nanos::from_millis(9000),
+            crate::perturb::Action::RestartAgent(dies),
+        ),
+    ];
+    let out = simulate(&t, jobs, Box::new(policy), EngineConfig::default(), &actions);
+    assert_eq!(
+        out.records.jobs.values().filter(|j| j.finished.is_some()).count(),
+        24
+    );
+    assert!(checked.get() > 100, "{} offers checked", checked.get());
+}

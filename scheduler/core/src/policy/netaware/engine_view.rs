@@ -24,7 +24,7 @@
 //! [`written_by`]: crate::model::job::MapTask::written_by
 
 use super::{JobDag, JobKey, JobState, NetView, PendingMap, UserKey};
-use crate::engine::{ClusterView, JobState as EngineJob, Link};
+use crate::engine::{ClusterView, JobState as EngineJob, Link, ReduceGate};
 use crate::model::job::{JobId, TaskKind};
 use crate::{Bytes, HostId, Nanos};
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,10 +42,26 @@ struct JobFacts {
     input_total: Bytes,
 }
 
-/// Builds views, caching per-job facts that do not change.
+/// Builds views, caching per-job facts that do not change. The view of one
+/// offer is refilled in place by the next: with hundreds of active jobs an
+/// offer would otherwise allocate a dozen vectors per job.
 #[derive(Clone, Debug, Default)]
 pub struct ViewBuilder {
+    jobs: JobFiller,
+    last: NetView,
+}
+
+/// Fills a view's [`JobState`]s: the per-job facts that do not change,
+/// what each place of the last view was filled from, and scratch space.
+#[derive(Clone, Debug, Default)]
+struct JobFiller {
     facts: BTreeMap<JobId, JobFacts>,
+    /// Per place in the last view's jobs: the job and its
+    /// [`EngineJob::version`] when its offer-independent fields were filled.
+    /// While both hold, only the fields that depend on the offer are.
+    seen: Vec<(JobId, u64)>,
+    /// The pending maps an offer passes for one job, by index.
+    sample: Vec<u32>,
 }
 
 /// The engine's job id as the policies see it.
@@ -56,9 +72,86 @@ pub fn key(id: JobId) -> JobKey {
 impl ViewBuilder {
     /// Forgets a finished job's facts.
     pub fn forget(&mut self, job: JobId) {
-        self.facts.remove(&job);
+        self.jobs.facts.remove(&job);
     }
 
+    /// The view for an offer of a slot on `host`. `with_dag` adds the job
+    /// DAG and the outputs (Dawn needs them; they cost a pass over every
+    /// arrived job).
+    pub fn build(&mut self, now: Nanos, view: &ClusterView<'_>, host: HostId, with_dag: bool) -> &NetView {
+        let topo = view.topology();
+        let nv = &mut self.last;
+        nv.now = now;
+        nv.racks = topo.racks;
+        nv.hosts_per_rack = topo.hosts_per_rack;
+        nv.slots_per_host = topo.slots_per_host;
+        nv.users = fair_users(view);
+        nv.cross_rack_utilization = rack_utilization(view);
+        nv.dag = JobDag::default();
+        nv.outputs.clear();
+        let mut running: BTreeMap<JobId, Vec<(HostId, Bytes)>> = BTreeMap::new();
+        if let Some(h) = view.host(host) {
+            for a in h.attempts() {
+                if a.task.kind == TaskKind::Map {
+                    if let Some(m) = view
+                        .job(a.task.job)
+                        .and_then(|j| j.spec().maps.get(a.task.index as usize))
+                    {
+                        running.entry(a.task.job).or_default().push((host, m.input));
+                    }
+                }
+            }
+        }
+        let gate = view.reduce_gate();
+        let mut n = 0;
+        for job in view.active_jobs() {
+            if n == nv.jobs.len() {
+                nv.jobs
+                    .push(JobState::new(key(job.id()), UserKey(0), Nanos(0), 0));
+            }
+            let s = &mut nv.jobs[n];
+            let seen = (job.id(), job.version());
+            let same_job = self.jobs.seen.get(n).is_some_and(|&(id, _)| id == job.id());
+            if self.jobs.seen.get(n) != Some(&seen) {
+                self.jobs.fill_job(s, view, job);
+                match self.jobs.seen.get_mut(n) {
+                    Some(at) => *at = seen,
+                    None => self.jobs.seen.push(seen),
+                }
+            }
+            self.jobs.fill_offer(s, gate, job, host, false, same_job);
+            s.running_maps.clear();
+            if let Some(r) = running.remove(&job.id()) {
+                s.running_maps.extend(r);
+            }
+            n += 1;
+        }
+        nv.jobs.truncate(n);
+        self.jobs.seen.truncate(n);
+        if with_dag {
+            add_dag(view, nv);
+        }
+        nv
+    }
+
+    /// A view holding only `job`, with every pending map (SAMP at arrival).
+    pub fn single(&mut self, now: Nanos, view: &ClusterView<'_>, job: JobId) -> Option<NetView> {
+        let topo = view.topology();
+        let mut nv = NetView::new(topo.racks, topo.hosts_per_rack, topo.slots_per_host);
+        nv.now = now;
+        let j = view.job(job)?;
+        nv.users = vec![UserKey(j.user().0)];
+        let any_host = HostId::new(0, 0);
+        let mut s = JobState::new(key(job), UserKey(0), Nanos(0), 0);
+        let gate = view.reduce_gate();
+        self.jobs.fill_job(&mut s, view, j);
+        self.jobs.fill_offer(&mut s, gate, j, any_host, true, false);
+        nv.jobs.push(s);
+        Some(nv)
+    }
+}
+
+impl JobFiller {
     fn facts(&mut self, view: &ClusterView<'_>, job: &EngineJob) -> &JobFacts {
         let racks = view.topology().racks as usize;
         self.facts.entry(job.id()).or_insert_with(|| {
@@ -78,114 +171,111 @@ impl ViewBuilder {
         })
     }
 
-    /// The view for an offer of a slot on `host`. `with_dag` adds the job
-    /// DAG and the outputs (Dawn needs them; they cost a pass over every
-    /// arrived job).
-    pub fn build(&mut self, now: Nanos, view: &ClusterView<'_>, host: HostId, with_dag: bool) -> NetView {
-        let topo = view.topology();
-        let mut nv = NetView::new(topo.racks, topo.hosts_per_rack, topo.slots_per_host);
-        nv.now = now;
-        nv.users = fair_users(view);
-        nv.cross_rack_utilization = rack_utilization(view);
-        let mut running: BTreeMap<JobId, Vec<(HostId, Bytes)>> = BTreeMap::new();
-        if let Some(h) = view.host(host) {
-            for a in h.attempts() {
-                if a.task.kind == TaskKind::Map {
-                    if let Some(m) = view
-                        .job(a.task.job)
-                        .and_then(|j| j.spec().maps.get(a.task.index as usize))
-                    {
-                        running.entry(a.task.job).or_default().push((host, m.input));
-                    }
-                }
-            }
-        }
-        for job in view.active_jobs() {
-            let mut state = self.job_state(view, job, host, false);
-            state.running_maps = running.remove(&job.id()).unwrap_or_default();
-            nv.jobs.push(state);
-        }
-        if with_dag {
-            add_dag(view, &mut nv);
-        }
-        nv
-    }
-
-    /// A view holding only `job`, with every pending map (SAMP at arrival).
-    pub fn single(&mut self, now: Nanos, view: &ClusterView<'_>, job: JobId) -> Option<NetView> {
-        let topo = view.topology();
-        let mut nv = NetView::new(topo.racks, topo.hosts_per_rack, topo.slots_per_host);
-        nv.now = now;
-        let j = view.job(job)?;
-        nv.users = vec![UserKey(j.user().0)];
-        let any_host = HostId::new(0, 0);
-        nv.jobs.push(self.job_state(view, j, any_host, true));
-        Some(nv)
-    }
-
-    fn job_state(
-        &mut self,
-        view: &ClusterView<'_>,
-        job: &EngineJob,
-        host: HostId,
-        all_maps: bool,
-    ) -> JobState {
-        let racks = view.topology().racks;
+    /// Fills the fields of `s` that depend on `job` alone, reusing its
+    /// vectors ([`JobFiller::fill_offer`] fills the rest).
+    fn fill_job(&mut self, s: &mut JobState, view: &ClusterView<'_>, job: &EngineJob) {
+        let racks = view.topology().racks as usize;
         let spec = job.spec();
-        let mut s = JobState::new(
-            key(job.id()),
-            UserKey(spec.user.0),
-            job.ready_at().unwrap_or(spec.arrival),
-            racks,
-        );
+        let mut input_per_rack = std::mem::take(&mut s.input_per_rack);
         let facts = self.facts(view, job);
-        s.input_per_rack.clone_from(&facts.input_per_rack);
-        s.input_total = facts.input_total;
-        s.maps_total = spec.map_count();
-        s.maps_done = job.maps_done();
-        s.done_map_input = job.map_input_done();
-        s.done_map_output = job.map_output_done();
-        s.mean_map_ratio = job.observed_shuffle_ratio();
-        s.known_ratio = spec.recurring.then(|| spec.shuffle_input_ratio());
+        input_per_rack.clone_from(&facts.input_per_rack);
+        let input_total = facts.input_total;
+        let mut map_output_per_rack = std::mem::take(&mut s.map_output_per_rack);
+        map_output_per_rack.clear();
+        map_output_per_rack.resize(racks, Bytes(0));
         for (r, b) in job.map_output_by_rack() {
-            if let Some(slot) = s.map_output_per_rack.get_mut(*r as usize) {
+            if let Some(slot) = map_output_per_rack.get_mut(*r as usize) {
                 *slot = *b;
             }
         }
-        s.map_output_on_host = job.map_output_by_host().get(&host).copied().unwrap_or_default();
-        s.reduces_total = spec.reduce_count();
-        s.reduces_pending = job.pending_reduces().len() as u32;
-        for h in job.reduce_hosts().values() {
-            if let Some(slot) = s.reduces_per_rack.get_mut(h.rack as usize) {
-                *slot += 1;
+        let mut reduces_per_rack = std::mem::take(&mut s.reduces_per_rack);
+        reduces_per_rack.clear();
+        reduces_per_rack.resize(racks, 0);
+        for (r, n) in job.reduces_by_rack() {
+            if let Some(slot) = reduces_per_rack.get_mut(*r as usize) {
+                *slot = *n;
             }
         }
-        s.reduces_ready = view.can_start_reduce(job);
-        let pending = job.pending_maps();
-        let indices: Vec<u32> = if all_maps {
-            pending.iter().copied().collect()
-        } else {
-            let mut v: Vec<u32> = job
-                .pending_maps_on_host(host)
-                .chain(job.pending_maps_on_rack(host.rack).take(RACK_SAMPLE))
-                .chain(pending.iter().take(HEAD_SAMPLE).copied())
-                .chain(pending.last().copied())
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
+        *s = JobState {
+            id: key(job.id()),
+            user: UserKey(spec.user.0),
+            arrival: job.ready_at().unwrap_or(spec.arrival),
+            maps_total: spec.map_count(),
+            maps_done: job.maps_done(),
+            pending_maps: std::mem::take(&mut s.pending_maps),
+            running_maps: std::mem::take(&mut s.running_maps),
+            input_total,
+            input_per_rack,
+            done_map_input: job.map_input_done(),
+            done_map_output: job.map_output_done(),
+            mean_map_ratio: job.observed_shuffle_ratio(),
+            known_ratio: spec.recurring.then(|| spec.shuffle_input_ratio()),
+            map_output_per_rack,
+            map_output_on_host: s.map_output_on_host,
+            reduces_total: spec.reduce_count(),
+            reduces_pending: job.pending_reduces().len() as u32,
+            reduces_per_rack,
+            reduces_ready: s.reduces_ready,
+            expected_output: s.expected_output,
         };
-        s.pending_maps = indices
-            .into_iter()
-            .filter_map(|i| {
-                spec.maps.get(i as usize).map(|m| PendingMap {
+    }
+
+    /// Fills the fields of `s` that depend on the offer: the pending maps
+    /// it passes (every one with `all_maps`), the output on `host`, whether
+    /// a reduce may start, and the expected output (left for the DAG).
+    /// `running_maps` is left for the caller. `same_job`: `s` held `job`
+    /// before, so a pending map at the place it had keeps its fields.
+    fn fill_offer(
+        &mut self,
+        s: &mut JobState,
+        gate: ReduceGate,
+        job: &EngineJob,
+        host: HostId,
+        all_maps: bool,
+        same_job: bool,
+    ) {
+        let spec = job.spec();
+        let pending = job.pending_maps();
+        let sample = &mut self.sample;
+        sample.clear();
+        if all_maps {
+            sample.extend(pending.iter().copied());
+        } else {
+            sample.extend(
+                job.pending_maps_on_host(host)
+                    .chain(job.pending_maps_on_rack(host.rack).take(RACK_SAMPLE))
+                    .chain(pending.iter().take(HEAD_SAMPLE).copied())
+                    .chain(pending.last().copied()),
+            );
+            sample.sort_unstable();
+            sample.dedup();
+        }
+        let mut kept = 0;
+        for &i in sample.iter() {
+            let Some(m) = spec.maps.get(i as usize) else {
+                continue;
+            };
+            match s.pending_maps.get_mut(kept) {
+                // The map this place held at the last offer: its input and
+                // replicas are what they were.
+                Some(p) if same_job && p.index == i => {}
+                Some(p) => {
+                    p.index = i;
+                    p.input = m.input;
+                    p.replicas.clone_from(&m.replicas);
+                }
+                None => s.pending_maps.push(PendingMap {
                     index: i,
                     input: m.input,
                     replicas: m.replicas.clone(),
-                })
-            })
-            .collect();
-        s
+                }),
+            }
+            kept += 1;
+        }
+        s.pending_maps.truncate(kept);
+        s.map_output_on_host = job.map_output_by_host().get(&host).copied().unwrap_or_default();
+        s.reduces_ready = gate.admits(job);
+        s.expected_output = Bytes(0);
     }
 }
 
@@ -245,9 +335,9 @@ fn add_dag(view: &ClusterView<'_>, nv: &mut NetView) {
         let Some(job) = view.job(*p) else { continue };
         let reduces = job.spec().reduce_count().max(1);
         let mut per = vec![Bytes(0); racks];
-        for h in job.reduce_hosts().values() {
-            if let Some(slot) = per.get_mut(h.rack as usize) {
-                *slot += Bytes(bytes / u64::from(reduces));
+        for (r, n) in job.reduces_by_rack() {
+            if let Some(slot) = per.get_mut(*r as usize) {
+                *slot += Bytes(bytes / u64::from(reduces) * u64::from(*n));
             }
         }
         if per.iter().any(|b| b.0 > 0) {

@@ -235,7 +235,7 @@ impl JobDag {
 }
 
 /// The cluster as the network-aware policies see it at one offer.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NetView {
     /// The time of the offer.
     pub now: Nanos,

@@ -77,13 +77,13 @@ impl TaskPolicy for NetAwarePolicy {
         let nv = self.views.build(now, view, host, with_dag);
         let pick = match &mut self.algorithm {
             Algorithm::ShuffleWatcher(sw) => {
-                let pick = sw.offer(&nv, host, slot);
+                let pick = sw.offer(nv, host, slot);
                 self.wakeup = sw.next_wakeup();
                 pick
             }
-            Algorithm::Nas(nas) => nas.offer(&nv, host, slot),
+            Algorithm::Nas(nas) => nas.offer(nv, host, slot),
             Algorithm::Dawn(dawn) => {
-                let pick = dawn.offer(&nv, host, slot);
+                let pick = dawn.offer(nv, host, slot);
                 self.wakeup = dawn.next_wakeup();
                 pick
             }
