@@ -163,12 +163,12 @@ impl<'a> ClusterView<'a> {
     /// `reduce_rampup_limit` of the cluster's slots (so waiting reduces
     /// can never starve the maps they wait for).
     pub fn can_start_reduce(&self, job: &JobState) -> bool {
-        job.has_runnable_reduce() && self.c.reduce_may_start(job)
+        self.reduce_gate().admits(job)
     }
     /// [`ClusterView::can_start_reduce`] for many jobs at one instant: the
     /// cluster-wide ramp-up count is taken once, not once per job.
-    pub fn reduce_gate(&self) -> ReduceGate {
-        self.c.reduce_gate()
+    pub fn reduce_gate(&self) -> ReduceGate<'a> {
+        ReduceGate::new(self.c)
     }
     /// Whether `job` is active.
     pub fn is_active(&self, job: JobId) -> bool {
@@ -176,22 +176,38 @@ impl<'a> ClusterView<'a> {
     }
 }
 
-/// Whether reduces may start, taken once for the jobs of one policy call
-/// ([`ClusterView::reduce_gate`]).
-#[derive(Clone, Copy, Debug)]
-pub struct ReduceGate {
-    /// The cluster has hosts.
-    hosts: bool,
-    /// Reduces of jobs with maps left may start: slots are typed, or the
-    /// ramp-up limit is not reached.
-    open: bool,
+/// Whether the engine would start reduces now, for the jobs of one
+/// instant ([`ClusterView::reduce_gate`]): the cluster-wide ramp-up count
+/// is taken at most once, when a job first needs it.
+pub struct ReduceGate<'a> {
+    c: &'a Cluster,
+    rampup_open: std::cell::OnceCell<bool>,
 }
 
-impl ReduceGate {
-    /// Whether the engine would start a reduce of `job` now (as
-    /// [`ClusterView::can_start_reduce`]).
+impl<'a> ReduceGate<'a> {
+    fn new(c: &'a Cluster) -> ReduceGate<'a> {
+        ReduceGate {
+            c,
+            rampup_open: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Whether the engine would start a reduce of `job` now: the job has a
+    /// runnable reduce and the ramp-up guard lets it start.
     pub fn admits(&self, job: &JobState) -> bool {
-        job.has_runnable_reduce() && self.hosts && (self.open || job.maps_done == job.spec.map_count())
+        job.has_runnable_reduce() && self.may_start(job)
+    }
+
+    /// The ramp-up guard: under shared slots, while `job` still has maps to
+    /// finish, reduces waiting on maps hold less than `reduce_rampup_limit`
+    /// of the cluster's slots.
+    pub(crate) fn may_start(&self, job: &JobState) -> bool {
+        let Some(h) = self.c.hosts.first() else {
+            return false;
+        };
+        !h.shared
+            || job.maps_done == job.spec.map_count()
+            || *self.rampup_open.get_or_init(|| self.c.rampup_open())
     }
 }
 
@@ -316,7 +332,7 @@ impl Cluster {
         if !runnable(job, task.kind) || !host.free().fits(task.kind) {
             return false;
         }
-        if task.kind == TaskKind::Reduce && !self.reduce_may_start(job) {
+        if task.kind == TaskKind::Reduce && !ReduceGate::new(self).may_start(job) {
             return false;
         }
         match (speculative, ts.status) {
@@ -424,21 +440,6 @@ impl Cluster {
             first_attempt,
             map_progress,
         })
-    }
-
-    /// The ramp-up guard of [`ClusterView::can_start_reduce`].
-    pub(crate) fn reduce_may_start(&self, job: &JobState) -> bool {
-        let Some(h) = self.hosts.first() else { return false };
-        !h.shared || job.maps_done == job.spec.map_count() || self.rampup_open()
-    }
-
-    /// [`Cluster::reduce_may_start`] for the jobs of one instant.
-    pub(crate) fn reduce_gate(&self) -> ReduceGate {
-        let shared = self.hosts.first().map(|h| h.shared);
-        ReduceGate {
-            hosts: shared.is_some(),
-            open: shared == Some(false) || (shared == Some(true) && self.rampup_open()),
-        }
     }
 
     /// Under shared slots: whether reduces waiting on maps hold less than

@@ -119,7 +119,7 @@ impl ViewBuilder {
                     None => self.jobs.seen.push(seen),
                 }
             }
-            self.jobs.fill_offer(s, gate, job, host, false, same_job);
+            self.jobs.fill_offer(s, &gate, job, host, false, same_job);
             s.running_maps.clear();
             if let Some(r) = running.remove(&job.id()) {
                 s.running_maps.extend(r);
@@ -145,7 +145,7 @@ impl ViewBuilder {
         let mut s = JobState::new(key(job), UserKey(0), Nanos(0), 0);
         let gate = view.reduce_gate();
         self.jobs.fill_job(&mut s, view, j);
-        self.jobs.fill_offer(&mut s, gate, j, any_host, true, false);
+        self.jobs.fill_offer(&mut s, &gate, j, any_host, true, false);
         nv.jobs.push(s);
         Some(nv)
     }
@@ -228,7 +228,7 @@ impl JobFiller {
     fn fill_offer(
         &mut self,
         s: &mut JobState,
-        gate: ReduceGate,
+        gate: &ReduceGate<'_>,
         job: &EngineJob,
         host: HostId,
         all_maps: bool,
