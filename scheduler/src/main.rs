@@ -81,6 +81,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    cli::keep_mmap_threshold();
     let args = Cli::parse();
     cli::init_logging(args.verbose);
     let result = match args.command {

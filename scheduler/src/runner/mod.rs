@@ -88,7 +88,7 @@ pub fn run_all(
         .flatten();
     let outcomes = match forks {
         Some(forks) => run_concurrently(forks, exp, &jobs, bar, threads)?,
-        None => run_one_by_one(driver, exp, &jobs, bar)?,
+        None => run_one_by_one(driver, exp, jobs, bar)?,
     };
     let wall_s = start.elapsed().as_secs_f64();
     bar.finish();
@@ -111,24 +111,29 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Each scheduler in turn with `driver`.
+/// Each scheduler in turn with `driver`; the last one takes `jobs`, the
+/// others a copy.
 fn run_one_by_one(
     driver: &mut dyn Driver,
     exp: &Experiment,
-    jobs: &[Job],
+    jobs: Vec<Job>,
     bar: &Progress,
 ) -> Result<Vec<SimOutcome>, RunnerError> {
     let kind = driver.name();
-    let mut outcomes = Vec::with_capacity(exp.task_schedulers.len());
+    let runs = exp.task_schedulers.len();
+    let mut outcomes = Vec::with_capacity(runs);
     let (mut done, mut moved) = (0u64, Bytes(0));
-    for name in &exp.task_schedulers {
+    let count = jobs.len() as u64;
+    let mut jobs = Some(jobs);
+    for (i, name) in exp.task_schedulers.iter().enumerate() {
         bar.set_message(format!("{name} ({kind})"));
-        let out = driver.run(exp, name, jobs.to_vec(), &mut |p| {
+        let these = if i + 1 == runs { jobs.take() } else { jobs.clone() };
+        let out = driver.run(exp, name, these.unwrap_or_default(), &mut |p| {
             bar.set_jobs_done(done + p.jobs_done as u64);
             bar.set_bytes(moved + p.bytes);
             bar.set_message(format!("{name} ({kind}), run time {:.1} s", p.now.as_secs_f64()));
         })?;
-        done += jobs.len() as u64;
+        done += count;
         moved += out.net.eps_bytes + out.net.ocs_bytes;
         bar.set_jobs_done(done);
         bar.set_bytes(moved);

@@ -7,7 +7,7 @@ use crate::net::fasthash::FastMap;
 /// No value (in [`IdIndex::dense`]).
 const NONE: u32 = u32::MAX;
 
-/// An index from flow id to a `u32` (a [`super::view::FlowTable`]'s
+/// An index from flow id to a `u32` (an [`super::id_table::IdTable`]'s
 /// position of the flow, the fluid network's slot). Engines and traces number
 /// flows upwards from some base, so the ids active at once sit in a window
 /// a little wider than their number: those are held in a vector by id minus

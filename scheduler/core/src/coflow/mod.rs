@@ -39,6 +39,7 @@ pub mod fair;
 pub mod fifo;
 pub mod held;
 pub mod id_index;
+pub mod id_table;
 pub mod lower_bound;
 pub mod priority;
 pub mod sincronia;

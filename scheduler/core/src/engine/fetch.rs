@@ -121,17 +121,64 @@ pub(crate) struct DoneOn {
     pub(crate) maps: Vec<u32>,
 }
 
-/// What a reduce attempt waits for from one source host.
-#[derive(Clone, Copy, Debug, Default)]
+/// What a reduce attempt waits for from one source host. 20 bytes, in
+/// 4-byte words: a wide job's shuffle keeps millions.
+#[derive(Clone, Copy, Debug)]
 struct Source {
     /// Every entry of the host's list before this index is held (a scan
     /// for what to fetch starts here).
     from: u32,
     /// Maps delivered to wait on the host that no flow carries yet.
     waiting: u32,
-    /// The flow in flight from the host, and the end of the host's list
-    /// when it started: it carries the entries in `from..end` not held.
-    inflight: Option<(FlowId, u32)>,
+    /// The end of the host's list when the flow in flight started: it
+    /// carries the entries in `from..end` not held.
+    end: u32,
+    /// The flow in flight from the host, as the low and high halves of
+    /// its id ([`Source::IDLE`] when none).
+    flow: [u32; 2],
+}
+
+impl Default for Source {
+    fn default() -> Source {
+        Source {
+            from: 0,
+            waiting: 0,
+            end: 0,
+            flow: Source::IDLE,
+        }
+    }
+}
+
+impl Source {
+    /// No flow in flight (no flow has the id `u64::MAX`).
+    const IDLE: [u32; 2] = [u32::MAX; 2];
+
+    /// The flow in flight and the end of the list when it started.
+    fn inflight(&self) -> Option<(FlowId, u32)> {
+        (self.flow != Source::IDLE).then(|| {
+            (
+                FlowId(u64::from(self.flow[0]) | u64::from(self.flow[1]) << 32),
+                self.end,
+            )
+        })
+    }
+
+    fn is_idle(&self) -> bool {
+        self.flow == Source::IDLE
+    }
+
+    /// Flow `flow` is in flight, started when the list was `end` long.
+    fn set_inflight(&mut self, flow: FlowId, end: u32) {
+        self.flow = [flow.0 as u32, (flow.0 >> 32) as u32];
+        self.end = end;
+    }
+
+    /// No flow is in flight any more; the one that was, if any.
+    fn take_inflight(&mut self) -> Option<(FlowId, u32)> {
+        let was = self.inflight();
+        self.flow = Source::IDLE;
+        was
+    }
 }
 
 /// A reduce attempt's shuffle bookkeeping.
@@ -144,7 +191,7 @@ pub(crate) struct Fetch {
     /// flow in flight. At most one flow per source host is in flight
     /// (Hadoop's fetcher takes all outputs ready on a host in one
     /// connection). A vector, not a map: a wide job's reduce waits on
-    /// every one of hundreds of hosts at once, and 24 bytes a host is what
+    /// every one of hundreds of hosts at once, and 20 bytes a host is what
     /// the shuffle of a 3,858-reduce job on 600 hosts costs.
     sources: Vec<Source>,
     /// Flows in flight (the count of `sources` with one).
@@ -231,7 +278,7 @@ impl Fetch {
     fn wait_for(&mut self, host: HostId, ix: u32) {
         let s = self.source_mut(ix);
         s.waiting += 1;
-        if s.waiting == 1 && s.inflight.is_none() {
+        if s.waiting == 1 && s.is_idle() {
             self.ready.insert(host);
         }
     }
@@ -248,16 +295,14 @@ impl Fetch {
 
     /// The flows in flight.
     pub(crate) fn inflight_flows(&self) -> impl Iterator<Item = FlowId> + '_ {
-        self.sources.iter().filter_map(|s| s.inflight.map(|(f, _)| f))
+        self.sources.iter().filter_map(|s| s.inflight().map(|(f, _)| f))
     }
 
     /// The maps a flow from the host of `on` (the job's maps done there)
     /// would fetch now: those not held. `None` if a flow from it is in
     /// flight or nothing waits there.
     pub(crate) fn to_fetch<'a>(&'a self, on: &'a DoneOn) -> Option<impl Iterator<Item = u32> + 'a> {
-        let s = self
-            .source(on.ix)
-            .filter(|s| s.inflight.is_none() && s.waiting > 0)?;
+        let s = self.source(on.ix).filter(|s| s.is_idle() && s.waiting > 0)?;
         Some(self.missing(&on.maps, s.from..on.maps.len() as u32))
     }
 
@@ -267,9 +312,9 @@ impl Fetch {
         let Some(s) = self.sources.get_mut(ix as usize) else {
             return;
         };
-        let was_idle = s.inflight.is_none();
+        let was_idle = s.is_idle();
         s.waiting = 0;
-        s.inflight = Some((flow, len as u32));
+        s.set_inflight(flow, len as u32);
         if was_idle {
             self.inflight += 1;
         }
@@ -283,7 +328,7 @@ impl Fetch {
         on: &'a DoneOn,
     ) -> Option<(FlowId, impl Iterator<Item = u32> + 'a)> {
         let s = self.source(on.ix)?;
-        let (flow, end) = s.inflight?;
+        let (flow, end) = s.inflight()?;
         Some((flow, self.missing(&on.maps, s.from..end)))
     }
 
@@ -296,7 +341,7 @@ impl Fetch {
         let Some(s) = self.sources.get_mut(on.ix as usize) else {
             return false;
         };
-        let Some((_, end)) = s.inflight.take() else {
+        let Some((_, end)) = s.take_inflight() else {
             return false;
         };
         let range = s.from..end.min(list.len() as u32);
@@ -317,7 +362,7 @@ impl Fetch {
     pub(crate) fn forget(&mut self, host: HostId, ix: u32) -> Option<FlowId> {
         let s = std::mem::take(self.sources.get_mut(ix as usize)?);
         self.unready(host);
-        let (flow, _) = s.inflight?;
+        let (flow, _) = s.inflight()?;
         self.inflight -= 1;
         Some(flow)
     }
@@ -415,6 +460,21 @@ mod tests {
         assert!(f.to_fetch(&list).is_none(), "nothing waits");
         assert_eq!(f.inflight_len(), 0);
         assert!(!f.finish(h(1), &list), "no flow in flight any more");
+    }
+
+    #[test]
+    fn a_source_keeps_a_flow_id_of_any_size_in_20_bytes() {
+        assert_eq!(std::mem::size_of::<Source>(), 20);
+        let mut f = Fetch::new(2, 8);
+        let list = on(1, &[0, 1]);
+        f.wait_for(h(1), 1);
+        f.wait_for(h(1), 1);
+        let wide = FlowId((7 << 32) | 5);
+        f.start(h(1), 1, wide, list.maps.len());
+        assert_eq!(f.inflight_flows().collect::<Vec<_>>(), [wide]);
+        assert_eq!(f.in_flight_from(&list).map(|(flow, _)| flow), Some(wide));
+        assert_eq!(f.forget(h(1), 1), Some(wide));
+        assert_eq!(f.inflight_len(), 0);
     }
 
     #[test]

@@ -135,7 +135,7 @@ impl Engine {
         let inputs: Vec<_> = self
             .flows
             .iter()
-            .filter(|(_, f)| f.useful && f.spec.src == h && f.kind == super::FlowKind::Input)
+            .filter(|(_, f)| f.useful && f.src == h && f.kind == super::FlowKind::Input)
             .map(|(id, f)| (*id, f.attempt))
             .collect();
         for (fid, attempt) in inputs {

@@ -37,6 +37,7 @@ mod event;
 mod fetch;
 mod hold;
 mod jobs;
+mod keyed;
 mod offers;
 mod parent_output;
 mod records;
@@ -58,15 +59,20 @@ pub use state::{
 pub use task_policy::{TaskChoice, TaskPolicy};
 pub use view::{water_fill, ClusterView, ReduceGate};
 
-use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+use crate::coflow::id_table::IdTable;
+use crate::model::coflow::{CoflowId, FlowSpec};
 use crate::model::job::{validate_jobs, Job, JobError, JobId, TaskKind};
 use crate::net::fasthash::FastMap;
-use crate::{HostId, Nanos, Topology};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use crate::{Bytes, HostId, Nanos, Topology};
+use std::collections::{BTreeSet, VecDeque};
 use view::Cluster;
 
 /// Input-read coflows have this bit set in their id.
 pub const INPUT_COFLOW_BIT: u64 = 1 << 63;
+
+/// The most entries the index of fetches merging at an instant keeps
+/// room for between instants.
+const MERGING_KEPT: usize = 4096;
 
 /// The coflow of `job`'s shuffle (its id is the job's id).
 pub fn shuffle_coflow(job: JobId) -> CoflowId {
@@ -94,17 +100,32 @@ pub enum EngineError {
     },
 }
 
-/// A flow the engine started and not yet heard the end of.
+/// A flow the engine started and not yet heard the end of (its id is its
+/// key; its job is its attempt's, its coflow the job's of its kind). 64
+/// bytes: a wide job's shuffle holds hundreds of thousands at once.
 #[derive(Clone, Debug)]
 struct FlowRt {
-    spec: FlowSpec,
-    job: JobId,
-    kind: FlowKind,
+    src: HostId,
+    dst: HostId,
+    bytes: Bytes,
     attempt: AttemptId,
     started: Nanos,
+    /// How many fetches it carries (`FlowSpec::weight`).
+    weight: u32,
+    kind: FlowKind,
     /// False once its attempt ended or its source died: its end is recorded
     /// but changes nothing.
     useful: bool,
+}
+
+impl FlowRt {
+    fn job(&self) -> JobId {
+        self.attempt.task.job
+    }
+
+    fn coflow(&self) -> CoflowId {
+        self.kind.coflow(self.job())
+    }
 }
 
 /// The cluster engine. See the module documentation.
@@ -117,7 +138,7 @@ pub struct Engine {
     jobs_done: usize,
     now: Nanos,
     next_flow: u64,
-    flows: BTreeMap<FlowId, FlowRt>,
+    flows: IdTable<FlowRt>,
     out: Vec<Command>,
     new_flows: Vec<FlowSpec>,
     /// Under `merge_fetches`: the shuffle flows in `new_flows` (not yet
@@ -182,7 +203,7 @@ impl Engine {
             jobs_done: 0,
             now: Nanos::ZERO,
             next_flow: 0,
-            flows: BTreeMap::new(),
+            flows: IdTable::default(),
             out: Vec::new(),
             new_flows: Vec::new(),
             merging: FastMap::default(),
@@ -244,6 +265,11 @@ impl Engine {
         self.offer_round(now, full_round);
         self.release_stuck_shuffles(now);
         if !self.new_flows.is_empty() {
+            if self.merging.capacity() > MERGING_KEPT {
+                // A wide shuffle's instant: its index goes before the
+                // driver takes on the flows.
+                self.merging = FastMap::default();
+            }
             self.merging.clear();
             self.out
                 .push(Command::StartFlows(std::mem::take(&mut self.new_flows)));

@@ -110,6 +110,16 @@ pub enum FlowKind {
     Shuffle,
 }
 
+impl FlowKind {
+    /// The coflow of `job` that flows of this kind belong to.
+    pub fn coflow(self, job: JobId) -> CoflowId {
+        match self {
+            FlowKind::Input => super::input_coflow(job),
+            FlowKind::Shuffle => super::shuffle_coflow(job),
+        }
+    }
+}
+
 /// One flow's life.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FlowRecord {

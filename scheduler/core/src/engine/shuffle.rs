@@ -8,8 +8,8 @@
 use super::event::AttemptId;
 use super::fetch::HostSet;
 use super::records::{CoflowRecord, FlowKind, FlowRecord};
-use super::{shuffle_coflow, Engine, FlowRt};
-use crate::model::coflow::{CoflowId, FlowId, FlowSpec};
+use super::{Engine, FlowRt};
+use crate::model::coflow::{FlowId, FlowSpec};
 use crate::model::job::TaskKind;
 use crate::{Bytes, HostId, Nanos};
 use rand::{Rng, SeedableRng};
@@ -147,15 +147,14 @@ impl Engine {
         let joined = self.merging.get(&key).and_then(|&i| {
             let spec = self.new_flows.get_mut(i)?;
             let f = self.flows.get_mut(&spec.id)?;
-            for s in [&mut f.spec, spec] {
-                s.bytes += bytes;
-                s.weight += 1;
-            }
+            f.bytes += bytes;
+            f.weight += 1;
+            spec.bytes += bytes;
+            spec.weight += 1;
             Some((spec.id, spec.coflow))
         });
         let Some((fid, coflow)) = joined else {
-            let coflow = shuffle_coflow(id.task.job);
-            let fid = self.new_flow(now, id, FlowKind::Shuffle, coflow, src, dst, bytes);
+            let fid = self.new_flow(now, id, FlowKind::Shuffle, src, dst, bytes);
             if self.c.config.merge_fetches {
                 self.merging.insert(key, self.new_flows.len() - 1);
             }
@@ -175,12 +174,12 @@ impl Engine {
         now: Nanos,
         attempt: AttemptId,
         kind: FlowKind,
-        coflow: CoflowId,
         src: HostId,
         dst: HostId,
         bytes: Bytes,
     ) -> FlowId {
         let id = FlowId(self.next_flow);
+        let coflow = kind.coflow(attempt.task.job);
         self.next_flow += 1;
         let spec = FlowSpec::new(id, coflow, src, dst, bytes);
         count_cross_rack(&mut self.c.rack_traffic, src, dst, bytes);
@@ -206,15 +205,17 @@ impl Engine {
         rec.flows += 1;
         rec.bytes += bytes;
         rec.open_flows += 1;
-        self.new_flows.push(spec.clone());
+        self.new_flows.push(spec);
         self.flows.insert(
             id,
             FlowRt {
-                spec,
-                job: attempt.task.job,
-                kind,
+                src,
+                dst,
+                bytes,
                 attempt,
                 started: now,
+                weight: 1,
+                kind,
                 useful: true,
             },
         );
@@ -224,18 +225,18 @@ impl Engine {
     /// A flow delivered its last byte.
     pub(super) fn flow_finished(&mut self, now: Nanos, fid: FlowId, eps: Bytes, ocs: Bytes) {
         let Some(f) = self.flows.remove(&fid) else { return };
-        let (src, dst, bytes) = (f.spec.src, f.spec.dst, f.spec.bytes);
+        let (src, dst, bytes) = (f.src, f.dst, f.bytes);
         let cross = src.rack != dst.rack;
         if cross {
             let t = &mut self.c.rack_traffic;
             let s = &mut t[src.rack as usize];
-            s.out_flows -= f.spec.weight;
+            s.out_flows -= f.weight;
             s.out_bytes = Bytes(s.out_bytes.0.saturating_sub(bytes.0));
             let d = &mut t[dst.rack as usize];
-            d.in_flows -= f.spec.weight;
+            d.in_flows -= f.weight;
             d.in_bytes = Bytes(d.in_bytes.0.saturating_sub(bytes.0));
         }
-        if let Some(rec) = self.records.coflows.get_mut(&f.spec.coflow) {
+        if let Some(rec) = self.records.coflows.get_mut(&f.coflow()) {
             rec.open_flows -= 1;
             rec.last_end = Some(now);
             rec.eps_bytes += eps;
@@ -248,7 +249,7 @@ impl Engine {
         }
         let merged;
         let single = [(f.attempt, bytes)];
-        let fetches: &[(AttemptId, Bytes)] = if f.spec.weight > 1 {
+        let fetches: &[(AttemptId, Bytes)] = if f.weight > 1 {
             merged = self.merged_fetches(&f, fid);
             &merged
         } else if f.useful {
@@ -260,8 +261,8 @@ impl Engine {
         if self.c.config.record_flows {
             self.records.flows.push(FlowRecord {
                 flow: fid,
-                coflow: f.spec.coflow,
-                job: f.job,
+                coflow: f.coflow(),
+                job: f.job(),
                 kind: f.kind,
                 attempt: f.attempt,
                 src,
@@ -272,14 +273,14 @@ impl Engine {
                 eps_bytes: eps,
                 ocs_bytes: ocs,
                 useful,
-                weight: f.spec.weight,
+                weight: f.weight,
             });
         }
         if !useful {
             return;
         }
         let delivered: Bytes = fetches.iter().map(|&(_, b)| b).sum();
-        if let Some(r) = self.records.jobs.get_mut(&f.job) {
+        if let Some(r) = self.records.jobs.get_mut(&f.job()) {
             match f.kind {
                 FlowKind::Input => {
                     r.input_read_bytes += delivered;
@@ -302,7 +303,7 @@ impl Engine {
                     let Some(fetch) = self.c.attempts.get_mut(&attempt).and_then(|a| a.fetch.as_mut()) else {
                         continue;
                     };
-                    let on = self.c.jobs.get(&f.job).and_then(|job| job.done_on.get(&src));
+                    let on = self.c.jobs.get(&f.job()).and_then(|job| job.done_on.get(&src));
                     if on.is_some_and(|on| fetch.finish(src, on)) {
                         fetch.bytes_fetched += bytes;
                     }
@@ -319,14 +320,14 @@ impl Engine {
     /// a dead source, does not). A host holds a few attempts, so they are
     /// found there rather than listed in every flow.
     fn merged_fetches(&self, f: &FlowRt, fid: FlowId) -> Vec<(AttemptId, Bytes)> {
-        let (src, dst) = (f.spec.src, f.spec.dst);
-        let Some(job) = self.c.jobs.get(&f.job) else {
+        let (src, dst) = (f.src, f.dst);
+        let Some(job) = self.c.jobs.get(&f.job()) else {
             return Vec::new();
         };
         let host = &self.c.hosts[self.c.topo.host_index(dst)];
         host.attempts
             .iter()
-            .filter(|a| a.task.job == f.job && a.task.kind == TaskKind::Reduce)
+            .filter(|a| a.task.job == f.job() && a.task.kind == TaskKind::Reduce)
             .filter_map(|&a| {
                 let fetch = self.c.attempts.get(&a)?.fetch.as_ref()?;
                 let (flow, maps) = fetch.in_flight_from(job.done_on.get(&src)?)?;

@@ -6,7 +6,7 @@ use super::event::{AttemptId, Command};
 use super::records::{FlowKind, Outcome};
 use super::state::{Locality, Phase};
 use super::TaskChoice;
-use super::{input_coflow, ClusterView, Engine};
+use super::{ClusterView, Engine};
 use crate::model::job::{TaskId, TaskKind};
 use crate::{Bytes, HostId, Nanos};
 
@@ -76,15 +76,7 @@ impl Engine {
             return;
         };
         let bytes = map.input;
-        let fid = self.new_flow(
-            now,
-            id,
-            FlowKind::Input,
-            input_coflow(id.task.job),
-            src,
-            host,
-            bytes,
-        );
+        let fid = self.new_flow(now, id, FlowKind::Input, src, host, bytes);
         if let Some(att) = self.c.attempts.get_mut(&id) {
             att.input_flow = Some(fid);
         }

@@ -6,6 +6,7 @@ use super::config::{EngineConfig, SlotConfig};
 use super::event::{AttemptId, Circuit, Link, LinkLoad};
 use super::fetch::Fetch;
 use super::jobs::{add_pending_map, remove_pending_map, runnable};
+use super::keyed::KeyedMap;
 use super::state::{
     AttemptState, HostState, JobState, JobStatus, Locality, Phase, RackTraffic, TaskStatus, UserState,
 };
@@ -23,7 +24,7 @@ pub(crate) struct Cluster {
     /// Active jobs by (ready time, id): FIFO order.
     pub(crate) active: BTreeSet<(Nanos, JobId)>,
     pub(crate) children: BTreeMap<JobId, Vec<JobId>>,
-    pub(crate) attempts: BTreeMap<AttemptId, AttemptState>,
+    pub(crate) attempts: KeyedMap<AttemptId, AttemptState>,
     /// Indexed by `Topology::host_index`.
     pub(crate) hosts: Vec<HostState>,
     pub(crate) users: BTreeMap<UserId, UserState>,
@@ -249,7 +250,7 @@ impl Cluster {
             jobs: BTreeMap::new(),
             active: BTreeSet::new(),
             children: BTreeMap::new(),
-            attempts: BTreeMap::new(),
+            attempts: KeyedMap::default(),
             hosts,
             users: BTreeMap::new(),
             circuits: BTreeSet::new(),
@@ -368,6 +369,10 @@ impl Cluster {
             n: ts.attempts_started,
         };
         ts.attempts_started += 1;
+        if ts.live.capacity() == 0 {
+            // Room for one: a task has one attempt unless one is speculative.
+            ts.live.reserve_exact(1);
+        }
         ts.live.push(id);
         ts.status = TaskStatus::Running;
         if !speculative {

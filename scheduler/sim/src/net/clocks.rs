@@ -32,7 +32,7 @@ pub(super) struct Clock {
     attached: u32,
     /// (clock value at which the bundle's first member finishes, as f64
     /// bits: order-preserving for values >= 0; bundle; its generation).
-    pub(super) finishes: BinaryHeap<Reverse<(u64, usize, u32)>>,
+    pub(super) finishes: BinaryHeap<Reverse<(u64, u32, u32)>>,
     /// Whether it is listed for its next finish to be recomputed.
     pub(super) due: bool,
 }
@@ -88,9 +88,9 @@ impl Clock {
         live: impl Fn(usize, u32) -> bool,
     ) {
         self.finishes
-            .push(Reverse((at.max(0.0).to_bits(), bundle, generation)));
+            .push(Reverse((at.max(0.0).to_bits(), bundle as u32, generation)));
         let limit = 2 * self.attached as usize + 64;
-        drop_stale(&mut self.finishes, limit, |&(_, b, g)| live(b, g));
+        drop_stale(&mut self.finishes, limit, |&(_, b, g)| live(b as usize, g));
     }
 }
 

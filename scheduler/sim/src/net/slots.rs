@@ -9,9 +9,10 @@
 //! each slot's stamp (bumped whenever its flow leaves a bundle) tells a
 //! bundle's stale member entries. Beside each slot, out of the way of the
 //! events that read slots, is what the flow is ([`FlowSpec`]) and when it
-//! started: read when it finishes.
+//! started, read when it finishes; or only its id, when the network keeps
+//! a policy view that holds the rest ([`Slots::ids_only`]).
 
-use ocslab_core::model::coflow::FlowSpec;
+use ocslab_core::model::coflow::{FlowId, FlowSpec};
 use ocslab_core::Nanos;
 use std::ops::{Index, IndexMut};
 
@@ -48,28 +49,47 @@ pub(super) struct Slot {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Slots {
     slots: Vec<Slot>,
-    /// Each slot's flow and when it started.
+    /// Each slot's flow and when it started (unless `ids_only`).
     flows: Vec<(FlowSpec, Nanos)>,
+    /// Each slot's flow id (if `ids_only`).
+    ids: Vec<FlowId>,
+    ids_only: bool,
     free: Vec<u32>,
 }
 
 impl Slots {
+    /// Slots that keep only their flows' ids, for a network whose policy
+    /// view holds each active flow and when it started: 48 bytes less a
+    /// flow (a wide shuffle holds hundreds of thousands at once).
+    pub(super) fn ids_only() -> Slots {
+        Slots {
+            ids_only: true,
+            ..Slots::default()
+        }
+    }
+
     /// Adds `slot` (its stamp is the index's own) for flow `spec`, started
     /// at `started`; returns its index.
     pub(super) fn add(&mut self, slot: Slot, spec: FlowSpec, started: Nanos) -> u32 {
-        match self.free.pop() {
+        let i = match self.free.pop() {
             Some(i) => {
                 let stamp = self.slots[i as usize].stamp;
                 self.slots[i as usize] = Slot { stamp, ..slot };
-                self.flows[i as usize] = (spec, started);
                 i
             }
             None => {
                 self.slots.push(Slot { stamp: 0, ..slot });
-                self.flows.push((spec, started));
                 (self.slots.len() - 1) as u32
             }
+        };
+        let (at, id) = (i as usize, spec.id);
+        match (self.ids_only, at < self.ids.len().max(self.flows.len())) {
+            (true, true) => self.ids[at] = id,
+            (true, false) => self.ids.push(id),
+            (false, true) => self.flows[at] = (spec, started),
+            (false, false) => self.flows.push((spec, started)),
         }
+        i
     }
 
     /// Slot indexes in use or free (the live ones are those their flow's
@@ -83,9 +103,18 @@ impl Slots {
         self.slots.len() - self.free.len()
     }
 
-    /// The flow in slot `i` and when it started.
-    pub(super) fn flow(&self, i: u32) -> &(FlowSpec, Nanos) {
-        &self.flows[i as usize]
+    /// The flow in slot `i` and when it started; `None` if the slots keep
+    /// only ids ([`Slots::ids_only`]).
+    pub(super) fn flow(&self, i: u32) -> Option<&(FlowSpec, Nanos)> {
+        self.flows.get(i as usize)
+    }
+
+    /// The id of the flow in slot `i`.
+    pub(super) fn id(&self, i: u32) -> FlowId {
+        match self.ids.get(i as usize) {
+            Some(&id) => id,
+            None => self.flows[i as usize].0.id,
+        }
     }
 
     /// Frees slot `i` (its flow left the network).

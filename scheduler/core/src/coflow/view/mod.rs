@@ -258,7 +258,7 @@ impl NetView {
         }
         let mut view = FlowView::new(spec, now);
         view.elephant = elephant;
-        self.flows.insert(view);
+        self.flows.insert(view.spec.id, view);
     }
 
     /// Whether `flow` may use a circuit: [`FabricParams::may_use_ocs`] with

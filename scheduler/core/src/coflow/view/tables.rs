@@ -1,14 +1,15 @@
 //! The id-ordered collections a [`super::NetView`] keeps its flows in:
-//! [`FlowTable`] (active flows by id) and [`FlowIdSet`] (a coflow's active
-//! flow ids). Both read like their `BTree` counterparts but are vectors in
-//! id order with holes, because ids arrive in increasing order and a trace
-//! replay inserts and removes hundreds of thousands of them.
+//! [`FlowTable`] (active flows by id, an [`IdTable`]) and [`FlowIdSet`] (a
+//! coflow's active flow ids). Both read like their `BTree` counterparts but
+//! are vectors in id order with holes, because ids arrive in increasing
+//! order and a trace replay inserts and removes hundreds of thousands of
+//! them.
 
 use super::FlowView;
-use crate::coflow::id_index::IdIndex;
 use crate::model::coflow::FlowId;
 use serde::{Serialize, Serializer};
-use std::ops::Index;
+
+pub use crate::coflow::id_table::IdTable;
 
 /// A coflow's active flow ids, read like a `BTreeSet<FlowId>` (membership,
 /// iteration in id order) but kept as a vector in id order: ids handed out
@@ -106,143 +107,8 @@ impl Serialize for FlowIdSet {
     }
 }
 
-/// Active flows by id, read like a `BTreeMap<FlowId, FlowView>` (lookups,
-/// iteration in flow-id order) but cheap to insert into and remove from at
-/// the rate a trace replay does it (hundreds of thousands of flows active,
-/// one arrival or departure every few microseconds).
-///
-/// Flows are kept in a vector in id order, removed ones as holes until they
-/// outnumber the live ones (then the vector is compacted, amortized O(1)
-/// per removal), with an index from id to position (`IdIndex`: a plain
-/// vector for ids near the ones seen so far, no hashing). Ids handed out
-/// in increasing order (the engine's and a trace's) are appended; an id
-/// lower than the last one is inserted in place, O(flows).
-#[derive(Clone, Debug, Default)]
-pub struct FlowTable {
-    /// (id, flow) in id order; `None` for a flow removed since the last compaction.
-    entries: Vec<(FlowId, Option<FlowView>)>,
-    /// Position in `entries` of each live flow.
-    index: IdIndex,
-}
-
-impl FlowTable {
-    /// Number of flows.
-    pub fn len(&self) -> usize {
-        self.index.len()
-    }
-
-    /// Whether there is no flow.
-    pub fn is_empty(&self) -> bool {
-        self.index.len() == 0
-    }
-
-    /// Whether flow `id` is in.
-    pub fn contains_key(&self, id: &FlowId) -> bool {
-        self.index.get(*id).is_some()
-    }
-
-    /// Flow `id`, if it is in.
-    pub fn get(&self, id: &FlowId) -> Option<&FlowView> {
-        let at = self.index.get(*id)?;
-        self.entries[at as usize].1.as_ref()
-    }
-
-    /// Flow `id`, mutably, if it is in.
-    pub fn get_mut(&mut self, id: &FlowId) -> Option<&mut FlowView> {
-        let at = self.index.get(*id)?;
-        self.entries[at as usize].1.as_mut()
-    }
-
-    /// Adds `flow` under its id (`flow.spec.id`), returning the flow it
-    /// replaces, if one had that id.
-    pub fn insert(&mut self, flow: FlowView) -> Option<FlowView> {
-        let id = flow.spec.id;
-        if let Some(at) = self.index.get(id) {
-            return self.entries[at as usize].1.replace(flow);
-        }
-        if self.entries.last().is_none_or(|&(last, _)| last < id) {
-            let at = self.entries.len() as u32;
-            self.index.insert(id, at);
-            self.entries.push((id, Some(flow)));
-            return None;
-        }
-        // Out of order: in place, after the holes of its id if any.
-        let at = self.entries.partition_point(|&(other, _)| other <= id);
-        self.entries.insert(at, (id, Some(flow)));
-        self.index.insert(id, at as u32);
-        self.reindex(at + 1);
-        None
-    }
-
-    /// Takes flow `id` out, if it is in.
-    pub fn remove(&mut self, id: &FlowId) -> Option<FlowView> {
-        let at = self.index.remove(*id)?;
-        let flow = self.entries[at as usize].1.take();
-        let live = self.index.len();
-        let holes = self.entries.len() - live;
-        if holes > live + 64 {
-            self.entries.retain(|(_, f)| f.is_some());
-            self.reindex(0);
-        } else {
-            // Holes at the end go now, so that appending stays in order.
-            while self.entries.last().is_some_and(|(_, f)| f.is_none()) {
-                self.entries.pop();
-            }
-        }
-        flow
-    }
-
-    /// Records the position of every live flow from position `from` on.
-    fn reindex(&mut self, from: usize) {
-        for (i, (id, f)) in self.entries.iter().enumerate().skip(from) {
-            if let (Some(_), Some(at)) = (f, self.index.get_mut(*id)) {
-                *at = i as u32;
-            }
-        }
-    }
-
-    /// (id, flow) in id order.
-    pub fn iter(&self) -> impl Iterator<Item = (&FlowId, &FlowView)> + '_ {
-        self.entries
-            .iter()
-            .filter_map(|(id, f)| f.as_ref().map(|f| (id, f)))
-    }
-
-    /// (id, flow) in id order, the flows mutably.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&FlowId, &mut FlowView)> + '_ {
-        self.entries
-            .iter_mut()
-            .filter_map(|(id, f)| f.as_mut().map(|f| (&*id, f)))
-    }
-
-    /// Ids in order.
-    pub fn keys(&self) -> impl Iterator<Item = &FlowId> + '_ {
-        self.iter().map(|(id, _)| id)
-    }
-
-    /// Flows in id order.
-    pub fn values(&self) -> impl Iterator<Item = &FlowView> + '_ {
-        self.entries.iter().filter_map(|(_, f)| f.as_ref())
-    }
-
-    /// Flows in id order, mutably.
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut FlowView> + '_ {
-        self.entries.iter_mut().filter_map(|(_, f)| f.as_mut())
-    }
-}
-
-impl Index<&FlowId> for FlowTable {
-    type Output = FlowView;
-
-    /// # Panics
-    /// If flow `id` is not in, as `BTreeMap`'s index does.
-    fn index(&self, id: &FlowId) -> &FlowView {
-        match self.get(id) {
-            Some(f) => f,
-            None => panic!("flow {id:?} is not in the table"),
-        }
-    }
-}
+/// A policy view's active flows by id ([`IdTable`]).
+pub type FlowTable = IdTable<FlowView>;
 
 #[cfg(test)]
 mod tests {
@@ -270,15 +136,15 @@ mod tests {
     fn a_flow_table_keeps_id_order_through_removals_and_late_ids() {
         let mut t = FlowTable::default();
         for id in [1, 2, 3, 5, 8] {
-            assert!(t.insert(flow(id)).is_none());
+            assert!(t.insert(FlowId(id), flow(id)).is_none());
         }
         assert_eq!(t.remove(&FlowId(3)).map(|f| f.spec.bytes), Some(Bytes(3)));
         assert_eq!(t.remove(&FlowId(3)), None);
         assert_eq!(t.remove(&FlowId(8)).map(|f| f.spec.id), Some(FlowId(8)));
         // Lower than the last id: in place; an id seen before: back in.
-        t.insert(flow(4));
-        t.insert(flow(3));
-        t.insert(flow(9));
+        t.insert(FlowId(4), flow(4));
+        t.insert(FlowId(3), flow(3));
+        t.insert(FlowId(9), flow(9));
         assert_eq!(ids(&t), [1, 2, 3, 4, 5, 9]);
         assert_eq!(t.len(), 6);
         assert!(!t.is_empty() && t.contains_key(&FlowId(3)));
@@ -288,7 +154,7 @@ mod tests {
             f.elephant = true;
         }
         assert!(t[&FlowId(5)].elephant);
-        t.insert(flow(0));
+        t.insert(FlowId(0), flow(0));
         assert!(t[&FlowId(5)].elephant && !t[&FlowId(0)].elephant);
         let values: Vec<u64> = t.values().map(|f| f.spec.id.0).collect();
         assert_eq!(values, [0, 1, 2, 3, 4, 5, 9]);
@@ -326,7 +192,7 @@ mod tests {
     fn a_flow_table_finds_every_flow_after_compactions() {
         let mut t = FlowTable::default();
         for id in 0..1000 {
-            t.insert(flow(id));
+            t.insert(FlowId(id), flow(id));
         }
         // Remove all but every tenth: several compactions on the way.
         for id in (0..1000).filter(|id| id % 10 != 0) {

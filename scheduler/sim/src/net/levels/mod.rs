@@ -160,8 +160,9 @@ pub struct LinkLevels {
     /// Slots set since the last solve.
     pending: Vec<u32>,
     is_pending: Vec<bool>,
-    /// The demand each pending slot had at the last solve, in `pending`'s order.
-    solved: Vec<Option<Demand>>,
+    /// The demands the pending slots had at the last solve, in `pending`'s
+    /// order (slots that had none are left out).
+    solved: Vec<Demand>,
     /// Whether the last solve froze no link: every slot is at its cap.
     all_capped: bool,
     /// Whether a link's capacity changed since the last solve.
@@ -295,7 +296,7 @@ impl LinkLevels {
         if !self.is_pending[slot] {
             self.is_pending[slot] = true;
             self.pending.push(slot as u32);
-            self.solved.push(self.demand[slot]);
+            self.solved.extend(self.demand[slot]);
         }
         match (self.demand[slot], demand) {
             (Some(old), Some(new)) if self.reweighs(slot, old, new) || self.recaps(slot, old, new) => {}
@@ -895,13 +896,13 @@ impl LinkLevels {
     /// rounding until the next full solve (they feed only the utilization
     /// series).
     fn solve_departures_at_caps(&mut self) {
-        for (&s, before) in self.pending.iter().zip(&self.solved) {
-            if let Some(d) = before {
-                let total = d.cap.max(0.0) * u64::from(d.weight) as f64;
-                for &l in d.links.as_slice() {
-                    self.load[l as usize] = (self.load[l as usize] - total).max(0.0);
-                }
+        for d in &self.solved {
+            let total = d.cap.max(0.0) * u64::from(d.weight) as f64;
+            for &l in d.links.as_slice() {
+                self.load[l as usize] = (self.load[l as usize] - total).max(0.0);
             }
+        }
+        for &s in &self.pending {
             self.is_pending[s as usize] = false;
             self.bottleneck[s as usize] = Bottleneck::Idle;
             self.changes.slots.push(s);

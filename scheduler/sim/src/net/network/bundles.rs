@@ -188,6 +188,12 @@ impl Bundle {
     /// The flow in slot `ix` (stamp `stamp`, weight `weight`) joins, done
     /// at service `finish`.
     pub(super) fn insert(&mut self, finish: f64, id: FlowId, ix: u32, stamp: u32, weight: u32) {
+        if self.members.capacity() == 0 {
+            // Room for one: most bundles of a wide shuffle, one host pair
+            // each, never hold more (a vector's first growth makes room
+            // for four).
+            self.members.reserve_exact(1);
+        }
         self.members.push(Reverse((finish.to_bits(), id, ix, stamp)));
         self.count += 1;
         self.weight += weight;

@@ -173,8 +173,9 @@ impl FluidNetwork {
         let view = NetView::new(fabric);
         let usage = LinkUsage::new(&fabric);
         let rates = Rates::new(&view.links, policy.orders_coflows());
+        let triggers = policy.triggers();
         FluidNetwork {
-            triggers: policy.triggers(),
+            triggers,
             policy,
             pairs: PairFlows::default(),
             pair_planned: PairPlans::default(),
@@ -195,7 +196,13 @@ impl FluidNetwork {
             first_clock_finish: None,
             clocks_now: Vec::new(),
             clocks_due: Vec::new(),
-            slots: Slots::default(),
+            // A policy that is called reads a view holding every active
+            // flow: the slots need only the ids.
+            slots: if triggers == Triggers::NEVER {
+                Slots::default()
+            } else {
+                Slots::ids_only()
+            },
             slot_of: IdIndex::default(),
             due: Vec::new(),
             done: Vec::new(),
@@ -494,8 +501,8 @@ impl FluidNetwork {
     /// it): the view of the active flows, from their slots.
     fn build_view(&mut self) {
         let mut active: Vec<(FlowSpec, Nanos)> = (0..self.slots.len())
-            .filter(|&ix| self.slot_of.get(self.slots.flow(ix).0.id) == Some(ix))
-            .map(|ix| self.slots.flow(ix).clone())
+            .filter(|&ix| self.slot_of.get(self.slots.id(ix)) == Some(ix))
+            .filter_map(|ix| self.slots.flow(ix).cloned())
             .collect();
         active.sort_by_key(|(spec, _)| spec.id);
         self.view.flows = FlowTable::default();
@@ -706,7 +713,9 @@ impl FluidNetwork {
                     done.push(ix);
                     // `finish` reads both a little later: their loads overlap.
                     prefetch(&self.slots[ix]);
-                    prefetch(self.slots.flow(ix));
+                    if let Some(flow) = self.slots.flow(ix) {
+                        prefetch(flow);
+                    }
                 }
                 bundle.members.pop();
             }
@@ -719,7 +728,7 @@ impl FluidNetwork {
         // Simultaneous completions in flow-id order, whichever bundles
         // they were in: the engine's reaction (the flows it starts, their
         // ids) then does not depend on how bundles were numbered.
-        done.sort_unstable_by_key(|&ix| self.slots.flow(ix).0.id);
+        done.sort_unstable_by_key(|&ix| self.slots.id(ix));
         let mut ask = false;
         for &ix in &done {
             ask |= self.finish(ix, events);
@@ -761,6 +770,7 @@ impl FluidNetwork {
             let l = li as LinkId;
             // The bundles on this clock whose first member is due.
             while let Some(&Reverse((_, b, g))) = self.clocks[li].finishes.peek() {
+                let b = b as usize;
                 let bundle = &self.bundles[b];
                 if bundle.generation == g && bundle.clock == Some(l) {
                     let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
@@ -782,7 +792,7 @@ impl FluidNetwork {
     fn finish(&mut self, ix: u32, events: &mut Vec<NetEvent>) -> bool {
         self.leave(ix);
         let s = self.slots[ix];
-        let (spec, started) = self.slots.flow(ix).clone();
+        let (spec, started) = self.flow_in(ix);
         self.slots.remove(ix);
         let id = spec.id;
         self.slot_of.remove(id);
@@ -811,6 +821,19 @@ impl FluidNetwork {
             ocs_bytes: ocs,
         });
         ask
+    }
+
+    /// The flow in slot `ix` and when it started: from the slot or, if the
+    /// slots keep only ids, from the policy view.
+    fn flow_in(&self, ix: u32) -> (FlowSpec, Nanos) {
+        if let Some(flow) = self.slots.flow(ix) {
+            return flow.clone();
+        }
+        let id = self.slots.id(ix);
+        match self.view.flows.get(&id) {
+            Some(f) => (f.spec.clone(), f.started),
+            None => unreachable!("flow {id:?} is active but not in the view"),
+        }
     }
 
     /// Whether the policy is ever called (its triggers are not

@@ -168,9 +168,10 @@ impl FluidNetwork {
             let clock = &mut self.clocks[li];
             clock.due = false;
             drop_stale(&mut clock.finishes, usize::MAX, |&(_, b, g)| {
-                bundles[b].generation == g && bundles[b].clock == Some(l)
+                let b = &bundles[b as usize];
+                b.generation == g && b.clock == Some(l)
             });
-            let first = clock.finishes.peek().map(|&Reverse((_, b, _))| b);
+            let first = clock.finishes.peek().map(|&Reverse((_, b, _))| b as usize);
             // The first of the clock's bundles moves at the clock's level.
             let next = first
                 .and_then(|b| bundles[b].first_finish(&self.clocks, now))
