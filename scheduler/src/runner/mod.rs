@@ -116,7 +116,7 @@ pub fn default_threads() -> usize {
 fn run_one_by_one(
     driver: &mut dyn Driver,
     exp: &Experiment,
-    jobs: Vec<Job>,
+    mut jobs: Vec<Job>,
     bar: &Progress,
 ) -> Result<Vec<SimOutcome>, RunnerError> {
     let kind = driver.name();
@@ -124,11 +124,14 @@ fn run_one_by_one(
     let mut outcomes = Vec::with_capacity(runs);
     let (mut done, mut moved) = (0u64, Bytes(0));
     let count = jobs.len() as u64;
-    let mut jobs = Some(jobs);
     for (i, name) in exp.task_schedulers.iter().enumerate() {
         bar.set_message(format!("{name} ({kind})"));
-        let these = if i + 1 == runs { jobs.take() } else { jobs.clone() };
-        let out = driver.run(exp, name, these.unwrap_or_default(), &mut |p| {
+        let these = if i + 1 == runs {
+            std::mem::take(&mut jobs)
+        } else {
+            jobs.clone()
+        };
+        let out = driver.run(exp, name, these, &mut |p| {
             bar.set_jobs_done(done + p.jobs_done as u64);
             bar.set_bytes(moved + p.bytes);
             bar.set_message(format!("{name} ({kind}), run time {:.1} s", p.now.as_secs_f64()));

@@ -269,8 +269,9 @@ impl Engine {
                 // A wide shuffle's instant: its index goes before the
                 // driver takes on the flows.
                 self.merging = FastMap::default();
+            } else {
+                self.merging.clear();
             }
-            self.merging.clear();
             self.out
                 .push(Command::StartFlows(std::mem::take(&mut self.new_flows)));
         }

@@ -45,15 +45,34 @@ pub(super) struct Slot {
     pub(super) weight: u32,
 }
 
+/// What the slots keep of each slot's flow, by slot index.
+#[derive(Clone, Debug)]
+enum Flows {
+    /// The flow and when it started.
+    Whole(Vec<(FlowSpec, Nanos)>),
+    /// Only its id ([`Slots::ids_only`]).
+    Ids(Vec<FlowId>),
+}
+
+impl Default for Flows {
+    fn default() -> Flows {
+        Flows::Whole(Vec::new())
+    }
+}
+
+/// Sets `v[at]`, one past the end included.
+fn put<T>(v: &mut Vec<T>, at: usize, x: T) {
+    match v.get_mut(at) {
+        Some(old) => *old = x,
+        None => v.push(x),
+    }
+}
+
 /// The slots of the active flows, by dense index.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Slots {
     slots: Vec<Slot>,
-    /// Each slot's flow and when it started (unless `ids_only`).
-    flows: Vec<(FlowSpec, Nanos)>,
-    /// Each slot's flow id (if `ids_only`).
-    ids: Vec<FlowId>,
-    ids_only: bool,
+    flows: Flows,
     free: Vec<u32>,
 }
 
@@ -63,7 +82,7 @@ impl Slots {
     /// flow (a wide shuffle holds hundreds of thousands at once).
     pub(super) fn ids_only() -> Slots {
         Slots {
-            ids_only: true,
+            flows: Flows::Ids(Vec::new()),
             ..Slots::default()
         }
     }
@@ -82,12 +101,9 @@ impl Slots {
                 (self.slots.len() - 1) as u32
             }
         };
-        let (at, id) = (i as usize, spec.id);
-        match (self.ids_only, at < self.ids.len().max(self.flows.len())) {
-            (true, true) => self.ids[at] = id,
-            (true, false) => self.ids.push(id),
-            (false, true) => self.flows[at] = (spec, started),
-            (false, false) => self.flows.push((spec, started)),
+        match &mut self.flows {
+            Flows::Whole(flows) => put(flows, i as usize, (spec, started)),
+            Flows::Ids(ids) => put(ids, i as usize, spec.id),
         }
         i
     }
@@ -106,14 +122,17 @@ impl Slots {
     /// The flow in slot `i` and when it started; `None` if the slots keep
     /// only ids ([`Slots::ids_only`]).
     pub(super) fn flow(&self, i: u32) -> Option<&(FlowSpec, Nanos)> {
-        self.flows.get(i as usize)
+        match &self.flows {
+            Flows::Whole(flows) => flows.get(i as usize),
+            Flows::Ids(_) => None,
+        }
     }
 
     /// The id of the flow in slot `i`.
     pub(super) fn id(&self, i: u32) -> FlowId {
-        match self.ids.get(i as usize) {
-            Some(&id) => id,
-            None => self.flows[i as usize].0.id,
+        match &self.flows {
+            Flows::Whole(flows) => flows[i as usize].0.id,
+            Flows::Ids(ids) => ids[i as usize],
         }
     }
 
