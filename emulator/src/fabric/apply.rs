@@ -144,12 +144,7 @@ pub fn config_requests(plan: &FabricPlan, i: usize) -> Vec<Request> {
     reqs.extend(ns.neighbours.iter().map(messages::neighbour));
     for s in &ns.shapers {
         let what = role_label(ns, s.ifindex);
-        reqs.push(htb::qdisc(s.ifindex, &what));
-        reqs.extend(htb::classes(s.ifindex, s.rate, &what));
-        reqs.push(htb::small_packet_filter(s.ifindex, &what));
-        if let Some(limit) = s.leaf_limit {
-            reqs.push(htb::leaf(s.ifindex, limit, &what));
-        }
+        reqs.extend(htb::link(s.ifindex, s.rate, s.leaf_limit, s.flow_queues, &what));
     }
     for &i in &ns.ingress {
         reqs.push(messages::ingress_qdisc(i, &role_label(ns, i)));

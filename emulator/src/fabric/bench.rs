@@ -97,7 +97,11 @@ pub struct BuildFigures {
     pub namespaces: usize,
     /// Veth pairs of its plan.
     pub veth_pairs: usize,
-    /// Htb classes of its plan.
+    /// Shaped links (htb qdiscs) of its plan.
+    pub shaped_links: usize,
+    /// Flow queues of each shaped link ([`super::htb::FlowQueues`]).
+    pub flow_queues: u16,
+    /// Htb classes of its plan, flow queues included.
     pub htb_classes: usize,
     /// Median time to build it, seconds.
     pub up_s: f64,
@@ -115,9 +119,10 @@ pub struct BuildFigures {
 
 /// Builds and tears down `racks` x `hosts_per_rack` hosts with
 /// `ocs_ports` OCS ports per rack `repeat` times, with `threads` build
-/// threads (0: one per core, at most 4) and OCS datapath `datapath` (`None`:
-/// the default). Rootless outside root: call it before this process starts
-/// any thread.
+/// threads (0: one per core, at most 4), OCS datapath `datapath` (`None`:
+/// the default) and `flow_queues` per shaped link (`None`: what the budget
+/// allows, [`super::htb::FlowQueues::within_budget`]). Rootless outside
+/// root: call it before this process starts any thread.
 pub fn build_and_teardown(
     racks: u32,
     hosts_per_rack: u32,
@@ -125,13 +130,15 @@ pub fn build_and_teardown(
     threads: usize,
     repeat: u32,
     datapath: Option<super::Datapath>,
+    flow_queues: Option<u16>,
 ) -> Result<BuildFigures, BenchError> {
     let mode = rootless::enter_if_needed()?;
     let gbit = Bps(1_000_000_000);
-    let topo = bench_topology(racks, hosts_per_rack, gbit, gbit, ocs_ports, gbit)?;
+    let mut topo = bench_topology(racks, hosts_per_rack, gbit, gbit, ocs_ports, gbit)?;
+    topo.flow_queues = flow_queues;
     let mut runs = Vec::new();
     let mut leftover = 0;
-    let mut shape = (0, 0, 0);
+    let mut shape = (0, 0, 0, 0, 1);
     let mut built_with = super::Datapath::TcMirred;
     for _ in 0..repeat.max(1) {
         let t0 = Instant::now();
@@ -150,7 +157,9 @@ pub fn build_and_teardown(
         shape = (
             p.namespaces.len(),
             p.veth_count(),
-            p.namespaces.iter().map(|n| n.shapers.len()).sum(),
+            p.shapers().count(),
+            p.shapers().map(|s| super::htb::class_count(s.flow_queues)).sum(),
+            p.flow_queues().count(),
         );
         let t1 = Instant::now();
         f.down()?;
@@ -163,7 +172,9 @@ pub fn build_and_teardown(
         hosts: topo.hosts(),
         namespaces: shape.0,
         veth_pairs: shape.1,
-        htb_classes: shape.2,
+        shaped_links: shape.2,
+        htb_classes: shape.3,
+        flow_queues: shape.4,
         up_s: median(runs.iter().map(|r| r.0).collect()),
         down_s: median(runs.iter().map(|r| r.1).collect()),
         leftover,

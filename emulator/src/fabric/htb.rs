@@ -14,15 +14,23 @@
 //! up to the whole link:
 //!
 //! ```text
-//! 1: htb default 11
+//! 1: htb default 11 (100 with flow queues)
 //! └─ 1:1   rate R ceil R
 //!    ├─ 1:10  rate R/20 ceil R prio 0   packets under 128 bytes (ACKs, SYNs)
 //!    └─ 1:11  rate 19R/20 ceil R prio 1 everything else → leaf 10: bfifo
-//! filter u32 on 1: ip total length < 128 → 1:10
+//!       ├─ 1:100 rate 19R/20N ceil R   with N flow queues instead of the
+//!       ├─ …                           leaf, each with a bfifo of its
+//!       └─ 1:1ff                       own (100: … 1ff:)
+//! filter u32 prio 2 on 1: ip total length < 128 → 1:10
+//! filter u32 prio 3 on 1: hash of source-port bits 1… → 1:100 + bucket
 //! ```
 //!
+//! The flow queues ([`FlowQueues`]) take turns of one quantum of bytes,
+//! so the flows of a link share it as max-min fairness (and the fluid
+//! model) would, whatever their congestion control or lack of one.
+//!
 //! A link taken down (`ocslab link down`) gets one more filter on `1:`,
-//! ahead of that one, that sends every packet to a class `1:12` whose
+//! ahead of the others, that sends every packet to a class `1:12` whose
 //! `bfifo` holds nothing ([`down`]); removing both ([`up`]) brings the link
 //! back with its queues as they were.
 //!
@@ -34,8 +42,8 @@
 //! ([`nic_segment_bytes`]), so no flow passes a link faster than its rate
 //! by more than a bucket and a segment.
 //!
-//! The data class gets a leaf qdisc `10:` of its own ([`LeafQueue`]): a
-//! `bfifo` holding a few milliseconds of the link rate. Without it htb's
+//! The data class (or each flow queue) gets a leaf qdisc of its own
+//! ([`LeafQueue`]): a `bfifo` holding a few milliseconds of the link rate. Without it htb's
 //! leaf is a `pfifo` of txqueuelen (1000) packets, which on a veth carrying
 //! GSO segments is hundreds of milliseconds at the emulated rates. A leaf
 //! `bfifo` takes `struct tc_fifo_qopt { __u32 limit; }` directly as
@@ -95,6 +103,15 @@ const DOWN_LEAF: TcHandle = TcHandle {
     major: 0x12,
     minor: 0,
 };
+/// The flow-hash filters' priority on the root qdisc: after small packets.
+const FLOW_FILTER_PRIO: u32 = 3;
+/// The u32 hash table of the flow queues, `2:` (`htid << 20`).
+const FLOW_TABLE: u32 = 0x002 << 20;
+/// Flow queue `q` is class `1:(0x100 + q)` with leaf `(0x100 + q):`.
+const FLOW_CLASS_BASE: u16 = 0x100;
+/// Where the ports are: an IPv4 header without options (this fabric sends
+/// none) is 20 bytes, and TCP and UDP start with the source port.
+const PORTS_OFFSET: i16 = 20;
 /// `ETH_P_IP` in network order, as the filter's protocol.
 const ETH_P_IP_BE: u32 = (0x0800_u16).to_be() as u32;
 
@@ -153,6 +170,57 @@ impl LeafQueue {
     }
 }
 
+/// The flow queues a fabric gets in all unless its topology says how many
+/// each link gets. Every htb class costs the kernel a walk of a list of
+/// every filter block on the box (`flow_indr_dev_setup_offload`, since a
+/// veth has no `ndo_setup_tc`), so building takes time quadratic in the
+/// classes: 128 hosts build in 0.37 s with 16 queues per link and 2.0 s
+/// with 64 (`ocslab bench fabric`).
+pub const FLOW_QUEUE_BUDGET: usize = 8192;
+
+/// How many queues a shaped link's data class is split into. A packet's
+/// queue is a hash of its source port, and the queues take turns of a
+/// quantum of bytes, each free to borrow the whole link while the others
+/// are idle: the flows of a link share it fairly, as in the fluid model,
+/// instead of in the order a single FIFO happens to hold them. This
+/// kernel has no `sfq`, `fq` or `drr`; htb classes fed by a u32 hash are
+/// what it has, and they work rootless too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowQueues(u16);
+
+impl FlowQueues {
+    /// One FIFO for all data.
+    pub const ONE: FlowQueues = FlowQueues(1);
+    /// The most a u32 hash table holds.
+    pub const MAX: u16 = 256;
+
+    /// `n` queues, if `n` is a power of two of at most [`Self::MAX`]
+    /// (u32 hashes by masking bits).
+    pub fn new(n: u16) -> Option<FlowQueues> {
+        (n.is_power_of_two() && n <= Self::MAX).then_some(FlowQueues(n))
+    }
+
+    /// The most queues per link for a fabric of `links` shaped links:
+    /// the largest power of two, up to [`Self::MAX`], that keeps the
+    /// fabric within [`FLOW_QUEUE_BUDGET`] queues.
+    pub fn within_budget(links: usize) -> FlowQueues {
+        let fit = (FLOW_QUEUE_BUDGET / links.max(1)).clamp(1, usize::from(Self::MAX));
+        FlowQueues(1 << fit.ilog2())
+    }
+
+    /// The number of queues.
+    pub fn count(self) -> u16 {
+        self.0
+    }
+
+    /// The hash key's mask over the ports word (source port in the upper
+    /// half): source-port bits 1 and up, since Linux hands out ephemeral
+    /// ports of one parity to `connect`.
+    fn hash_mask(self) -> u32 {
+        (u32::from(self.0) - 1) << 17
+    }
+}
+
 /// Burst in bytes for `rate`: 1 ms worth plus an MTU, as `tc` picks.
 pub fn burst_bytes(rate: Bps) -> u64 {
     rate.0 / 8 / 1000 + FRAME_BYTES
@@ -182,9 +250,10 @@ fn ratespec(rate: Bps) -> [u8; 12] {
     b
 }
 
-/// `struct tc_htb_glob`: version 3, r2q 10, default class `1:11`.
-pub fn glob_bytes() -> Vec<u8> {
-    [TC_HTB_PROTOVER, 10, DATA_CLASS.minor as u32, 0, 0]
+/// `struct tc_htb_glob`: version 3, r2q 10, default class `default`
+/// (`1:11`, or the first flow queue when there are several).
+pub fn glob_bytes(default: TcHandle) -> Vec<u8> {
+    [TC_HTB_PROTOVER, 10, default.minor as u32, 0, 0]
         .iter()
         .flat_map(|v| v.to_ne_bytes())
         .collect()
@@ -205,8 +274,11 @@ pub fn opt_bytes(rate: Bps, ceil: Bps, prio: u32) -> Vec<u8> {
     for x in [
         ticks(burst_bytes(rate), rate),
         ticks(burst_bytes(ceil), ceil),
-        // quantum: one maximal GSO segment (the kernel's rate / r2q is
-        // below an MTU on slow classes, and it says so in the kernel log)
+        // quantum: one maximal GSO segment. Siblings take turns, and a
+        // turn sends packets while the class's deficit is not negative,
+        // but always at least one: with a quantum under the largest
+        // packet, turns would be fair in packets, not bytes. (The kernel's
+        // rate / r2q is also below an MTU on slow classes.)
         MAX_GSO_BYTES as u32,
         0, /* level */
         prio,
@@ -223,14 +295,14 @@ fn header(ifindex: u32, handle: TcHandle, parent: TcHandle) -> TcMessage {
     m
 }
 
-/// `tc qdisc add dev IF root handle 1: htb default 1`.
-pub fn qdisc(ifindex: u32, what: &str) -> Request {
+/// `tc qdisc add dev IF root handle 1: htb default DEFAULT`.
+fn qdisc(ifindex: u32, default: TcHandle, what: &str) -> Request {
     let mut m = header(ifindex, ROOT_HANDLE, TcHandle::ROOT);
     m.attributes.push(TcAttribute::Kind("htb".into()));
     m.attributes
         .push(TcAttribute::Options(vec![TcOption::Other(DefaultNla::new(
             TCA_HTB_INIT,
-            glob_bytes(),
+            glob_bytes(default),
         ))]));
     Request::new(
         RouteNetlinkMessage::NewQueueDiscipline(m),
@@ -239,16 +311,139 @@ pub fn qdisc(ifindex: u32, what: &str) -> Request {
     )
 }
 
+/// Everything that shapes one link of `rate`, in order: the qdisc, its
+/// classes, their leaves and the filters, as the module shows. With
+/// `flow_queues` above 1, the data class is split into that many flow
+/// queues (see [`FlowQueues`]); `leaf_limit` bounds each leaf (`None`:
+/// the kernel's default leaf).
+pub fn link(
+    ifindex: u32,
+    rate: Bps,
+    leaf_limit: Option<u64>,
+    flow_queues: FlowQueues,
+    what: &str,
+) -> Vec<Request> {
+    let queues = flow_queues.count();
+    let default = if queues > 1 { flow_class(0) } else { DATA_CLASS };
+    let mut reqs = vec![qdisc(ifindex, default, what)];
+    reqs.extend(classes(ifindex, rate, what));
+    reqs.push(small_packet_filter(ifindex, what));
+    if queues == 1 {
+        reqs.extend(leaf_limit.map(|limit| leaf(ifindex, limit, what)));
+        return reqs;
+    }
+    let data = data_rate(rate);
+    let share = Bps((data.0 / u64::from(queues)).max(8_000));
+    for q in 0..queues {
+        let queue = flow_class(q);
+        reqs.push(class(ifindex, queue, DATA_CLASS, (share, rate, 1), what));
+        let leaf = TcHandle {
+            major: queue.minor,
+            minor: 0,
+        };
+        reqs.extend(leaf_limit.map(|limit| fifo(ifindex, leaf, queue, limit, what)));
+    }
+    reqs.extend(flow_hash_filters(ifindex, flow_queues, what));
+    reqs
+}
+
+/// How many htb classes [`link`] makes on one link.
+pub fn class_count(flow_queues: FlowQueues) -> usize {
+    match flow_queues.count() {
+        1 => 3,
+        q => 3 + usize::from(q),
+    }
+}
+
+/// The rate guaranteed to data: what small packets do not get.
+fn data_rate(rate: Bps) -> Bps {
+    Bps(rate.0.saturating_sub(small_rate(rate).0).max(8_000))
+}
+
+/// The rate guaranteed to small packets.
+fn small_rate(rate: Bps) -> Bps {
+    Bps((rate.0 / SMALL_SHARE).max(8_000))
+}
+
 /// The three classes of a link of `rate`: `1:1` (the link), `1:10`
 /// (small packets, first) and `1:11` (the rest), as the module shows.
-pub fn classes(ifindex: u32, rate: Bps, what: &str) -> [Request; 3] {
-    let small = Bps((rate.0 / SMALL_SHARE).max(8_000));
-    let data = Bps(rate.0.saturating_sub(small.0).max(8_000));
+fn classes(ifindex: u32, rate: Bps, what: &str) -> [Request; 3] {
     [
         class(ifindex, CLASS_HANDLE, ROOT_HANDLE, (rate, rate, 0), what),
-        class(ifindex, SMALL_CLASS, CLASS_HANDLE, (small, rate, 0), what),
-        class(ifindex, DATA_CLASS, CLASS_HANDLE, (data, rate, 1), what),
+        class(
+            ifindex,
+            SMALL_CLASS,
+            CLASS_HANDLE,
+            (small_rate(rate), rate, 0),
+            what,
+        ),
+        class(
+            ifindex,
+            DATA_CLASS,
+            CLASS_HANDLE,
+            (data_rate(rate), rate, 1),
+            what,
+        ),
     ]
+}
+
+/// Flow queue `q`'s class, `1:1qq` (hex).
+pub fn flow_class(q: u16) -> TcHandle {
+    TcHandle {
+        major: 1,
+        minor: FLOW_CLASS_BASE + q,
+    }
+}
+
+/// The u32 filters that hash data packets onto the flow queues, in order
+/// (prio 3 on `1:`): `tc filter add … handle 2: u32 divisor N`, then
+/// `… u32 ht 800:: match u32 0 0 hashkey mask M at 20 link 2:`, then one
+/// `… u32 ht 2:q: match u32 0 0 classid 1:1qq` per queue.
+fn flow_hash_filters(ifindex: u32, flow_queues: FlowQueues, what: &str) -> Vec<Request> {
+    let queues = flow_queues.count();
+    let filter = |opts: Vec<TcFilterU32Option>, handle: u32, flags: u16, about: String| {
+        let mut m = header(ifindex, TcHandle::from(handle), ROOT_HANDLE);
+        m.header.info = (FLOW_FILTER_PRIO << 16) | ETH_P_IP_BE;
+        m.attributes.push(TcAttribute::Kind("u32".into()));
+        m.attributes.push(TcAttribute::Options(
+            opts.into_iter().map(TcOption::U32).collect(),
+        ));
+        Request::new(RouteNetlinkMessage::NewTrafficFilter(m), flags, about)
+    };
+    let mut hashing = every_packet();
+    hashing.flags = TcU32SelectorFlags::empty();
+    hashing.hmask = flow_queues.hash_mask();
+    hashing.hoff = PORTS_OFFSET;
+    let mut reqs = vec![
+        filter(
+            vec![TcFilterU32Option::Divisor(u32::from(queues))],
+            FLOW_TABLE,
+            NLM_F_CREATE | NLM_F_EXCL,
+            format!("adding the {queues}-bucket flow hash table on {what}"),
+        ),
+        filter(
+            vec![
+                TcFilterU32Option::Selector(hashing),
+                TcFilterU32Option::Link(FLOW_TABLE),
+            ],
+            0,
+            NLM_F_CREATE,
+            format!("adding the flow hash filter on {what}"),
+        ),
+    ];
+    for q in 0..queues {
+        reqs.push(filter(
+            vec![
+                TcFilterU32Option::Hash(FLOW_TABLE | (u32::from(q) << 12)),
+                TcFilterU32Option::Selector(every_packet()),
+                TcFilterU32Option::ClassId(flow_class(q)),
+            ],
+            0,
+            NLM_F_CREATE,
+            format!("adding flow bucket {q} on {what}"),
+        ));
+    }
+    reqs
 }
 
 /// `tc class add dev IF parent PARENT classid HANDLE htb rate R ceil C prio P`.
@@ -287,7 +482,7 @@ fn class(
 /// `tc filter add dev IF parent 1: prio 1 protocol ip u32 match u16 0
 /// 0xff80 at 2 classid 1:10`: IPv4 packets under [`SMALL_PACKET_BYTES`]
 /// go to the small-packet class.
-pub fn small_packet_filter(ifindex: u32, what: &str) -> Request {
+fn small_packet_filter(ifindex: u32, what: &str) -> Request {
     let mut m = header(ifindex, TcHandle::default(), ROOT_HANDLE);
     m.header.info = (SMALL_FILTER_PRIO << 16) | ETH_P_IP_BE;
     let mut sel = TcU32Selector::default();
@@ -368,7 +563,7 @@ pub fn up(ifindex: u32, what: &str) -> [Request; 2] {
 }
 
 /// `tc qdisc add dev IF parent 1:11 handle 10: bfifo limit BYTES`.
-pub fn leaf(ifindex: u32, limit_bytes: u64, what: &str) -> Request {
+fn leaf(ifindex: u32, limit_bytes: u64, what: &str) -> Request {
     fifo(ifindex, LEAF_HANDLE, DATA_CLASS, limit_bytes, what)
 }
 
@@ -398,16 +593,20 @@ mod tests {
 
     #[test]
     fn glob_is_version_3_with_the_data_class_by_default() {
-        let g = glob_bytes();
+        let g = glob_bytes(DATA_CLASS);
         assert_eq!(g.len(), 20);
         assert_eq!(u32::from_ne_bytes(g[0..4].try_into().unwrap()), 3);
         assert_eq!(u32::from_ne_bytes(g[8..12].try_into().unwrap()), 0x11);
+        let g = glob_bytes(flow_class(0));
+        assert_eq!(u32::from_ne_bytes(g[8..12].try_into().unwrap()), 0x100);
     }
 
     #[test]
     fn opt_carries_rate_in_bytes_and_buffer_in_ticks() {
         let o = opt_bytes(Bps(100_000_000), Bps(100_000_000), 0);
         assert_eq!(o.len(), 44, "sizeof(struct tc_htb_opt)");
+        let quantum = u32::from_ne_bytes(o[32..36].try_into().unwrap());
+        assert_eq!(quantum as u64, MAX_GSO_BYTES, "no packet is larger");
         assert_eq!(o[1], TC_LINKLAYER_ETHERNET);
         assert_eq!(u32::from_ne_bytes(o[8..12].try_into().unwrap()), 12_500_000);
         assert_eq!(u32::from_ne_bytes(o[20..24].try_into().unwrap()), 12_500_000);
@@ -469,24 +668,35 @@ mod tests {
 
     /// The parameters of each class of a link: (handle, parent, rate, ceil, prio).
     fn params(rate: Bps) -> Vec<(TcHandle, TcHandle, u32, u32, u32)> {
-        classes(2, rate, "x")
-            .into_iter()
-            .map(|req| {
-                let RouteNetlinkMessage::NewTrafficClass(m) = req.msg else {
-                    panic!("not a class")
-                };
-                let TcAttribute::Options(opts) = &m.attributes[1] else {
-                    panic!("no options")
-                };
-                let TcOption::Other(parms) = &opts[0] else {
-                    panic!("no parms")
-                };
-                let mut b = vec![0; parms.value_len()];
-                parms.emit_value(&mut b);
-                let word = |at: usize| u32::from_ne_bytes(b[at..at + 4].try_into().unwrap());
-                (m.header.handle, m.header.parent, word(8), word(20), word(40))
-            })
-            .collect()
+        classes(2, rate, "x").iter().map(class_params).collect()
+    }
+
+    /// A class request's (handle, parent, rate, ceil, prio), rates in bytes/s.
+    fn class_params(req: &Request) -> (TcHandle, TcHandle, u32, u32, u32) {
+        let (_, handle, parent) = made(req);
+        let b = htb_struct(req);
+        let word = |at: usize| u32::from_ne_bytes(b[at..at + 4].try_into().unwrap());
+        (handle, parent, word(8), word(20), word(40))
+    }
+
+    /// The htb struct a qdisc or class request carries (`tc_htb_glob`,
+    /// `tc_htb_opt`).
+    fn htb_struct(req: &Request) -> Vec<u8> {
+        let attributes = match &req.msg {
+            RouteNetlinkMessage::NewQueueDiscipline(m) | RouteNetlinkMessage::NewTrafficClass(m) => {
+                &m.attributes
+            }
+            other => panic!("not a qdisc or class: {other:?}"),
+        };
+        let TcAttribute::Options(opts) = &attributes[1] else {
+            panic!("no options")
+        };
+        let TcOption::Other(raw) = &opts[0] else {
+            panic!("no htb struct")
+        };
+        let mut b = vec![0; raw.value_len()];
+        raw.emit_value(&mut b);
+        b
     }
 
     #[test]
@@ -527,5 +737,111 @@ mod tests {
         assert!(matches(52) && matches(84) && matches(127), "ACKs");
         assert!(!matches(128) && !matches(1500) && !matches(65_000), "data");
         assert_eq!(opts[1], TcOption::U32(TcFilterU32Option::ClassId(SMALL_CLASS)));
+    }
+
+    /// What one request of [`link`] makes: its kind and handles.
+    fn made(req: &Request) -> (&'static str, TcHandle, TcHandle) {
+        match &req.msg {
+            RouteNetlinkMessage::NewQueueDiscipline(m) => ("qdisc", m.header.handle, m.header.parent),
+            RouteNetlinkMessage::NewTrafficClass(m) => ("class", m.header.handle, m.header.parent),
+            RouteNetlinkMessage::NewTrafficFilter(m) => ("filter", m.header.handle, m.header.parent),
+            _ => ("other", TcHandle::default(), TcHandle::default()),
+        }
+    }
+
+    /// The u32 options of a filter request.
+    fn u32_options(req: &Request) -> Vec<TcFilterU32Option> {
+        let RouteNetlinkMessage::NewTrafficFilter(m) = &req.msg else {
+            panic!("not a filter")
+        };
+        let TcAttribute::Options(opts) = &m.attributes[1] else {
+            panic!("no options")
+        };
+        opts.iter()
+            .map(|o| match o {
+                TcOption::U32(u) => u.clone(),
+                other => panic!("not a u32 option: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_flow_queue_is_a_single_fifo_under_the_data_class() {
+        let reqs = link(2, Bps(50_000_000), Some(100_000), FlowQueues::ONE, "x");
+        let kinds: Vec<_> = reqs.iter().map(made).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("qdisc", ROOT_HANDLE, TcHandle::ROOT),
+                ("class", CLASS_HANDLE, ROOT_HANDLE),
+                ("class", SMALL_CLASS, CLASS_HANDLE),
+                ("class", DATA_CLASS, CLASS_HANDLE),
+                ("filter", TcHandle::default(), ROOT_HANDLE),
+                ("qdisc", LEAF_HANDLE, DATA_CLASS),
+            ]
+        );
+        assert_eq!(class_count(FlowQueues::ONE), 3);
+    }
+
+    #[test]
+    fn flow_queues_split_the_data_class_and_a_port_hash_picks_one() {
+        let q = FlowQueues::new(4).unwrap();
+        let rate = Bps(50_000_000);
+        let reqs = link(2, rate, Some(100_000), q, "x");
+        // qdisc, 3 classes, small filter; 4 × (class, leaf); 2 + 4 filters.
+        assert_eq!(reqs.len(), 5 + 8 + 6);
+        assert_eq!(
+            htb_struct(&reqs[0]),
+            glob_bytes(flow_class(0)),
+            "unmatched packets go to queue 0, a leaf"
+        );
+        for k in 0..4u16 {
+            let class = flow_class(k);
+            assert_eq!(made(&reqs[5 + 2 * usize::from(k)]), ("class", class, DATA_CLASS));
+            let leaf = TcHandle {
+                major: 0x100 + k,
+                minor: 0,
+            };
+            assert_eq!(made(&reqs[6 + 2 * usize::from(k)]), ("qdisc", leaf, class));
+        }
+        // Each queue is guaranteed a quarter of the data rate, may borrow
+        // the link, and takes turns with the others.
+        let (_, _, rate, ceil, prio) = class_params(&reqs[5]);
+        assert_eq!((rate, ceil, prio), (5_937_500 / 4, 6_250_000, 1));
+        assert_eq!(class_count(q), 7);
+
+        // The table, the hashing filter, one entry per queue.
+        assert_eq!(u32_options(&reqs[13]), [TcFilterU32Option::Divisor(4)]);
+        let linking = u32_options(&reqs[14]);
+        assert_eq!(linking[1], TcFilterU32Option::Link(FLOW_TABLE));
+        let TcFilterU32Option::Selector(sel) = &linking[0] else {
+            panic!("no selector")
+        };
+        assert_eq!((sel.hoff, sel.hmask), (20, 0x0006_0000));
+        // The kernel's u32_hash_fold: the masked word shifted down to its
+        // lowest set bit, then ANDed with divisor − 1.
+        let queue_of = |sport: u16| {
+            let word = (u32::from(sport) << 16) | 5001;
+            ((word & sel.hmask) >> sel.hmask.trailing_zeros()) & 3
+        };
+        // connect() takes even ports: consecutive ones land in different queues.
+        assert_eq!([40000, 40002, 40004, 40006, 40008].map(queue_of), [0, 1, 2, 3, 0]);
+        for k in 0..4u32 {
+            let entry = u32_options(&reqs[15 + k as usize]);
+            assert_eq!(entry[0], TcFilterU32Option::Hash(FLOW_TABLE | (k << 12)));
+            assert_eq!(entry[2], TcFilterU32Option::ClassId(flow_class(k as u16)));
+        }
+    }
+
+    #[test]
+    fn flow_queues_are_powers_of_two_within_the_fabrics_budget() {
+        assert_eq!(FlowQueues::new(0), None);
+        assert_eq!(FlowQueues::new(48), None);
+        assert_eq!(FlowQueues::new(512), None);
+        assert_eq!(FlowQueues::new(256).map(FlowQueues::count), Some(256));
+        // lab.toml (48 shaped links), 128 hosts (320), 1,024 hosts (2,304).
+        let per_link = |links| FlowQueues::within_budget(links).count();
+        assert_eq!([per_link(48), per_link(320), per_link(2304)], [128, 16, 2]);
+        assert_eq!([per_link(0), per_link(1), per_link(10_000)], [256, 256, 1]);
     }
 }

@@ -20,7 +20,7 @@
 //! Interface indexes are chosen here (each namespace is new, so they are
 //! free), which lets every message be encoded before anything exists.
 
-use super::htb::{self, LeafQueue};
+use super::htb::{self, FlowQueues, LeafQueue};
 use super::names::{ifname, role, RunId};
 use crate::addr::{AddressPlan, Ipv4Net};
 use crate::topology::{HostId, RawTcp, Topology};
@@ -174,6 +174,8 @@ pub struct ShaperPlan {
     /// Limit in bytes of the class's `bfifo` leaf, or `None` for the
     /// kernel's default leaf (see [`LeafQueue`]).
     pub leaf_limit: Option<u64>,
+    /// How many queues share the data rate.
+    pub flow_queues: FlowQueues,
 }
 
 /// Everything one namespace needs.
@@ -265,6 +267,9 @@ pub enum PlanError {
     /// Too many OCS ports per rack.
     #[error("{0} OCS ports per rack is more than the emulated fabric supports (at most {MAX_WAVELENGTHS})")]
     TooManyWavelengths(u32),
+    /// A flow-queue count that is not a power of two up to 256.
+    #[error("eps.flow_queues = {0}: must be a power of two from 1 to {max}", max = FlowQueues::MAX)]
+    FlowQueues(u16),
 }
 
 /// The whole fabric of one run, before anything exists.
@@ -300,6 +305,7 @@ impl FabricPlan {
             ifindex,
             rate,
             leaf_limit: leaf.limit_bytes(rate),
+            flow_queues: FlowQueues::ONE,
         };
         let w_count = topo.ocs_ports_per_rack;
         if w_count > MAX_WAVELENGTHS {
@@ -451,6 +457,14 @@ impl FabricPlan {
             }
             plan.namespaces.push(ocs_ns);
         }
+        let links = plan.namespaces.iter().map(|ns| ns.shapers.len()).sum();
+        let queues = match topo.flow_queues {
+            Some(q) => FlowQueues::new(q).ok_or(PlanError::FlowQueues(q))?,
+            None => FlowQueues::within_budget(links),
+        };
+        for s in plan.namespaces.iter_mut().flat_map(|ns| ns.shapers.iter_mut()) {
+            s.flow_queues = queues;
+        }
         Ok(plan)
     }
 
@@ -548,6 +562,16 @@ impl FabricPlan {
     pub fn veth_count(&self) -> usize {
         self.namespaces.iter().map(|n| n.veths.len()).sum()
     }
+
+    /// Every shaped link.
+    pub fn shapers(&self) -> impl Iterator<Item = &ShaperPlan> {
+        self.namespaces.iter().flat_map(|n| n.shapers.iter())
+    }
+
+    /// The flow queues of each shaped link (all links have the same).
+    pub fn flow_queues(&self) -> FlowQueues {
+        self.shapers().next().map_or(FlowQueues::ONE, |s| s.flow_queues)
+    }
 }
 
 /// The main routing table.
@@ -604,6 +628,30 @@ mod tests {
         let no_ocs = plan(2, 2, 0);
         assert_eq!(no_ocs.namespaces.len(), 4 + 2 + 1);
         assert!(!no_ocs.has_ocs());
+    }
+
+    #[test]
+    fn every_link_gets_the_topologys_flow_queues_or_what_the_budget_allows() {
+        // 128 hosts: 128 NICs, 128 ToR ports, 16 uplinks each way, 16 OCS
+        // ports each end: 320 links, so 16 queues each within 8,192.
+        let p = plan(16, 8, 1);
+        assert_eq!(p.shapers().count(), 320);
+        assert!(p.shapers().all(|s| s.flow_queues.count() == 16));
+        let set = |q| {
+            let t = Topology::builder("t", 16, 8)
+                .uplink_rate(Bps(500_000_000))
+                .flow_queues(q)
+                .build()
+                .unwrap();
+            FabricPlan::new(&t, "ab12".parse().unwrap())
+        };
+        let p = set(64).unwrap();
+        assert!(p.shapers().all(|s| s.flow_queues.count() == 64));
+        assert_eq!(p.flow_queues().count(), 64);
+        assert!(set(1)
+            .unwrap()
+            .shapers()
+            .all(|s| s.flow_queues == FlowQueues::ONE));
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! - [`tcp_goodput`]: one TCP stream's goodput in a window after a warm-up;
 //! - [`tcp_goodputs`]: the same for several streams at once (e.g. both ways
 //!   through one uplink);
+//! - [`tcp_goodput_beside_udp_flood`]: one TCP stream's goodput while a UDP
+//!   sender floods the links it crosses (the flow queues' fairness);
 //! - [`DarkProbe`]: a paced UDP stream, marked for the OCS, from one host
 //!   to hosts of two other racks. Receivers read the kernel's receive
 //!   timestamps (`SO_TIMESTAMPNS`) and each packet's TTL (`IP_RECVTTL`): a
@@ -148,35 +150,129 @@ pub fn tcp_goodputs(
     let mut counters = Vec::new();
     let mut threads = Vec::new();
     for st in streams {
-        let (l, at) = listen(fabric, st.to)?;
-        let received = Arc::new(AtomicU64::new(0));
-        counters.push(received.clone());
-        threads.push((
-            "receiving",
-            std::thread::spawn(move || -> io::Result<()> {
-                let (mut s, _) = l.accept()?;
-                let mut buf = vec![0u8; 1 << 18];
-                loop {
-                    match s.read(&mut buf)? {
-                        0 => return Ok(()),
-                        n => received.fetch_add(n as u64, Ordering::Relaxed),
-                    };
-                }
-            }),
-        ));
-        let mut s = connect(fabric, st.from, at, st.tos)?;
-        let stop = stop.clone();
-        threads.push((
-            "sending",
-            std::thread::spawn(move || -> io::Result<()> {
-                let chunk = vec![0x5au8; 1 << 18];
-                while !stop.load(Ordering::Relaxed) {
-                    s.write_all(&chunk)?;
-                }
-                s.shutdown(std::net::Shutdown::Write)
-            }),
-        ));
+        let (received, _) = start_tcp_stream(fabric, st, &stop, &mut threads)?;
+        counters.push(received);
     }
+    measure_window(&counters, &stop, threads, warmup, measure)
+}
+
+/// Goodput (bit/s) of one TCP `stream` while a UDP sender on `flood.from`
+/// sends to `flood.to` as fast as its socket lets it, and the UDP bits
+/// received per second, over the same `measure` window after `warmup`.
+/// The UDP source port differs from the TCP stream's in bit 1, so the two
+/// take different flow queues ([`super::htb::FlowQueues`]) on every
+/// shaped link they share.
+pub fn tcp_goodput_beside_udp_flood(
+    fabric: &Fabric,
+    stream: &Stream,
+    flood: &Stream,
+    warmup: Duration,
+    measure: Duration,
+) -> Result<(f64, f64), FabricError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    let (tcp, port) = start_tcp_stream(fabric, stream, &stop, &mut threads)?;
+    let to = SocketAddr::new(fabric.host_addr(flood.to).into(), 0);
+    let rx = fabric
+        .in_host(flood.to, || UdpSocket::bind(to))?
+        .map_err(io_err("binding the flood's receiver"))?;
+    let at = rx.local_addr().map_err(io_err("binding the flood's receiver"))?;
+    let from = SocketAddr::new(fabric.host_addr(flood.from).into(), port ^ 2);
+    let tx = fabric
+        .in_host(flood.from, || UdpSocket::bind(from))?
+        .map_err(io_err("binding the flood's sender"))?;
+    rx.set_read_timeout(Some(Duration::from_millis(50)))
+        .map_err(io_err("setting a read timeout"))?;
+    let udp = Arc::new(AtomicU64::new(0));
+    let (received, until) = (udp.clone(), stop.clone());
+    threads.push((
+        "receiving the flood",
+        std::thread::spawn(move || -> io::Result<()> {
+            let mut buf = vec![0u8; 2048];
+            while !until.load(Ordering::Relaxed) {
+                match rx.recv(&mut buf) {
+                    Ok(n) => {
+                        received.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        }),
+    ));
+    let until = stop.clone();
+    threads.push((
+        "sending the flood",
+        std::thread::spawn(move || -> io::Result<()> {
+            let datagram = vec![0xa5u8; 1400];
+            while !until.load(Ordering::Relaxed) {
+                // A full queue on the way drops; the socket blocks only
+                // while its own buffer is full.
+                match tx.send_to(&datagram, at) {
+                    Ok(_) => {}
+                    Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        }),
+    ));
+    let g = measure_window(&[tcp, udp], &stop, threads, warmup, measure)?;
+    Ok((g[0], g[1]))
+}
+
+type Workers = Vec<(&'static str, std::thread::JoinHandle<io::Result<()>>)>;
+
+/// Starts one TCP stream that sends until `stop`; returns its received
+/// byte count and the sender's source port.
+fn start_tcp_stream(
+    fabric: &Fabric,
+    st: &Stream,
+    stop: &Arc<AtomicBool>,
+    threads: &mut Workers,
+) -> Result<(Arc<AtomicU64>, u16), FabricError> {
+    let (l, at) = listen(fabric, st.to)?;
+    let received = Arc::new(AtomicU64::new(0));
+    let counter = received.clone();
+    threads.push((
+        "receiving",
+        std::thread::spawn(move || -> io::Result<()> {
+            let (mut s, _) = l.accept()?;
+            let mut buf = vec![0u8; 1 << 18];
+            loop {
+                match s.read(&mut buf)? {
+                    0 => return Ok(()),
+                    n => counter.fetch_add(n as u64, Ordering::Relaxed),
+                };
+            }
+        }),
+    ));
+    let mut s = connect(fabric, st.from, at, st.tos)?;
+    let port = s.local_addr().map_err(io_err("connecting"))?.port();
+    let stop = stop.clone();
+    threads.push((
+        "sending",
+        std::thread::spawn(move || -> io::Result<()> {
+            let chunk = vec![0x5au8; 1 << 18];
+            while !stop.load(Ordering::Relaxed) {
+                s.write_all(&chunk)?;
+            }
+            s.shutdown(std::net::Shutdown::Write)
+        }),
+    ));
+    Ok((received, port))
+}
+
+/// Bits per second each of `counters` grew by during `measure`, after
+/// `warmup`; then stops and joins `threads`.
+fn measure_window(
+    counters: &[Arc<AtomicU64>],
+    stop: &AtomicBool,
+    threads: Workers,
+    warmup: Duration,
+    measure: Duration,
+) -> Result<Vec<f64>, FabricError> {
     let snapshot = || {
         counters
             .iter()

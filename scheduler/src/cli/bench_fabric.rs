@@ -29,6 +29,10 @@ pub struct FabricArgs {
     /// Builds to time (the figures are medians).
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
+    /// Flow queues per shaped link, a power of two up to 256 (default:
+    /// what the fabric's budget of 8,192 allows; 1 is a single FIFO).
+    #[arg(long)]
+    pub flow_queues: Option<u16>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -44,12 +48,13 @@ pub fn fabric(a: FabricArgs) -> Result<ExitCode> {
         a.threads,
         a.repeat,
         a.datapath,
+        a.flow_queues,
     )?;
     if a.json {
         println!("{}", serde_json::to_string(&figures)?);
     } else {
         println!(
-            "{} hosts ({} racks x {}), {:?} mode, {} datapath: {} namespaces, {} veth pairs, {} htb classes",
+            "{} hosts ({} racks x {}), {:?} mode, {} datapath: {} namespaces, {} veth pairs, {} shaped links with {} flow queue(s) each, {} htb classes",
             figures.hosts,
             a.racks,
             a.hosts_per_rack,
@@ -57,6 +62,8 @@ pub fn fabric(a: FabricArgs) -> Result<ExitCode> {
             figures.datapath,
             figures.namespaces,
             figures.veth_pairs,
+            figures.shaped_links,
+            figures.flow_queues,
             figures.htb_classes
         );
         println!(

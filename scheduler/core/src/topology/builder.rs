@@ -44,6 +44,7 @@ impl Topology {
                     uplink_rate: None,
                     oversubscription: Some(1.0),
                     core: true,
+                    flow_queues: None,
                 },
                 ocs: RawOcs {
                     ports_per_rack: 0,
@@ -63,6 +64,11 @@ impl TopologyBuilder {
     /// The hosts' TCP settings.
     pub fn tcp(mut self, tcp: RawTcp) -> Self {
         self.raw.tcp = tcp;
+        self
+    }
+    /// Queues per shaped link in emulation ([`RawEps::flow_queues`]).
+    pub fn flow_queues(mut self, queues: u16) -> Self {
+        self.raw.eps.flow_queues = Some(queues);
         self
     }
     /// Task slots on each host.

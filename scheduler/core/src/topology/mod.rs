@@ -132,6 +132,13 @@ pub struct RawEps {
     /// `uplink_rate` nor `oversubscription`, and an elephant threshold of 0).
     #[serde(default = "default_core")]
     pub core: bool,
+    /// Emulation only: how many queues share each shaped link's data, a
+    /// packet's queue picked by a hash of its source port, so that the
+    /// flows of a link share it fairly, as the fluid model assumes. A
+    /// power of two from 1 (one FIFO) to 256. Default: as many as a
+    /// budget of 8,192 over the whole fabric allows (see docs/fabric.md).
+    #[serde(default)]
+    pub flow_queues: Option<u16>,
 }
 
 /// The `[ocs]` table.
@@ -220,6 +227,8 @@ pub struct Topology {
     pub range: Ipv4Net,
     /// The hosts' TCP settings (not scaled).
     pub tcp: RawTcp,
+    /// Queues per shaped link, if the file sets them ([`RawEps::flow_queues`]).
+    pub flow_queues: Option<u16>,
     /// The file as written (nominal values).
     pub nominal: RawTopology,
 }
@@ -528,6 +537,14 @@ impl Topology {
                 format!("must be from 1 to 127 (got {}); Linux uses 6", tcp.syn_retries),
             ));
         }
+        if let Some(q) = raw.eps.flow_queues {
+            if !(q.is_power_of_two() && q <= 256) {
+                return Err(src.error(
+                    "eps.flow_queues",
+                    format!("must be a power of two from 1 to 256 (got {q}); 1 is a single FIFO"),
+                ));
+            }
+        }
         let ocs_schedule = match &raw.ocs.schedule {
             None => None,
             Some(_) if raw.ocs.ports_per_rack == 0 => {
@@ -557,6 +574,7 @@ impl Topology {
             ocs_schedule,
             range,
             tcp: raw.tcp.clone(),
+            flow_queues: raw.eps.flow_queues,
             nominal: raw,
         })
     }
@@ -867,6 +885,28 @@ elephant_threshold = "10MB"
         assert_eq!(e.field, "tcp.syn_retries");
         let e = parse(&format!("{TINY}\n[tcp]\ncongestion_control = \"dctcp\"\n")).unwrap_err();
         assert!(e.message.contains("dctcp"), "{e}");
+    }
+
+    #[test]
+    fn flow_queues_are_a_power_of_two_up_to_256_named_with_their_line() {
+        assert_eq!(parse(TINY).unwrap().flow_queues, None);
+        let with = |q: &str| {
+            TINY.replace(
+                "oversubscription = 5.0",
+                &format!("oversubscription = 5.0\nflow_queues = {q}"),
+            )
+        };
+        assert_eq!(parse(&with("64")).unwrap().flow_queues, Some(64));
+        assert_eq!(parse(&with("1")).unwrap().flow_queues, Some(1));
+        for bad in ["0", "48", "512"] {
+            let e = parse(&with(bad)).unwrap_err();
+            assert_eq!(
+                (e.field.as_str(), e.line),
+                ("eps.flow_queues", Some(11)),
+                "{bad}: {e}"
+            );
+            assert!(e.message.contains("power of two"), "{e}");
+        }
     }
 
     #[test]

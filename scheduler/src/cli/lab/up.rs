@@ -20,6 +20,7 @@ struct UpSummary {
     topology: String,
     mode: Mode,
     datapath: ledger::Datapath,
+    flow_queues: u16,
     hosts: Vec<(String, String)>,
     build_s: f64,
     owner_pid: u32,
@@ -72,6 +73,7 @@ pub fn up(a: UpArgs) -> Result<ExitCode> {
         topology: topo.name.clone(),
         mode,
         datapath: f.ledger().datapath,
+        flow_queues: f.plan().flow_queues().count(),
         hosts: topo
             .host_ids()
             .map(|h| (h.to_string(), f.host_addr(h).to_string()))
@@ -144,6 +146,7 @@ fn print_up(s: &UpSummary, topo: &Topology) {
         "run {} up: topology {} ({} racks x {} hosts, scale {}), {:?} mode, {} datapath, built in {:.3} s",
         s.run_id, topo.name, topo.racks, topo.hosts_per_rack, topo.scale, s.mode, s.datapath, s.build_s
     );
+    println!("  {} flow queues on every shaped link", s.flow_queues);
     println!(
         "  hosts {} Mbit/s, uplinks {} Mbit/s ({:.1}:1), OCS {} port(s)/rack at {} Mbit/s, δ = {}",
         topo.host_rate.0 / 1_000_000,
