@@ -59,6 +59,7 @@ fn sim_writes_a_results_folder_consistent_with_its_summary() {
         threads: None,
         seeds: 1,
         task_schedulers: Vec::new(),
+        payload_rates: false,
     })
     .expect("sim runs");
     for f in ["experiment.toml", "topology.toml", "run.json", "summary.json"] {
@@ -112,6 +113,7 @@ fn sim_twice_with_the_same_seed_gives_identical_results() {
             threads: None,
             seeds: 1,
             task_schedulers: Vec::new(),
+            payload_rates: false,
         })
         .expect("sim runs");
     }
@@ -140,6 +142,7 @@ fn a_bad_experiment_names_file_line_and_field() {
         threads: None,
         seeds: 1,
         task_schedulers: Vec::new(),
+        payload_rates: false,
     })
     .expect_err("an unknown scheduler is refused");
     let msg = format!("{err:#}");
@@ -169,6 +172,7 @@ fn sim_runs_only_the_task_schedulers_asked_for() {
         threads: None,
         seeds: 1,
         task_schedulers: names.iter().map(|s| s.to_string()).collect(),
+        payload_rates: false,
     };
     let (all, some) = (dir.join("all"), dir.join("some"));
     run(args(&all, &[])).expect("sim runs");
@@ -214,6 +218,7 @@ fn seeds_give_a_folder_each_and_their_mean_and_spread() {
         threads: Some(2),
         seeds,
         task_schedulers: Vec::new(),
+        payload_rates: false,
     };
     run(args(&out, 3)).expect("sim --seeds runs");
     run(args(&single, 1)).expect("sim runs");
@@ -272,6 +277,7 @@ fn seeds_run_at_once_give_what_seeds_in_turn_give() {
         threads: Some(threads),
         seeds: 3,
         task_schedulers: Vec::new(),
+        payload_rates: false,
     };
     let (in_turn, at_once) = (dir.join("in-turn"), dir.join("at-once"));
     run(args(&in_turn, 1)).expect("seeds in turn");
@@ -306,6 +312,7 @@ fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
         threads: None,
         seeds: 1,
         task_schedulers: Vec::new(),
+        payload_rates: false,
     })
     .expect_err("no such host");
     let msg = format!("{err:#}");
@@ -329,6 +336,7 @@ fn sim_carries_out_a_link_window_and_shuffles_across_it_wait() {
             threads: None,
             seeds: 1,
             task_schedulers: Vec::new(),
+            payload_rates: false,
         })
         .expect("sim runs");
         summary(&dir.join(out))["schedulers"][0]["makespan_s"]
@@ -392,6 +400,7 @@ fn demo_sim_json_table_traces_to_the_csvs_of_its_results_folder() {
         json: true,
         out: Some(dir.join("cli")),
         time_limit: 60,
+        payload_rates: false,
     })
     .expect("ocslab demo --sim --json runs");
     assert_eq!(code, std::process::ExitCode::SUCCESS);
@@ -400,7 +409,8 @@ fn demo_sim_json_table_traces_to_the_csvs_of_its_results_folder() {
             .expect("demo.json is JSON");
 
     // The same run through the library, to read the table as a value.
-    let out = demo::run(&mut Simulator, &dir.join("lib"), &Progress::hidden(0)).expect("demo runs");
+    let out =
+        demo::run(&mut Simulator::default(), &dir.join("lib"), &Progress::hidden(0)).expect("demo runs");
     let expected = lineup(&ocslab_scheduler::policy::names());
     let names: Vec<&str> = out.table.rows.iter().map(|r| r.scheduler.as_str()).collect();
     assert_eq!(names, expected, "every scheduler of the line-up has a row");
@@ -759,6 +769,7 @@ fn a_sweep_runs_each_point_as_sim_would_whatever_the_thread_count() {
         threads: Some(1),
         seeds: 1,
         task_schedulers: Vec::new(),
+        payload_rates: false,
     })
     .expect("sim runs the point");
     assert_eq!(points[2]["schedulers"], summary(&sim_out)["schedulers"]);

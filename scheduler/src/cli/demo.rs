@@ -19,6 +19,7 @@ use std::time::Duration;
 #[command(
     after_help = "Examples:\n  ocslab demo              # real bytes on the kernel fabric (root or rootless)\n  \
                         ocslab demo --sim        # the same experiment in the flow-level simulator\n  \
+                        ocslab demo --sim --payload-rates   # links at TCP's payload rate, as real bytes reach\n  \
                         ocslab demo --sim --json --out /tmp/demo"
 )]
 pub struct DemoArgs {
@@ -34,12 +35,16 @@ pub struct DemoArgs {
     /// On the fabric, give up on a scheduler's run after this many seconds.
     #[arg(long, default_value_t = 120)]
     pub time_limit: u64,
+    /// With --sim: run every link at the rate a TCP stream's payload gets
+    /// of it (1448 of every 1514 bytes), as real bytes reach.
+    #[arg(long, requires = "sim")]
+    pub payload_rates: bool,
 }
 
 /// Runs `ocslab demo`.
 pub fn run(a: DemoArgs) -> Result<ExitCode> {
     let mut driver: Box<dyn Driver> = if a.sim {
-        Box::new(demo::Simulator)
+        Box::new(super::sim::simulator(a.payload_rates))
     } else {
         emulator_driver(Duration::from_secs(a.time_limit))?
     };

@@ -9,7 +9,7 @@ use crate::progress::Progress;
 use crate::report::folder::{self, Staged};
 use crate::report::seeds;
 use crate::report::SchedulerSummary;
-use crate::runner::{self, Simulator};
+use crate::runner::{self, LinkRates, Simulator};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -48,6 +48,29 @@ pub struct SimArgs {
     /// default: all). The file's first of them stays the baseline.
     #[arg(long, value_delimiter = ',')]
     pub task_schedulers: Vec<String>,
+    /// Run every link at the rate a TCP stream's payload gets of it (1448
+    /// of every 1514 bytes), as real bytes reach, instead of its nominal
+    /// rate: to set the simulator beside `ocslab run` on the same file.
+    #[arg(long)]
+    pub payload_rates: bool,
+}
+
+impl SimArgs {
+    /// The simulator these arguments ask for.
+    fn simulator(&self) -> Simulator {
+        simulator(self.payload_rates)
+    }
+}
+
+/// The simulator, at TCP's payload rates if `payload_rates`.
+pub fn simulator(payload_rates: bool) -> Simulator {
+    Simulator {
+        link_rates: if payload_rates {
+            LinkRates::TcpPayload
+        } else {
+            LinkRates::Nominal
+        },
+    }
 }
 
 /// Runs `ocslab sim`.
@@ -69,9 +92,10 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     if a.seeds > 1 {
         return run_seeds(&a, &exp, &dir, &bar, threads);
     }
-    let runs = runner::run_all(&mut Simulator, &exp, &bar, threads)?;
+    let mut sim = a.simulator();
+    let runs = runner::run_all(&mut sim, &exp, &bar, threads)?;
     let staged = Staged::begin(&dir)?;
-    runs.write(staged.path(), &exp, &Simulator)
+    runs.write(staged.path(), &exp, &sim)
         .with_context(|| format!("writing results to {}", dir.display()))?;
     staged.finish()?;
     let summaries = runs.summaries;
@@ -100,14 +124,15 @@ fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads:
     let (at_once, per_seed) = seeds_at_once(threads, exp.task_schedulers.len(), a.seeds);
     let done = AtomicU32::new(0);
     let one_seed = |k: u32| -> Result<Vec<SchedulerSummary>> {
+        let mut sim = a.simulator();
         let e = exp.with_seed(exp.seed.saturating_add(u64::from(k)));
         // One seed at a time shows its jobs on the bar; several would fight over it.
         let hidden = Progress::hidden(0);
         let seed_bar = if at_once == 1 { bar } else { &hidden };
-        let runs = runner::run_all(&mut Simulator, &e, seed_bar, per_seed)
-            .with_context(|| format!("seed {}", e.seed))?;
+        let runs =
+            runner::run_all(&mut sim, &e, seed_bar, per_seed).with_context(|| format!("seed {}", e.seed))?;
         let sub = staged.path().join(format!("seed-{}", e.seed));
-        runs.write(&sub, &e, &Simulator)
+        runs.write(&sub, &e, &sim)
             .with_context(|| format!("writing results to {}", sub.display()))?;
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
         bar.println(format!("seed {} done ({n} of {})", e.seed, a.seeds));

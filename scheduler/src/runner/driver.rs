@@ -5,12 +5,14 @@
 //! whichever runs it.
 
 use super::RunnerError;
+use crate::emu::compare::payload_rates;
 use crate::emu::experiment::{self, SchedulerRun};
 use crate::emu::{EmuConfig, FabricChoice};
 use crate::experiment::Experiment;
 use crate::model::job::Job;
 use crate::report::{summarize, SchedulerSummary};
 use crate::sim::{run_scheduler_with, SimOutcome, SimProgress};
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::Duration;
 
@@ -59,7 +61,46 @@ pub trait Driver {
 
 /// The flow-level simulator (virtual time, the fluid network).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Simulator;
+pub struct Simulator {
+    /// The rates its links run at.
+    pub link_rates: LinkRates,
+}
+
+/// The rates the simulator gives the topology's links.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LinkRates {
+    /// The topology's rates: every byte on a link is a byte of a flow.
+    #[default]
+    Nominal,
+    /// What a TCP stream's payload gets of each link: 1448 of every 1514
+    /// bytes ([`payload_rates`]), the rates real bytes reach on the kernel
+    /// fabric and what `cct_vs_sim.csv` compares them with.
+    TcpPayload,
+}
+
+impl LinkRates {
+    /// Its name in `run.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkRates::Nominal => "nominal",
+            LinkRates::TcpPayload => "tcp-payload",
+        }
+    }
+}
+
+impl Simulator {
+    /// `exp` as this simulator runs it: with [`LinkRates::TcpPayload`], its
+    /// topology's shaped rates cut to TCP's payload.
+    pub fn experiment<'a>(&self, exp: &'a Experiment) -> Cow<'a, Experiment> {
+        match self.link_rates {
+            LinkRates::Nominal => Cow::Borrowed(exp),
+            LinkRates::TcpPayload => Cow::Owned(Experiment {
+                topology: payload_rates(&exp.topology),
+                ..exp.clone()
+            }),
+        }
+    }
+}
 
 impl Driver for Simulator {
     fn name(&self) -> &'static str {
@@ -73,13 +114,22 @@ impl Driver for Simulator {
         jobs: Vec<Job>,
         progress: &mut dyn FnMut(&SimProgress),
     ) -> Result<SimOutcome, RunnerError> {
-        Ok(run_scheduler_with(exp, scheduler, jobs, progress)?)
+        Ok(run_scheduler_with(
+            &self.experiment(exp),
+            scheduler,
+            jobs,
+            progress,
+        )?)
     }
 
     /// Each simulated run owns its engine, network and policies and reads
     /// no clock, so runs on other threads give the same outcomes.
     fn fork(&self) -> Option<Box<dyn Driver + Send>> {
-        Some(Box::new(Simulator))
+        Some(Box::new(*self))
+    }
+
+    fn run_json(&self) -> Vec<(&'static str, serde_json::Value)> {
+        vec![("link_rates", self.link_rates.name().into())]
     }
 }
 

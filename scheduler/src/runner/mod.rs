@@ -9,7 +9,7 @@
 mod driver;
 pub mod table;
 
-pub use driver::{Driver, Emulator, Simulator};
+pub use driver::{Driver, Emulator, LinkRates, Simulator};
 
 use crate::experiment::{Experiment, ExperimentError};
 use crate::model::job::Job;
@@ -237,6 +237,7 @@ impl Runs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::borrow::Cow;
 
     /// Runs `file` under the simulator on `threads` threads.
     fn simulate(file: &str, threads: usize) -> Runs {
@@ -244,7 +245,7 @@ mod tests {
             .join("../experiments")
             .join(file);
         let exp = Experiment::load(&path).expect("a shipped experiment loads");
-        run_all(&mut Simulator, &exp, &Progress::hidden(0), threads).expect("the experiment runs")
+        run_all(&mut Simulator::default(), &exp, &Progress::hidden(0), threads).expect("the experiment runs")
     }
 
     /// Results do not depend on how many schedulers run at once: every
@@ -265,5 +266,56 @@ mod tests {
             }
             assert_eq!(one.summaries, two.summaries, "{file}");
         }
+    }
+
+    /// At TCP's payload rates the simulator runs the same experiment with
+    /// every shaped rate cut to 1448/1514 of it, says so in `run.json`,
+    /// and its flows take longer.
+    #[test]
+    fn payload_rates_cut_every_shaped_rate_and_say_so() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/lab-baselines.toml");
+        let exp = Experiment::load(&path).expect("a shipped experiment loads");
+        let payload = Simulator {
+            link_rates: LinkRates::TcpPayload,
+        };
+        let cut = payload.experiment(&exp);
+        let (t, c) = (&exp.topology, &cut.topology);
+        for (nominal, got) in [
+            (t.host_rate, c.host_rate),
+            (t.uplink_rate, c.uplink_rate),
+            (t.ocs_port_rate, c.ocs_port_rate),
+        ] {
+            assert_eq!(got.0, (nominal.0 as f64 * 1448.0 / 1514.0).round() as u64);
+        }
+        assert_eq!(
+            (c.racks, c.hosts_per_rack, c.reconfig_delay),
+            (t.racks, t.hosts_per_rack, t.reconfig_delay)
+        );
+        assert_eq!(cut.task_schedulers, exp.task_schedulers);
+        assert!(matches!(Simulator::default().experiment(&exp), Cow::Borrowed(_)));
+        assert_eq!(payload.run_json(), [("link_rates", "tcp-payload".into())]);
+
+        let mut nominal = Simulator::default();
+        let mut slower = payload;
+        let bar = Progress::hidden(0);
+        let mut first = exp.clone();
+        first
+            .keep_task_schedulers(&exp.task_schedulers[..1])
+            .expect("its own scheduler");
+        let a = run_all(&mut nominal, &first, &bar, 1).expect("runs");
+        let b = run_all(&mut slower, &first, &bar, 1).expect("runs");
+        let total = |r: &Runs| -> f64 {
+            let flows = &r.outcomes[0].records.flows;
+            flows
+                .iter()
+                .filter_map(|f| f.finished.map(|end| (end - f.started).as_secs_f64()))
+                .sum()
+        };
+        assert!(
+            total(&b) > total(&a),
+            "{} s of flow time at payload rates, {} s nominal",
+            total(&b),
+            total(&a)
+        );
     }
 }
