@@ -34,7 +34,7 @@ use crate::workload::generated::{GeneratedWorkload, WorkloadError};
 use crate::workload::spec;
 use ocslab_core::topology::{locate, toml_error_location, unknown_key};
 use ocslab_emulator::{HostId, Nanos, Topology};
-use ocslab_sim::SimConfig;
+use ocslab_sim::{LoadSampling, SimConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -131,6 +131,11 @@ pub struct RawEngine {
     /// Feed link-load samples this often (when the network model measures them).
     #[serde(default)]
     pub load_sample_interval: Option<Nanos>,
+    /// Simulation only: what a load sample reads, `"mean"` (each link's
+    /// mean utilization since the previous sample, as byte counters and
+    /// the emulator give; the default) or `"instant"` (its rate then).
+    #[serde(default)]
+    pub load_sampling: LoadSampling,
     /// Simulation only: advance time in steps of this length, handling
     /// task and flow completions, arrivals and wake-ups at the end of the
     /// step they fall in (CoflowSim's 8 ms quantum); circuits keep their
@@ -152,6 +157,7 @@ impl Default for RawEngine {
             record_flows: true,
             merge_fetches: false,
             load_sample_interval: None,
+            load_sampling: LoadSampling::default(),
             quantum: None,
         }
     }
@@ -486,6 +492,7 @@ impl Experiment {
             engine,
             sim: SimConfig {
                 load_sample_interval: raw.engine.load_sample_interval,
+                load_sampling: raw.engine.load_sampling,
                 time_limit: None,
                 quantum: raw.engine.quantum,
             },
@@ -640,6 +647,23 @@ arrivals = { process = "poisson", mean_gap = "10s" }
         assert!(!e.engine.merge_fetches);
         let merged = GOOD.replace("[workload]", "[engine]\nmerge_fetches = true\n\n[workload]");
         assert!(Experiment::parse(&merged, &f).unwrap().engine.merge_fetches);
+        assert_eq!(
+            Experiment::parse(GOOD, &f).unwrap().sim.load_sampling,
+            LoadSampling::Mean
+        );
+        let instant = GOOD.replace(
+            "[workload]",
+            "[engine]\nload_sampling = \"instant\"\n\n[workload]",
+        );
+        let e = Experiment::parse(&instant, &f).unwrap();
+        assert_eq!(e.sim.load_sampling, LoadSampling::Instant);
+        let typo = GOOD.replace(
+            "[workload]",
+            "[engine]\nload_sampling = \"instnat\"\n\n[workload]",
+        );
+        let e = Experiment::parse(&typo, &f).unwrap_err();
+        assert_eq!(e.line, Some(11), "{e}");
+        assert!(e.message.contains("mean") && e.message.contains("instant"), "{e}");
         let e = Experiment::parse(&GOOD.replace("varys", "varis"), &f).unwrap_err();
         assert_eq!(e.field, "coflow_scheduler");
         assert!(

@@ -49,6 +49,9 @@ pub struct SimConfig {
     /// When set and the network model measures link loads, feed the engine
     /// a [`Event::LoadSample`] this often while flows are in flight.
     pub load_sample_interval: Option<Nanos>,
+    /// What a load sample reads: each link's mean utilization since the
+    /// previous sample (the default) or its rate at the sample's instant.
+    pub load_sampling: LoadSampling,
     /// Stop (with an error) if virtual time passes this.
     pub time_limit: Option<Nanos>,
     /// With `Some(q)`, time advances in steps of `q` as in CoflowSim's
@@ -60,6 +63,18 @@ pub struct SimConfig {
     /// and schedule slots keep their exact times (δ is not rounded).
     /// `None` (the default): every event at its own time.
     pub quantum: Option<Nanos>,
+}
+
+/// What a load sample reads of each link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadSampling {
+    /// The mean utilization since the previous sample: what a reading of
+    /// byte counters gives (the emulator's sampler, NetHogs' refresh).
+    #[default]
+    Mean,
+    /// The utilization at the sample's instant: the fluid rates then.
+    Instant,
 }
 
 /// Why a simulation could not finish.
@@ -358,7 +373,7 @@ impl<N: NetworkModel> Simulation<N> {
             if s <= t {
                 self.next_sample = Some(t + every);
                 self.net.settle();
-                let loads = self.net.link_loads();
+                let loads = self.net.link_loads(self.config.load_sampling);
                 if !loads.is_empty() {
                     self.feed(t, Event::LoadSample(loads), t);
                 }

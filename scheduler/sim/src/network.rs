@@ -5,6 +5,7 @@
 
 use crate::net::links::LinkKind;
 use crate::net::{FluidNetwork, NetEvent, NetStats, NetTimeline};
+use crate::LoadSampling;
 use ocslab_core::engine::{Link, LinkLoad};
 use ocslab_core::model::coflow::FlowSpec;
 use ocslab_core::Nanos;
@@ -40,9 +41,10 @@ pub trait NetworkModel {
     fn set_link(&mut self, _now: Nanos, _link: Link, _up: bool) {}
     /// Totals so far.
     fn stats(&self) -> &NetStats;
-    /// Current utilization of the links the model tracks (empty: the
+    /// The utilization of the links the model tracks, read as `sampling`
+    /// says: means since the previous call, or the rates now (empty: the
     /// model does not measure loads; no load samples are fed then).
-    fn link_loads(&self) -> Vec<LinkLoad> {
+    fn link_loads(&mut self, _sampling: LoadSampling) -> Vec<LinkLoad> {
         Vec::new()
     }
     /// The circuits and link utilization from 0 to `end`, for plots (empty:
@@ -92,11 +94,16 @@ impl NetworkModel for FluidNetwork {
     fn timeline(&self, end: Nanos) -> NetTimeline {
         FluidNetwork::timeline(self, end)
     }
-    /// The EPS uplinks', downlinks' and OCS ports' utilization at this
-    /// instant (the fluid rates are constant between events).
-    fn link_loads(&self) -> Vec<LinkLoad> {
-        self.usage()
-            .current()
+    /// The EPS uplinks', downlinks' and OCS ports' utilization: the mean
+    /// since the previous call, or at this instant (the fluid rates are
+    /// constant between events).
+    fn link_loads(&mut self, sampling: LoadSampling) -> Vec<LinkLoad> {
+        let usage = match sampling {
+            LoadSampling::Mean => self.usage_mut().mean_since_last(),
+            LoadSampling::Instant => self.usage().current().collect(),
+        };
+        usage
+            .into_iter()
             .filter_map(|(link, utilization)| {
                 let link = match link {
                     LinkKind::TorUp(r) => Link::RackUp(r),

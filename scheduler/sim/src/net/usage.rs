@@ -38,6 +38,12 @@ pub struct LinkUsage {
     /// `b · links + i`): a stretch within one bin adds to one contiguous row.
     bins: Vec<f64>,
     width: u64,
+    /// Bytes each link has carried since time 0.
+    carried: Vec<f64>,
+    /// The time the links have been advanced to.
+    now: Nanos,
+    /// When the last mean was taken, and what each link had carried then.
+    sampled: (Nanos, Vec<f64>),
 }
 
 impl LinkUsage {
@@ -64,6 +70,9 @@ impl LinkUsage {
             racks: fabric.racks,
             ports: fabric.ocs_ports,
             rate: vec![0.0; links.len()],
+            carried: vec![0.0; links.len()],
+            now: Nanos::ZERO,
+            sampled: (Nanos::ZERO, vec![0.0; links.len()]),
             bins: Vec::new(),
             links,
             capacity,
@@ -92,6 +101,30 @@ impl LinkUsage {
         })
     }
 
+    /// Each tracked link's mean utilization since the previous call (or
+    /// since time 0), up to the time the links were advanced to: what a
+    /// reading of byte counters gives, as the emulator's sampler does.
+    pub fn mean_since_last(&mut self) -> Vec<(LinkKind, f64)> {
+        let (at, before) = &self.sampled;
+        let span = self.now.0.saturating_sub(at.0) as f64 / 1e9;
+        let means = self
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| {
+                let cap = self.capacity[i];
+                let u = if cap > 0.0 && span > 0.0 {
+                    (self.carried[i] - before[i]) / (cap * span)
+                } else {
+                    self.rate[i] / cap.max(f64::MIN_POSITIVE)
+                };
+                (l, u)
+            })
+            .collect();
+        self.sampled = (self.now, self.carried.clone());
+        means
+    }
+
     /// Sets the current rate of every tracked link, in tracking order
     /// (uplinks, downlinks, OCS ports: the order of their ids in
     /// [`super::links::LinkMap`] from [`super::links::LinkMap::first_tracked`]).
@@ -106,6 +139,11 @@ impl LinkUsage {
         if to <= from {
             return;
         }
+        let span_s = (to.0 - from.0) as f64 / 1e9;
+        for (c, rate) in self.carried.iter_mut().zip(&self.rate) {
+            *c += rate * span_s;
+        }
+        self.now = to;
         while to.0.div_ceil(self.width) as usize > MAX_BINS {
             self.coarsen();
         }
@@ -216,6 +254,32 @@ mod tests {
             elephant_threshold: Bytes(0),
             scale: 1.0,
         }
+    }
+
+    #[test]
+    fn a_mean_covers_the_time_since_the_previous_one_as_a_counter_reading_does() {
+        let mut u = LinkUsage::new(&fabric());
+        let uplink = |v: &[(LinkKind, f64)]| v[0].1;
+        // r0's uplink (1 MB/s) full for 100 ms, then idle for 100 ms.
+        u.set_rates(&[1e6, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        u.advance(Nanos::ZERO, Nanos::from_millis(100));
+        u.set_rates(&[0.0; 6]);
+        u.advance(Nanos::from_millis(100), Nanos::from_millis(200));
+        let first = u.mean_since_last();
+        assert!((uplink(&first) - 0.5).abs() < 1e-12, "{first:?}");
+        assert_eq!(
+            u.current().next(),
+            Some((LinkKind::TorUp(0), 0.0)),
+            "idle at the instant"
+        );
+        // Then a quarter of it for 50 ms: the next mean starts at 200 ms.
+        u.set_rates(&[0.25e6, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        u.advance(Nanos::from_millis(200), Nanos::from_millis(250));
+        let second = u.mean_since_last();
+        assert!((uplink(&second) - 0.25).abs() < 1e-12, "{second:?}");
+        assert!(second[1..].iter().all(|&(_, m)| m == 0.0), "{second:?}");
+        // Asked again at the same time: the rate then.
+        assert!((uplink(&u.mean_since_last()) - 0.25).abs() < 1e-12);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::engine::{Engine, Records};
 use crate::experiment::Experiment;
 use crate::model::coflow::FlowSpec;
 use crate::net::{FluidNetwork, NetEvent, NetStats, NetTimeline};
-use crate::sim::{run_scheduler, NetworkModel, SimOutcome, Simulation};
+use crate::sim::{run_scheduler, LoadSampling, NetworkModel, SimOutcome, Simulation};
 use ocslab_core::engine::LinkLoad;
 use ocslab_core::Nanos;
 use std::path::Path;
@@ -36,8 +36,8 @@ impl NetworkModel for SolvedAtEveryChange {
     fn stats(&self) -> &NetStats {
         self.0.stats()
     }
-    fn link_loads(&self) -> Vec<LinkLoad> {
-        NetworkModel::link_loads(&self.0)
+    fn link_loads(&mut self, sampling: LoadSampling) -> Vec<LinkLoad> {
+        NetworkModel::link_loads(&mut self.0, sampling)
     }
     fn timeline(&self, end: Nanos) -> NetTimeline {
         self.0.timeline(end)

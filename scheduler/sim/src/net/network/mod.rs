@@ -541,6 +541,11 @@ impl FluidNetwork {
         &self.usage
     }
 
+    /// The same, to take a mean from ([`LinkUsage::mean_since_last`]).
+    pub fn usage_mut(&mut self) -> &mut LinkUsage {
+        &mut self.usage
+    }
+
     /// The circuits and link utilization from 0 to `end` (at least the
     /// time the network has been moved to), for the results folder's plots.
     pub fn timeline(&self, end: Nanos) -> NetTimeline {
