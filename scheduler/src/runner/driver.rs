@@ -11,7 +11,8 @@ use crate::emu::{EmuConfig, FabricChoice};
 use crate::experiment::Experiment;
 use crate::model::job::Job;
 use crate::report::{summarize, SchedulerSummary};
-use crate::sim::{run_scheduler_with, SimOutcome, SimProgress};
+use crate::sim::{run_scheduler_on, SimOutcome, SimProgress};
+use ocslab_core::topology::Topology;
 use std::borrow::Cow;
 use std::path::Path;
 use std::time::Duration;
@@ -89,15 +90,13 @@ impl LinkRates {
 }
 
 impl Simulator {
-    /// `exp` as this simulator runs it: with [`LinkRates::TcpPayload`], its
-    /// topology's shaped rates cut to TCP's payload.
-    pub fn experiment<'a>(&self, exp: &'a Experiment) -> Cow<'a, Experiment> {
+    /// The topology the network's links run at for `exp`: its own, or with
+    /// [`LinkRates::TcpPayload`] its shaped rates cut to TCP's payload.
+    /// The engine and the task scheduler always see the experiment's.
+    pub fn wire<'a>(&self, exp: &'a Experiment) -> Cow<'a, Topology> {
         match self.link_rates {
-            LinkRates::Nominal => Cow::Borrowed(exp),
-            LinkRates::TcpPayload => Cow::Owned(Experiment {
-                topology: payload_rates(&exp.topology),
-                ..exp.clone()
-            }),
+            LinkRates::Nominal => Cow::Borrowed(&exp.topology),
+            LinkRates::TcpPayload => Cow::Owned(payload_rates(&exp.topology)),
         }
     }
 }
@@ -114,12 +113,7 @@ impl Driver for Simulator {
         jobs: Vec<Job>,
         progress: &mut dyn FnMut(&SimProgress),
     ) -> Result<SimOutcome, RunnerError> {
-        Ok(run_scheduler_with(
-            &self.experiment(exp),
-            scheduler,
-            jobs,
-            progress,
-        )?)
+        Ok(run_scheduler_on(exp, &self.wire(exp), scheduler, jobs, progress)?)
     }
 
     /// Each simulated run owns its engine, network and policies and reads

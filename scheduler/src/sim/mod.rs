@@ -9,4 +9,4 @@ pub mod bench;
 pub(crate) mod engine_tests;
 mod run;
 
-pub use run::{run_experiment, run_scheduler, run_scheduler_with, RunError};
+pub use run::{run_experiment, run_scheduler, run_scheduler_on, run_scheduler_with, RunError};

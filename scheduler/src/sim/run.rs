@@ -8,6 +8,7 @@ use crate::experiment::{Experiment, ExperimentError, NetworkKind};
 use crate::model::job::Job;
 use crate::net::FluidNetwork;
 use crate::policy::PolicyError;
+use ocslab_core::topology::Topology;
 
 /// Why an experiment run failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -49,6 +50,21 @@ pub fn run_scheduler_with(
     jobs: Vec<Job>,
     progress: impl FnMut(&SimProgress),
 ) -> Result<SimOutcome, RunError> {
+    run_scheduler_on(exp, &exp.topology, scheduler, jobs, progress)
+}
+
+/// Like [`run_scheduler_with`], with the network's links at the rates of
+/// `wire` (same racks and hosts as the experiment's topology), while the
+/// engine and the task scheduler see the experiment's: as on the kernel
+/// fabric, where policies read the topology's rates and the wire carries
+/// what TCP's payload gets of them.
+pub fn run_scheduler_on(
+    exp: &Experiment,
+    wire: &Topology,
+    scheduler: &str,
+    jobs: Vec<Job>,
+    progress: impl FnMut(&SimProgress),
+) -> Result<SimOutcome, RunError> {
     let policy = exp.policy(scheduler)?;
     let timeline = crate::perturb::Timeline::of(&exp.perturbations);
     let mut config = exp.engine.clone();
@@ -56,7 +72,7 @@ pub fn run_scheduler_with(
     let engine = Engine::new(&exp.topology, jobs, policy, config)?;
     let out = match exp.network {
         NetworkKind::Fluid => {
-            let net = FluidNetwork::new(&exp.topology, &exp.coflow_scheduler)
+            let net = FluidNetwork::new(wire, &exp.coflow_scheduler)
                 .map_err(|e| SimError::Network(format!("{e:#}")))?
                 .with_completion_quantum(exp.sim.quantum);
             Simulation::new(engine, net, exp.sim.clone())
@@ -64,7 +80,7 @@ pub fn run_scheduler_with(
                 .run_with(progress)?
         }
         NetworkKind::Uncontended => {
-            let net = FixedRateNetwork::for_topology(&exp.topology);
+            let net = FixedRateNetwork::for_topology(wire);
             Simulation::new(engine, net, exp.sim.clone())
                 .with_perturbations(&timeline.actions)?
                 .run_with(progress)?
