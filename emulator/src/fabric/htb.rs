@@ -170,12 +170,12 @@ impl LeafQueue {
     }
 }
 
-/// The flow queues a fabric gets in all unless its topology says how many
-/// each link gets. Every htb class costs the kernel a walk of a list of
-/// every filter block on the box (`flow_indr_dev_setup_offload`, since a
-/// veth has no `ndo_setup_tc`), so building takes time quadratic in the
-/// classes: 128 hosts build in 0.37 s with 16 queues per link and 2.0 s
-/// with 64 (`ocslab bench fabric`).
+/// How many flow queues a whole fabric may have when its topology does
+/// not set `flow_queues`. Every htb class costs the kernel a walk of a
+/// list of every filter block on the box (`flow_indr_dev_setup_offload`,
+/// since a veth has no `ndo_setup_tc`), so build time grows with the
+/// square of the classes: 128 hosts build in 0.37 s with 16 queues per
+/// link and 2.0 s with 64 (`ocslab bench fabric --flow-queues N`).
 pub const FLOW_QUEUE_BUDGET: usize = 8192;
 
 /// How many queues a shaped link's data class is split into. A packet's
