@@ -144,7 +144,13 @@ pub fn config_requests(plan: &FabricPlan, i: usize) -> Vec<Request> {
     reqs.extend(ns.neighbours.iter().map(messages::neighbour));
     for s in &ns.shapers {
         let what = role_label(ns, s.ifindex);
-        reqs.extend(htb::link(s.ifindex, s.rate, s.leaf_limit, s.flow_queues, &what));
+        reqs.extend(htb::link(
+            s.ifindex,
+            s.rate,
+            s.leaf_limit,
+            plan.flow_queues(),
+            &what,
+        ));
     }
     for &i in &ns.ingress {
         reqs.push(messages::ingress_qdisc(i, &role_label(ns, i)));

@@ -158,7 +158,7 @@ pub fn build_and_teardown(
             p.namespaces.len(),
             p.veth_count(),
             p.shapers().count(),
-            p.shapers().map(|s| super::htb::class_count(s.flow_queues)).sum(),
+            p.shapers().count() * super::htb::class_count(p.flow_queues()),
             p.flow_queues().count(),
         );
         let t1 = Instant::now();

@@ -174,8 +174,6 @@ pub struct ShaperPlan {
     /// Limit in bytes of the class's `bfifo` leaf, or `None` for the
     /// kernel's default leaf (see [`LeafQueue`]).
     pub leaf_limit: Option<u64>,
-    /// How many queues share the data rate.
-    pub flow_queues: FlowQueues,
 }
 
 /// Everything one namespace needs.
@@ -283,6 +281,7 @@ pub struct FabricPlan {
     hosts_per_rack: u32,
     wavelengths: u32,
     addresses: AddressPlan,
+    flow_queues: FlowQueues,
 }
 
 /// The MAC of ToR r's OCS transceiver w (locally administered, fixed so
@@ -305,7 +304,6 @@ impl FabricPlan {
             ifindex,
             rate,
             leaf_limit: leaf.limit_bytes(rate),
-            flow_queues: FlowQueues::ONE,
         };
         let w_count = topo.ocs_ports_per_rack;
         if w_count > MAX_WAVELENGTHS {
@@ -320,6 +318,7 @@ impl FabricPlan {
             hosts_per_rack: topo.hosts_per_rack,
             wavelengths: w_count,
             addresses: a.clone(),
+            flow_queues: FlowQueues::ONE,
         };
         let host_tcp = HostTcp::of(&topo.tcp);
         for h in topo.host_ids() {
@@ -457,14 +456,10 @@ impl FabricPlan {
             }
             plan.namespaces.push(ocs_ns);
         }
-        let links = plan.namespaces.iter().map(|ns| ns.shapers.len()).sum();
-        let queues = match topo.flow_queues {
+        plan.flow_queues = match topo.flow_queues {
             Some(q) => FlowQueues::new(q).ok_or(PlanError::FlowQueues(q))?,
-            None => FlowQueues::within_budget(links),
+            None => FlowQueues::within_budget(plan.shapers().count()),
         };
-        for s in plan.namespaces.iter_mut().flat_map(|ns| ns.shapers.iter_mut()) {
-            s.flow_queues = queues;
-        }
         Ok(plan)
     }
 
@@ -568,9 +563,9 @@ impl FabricPlan {
         self.namespaces.iter().flat_map(|n| n.shapers.iter())
     }
 
-    /// The flow queues of each shaped link (all links have the same).
+    /// The flow queues of every shaped link.
     pub fn flow_queues(&self) -> FlowQueues {
-        self.shapers().next().map_or(FlowQueues::ONE, |s| s.flow_queues)
+        self.flow_queues
     }
 }
 
@@ -636,7 +631,7 @@ mod tests {
         // ports each end: 320 links, so 16 queues each within 8,192.
         let p = plan(16, 8, 1);
         assert_eq!(p.shapers().count(), 320);
-        assert!(p.shapers().all(|s| s.flow_queues.count() == 16));
+        assert_eq!(p.flow_queues().count(), 16);
         let set = |q| {
             let t = Topology::builder("t", 16, 8)
                 .uplink_rate(Bps(500_000_000))
@@ -645,13 +640,13 @@ mod tests {
                 .unwrap();
             FabricPlan::new(&t, "ab12".parse().unwrap())
         };
-        let p = set(64).unwrap();
-        assert!(p.shapers().all(|s| s.flow_queues.count() == 64));
-        assert_eq!(p.flow_queues().count(), 64);
-        assert!(set(1)
-            .unwrap()
-            .shapers()
-            .all(|s| s.flow_queues == FlowQueues::ONE));
+        assert_eq!(set(64).unwrap().flow_queues().count(), 64);
+        assert_eq!(set(1).unwrap().flow_queues(), FlowQueues::ONE);
+        // A topology built in code past the file's validation.
+        let mut odd = topo(16, 8, 1);
+        odd.flow_queues = Some(48);
+        let e = FabricPlan::new(&odd, "ab12".parse().unwrap()).unwrap_err();
+        assert!(matches!(e, PlanError::FlowQueues(48)), "{e}");
     }
 
     #[test]

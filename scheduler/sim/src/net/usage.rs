@@ -113,10 +113,10 @@ impl LinkUsage {
             .enumerate()
             .map(|(i, &l)| {
                 let cap = self.capacity[i];
-                let u = if cap > 0.0 && span > 0.0 {
-                    (self.carried[i] - before[i]) / (cap * span)
-                } else {
-                    self.rate[i] / cap.max(f64::MIN_POSITIVE)
+                let u = match (cap > 0.0, span > 0.0) {
+                    (false, _) => 0.0,
+                    (true, true) => (self.carried[i] - before[i]) / (cap * span),
+                    (true, false) => self.rate[i] / cap,
                 };
                 (l, u)
             })
