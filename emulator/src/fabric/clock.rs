@@ -19,6 +19,23 @@ pub fn now() -> Nanos {
     Nanos(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
 }
 
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC, in nanoseconds, read so that
+/// `realtime - offset` is never earlier on CLOCK_MONOTONIC than the instant
+/// `realtime` was taken (the monotonic clock is read second). Converts the
+/// kernel's receive timestamps (`SO_TIMESTAMPNS`, CLOCK_REALTIME) to the
+/// fabric's clock; both clocks are slewed alike, so the offset holds until
+/// the wall clock is stepped.
+pub fn realtime_offset() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec; CLOCK_REALTIME always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut t) };
+    let real = t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64;
+    real.saturating_sub(now().0)
+}
+
 /// Sleeps until `t` on CLOCK_MONOTONIC (at once if it has passed).
 pub fn sleep_until(t: Nanos) {
     let ts = libc::timespec {

@@ -284,7 +284,7 @@ impl Fabric {
     }
 
     fn build(topo: &Topology, run: RunId, opts: &FabricOptions) -> Result<Fabric, FabricError> {
-        let plan = FabricPlan::with_leaf_queue(topo, run, opts.leaf_queue)?;
+        let mut plan = FabricPlan::with_leaf_queue(topo, run, opts.leaf_queue)?;
         let me = std::process::id();
         let mut ledger = Ledger {
             run_id: run,
@@ -318,6 +318,9 @@ impl Fabric {
             opts.threads
         };
         let (bpf, table) = Self::load_datapath(&plan, opts.datapath, ledger.mode)?;
+        if bpf.is_some() {
+            plan.without_ocs_rules();
+        }
         let mut applied = apply::apply(&plan, threads)?;
         if let Some(bpf) = &bpf {
             for (i, reqs) in bpf.attach_requests(&plan) {

@@ -12,7 +12,9 @@
 //!   `host/32` route (so intra-rack traffic also crosses the ToR and is
 //!   shaped by both host links), an uplink /31 to the core with `range via
 //!   core`, and per OCS port w an interface on optical subnet w. Policy rule
-//!   `tos 0x08 lookup 100`; table 100 receives one route per circuit;
+//!   `tos 0x08 lookup 100` (dropped on the eBPF datapath,
+//!   [`FabricPlan::without_ocs_rules`]); table 100 receives one route per
+//!   circuit;
 //! - core: one port per rack, `rack subnet via ToR`;
 //! - OCS: one port per (rack, wavelength), each with an ingress qdisc, so a
 //!   circuit is one u32 match-all filter with a mirred redirect.
@@ -483,6 +485,18 @@ impl FabricPlan {
         self.core_ns() + 1
     }
 
+    /// Drops the ToRs' `tos 0x08 lookup 100` rules, which only the
+    /// tc-mirred datapath needs: on eBPF, the ToR program sends marked
+    /// packets to a circuit itself and leaves the rest to the main table. A
+    /// namespace that never had a rule of its own routes on the kernel's
+    /// fast path, without walking the rules (twice per forwarded packet,
+    /// with the source check).
+    pub fn without_ocs_rules(&mut self) {
+        for ns in &mut self.namespaces {
+            ns.rules.retain(|r| r.table != OCS_TABLE);
+        }
+    }
+
     /// Whether the fabric has an optical circuit switch.
     pub fn has_ocs(&self) -> bool {
         self.wavelengths > 0
@@ -757,6 +771,20 @@ mod tests {
         assert_eq!(c.dst, a.rack_subnet(2));
         assert_eq!(c.via, Some(a.tor_optical_addr(2, 0)));
         assert_eq!(c.table, OCS_TABLE);
+    }
+
+    #[test]
+    fn the_ebpf_plan_has_no_policy_rule_and_nothing_else_differs() {
+        let full = plan(3, 2, 1);
+        let mut ebpf = full.clone();
+        ebpf.without_ocs_rules();
+        assert!(full.namespaces.iter().any(|ns| !ns.rules.is_empty()));
+        for (a, b) in full.namespaces.iter().zip(&ebpf.namespaces) {
+            assert!(b.rules.is_empty(), "{}", b.name);
+            assert_eq!(a.routes, b.routes);
+            assert_eq!(a.shapers, b.shapers);
+            assert_eq!(a.neighbours, b.neighbours);
+        }
     }
 
     #[test]

@@ -307,8 +307,9 @@ pub struct Arrival {
     pub ttl: u8,
     /// When it was sent ([`super::clock::now`], CLOCK_MONOTONIC).
     pub sent: u64,
-    /// When the receiver read it (CLOCK_MONOTONIC, after the kernel
-    /// delivered it).
+    /// When the receiving host's kernel took it in: `at_ns` on
+    /// CLOCK_MONOTONIC, rounded late (see [`super::clock::realtime_offset`]);
+    /// the time the receiver read it when the kernel gave no timestamp.
     pub seen: u64,
 }
 
@@ -323,9 +324,23 @@ impl Arrival {
 /// path every packet took (see the module doc).
 pub struct DarkProbe {
     stop: Arc<AtomicBool>,
+    /// Set once the sender has returned: the receiver's next pass is its last.
+    sent_all: Arc<AtomicBool>,
     sender: Option<std::thread::JoinHandle<io::Result<u64>>>,
-    receivers: Vec<std::thread::JoinHandle<io::Result<Vec<Arrival>>>>,
+    receiver: Option<std::thread::JoinHandle<io::Result<Vec<Arrival>>>>,
 }
+
+/// How long the probe's receiver sleeps between reads of its sockets. It
+/// never blocks on a socket: a reader woken per packet cost the box more
+/// than the packet's whole path, and widened the probe's spacing. The
+/// kernel's receive timestamp, not the read, times each packet, and the
+/// sockets' buffers hold many times what arrives in one pause.
+const RECEIVER_PAUSE: Duration = Duration::from_micros(500);
+
+/// How long the receiver keeps reading after the sender has returned. A
+/// packet is mostly delivered inside its send call, but the kernel may leave
+/// the rest of a busy softirq to `ksoftirqd`.
+const RECEIVER_GRACE: Duration = Duration::from_millis(50);
 
 impl DarkProbe {
     /// Starts sending from `from` to every host of `to`, in turn, one
@@ -340,9 +355,9 @@ impl DarkProbe {
         interval: Duration,
     ) -> Result<DarkProbe, FabricError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let mut receivers = Vec::new();
+        let mut socks = Vec::new();
         let mut dsts = Vec::new();
-        for (i, &h) in to.iter().enumerate() {
+        for &h in to {
             let addr = SocketAddr::new(fabric.host_addr(h).into(), 0);
             let sock = fabric
                 .in_host(h, || UdpSocket::bind(addr))?
@@ -352,12 +367,16 @@ impl DarkProbe {
             socket::setsockopt(&sock, sockopt::Ipv4RecvTtl, &true).map_err(nix_err("IP_RECVTTL"))?;
             // Root may exceed rmem_max; a failure only risks drops when receivers lag.
             let _ = socket::setsockopt(&sock, sockopt::RcvBufForce, &(16 << 20));
-            sock.set_read_timeout(Some(Duration::from_millis(50)))
-                .map_err(io_err("probe receiver timeout"))?;
+            sock.set_nonblocking(true)
+                .map_err(io_err("probe receiver non-blocking"))?;
             dsts.push(sock.local_addr().map_err(io_err("probe receiver address"))?);
-            let stop = stop.clone();
-            receivers.push(std::thread::spawn(move || receive(sock, i, stop)));
+            socks.push(sock);
         }
+        let sent_all = Arc::new(AtomicBool::new(false));
+        let receiver = {
+            let sent_all = sent_all.clone();
+            std::thread::spawn(move || receive(&socks, &sent_all))
+        };
         let src = SocketAddr::new(fabric.host_addr(from).into(), 0);
         let sock = fabric
             .in_host(from, || UdpSocket::bind(src))?
@@ -399,8 +418,9 @@ impl DarkProbe {
         };
         Ok(DarkProbe {
             stop,
+            sent_all,
             sender: Some(sender),
-            receivers,
+            receiver: Some(receiver),
         })
     }
 
@@ -411,10 +431,11 @@ impl DarkProbe {
             Some(h) => joined(h, "probe sender")?,
             None => 0,
         };
-        let mut all = Vec::new();
-        for r in self.receivers.drain(..) {
-            all.extend(joined(r, "probe receiver")?);
-        }
+        self.sent_all.store(true, Ordering::Release);
+        let mut all = match self.receiver.take() {
+            Some(h) => joined(h, "probe receiver")?,
+            None => Vec::new(),
+        };
         all.sort_by_key(|a| a.at_ns);
         Ok((sent, all))
     }
@@ -423,22 +444,38 @@ impl DarkProbe {
 impl Drop for DarkProbe {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.sent_all.store(true, Ordering::Release);
     }
 }
 
-fn receive(sock: UdpSocket, dst: usize, stop: Arc<AtomicBool>) -> io::Result<Vec<Arrival>> {
+/// Reads every socket until it is empty, then pauses. Once the sender has
+/// returned (`sent_all`) it stops at the first pass that finds nothing after
+/// [`RECEIVER_GRACE`]. `sockets[i]` is destination `i`.
+fn receive(sockets: &[UdpSocket], sent_all: &AtomicBool) -> io::Result<Vec<Arrival>> {
+    let offset = super::clock::realtime_offset();
     let mut out = Vec::new();
     let mut buf = [0u8; 2048];
     let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec, libc::c_int);
+    let mut ending: Option<Instant> = None;
     loop {
-        let mut iov = [IoSliceMut::new(&mut buf)];
-        match socket::recvmsg::<()>(
-            std::os::fd::AsRawFd::as_raw_fd(&sock),
-            &mut iov,
-            Some(&mut cmsg),
-            MsgFlags::empty(),
-        ) {
-            Ok(msg) => {
+        if ending.is_none() && sent_all.load(Ordering::Acquire) {
+            ending = Some(Instant::now());
+        }
+        let before = out.len();
+        for (dst, sock) in sockets.iter().enumerate() {
+            loop {
+                let mut iov = [IoSliceMut::new(&mut buf)];
+                let msg = match socket::recvmsg::<()>(
+                    std::os::fd::AsRawFd::as_raw_fd(sock),
+                    &mut iov,
+                    Some(&mut cmsg),
+                    MsgFlags::MSG_DONTWAIT,
+                ) {
+                    Ok(msg) => msg,
+                    Err(nix::Error::EAGAIN) => break,
+                    Err(nix::Error::EINTR) => continue,
+                    Err(e) => return Err(io::Error::from(e)),
+                };
                 let (mut at_ns, mut ttl) = (0u64, 0u8);
                 if let Ok(cmsgs) = msg.cmsgs() {
                     for c in cmsgs {
@@ -451,7 +488,10 @@ fn receive(sock: UdpSocket, dst: usize, stop: Arc<AtomicBool>) -> io::Result<Vec
                         }
                     }
                 }
-                let seen = super::clock::now().0;
+                let seen = match at_ns {
+                    0 => super::clock::now().0,
+                    at => at.saturating_sub(offset),
+                };
                 let sent = buf
                     .get(..8)
                     .and_then(|b| b.try_into().ok())
@@ -465,12 +505,10 @@ fn receive(sock: UdpSocket, dst: usize, stop: Arc<AtomicBool>) -> io::Result<Vec
                     seen,
                 });
             }
-            Err(nix::Error::EAGAIN) | Err(nix::Error::EINTR) => {
-                if stop.load(Ordering::Relaxed) {
-                    return Ok(out);
-                }
-            }
-            Err(e) => return Err(io::Error::from(e)),
         }
+        if ending.is_some_and(|t| out.len() == before && t.elapsed() >= RECEIVER_GRACE) {
+            return Ok(out);
+        }
+        std::thread::sleep(RECEIVER_PAUSE);
     }
 }
