@@ -48,6 +48,9 @@ pub struct Sincronia {
     order: Vec<CoflowId>,
     /// Each active coflow's known bytes then (flows joining change them).
     known: BTreeMap<CoflowId, Bytes>,
+    /// Scratch: one coflow's demand per link, and the links it touches.
+    demand: Vec<(f64, bool)>,
+    touched: Vec<LinkId>,
 }
 
 /// The BSSI order of `coflows`, each given with its demand per link
@@ -136,19 +139,35 @@ impl CoflowPolicy for Sincronia {
             let mut by_arrival: Vec<(Nanos, CoflowId)> =
                 view.coflows.iter().map(|(&id, c)| (c.arrival, id)).collect();
             by_arrival.sort_unstable();
+            let (demand, touched) = (&mut self.demand, &mut self.touched);
+            demand.resize(capacity.len(), (0.0, false));
+            let (mut flows, mut left) = (Vec::new(), Vec::new());
             let demands: Vec<(CoflowId, Vec<(LinkId, f64)>)> = by_arrival
                 .into_iter()
                 .map(|(_, id)| {
-                    let mut on: BTreeMap<LinkId, f64> = BTreeMap::new();
-                    for f in view.flows_of(id) {
-                        let left = progress.remaining_bytes(f);
+                    flows.clear();
+                    flows.extend(view.flows_of(id));
+                    left.clear();
+                    progress.remaining_bytes_of(&flows, &mut left);
+                    for (f, &left) in flows.iter().zip(&left) {
                         for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
                             let cap = capacity[l as usize];
                             let d = if cap > 0.0 { left / cap } else { f64::INFINITY };
-                            *on.entry(l).or_default() += d;
+                            let on = &mut demand[l as usize];
+                            if !on.1 {
+                                *on = (0.0, true);
+                                touched.push(l);
+                            }
+                            on.0 += d;
                         }
                     }
-                    (id, on.into_iter().collect())
+                    touched.sort_unstable();
+                    let on = touched
+                        .iter()
+                        .map(|&l| (l, std::mem::replace(&mut demand[l as usize], (0.0, false)).0))
+                        .collect();
+                    touched.clear();
+                    (id, on)
                 })
                 .collect();
             self.order = bssi(&demands);

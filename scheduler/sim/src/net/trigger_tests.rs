@@ -27,10 +27,17 @@ fn fabric() -> FabricParams {
     }
 }
 
-/// The wrapped policy, called at every event.
-struct EveryEvent(Box<dyn CoflowPolicy>);
+/// The wrapped policy, called at every event; `look` sees what it is
+/// given before it decides.
+struct EveryEvent<F = fn(&NetView, &dyn Progress)>(Box<dyn CoflowPolicy>, F);
 
-impl CoflowPolicy for EveryEvent {
+impl EveryEvent {
+    fn new(policy: Box<dyn CoflowPolicy>) -> Self {
+        EveryEvent(policy, |_, _| {})
+    }
+}
+
+impl<F: FnMut(&NetView, &dyn Progress) + Send> CoflowPolicy for EveryEvent<F> {
     fn name(&self) -> &'static str {
         self.0.name()
     }
@@ -44,6 +51,7 @@ impl CoflowPolicy for EveryEvent {
         Triggers::EVERY_EVENT
     }
     fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
+        (self.1)(view, progress);
         self.0.decide(now, view, progress)
     }
 }
@@ -124,7 +132,7 @@ fn run(policy: Box<dyn CoflowPolicy>) -> (Vec<(u64, Nanos, u64, u64)>, u64) {
 fn each_policy_called_at_its_triggers_only_decides_as_if_called_at_every_event() {
     for name in coflow::POLICY_NAMES {
         let policy = || coflow::by_name(name).expect("known policy");
-        let (every, every_calls) = run(Box::new(EveryEvent(policy())));
+        let (every, every_calls) = run(Box::new(EveryEvent::new(policy())));
         let (triggered, calls) = run(policy());
         assert_eq!(every.len(), 15, "{name}: all flows finish");
         assert_eq!(triggered, every, "{name}: same finishes and bytes per fabric");
@@ -150,6 +158,36 @@ fn each_policy_called_at_its_triggers_only_decides_as_if_called_at_every_event()
         if name == "fair" {
             assert_eq!(calls, 0, "fair: its decision never changes");
         }
+    }
+}
+
+#[test]
+fn remaining_bytes_read_together_are_those_read_one_by_one() {
+    for name in coflow::POLICY_NAMES {
+        // At every call, every flow's remaining bytes read both ways: the
+        // flows read and those whose two readings differ.
+        let counts = Arc::new(Mutex::new((0, 0)));
+        let counted = counts.clone();
+        let look = move |view: &NetView, progress: &dyn Progress| {
+            let flows: Vec<_> = view.flows.iter().map(|(_, f)| f).collect();
+            let mut together = Vec::new();
+            progress.remaining_bytes_of(&flows, &mut together);
+            let differ = flows
+                .iter()
+                .zip(&together)
+                .filter(|(f, r)| progress.remaining_bytes(f).to_bits() != r.to_bits())
+                .count();
+            if let Ok(mut n) = counted.lock() {
+                n.0 += flows.len();
+                n.1 += differ;
+            }
+        };
+        let policy = coflow::by_name(name).expect("known policy");
+        let (done, _) = run(Box::new(EveryEvent(policy, look)));
+        assert_eq!(done.len(), 15, "{name}: all flows finish");
+        let (read, differ) = *counts.lock().expect("counts");
+        assert!(read > 100, "{name}: {read} flows read");
+        assert_eq!(differ, 0, "{name}: {differ} of {read} readings differ");
     }
 }
 

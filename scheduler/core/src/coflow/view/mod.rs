@@ -315,6 +315,12 @@ impl NetView {
 pub trait Progress {
     /// Bytes `flow` still has to send (fluid, so fractional).
     fn remaining_bytes(&self, flow: &FlowView) -> f64;
+    /// [`Progress::remaining_bytes`] of each of `flows`, in order, appended
+    /// to `out`. A driver whose progress is scattered over memory may read
+    /// many flows faster together than one by one.
+    fn remaining_bytes_of(&self, flows: &[&FlowView], out: &mut Vec<f64>) {
+        out.extend(flows.iter().map(|f| self.remaining_bytes(f)));
+    }
     /// Bytes coflow `id` (whose view is `coflow`) has sent so far: its
     /// finished flows and what its active ones sent, over both fabrics.
     fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64;

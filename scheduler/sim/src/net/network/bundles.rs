@@ -7,6 +7,7 @@ use super::super::class_levels::ClassId;
 use super::super::clocks::Clock;
 use super::super::fasthash::FastMap;
 use super::super::links::LinkId;
+use super::super::prefetch::prefetch;
 use super::super::slots::{Slot, Slots};
 use super::eta;
 use ocslab_core::coflow::id_index::IdIndex;
@@ -320,10 +321,15 @@ impl FlowProgress {
         FlowProgress {
             sent_eps: s.sent_eps + here - here_ocs,
             sent_ocs: s.sent_ocs + here_ocs,
-            remaining: (s.finish - service).max(0.0) * w,
+            remaining: remaining_at(s, service),
             rate: b.rate(clocks) * w,
         }
     }
+}
+
+/// The bytes the flow in slot `s` has left when its bundle's service is `service`.
+fn remaining_at(s: &Slot, service: f64) -> f64 {
+    (s.finish - service).max(0.0) * f64::from(s.weight)
 }
 
 /// The bytes the flow in slot `s` received in `bundle` (its bundle, whose
@@ -335,6 +341,10 @@ pub(super) fn sent_since_join(s: &Slot, service: f64, bundle: &Bundle, share: &O
     let w = f64::from(s.weight);
     (here * w, ocs * w)
 }
+
+/// How many flows ahead [`LiveProgress`] asks for a flow's bundle when it
+/// reads many flows at once (and twice as far ahead, for its slot).
+const READ_AHEAD: usize = 8;
 
 /// [`Progress`] read from the network's bundles at `now`, for the flows a policy asks about.
 pub(super) struct LiveProgress<'a> {
@@ -364,6 +374,27 @@ impl LiveProgress<'_> {
 impl Progress for LiveProgress<'_> {
     fn remaining_bytes(&self, flow: &FlowView) -> f64 {
         self.of(flow).map_or(flow.remaining_bytes, |p| p.remaining)
+    }
+    /// Each flow's slot and then its bundle are a cache miss apart: the
+    /// loop asks for the slot [`READ_AHEAD`] × 2 flows ahead and for the
+    /// bundle [`READ_AHEAD`] flows ahead, so the misses overlap.
+    fn remaining_bytes_of(&self, flows: &[&FlowView], out: &mut Vec<f64>) {
+        let at: Vec<Option<u32>> = flows.iter().map(|f| self.slot_of.get(f.spec.id)).collect();
+        for (i, f) in flows.iter().enumerate() {
+            if let Some(&Some(ix)) = at.get(i + 2 * READ_AHEAD) {
+                prefetch(&self.slots[ix]);
+            }
+            if let Some(&Some(ix)) = at.get(i + READ_AHEAD) {
+                prefetch(&self.bundles[self.slots[ix].bundle]);
+            }
+            out.push(match at[i] {
+                Some(ix) => {
+                    let s = &self.slots[ix];
+                    remaining_at(s, self.bundles[s.bundle].service(self.clocks, self.now))
+                }
+                None => f.remaining_bytes,
+            });
+        }
     }
     fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64 {
         let mut sent = self.done_bytes.get(&id).copied().unwrap_or(0.0);
