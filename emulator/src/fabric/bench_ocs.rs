@@ -8,11 +8,13 @@
 //!   first that crossed the new one, from the kernel's receive timestamps at
 //!   the destinations (TTL tells the path). Also: how long the
 //!   reconfiguration call took.
-//! - [`rotor`]: a 4-rack rotor schedule followed by the datapath alone.
-//!   Each probe packet that crossed a circuit is placed in its pair's slot
-//!   from its send and receive times; the figures are the packets outside
-//!   their slots (violations) and how far the first and last packet of each
-//!   slot are from the slot's usable window.
+//! - [`rotor`]: a 4-rack rotor schedule followed by the datapath alone,
+//!   and by the probe, which sends most packets to the rack of the slot
+//!   in progress. Each probe packet that crossed a circuit is
+//!   placed in its pair's slot from its send and receive times; the
+//!   figures are the packets outside their slots (violations) and how far
+//!   the first and last packet of each slot are from the slot's usable
+//!   window.
 //! - [`call_latency`]: how long a reconfiguration call spends changing the
 //!   kernel, with no probe traffic (δ = 0, so no call waits).
 //! - [`circuit_goodput`]: one marked TCP stream through one circuit.
@@ -325,8 +327,12 @@ pub struct RotorFigures {
     pub open_error_us: [f64; 3],
     /// window close − last packet's send time, p50 / p99 / max, µs.
     pub close_error_us: [f64; 3],
-    /// Mean time between probe packets at one receiver, µs: the resolution.
+    /// Median over windows of the mean time between the circuit packets
+    /// sent in one window, µs: the resolution at its edges.
     pub probe_spacing_us: f64,
+    /// A circuit packet's send time to its receive timestamp, p50, µs. The
+    /// datapath decides in between, so send-time errors include part of it.
+    pub transit_p50_us: f64,
     /// How long setting the schedule took, µs.
     pub set_schedule_us: f64,
 }
@@ -339,44 +345,50 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
     let racks = 4;
     let f = up(racks, Datapath::Ebpf)?;
     let ocs = f.ocs()?;
-    let slots: Vec<_> = (1..racks)
-        .map(|k| {
-            (
-                spec.slot,
-                (0..racks).map(|r| circuit(r, (r + k) % racks)).collect(),
-            )
-        })
-        .collect();
-    let schedule = Schedule::new(racks, 1, &slots, spec.delay)?;
+    let schedule = rotor_schedule(racks, spec.slot, spec.delay)?;
     let to: Vec<HostId> = (1..racks).map(|r| HostId::new(r, 0)).collect();
-    let probe = probe::DarkProbe::start(&f, HostId::new(0, 0), &to, plan::OCS_TOS, Duration::ZERO)?;
     let load = CpuLoad::start(spec.load);
     let t0 = super::clock::now();
     let epoch = ocs.set_schedule(&schedule)?;
     let set_schedule_us = us(super::clock::now().0 - t0.0);
+    let probe = probe::DarkProbe::start_aimed(
+        &f,
+        HostId::new(0, 0),
+        &to,
+        plan::OCS_TOS,
+        Duration::ZERO,
+        Some(follow(schedule.clone(), epoch, Nanos(spec.delay.0 / 2))),
+    )?;
     std::thread::sleep(Duration::from_millis(spec.duration_ms));
     drop(load);
     let (_, arrivals) = probe.finish()?;
     f.down()?;
 
     let period = schedule.period().0;
-    let mut windows: std::collections::BTreeMap<(u64, usize), (u64, u64)> = Default::default();
+    // Per window: the first and last circuit packet's send times, and how many.
+    let mut windows: std::collections::BTreeMap<(u64, usize), (u64, u64, u64)> = Default::default();
     let (mut circuit_packets, mut violations) = (0, 0);
+    let mut transit = histogram()?;
     for a in arrivals.iter().filter(|a| a.over_circuit() && a.sent >= epoch.0) {
         circuit_packets += 1;
         let want = a.dst as u32 + 1;
         let (sent, seen) = (a.sent - epoch.0, a.seen - epoch.0);
+        record(&mut transit, seen.saturating_sub(sent).max(1))?;
         match schedule.usable_window(0, 0, want, Nanos(sent), Nanos(seen)) {
             Some(w) => {
-                let e = windows.entry(w).or_insert((sent, sent));
+                let e = windows.entry(w).or_insert((sent, sent, 0));
                 e.0 = e.0.min(sent);
                 e.1 = e.1.max(sent);
+                e.2 += 1;
             }
             None => violations += 1,
         }
     }
-    let (mut open, mut close) = (histogram()?, histogram()?);
-    for (&(k, s), &(first, last)) in &windows {
+    let (mut open, mut close, mut spacing) = (histogram()?, histogram()?, histogram()?);
+    for (&(k, s), &(first, last, n)) in &windows {
+        if n > 1 {
+            record(&mut spacing, ((last - first) / (n - 1)).max(1))?;
+        }
         let start = k * period + schedule.slot_start(s).0;
         let open_at = start + schedule.slots()[s].ports[0].dark.0;
         let close_at = start + schedule.slots()[s].length.0;
@@ -392,8 +404,37 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
         violations,
         open_error_us: three(&open),
         close_error_us: three(&close),
-        probe_spacing_us: spacing_us(&arrivals, to.len()),
+        probe_spacing_us: pct(&spacing, 0.5),
+        transit_p50_us: pct(&transit, 0.5),
         set_schedule_us,
+    })
+}
+
+/// [`rotor`]'s schedule: in slot k − 1, rack r reaches rack r + k.
+fn rotor_schedule(racks: u32, slot: Nanos, delay: Nanos) -> Result<Schedule, BenchError> {
+    let slots: Vec<_> = (1..racks)
+        .map(|k| (slot, (0..racks).map(|r| circuit(r, (r + k) % racks)).collect()))
+        .collect();
+    Ok(Schedule::new(racks, 1, &slots, delay)?)
+}
+
+/// Aims a probe from rack 0 of [`rotor`]'s schedule (destination `i` is
+/// rack `i + 1`, which rack 0 reaches in slot `i`): seven packets in eight
+/// go to the rack of the slot the send time falls in, less `lag`, so each
+/// window's opening and closing meet dense packets. With `lag` under δ
+/// they start in the slot's dark time and go on past its end, into the
+/// next slot's dark time. The eighth packet goes to another rack in turn;
+/// those must take EPS.
+fn follow(schedule: Schedule, epoch: Nanos, lag: Nanos) -> probe::Aim {
+    let mut n = 0usize;
+    Box::new(move |now: Nanos| {
+        n += 1;
+        let (slot, _) = schedule.slot_at(Nanos(now.0.saturating_sub(epoch.0 + lag.0)));
+        if n.is_multiple_of(8) {
+            slot + 1 + (n / 8) % 2
+        } else {
+            slot
+        }
     })
 }
 
@@ -508,5 +549,22 @@ mod tests {
             "no send times in this case"
         );
         assert_eq!(got, vec![(1_000, 720), (2_000, 2_000)]);
+    }
+
+    /// Three 50 µs slots from an epoch at 1 ms, followed 5 µs late: seven
+    /// packets in eight go to the slot's rack, the eighth elsewhere.
+    #[test]
+    fn the_rotor_probe_aims_at_the_slot_of_its_send_time_less_the_lag() {
+        let us = |n: u64| Nanos(n * 1_000);
+        let schedule = rotor_schedule(4, us(50), us(10)).expect("a valid rotor");
+        let mut aim = follow(schedule, us(1_000), us(5));
+        let mut at = |t: Nanos| (0..8).map(|_| aim(t) % 3).collect::<Vec<usize>>();
+        // Slot 1 began 4 µs ago: still slot 0's rack. 6 µs ago: slot 1's.
+        assert_eq!(at(us(1_054)), vec![0, 0, 0, 0, 0, 0, 0, 2]);
+        assert_eq!(at(us(1_056)), vec![1, 1, 1, 1, 1, 1, 1, 2]);
+        // The next period's slot 2; the eighth goes to the others in turn.
+        let eighth: Vec<usize> = (0..3).map(|_| at(us(1_260))[7]).collect();
+        assert_eq!(at(us(1_260))[..7], [2; 7]);
+        assert_eq!(eighth, vec![1, 0, 1]);
     }
 }

@@ -21,6 +21,7 @@
 
 use super::{Fabric, FabricError};
 use crate::topology::HostId;
+use crate::units::Nanos;
 use nix::sys::socket::{self, sockopt, ControlMessageOwned, MsgFlags};
 use std::io::{self, IoSliceMut, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -320,6 +321,10 @@ impl Arrival {
     }
 }
 
+/// Picks a [`DarkProbe`] packet's destination from the time it is sent
+/// (CLOCK_MONOTONIC).
+pub type Aim = Box<dyn FnMut(Nanos) -> usize + Send>;
+
 /// A paced, OCS-marked UDP stream from one host to several, recording the
 /// path every packet took (see the module doc).
 pub struct DarkProbe {
@@ -354,6 +359,27 @@ impl DarkProbe {
         tos: u8,
         interval: Duration,
     ) -> Result<DarkProbe, FabricError> {
+        Self::start_aimed(fabric, from, to, tos, interval, None)
+    }
+
+    /// [`DarkProbe::start`], but `aim` picks each packet's destination (an
+    /// index into `to`, taken modulo its length) from the time it is sent
+    /// ([`super::clock::now`]): a probe that follows a schedule sends most
+    /// of its packets where a circuit is about to open or close. `None`:
+    /// in turn.
+    pub fn start_aimed(
+        fabric: &Fabric,
+        from: HostId,
+        to: &[HostId],
+        tos: u8,
+        interval: Duration,
+        mut aim: Option<Aim>,
+    ) -> Result<DarkProbe, FabricError> {
+        if to.is_empty() {
+            return Err(io_err("starting a probe")(io::Error::other(
+                "no destination host",
+            )));
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let mut socks = Vec::new();
         let mut dsts = Vec::new();
@@ -393,24 +419,30 @@ impl DarkProbe {
                 let mut sent = 0u64;
                 let mut next = Instant::now();
                 let mut payload = [0u8; 64];
+                let mut turn = 0usize;
                 while !stop.load(Ordering::Relaxed) {
-                    for d in &dsts {
-                        if interval.is_zero() {
-                            if sent % 64 == 63 {
-                                std::thread::yield_now();
-                            }
-                        } else {
-                            let now = Instant::now();
-                            if next > now {
-                                std::thread::sleep(next - now);
-                            }
-                            next = Instant::now().max(next) + interval;
+                    if interval.is_zero() {
+                        if sent % 64 == 63 {
+                            std::thread::yield_now();
                         }
-                        payload[..8].copy_from_slice(&super::clock::now().0.to_le_bytes());
-                        // Drops (ENOBUFS) under load are part of what is measured.
-                        if sock.send_to(&payload, d).is_ok() {
-                            sent += 1;
+                    } else {
+                        let now = Instant::now();
+                        if next > now {
+                            std::thread::sleep(next - now);
                         }
+                        next = Instant::now().max(next) + interval;
+                    }
+                    let d = match aim.as_mut() {
+                        Some(aim) => aim(super::clock::now()),
+                        None => {
+                            turn += 1;
+                            turn
+                        }
+                    };
+                    payload[..8].copy_from_slice(&super::clock::now().0.to_le_bytes());
+                    // Drops (ENOBUFS) under load are part of what is measured.
+                    if sock.send_to(&payload, dsts[d % dsts.len()]).is_ok() {
+                        sent += 1;
                     }
                 }
                 Ok(sent)
