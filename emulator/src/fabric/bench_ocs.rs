@@ -3,7 +3,8 @@
 //! 1), so the shapers never hold a probe packet back:
 //!
 //! - [`dark_time`]: a circuit from rack 0 moves between racks 1 and 2 while
-//!   a marked UDP probe goes to both back to back. The dark time of a move
+//!   a marked UDP probe goes to both back to back, seven packets in eight
+//!   to the rack the circuit reaches or is about to. The dark time of a move
 //!   is the gap between the last packet that crossed the old circuit and the
 //!   first that crossed the new one, from the kernel's receive timestamps at
 //!   the destinations (TTL tells the path). Also: how long the
@@ -27,7 +28,7 @@ use super::{plan, probe, Circuit, Datapath, Fabric, FabricOptions, Schedule};
 use crate::{Bps, HostId, Nanos};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,16 +102,27 @@ fn pct(h: &Histogram<u64>, q: f64) -> f64 {
     us(h.value_at_quantile(q))
 }
 
-/// Mean time between consecutive arrivals at one receiver, µs.
-fn spacing_us(arrivals: &[probe::Arrival], receivers: usize) -> f64 {
-    let per: Vec<f64> = (0..receivers)
-        .filter_map(|d| {
-            let t: Vec<u64> = arrivals.iter().filter(|a| a.dst == d).map(|a| a.at_ns).collect();
-            let (first, last) = (*t.first()?, *t.last()?);
-            (t.len() > 1).then(|| us(last - first) / (t.len() - 1) as f64)
-        })
-        .collect();
-    per.iter().sum::<f64>() / per.len().max(1) as f64
+/// Aims [`dark_time`]'s probe: seven packets in eight go to the
+/// destination in `reached` (the rack the circuit reaches, or is about to:
+/// the bench moves it there just before each reconfiguration call), so the
+/// last packets over the old circuit and the first over the new one come
+/// densely; the eighth goes to the other destination.
+fn aim_at(reached: Arc<AtomicUsize>) -> probe::Aim {
+    let mut n = 0usize;
+    Box::new(move |_| {
+        n += 1;
+        reached.load(Ordering::Relaxed) + usize::from(n.is_multiple_of(8))
+    })
+}
+
+/// Mean time between the packets of an aimed probe's main stream, µs: the
+/// mean gap between arrivals (at any destination) × 8 / 7.
+fn aimed_spacing_us(arrivals: &[probe::Arrival]) -> f64 {
+    let (Some(first), Some(last)) = (arrivals.first(), arrivals.last()) else {
+        return 0.0;
+    };
+    let gaps = arrivals.len().saturating_sub(1).max(1) as f64;
+    us(last.at_ns.saturating_sub(first.at_ns)) / gaps * 8.0 / 7.0
 }
 
 /// What one [`dark_time`] run is.
@@ -161,7 +173,8 @@ pub struct DarkFigures {
     /// How late the new circuits were applied after δ, p99, µs (0 on eBPF,
     /// where the kernel enforces `up_at`).
     pub setup_late_p99_us: f64,
-    /// Mean time between probe packets at one receiver, µs: the resolution.
+    /// Mean time between the probe packets aimed at the rack the circuit
+    /// moves from or to, µs: the resolution.
     pub probe_spacing_us: f64,
     /// Probe packets sent.
     pub probe_sent: u64,
@@ -189,12 +202,15 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let f = up(3, spec.datapath)?;
     let ocs = f.ocs()?;
     ocs.set_matching_with_delay(&[circuit(0, 1)], Nanos(0))?;
-    let probe = probe::DarkProbe::start(
+    // Rack 1 (destination 0) is reached now; the aim follows each move.
+    let reached = Arc::new(AtomicUsize::new(0));
+    let probe = probe::DarkProbe::start_aimed(
         &f,
         HostId::new(0, 0),
         &[HostId::new(1, 0), HostId::new(2, 0)],
         plan::OCS_TOS,
         Duration::from_micros(spec.interval_us),
+        Some(aim_at(reached.clone())),
     )?;
     let probe_start = super::clock::now();
     let load = CpuLoad::start(spec.load);
@@ -204,6 +220,9 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let mut measured_from = 0;
     for k in 0..spec.rounds + WARMUP_ROUNDS {
         let dst = if k % 2 == 0 { 2 } else { 1 };
+        // Aimed at the new rack just before the call: the call returns only
+        // once the circuit is up, later than that by the thread's wake-up.
+        reached.store(dst as usize - 1, Ordering::Relaxed);
         let rec = ocs.set_matching_with_delay(&[circuit(0, dst)], spec.delay)?;
         if k >= WARMUP_ROUNDS {
             record(&mut call, rec.call.0.max(1))?;
@@ -220,7 +239,7 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     f.down()?;
     arrivals.retain(|a| a.sent >= measured_from);
     let moves = dark_moves(&arrivals);
-    let spacing = spacing_us(&arrivals, 2);
+    let spacing = aimed_spacing_us(&arrivals);
     let (mut dark, mut steady) = (histogram()?, histogram()?);
     for m in &moves {
         record(&mut dark, m.dark_ns)?;
@@ -549,6 +568,18 @@ mod tests {
             "no send times in this case"
         );
         assert_eq!(got, vec![(1_000, 720), (2_000, 2_000)]);
+    }
+
+    /// The dark-time probe follows `reached` from its next packet on; every
+    /// eighth packet goes to the other rack.
+    #[test]
+    fn the_dark_probe_aims_at_the_rack_the_circuit_reaches() {
+        let reached = Arc::new(AtomicUsize::new(0));
+        let mut aim = aim_at(reached.clone());
+        let mut eight = || (0..8).map(|_| aim(Nanos(0)) % 2).collect::<Vec<usize>>();
+        assert_eq!(eight(), vec![0, 0, 0, 0, 0, 0, 0, 1]);
+        reached.store(1, Ordering::Relaxed);
+        assert_eq!(eight(), vec![1, 1, 1, 1, 1, 1, 1, 0]);
     }
 
     /// Three 50 µs slots from an epoch at 1 ms, followed 5 µs late: seven

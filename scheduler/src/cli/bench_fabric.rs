@@ -281,7 +281,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 }
             }
         }
-        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (with the probe running); probe = mean spacing at one receiver (the resolution); stalls = moves at whose edges the probe itself went silent for over two spacings; p99 steady = p99 over the other moves".into());
+        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (with the probe running); probe = mean spacing of the probe's packets to the rack the circuit is moving to or from (the resolution); stalls = moves at whose edges the probe itself went silent for over two spacings; p99 steady = p99 over the other moves".into());
         if let Some(f) = report.dark.first() {
             say(format!(
                 "a probe packet costs the box {:.1} µs through the emulated path",
