@@ -398,17 +398,18 @@ impl DarkProbe {
             dsts.push(sock.local_addr().map_err(io_err("probe receiver address"))?);
             socks.push(sock);
         }
-        let sent_all = Arc::new(AtomicBool::new(false));
-        let receiver = {
-            let sent_all = sent_all.clone();
-            std::thread::spawn(move || receive(&socks, &sent_all))
-        };
         let src = SocketAddr::new(fabric.host_addr(from).into(), 0);
         let sock = fabric
             .in_host(from, || UdpSocket::bind(src))?
             .map_err(io_err("binding probe sender"))?;
         socket::setsockopt(&sock, sockopt::Ipv4Tos, &(tos as i32)).map_err(nix_err("setting IP_TOS"))?;
         sock.set_ttl(PROBE_TTL as u32).map_err(io_err("setting TTL"))?;
+        // Threads start only once nothing can fail, so none is left behind.
+        let sent_all = Arc::new(AtomicBool::new(false));
+        let receiver = {
+            let sent_all = sent_all.clone();
+            std::thread::spawn(move || receive(&socks, &sent_all))
+        };
         let sender = {
             let stop = stop.clone();
             std::thread::spawn(move || -> io::Result<u64> {
