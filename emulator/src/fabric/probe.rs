@@ -329,6 +329,8 @@ pub type Aim = Box<dyn FnMut(Nanos) -> usize + Send>;
 /// path every packet took (see the module doc).
 pub struct DarkProbe {
     stop: Arc<AtomicBool>,
+    /// Packets sent so far.
+    sent: Arc<AtomicU64>,
     /// Set once the sender has returned: the receiver's next pass is its last.
     sent_all: Arc<AtomicBool>,
     sender: Option<std::thread::JoinHandle<io::Result<u64>>>,
@@ -410,8 +412,10 @@ impl DarkProbe {
             let sent_all = sent_all.clone();
             std::thread::spawn(move || receive(&socks, &sent_all))
         };
+        let sent_so_far = Arc::new(AtomicU64::new(0));
         let sender = {
             let stop = stop.clone();
+            let sent_so_far = sent_so_far.clone();
             std::thread::spawn(move || -> io::Result<u64> {
                 // Under SCHED_FIFO the sender is not starved by other work on
                 // a busy box (its stalls would look like dark time); it
@@ -444,6 +448,7 @@ impl DarkProbe {
                     // Drops (ENOBUFS) under load are part of what is measured.
                     if sock.send_to(&payload, dsts[d % dsts.len()]).is_ok() {
                         sent += 1;
+                        sent_so_far.store(sent, Ordering::Relaxed);
                     }
                 }
                 Ok(sent)
@@ -451,10 +456,28 @@ impl DarkProbe {
         };
         Ok(DarkProbe {
             stop,
+            sent: sent_so_far,
             sent_all,
             sender: Some(sender),
             receiver: Some(receiver),
         })
+    }
+
+    /// Waits until the probe has sent `more` packets beyond those sent so
+    /// far, or `within` has passed; whether it has. A sender the box holds
+    /// back (a busy box, another thread's long system call) only makes the
+    /// wait longer, so a check that needs packets after some instant waits
+    /// for them rather than for a time.
+    pub fn wait_sent(&self, more: u64, within: Duration) -> bool {
+        let target = self.sent.load(Ordering::Relaxed) + more;
+        let deadline = Instant::now() + within;
+        while self.sent.load(Ordering::Relaxed) < target {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
     }
 
     /// Stops the stream; returns (packets sent, arrivals in time order).
