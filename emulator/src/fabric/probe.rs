@@ -7,14 +7,15 @@
 //! - [`tcp_goodput_beside_udp_flood`]: one TCP stream's goodput while a UDP
 //!   sender floods the links it crosses (the flow queues' fairness);
 //! - [`DarkProbe`]: a paced UDP stream, marked for the OCS, from one host
-//!   to hosts of two other racks. Receivers read the kernel's receive
-//!   timestamps (`SO_TIMESTAMPNS`) and each packet's TTL (`IP_RECVTTL`): a
-//!   packet that crossed a circuit passed two routers (TTL 62), one that
-//!   took EPS passed three (TTL 61). The gaps between the last circuit
-//!   arrival at one rack and the first at the next are the ports' dark times.
-//!   Each packet carries its send time and each arrival records when the
-//!   receiver saw it, both on CLOCK_MONOTONIC: whatever the OCS decided for
-//!   a packet, it decided between those two times.
+//!   to hosts of other racks, in turn or aimed by the caller
+//!   ([`DarkProbe::start_aimed`]). One receiver thread reads the kernel's
+//!   receive timestamps (`SO_TIMESTAMPNS`) and each packet's TTL
+//!   (`IP_RECVTTL`): a packet that crossed a circuit passed two routers
+//!   (TTL 62), one that took EPS passed three (TTL 61). The gaps between the
+//!   last circuit arrival at one rack and the first at the next are the
+//!   ports' dark times. Each packet carries its send time and each arrival
+//!   its receive timestamp, both on CLOCK_MONOTONIC: whatever the OCS
+//!   decided for a packet, it decided between those two times.
 //!
 //! Sockets are opened inside the hosts' namespaces (see [`Fabric::in_host`])
 //! and then used from ordinary threads.
