@@ -396,8 +396,6 @@ impl DarkProbe {
             socket::setsockopt(&sock, sockopt::Ipv4RecvTtl, &true).map_err(nix_err("IP_RECVTTL"))?;
             // Root may exceed rmem_max; a failure only risks drops when receivers lag.
             let _ = socket::setsockopt(&sock, sockopt::RcvBufForce, &(16 << 20));
-            sock.set_nonblocking(true)
-                .map_err(io_err("probe receiver non-blocking"))?;
             dsts.push(sock.local_addr().map_err(io_err("probe receiver address"))?);
             socks.push(sock);
         }
