@@ -174,14 +174,20 @@ impl PairPlans {
     /// it had, is not listed), in pair order, each with its plan now
     /// (`None`: no plan).
     pub fn apply(&mut self, changes: &[PairPlan]) -> Vec<(PairKey, Option<FlowPlan>)> {
-        let mut before: BTreeMap<PairKey, Option<FlowPlan>> = BTreeMap::new();
-        for c in changes {
-            let old = match c.plan {
-                Some(plan) => self.plans.insert(c.pair(), plan),
-                None => self.plans.remove(&c.pair()),
-            };
-            before.entry(c.pair()).or_insert(old);
-        }
+        let mut before: Vec<(PairKey, Option<FlowPlan>)> = changes
+            .iter()
+            .map(|c| {
+                let old = match c.plan {
+                    Some(plan) => self.plans.insert(c.pair(), plan),
+                    None => self.plans.remove(&c.pair()),
+                };
+                (c.pair(), old)
+            })
+            .collect();
+        // Each pair's plan before its first change (a stable sort keeps
+        // a pair's changes in the order they were made).
+        before.sort_by_key(|&(pair, _)| pair);
+        before.dedup_by_key(|&mut (pair, _)| pair);
         before
             .into_iter()
             .filter_map(|(pair, old)| {
@@ -226,5 +232,45 @@ impl PairPlans {
         self.plans
             .range((coflow, u32::MIN, u32::MIN)..=(coflow, u32::MAX, u32::MAX))
             .map(|(&(_, i, j), &p)| ((i, j), p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_pairs_whose_plan_changed_are_reported_in_pair_order() {
+        let (a, b, c, d) = (
+            (CoflowId(2), 0, 1),
+            (CoflowId(1), 3, 4),
+            (CoflowId(1), 0, 2),
+            (CoflowId(3), 1, 0),
+        );
+        let mut plans = PairPlans::default();
+        plans.apply(&[
+            PairPlan::new(a, Some(FlowPlan::WAIT)),
+            PairPlan::new(d, Some(FlowPlan::WAIT)),
+        ]);
+        let changed = plans.apply(&[
+            // Set to the plan it had, then changed: listed with the last.
+            PairPlan::new(a, Some(FlowPlan::WAIT)),
+            PairPlan::new(a, Some(FlowPlan::ocs(1))),
+            // Set, then cleared again: it had none, so not listed.
+            PairPlan::new(b, Some(FlowPlan::ocs(0))),
+            PairPlan::new(b, None),
+            // New.
+            PairPlan::new(c, Some(FlowPlan::ocs(0))),
+            // Changed, then back to what it was: not listed.
+            PairPlan::new(d, None),
+            PairPlan::new(d, Some(FlowPlan::WAIT)),
+        ]);
+        assert_eq!(
+            changed,
+            vec![(c, Some(FlowPlan::ocs(0))), (a, Some(FlowPlan::ocs(1)))]
+        );
+        assert_eq!(plans.len(), 3);
+        assert_eq!(plans.get(b), None);
+        assert_eq!(plans.get(d), Some(FlowPlan::WAIT));
     }
 }

@@ -59,8 +59,10 @@ use crate::coflow::{
     FlowPlan, NetView, PairPlan, Progress, Triggers,
 };
 use crate::model::coflow::{CoflowId, FlowId};
+use crate::net::fasthash::FastMap;
 use crate::{Bytes, Nanos};
 use solver::{Circuits, PairDemand};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A coflow's elephants between two racks.
@@ -123,7 +125,7 @@ pub struct Sunflow {
     active: usize,
     /// Per rack pair, the coflows with elephants on it, in priority order:
     /// the first owns the pair's circuit.
-    owners: BTreeMap<(u32, u32), Vec<CoflowId>>,
+    owners: FastMap<(u32, u32), Vec<CoflowId>>,
     /// Circuits of the current plan still to set up, by when.
     batches: VecDeque<(Nanos, Vec<CircuitSetup>)>,
     /// When the current plan ends (`None`: no plan).
@@ -174,7 +176,7 @@ impl Sunflow {
     fn changes(
         &mut self,
         view: &NetView,
-        dirty: &mut BTreeSet<(u32, u32)>,
+        dirty: &mut Vec<(u32, u32)>,
         gone: &mut Vec<PairKey>,
     ) -> (bool, bool) {
         let mut arrived = false;
@@ -218,8 +220,10 @@ impl Sunflow {
             return (arrived, finished);
         }
         // Elephants only leave while their pair's circuit carries them.
-        let carrying: BTreeSet<(u32, u32)> =
+        let mut carrying: Vec<(u32, u32)> =
             view.circuits.values().map(|c| (c.src_rack, c.dst_rack)).collect();
+        carrying.sort_unstable();
+        carrying.dedup();
         for pair in carrying {
             let Some(chain) = self.owners.get_mut(&pair) else {
                 continue;
@@ -241,7 +245,7 @@ impl Sunflow {
                 }
                 kept.pairs.remove(&pair);
                 chain.remove(0);
-                dirty.insert(pair);
+                dirty.push(pair);
                 gone.push((c, pair.0, pair.1));
                 finished |= kept.pairs.is_empty();
             }
@@ -314,12 +318,16 @@ impl Sunflow {
             let alphas: BTreeMap<CoflowId, f64> = coflows.iter().map(|(&c, k)| (c, alpha(k))).collect();
             self.order.sort_by(|a, b| alphas[a].total_cmp(&alphas[b]));
         }
-        self.owners.clear();
+        // Rebuilt in the chains already allocated.
+        for chain in self.owners.values_mut() {
+            chain.clear();
+        }
         for &c in &self.order {
             for &pair in coflows[&c].pairs.keys() {
                 self.owners.entry(pair).or_default().push(c);
             }
         }
+        self.owners.retain(|_, chain| !chain.is_empty());
         // One layer per coflow: the pairs it owns, in pair order.
         let layers: Vec<Vec<PairDemand>> = self
             .order
@@ -397,7 +405,7 @@ impl CoflowPolicy for Sunflow {
     }
     fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let fabric = view.fabric;
-        let mut dirty: BTreeSet<(u32, u32)> = BTreeSet::new();
+        let mut dirty: Vec<(u32, u32)> = Vec::new();
         let mut gone: Vec<PairKey> = Vec::new();
         let (arrived, finished) = self.changes(view, &mut dirty, &mut gone);
         let ended = self.plan_end.is_some_and(|end| now >= end) && !self.coflows.is_empty();
@@ -406,23 +414,21 @@ impl CoflowPolicy for Sunflow {
         if replanned {
             self.replan(now, view, progress, arrived || finished);
             // Plans of pairs that are done or gone leave the table; new
-            // pairs get theirs below.
-            let coflows = &self.coflows;
-            let kept =
-                |c: CoflowId, pair: (u32, u32)| coflows.get(&c).is_some_and(|k| k.pairs.contains_key(&pair));
-            changes.extend(
-                self.plans
-                    .iter()
-                    .filter(|&((c, i, j), _)| !kept(c, (i, j)))
-                    .map(|(pair, _)| PairPlan::new(pair, None)),
-            );
+            // pairs get theirs below. Both tables are in (coflow, pair)
+            // order: one pass through both finds them.
+            let mut planned = self.plans.iter().map(|(key, _)| key).peekable();
             for (&c, k) in &self.coflows {
-                for &pair in k.pairs.keys() {
-                    if self.plans.get((c, pair.0, pair.1)).is_none() {
-                        dirty.insert(pair);
+                for &(i, j) in k.pairs.keys() {
+                    let key = (c, i, j);
+                    while let Some(gone) = planned.next_if(|&p| p < key) {
+                        changes.push(PairPlan::new(gone, None));
+                    }
+                    if planned.next_if_eq(&key).is_none() {
+                        dirty.push((i, j));
                     }
                 }
             }
+            changes.extend(planned.map(|gone| PairPlan::new(gone, None)));
             // Owners may have changed; only a pair with a circuit can have
             // a plan other than waiting.
             dirty.extend(view.circuits.values().map(|c| (c.src_rack, c.dst_rack)));
@@ -441,10 +447,15 @@ impl CoflowPolicy for Sunflow {
                 starting.extend(setups);
             }
         }
-        let mut after = view.circuits.clone();
+        // The circuits as they will be (a copy only if some are set up).
         let mut changed = Changed::default();
-        set_up_circuits(&mut after, &fabric, &starting, now, &mut changed);
+        let mut after = Cow::Borrowed(&view.circuits);
+        if !starting.is_empty() {
+            set_up_circuits(after.to_mut(), &fabric, &starting, now, &mut changed);
+        }
         dirty.extend(changed.pairs);
+        dirty.sort_unstable();
+        dirty.dedup();
         self.moved
             .extend(changed.made.iter().map(|c| (c.src_rack, c.dst_rack)));
         let circuits = changed.made;

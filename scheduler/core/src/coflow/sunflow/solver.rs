@@ -197,12 +197,20 @@ impl Pending {
     /// racks' lists drop the pairs no longer pending as they are read).
     fn touching(&mut self, srcs: &[u32], dsts: &[u32]) -> Vec<usize> {
         let demands = &self.demands;
-        let mut ks: Vec<usize> = Vec::new();
         for (lists, racks) in [(&mut self.by_src, srcs), (&mut self.by_dst, dsts)] {
             for &r in racks {
-                let list = &mut lists[r as usize];
-                list.retain(|&k| demands[k].is_some());
-                ks.extend_from_slice(list);
+                lists[r as usize].retain(|&k| demands[k].is_some());
+            }
+        }
+        // Each rack's list is in pair order: one sending and one receiving
+        // rack (every pass of the first layer) merge without a sort.
+        if let ([i], [j]) = (srcs, dsts) {
+            return merged(&self.by_src[*i as usize], &self.by_dst[*j as usize]);
+        }
+        let mut ks: Vec<usize> = Vec::new();
+        for (lists, racks) in [(&self.by_src, srcs), (&self.by_dst, dsts)] {
+            for &r in racks {
+                ks.extend_from_slice(&lists[r as usize]);
             }
         }
         ks.sort_unstable();
@@ -214,6 +222,21 @@ impl Pending {
             self.left -= 1;
         }
     }
+}
+
+/// The union of two increasing lists, increasing.
+fn merged(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut x, mut y) = (0, 0);
+    while x < a.len() && y < b.len() {
+        let (p, q) = (a[x], b[y]);
+        out.push(p.min(q));
+        x += usize::from(p <= q);
+        y += usize::from(q <= p);
+    }
+    out.extend_from_slice(&a[x..]);
+    out.extend_from_slice(&b[y..]);
+    out
 }
 
 /// A value per port side: the sending and the receiving side of each
@@ -573,6 +596,18 @@ mod tests {
         );
         let b: Vec<_> = spans(&p).into_iter().filter(|s| s.0 == 1).collect();
         assert_eq!(b, vec![(1, 3, 2, 0.0, 1.01), (1, 3, 2, 2.02, 2.53)]);
+    }
+
+    #[test]
+    fn merging_two_increasing_lists_is_sorting_their_union() {
+        let (a, b) = ([0, 2, 3, 7, 9], [1, 2, 7, 8, 10, 11]);
+        let mut union: Vec<usize> = a.iter().chain(&b).copied().collect();
+        union.sort_unstable();
+        union.dedup();
+        assert_eq!(merged(&a, &b), union);
+        assert_eq!(merged(&b, &a), union);
+        assert_eq!(merged(&[], &b), b);
+        assert_eq!(merged(&a, &[]), a);
     }
 
     #[test]
