@@ -121,10 +121,13 @@ impl CoflowPolicy for Aalo {
                 (rate > 0.0).then(|| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1))
             })
             .min();
-        let plans: Vec<(FlowId, FlowPlan)> = rates
+        let mut plans: Vec<(FlowId, FlowPlan)> = rates
             .into_iter()
             .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
             .collect();
+        // In flow-id order, as they are held (and as a driver finds the
+        // flows: ids arrive in sequence).
+        plans.sort_unstable_by_key(|&(f, _)| f);
         self.held.hold(view, &plans);
         self.queues = queues;
         self.wake_at = wake_at;

@@ -3,6 +3,12 @@
 //! finishing flow's slot and spec) a little later, so that their loads
 //! overlap instead of each waiting for memory in turn.
 
+/// How many records ahead a loop over scattered records asks for the
+/// second of two dependent loads (a flow's bundle), and, twice as far
+/// ahead, for the first (its slot): far enough that the loads overlap,
+/// near enough that the lines are still cached when read.
+pub(super) const READ_AHEAD: usize = 8;
+
 /// Asks the CPU to bring the first cache line of `r` into its caches. A
 /// hint only: it changes nothing the program computes, and off x86-64 it
 /// does nothing.

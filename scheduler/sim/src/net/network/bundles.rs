@@ -7,11 +7,10 @@ use super::super::class_levels::ClassId;
 use super::super::clocks::Clock;
 use super::super::fasthash::FastMap;
 use super::super::links::LinkId;
-use super::super::prefetch::prefetch;
+use super::super::prefetch::{prefetch, READ_AHEAD};
 use super::super::slots::{Slot, Slots};
 use super::eta;
 use ocslab_core::coflow::id_index::IdIndex;
-use ocslab_core::coflow::view::FlowTable;
 use ocslab_core::coflow::{CoflowView, FabricParams, FlowView, Path, Progress};
 use ocslab_core::model::coflow::{CoflowId, FlowId};
 use ocslab_core::{Bps, HostId, Nanos};
@@ -342,10 +341,6 @@ pub(super) fn sent_since_join(s: &Slot, service: f64, bundle: &Bundle, share: &O
     (here * w, ocs * w)
 }
 
-/// How many flows ahead [`LiveProgress`] asks for a flow's bundle when it
-/// reads many flows at once (and twice as far ahead, for its slot).
-const READ_AHEAD: usize = 8;
-
 /// [`Progress`] read from the network's bundles at `now`, for the flows a policy asks about.
 pub(super) struct LiveProgress<'a> {
     pub(super) now: Nanos,
@@ -355,7 +350,6 @@ pub(super) struct LiveProgress<'a> {
     pub(super) slots: &'a Slots,
     pub(super) slot_of: &'a IdIndex,
     pub(super) done_bytes: &'a BTreeMap<CoflowId, f64>,
-    pub(super) flows: &'a FlowTable,
 }
 
 impl LiveProgress<'_> {
@@ -396,12 +390,25 @@ impl Progress for LiveProgress<'_> {
             });
         }
     }
+    /// Read ahead as [`Progress::remaining_bytes_of`] is. Every flow with
+    /// a slot is in the flow table (both are set at its arrival and
+    /// cleared at its finish), so the slots alone name the active flows.
     fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64 {
         let mut sent = self.done_bytes.get(&id).copied().unwrap_or(0.0);
-        for f in coflow.flows.iter().filter_map(|f| self.flows.get(f)) {
-            if let Some(p) = self.of(f) {
-                sent += p.sent_eps + p.sent_ocs;
+        let at: Vec<u32> = coflow.flows.iter().filter_map(|&f| self.slot_of.get(f)).collect();
+        for (i, &ix) in at.iter().enumerate() {
+            if let Some(&ahead) = at.get(i + 2 * READ_AHEAD) {
+                prefetch(&self.slots[ahead]);
             }
+            if let Some(&ahead) = at.get(i + READ_AHEAD) {
+                prefetch(&self.bundles[self.slots[ahead].bundle]);
+            }
+            let s = &self.slots[ix];
+            let b = &self.bundles[s.bundle];
+            let service = b.service(self.clocks, self.now);
+            let (here, here_ocs) = sent_since_join(s, service, b, &self.shares[s.bundle]);
+            // As FlowProgress adds them up, to the bit.
+            sent += (s.sent_eps + here - here_ocs) + (s.sent_ocs + here_ocs);
         }
         sent
     }

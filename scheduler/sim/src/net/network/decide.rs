@@ -4,6 +4,7 @@
 //! circuits through the network's [`super::circuits::FluidOcs`], each flow
 //! moved to the bundle of the plan it follows.
 
+use super::super::prefetch::{prefetch, READ_AHEAD};
 use super::{BundleKey, FluidNetwork, LiveProgress};
 use crate::net::rates::Rates;
 use ocslab_core::coflow::view::Path;
@@ -23,7 +24,6 @@ impl FluidNetwork {
             slots: &self.slots,
             slot_of: &self.slot_of,
             done_bytes: &self.coflow_done_bytes,
-            flows: &self.view.flows,
         };
         let decision = self.policy.decide(now, &self.view, &progress);
         self.stats.policy_calls += 1;
@@ -53,7 +53,8 @@ impl FluidNetwork {
         let fabric = self.view.fabric;
         let mut planned = std::mem::take(&mut self.planning);
         planned.clear();
-        for &(id, plan) in &decision.plans {
+        for (i, &(id, plan)) in decision.plans.iter().enumerate() {
+            self.read_ahead(&decision.plans, i);
             let Some(f) = self.view.flows.get(&id) else {
                 continue;
             };
@@ -92,6 +93,21 @@ impl FluidNetwork {
             }
         }
         self.planning = std::mem::replace(&mut self.planned, planned);
+    }
+
+    /// Asks for what moving the flows of `plans[i..]` will read a few
+    /// flows ahead: the slot, then the bundle key (a wide coflow's flows
+    /// are scattered over both).
+    fn read_ahead(&self, plans: &[(FlowId, FlowPlan)], i: usize) {
+        if let Some(ix) = plans
+            .get(i + 2 * READ_AHEAD)
+            .and_then(|&(f, _)| self.slot_of.get(f))
+        {
+            prefetch(&self.slots[ix]);
+        }
+        if let Some(ix) = plans.get(i + READ_AHEAD).and_then(|&(f, _)| self.slot_of.get(f)) {
+            prefetch(&self.bundles[self.slots[ix].bundle].key);
+        }
     }
 
     /// Applies a decision's pair plan changes to the standing pair plans
