@@ -463,7 +463,16 @@ impl CoflowPolicy for Sunflow {
             let Some(chain) = self.owners.get(&pair) else {
                 continue;
             };
-            for &c in chain {
+            // Between plans a chain only loses its head, and every coflow
+            // behind the head waits: only the head's plan can change.
+            let planned = if replanned { chain.len() } else { 1 };
+            debug_assert!(
+                chain[planned.min(chain.len())..]
+                    .iter()
+                    .all(|&c| self.plans.get((c, pair.0, pair.1)) == Some(FlowPlan::WAIT)),
+                "a coflow behind the head of {pair:?} has a plan other than waiting"
+            );
+            for &c in chain.iter().take(planned) {
                 let plan = self.plan_of(c, pair, &after, fabric.ocs_ports);
                 changes.push(PairPlan::new((c, pair.0, pair.1), Some(plan)));
             }
