@@ -52,6 +52,8 @@
 //! left since the last call.
 
 pub mod solver;
+#[cfg(test)]
+mod solver_props;
 
 use crate::coflow::decision::{PairKey, PairPlans};
 use crate::coflow::{
