@@ -122,14 +122,20 @@ impl Varys {
         // Each coflow's flows with their routes and remaining bytes, read once.
         self.flows.clear();
         self.coflows.clear();
+        let (mut of_coflow, mut left) = (Vec::new(), Vec::new());
         for (&id, c) in &view.coflows {
             let start = self.flows.len();
-            self.flows.extend(view.flows_of(id).map(|f| Planned {
-                id: f.spec.id,
-                links: view.links.eps_path(f.spec.src, f.spec.dst),
-                remaining: progress.remaining_bytes(f),
-                rate: 0.0,
-            }));
+            of_coflow.clear();
+            of_coflow.extend(view.flows_of(id));
+            left.clear();
+            progress.remaining_bytes_of(&of_coflow, &mut left);
+            self.flows
+                .extend(of_coflow.iter().zip(&left).map(|(f, &remaining)| Planned {
+                    id: f.spec.id,
+                    links: view.links.eps_path(f.spec.src, f.spec.dst),
+                    remaining,
+                    rate: 0.0,
+                }));
             self.coflows.push((id, c.arrival, start..self.flows.len()));
         }
         let (load, touched) = (&mut self.load, &mut self.touched);
