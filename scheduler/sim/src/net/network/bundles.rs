@@ -365,22 +365,34 @@ impl LiveProgress<'_> {
     }
 }
 
+impl LiveProgress<'_> {
+    /// Asks for slot `far` and for the bundle of slot `near`: a loop over
+    /// flows whose slot and then bundle are a cache miss apart asks for
+    /// the slot [`READ_AHEAD`] × 2 flows ahead and for the bundle
+    /// [`READ_AHEAD`] flows ahead, so the misses overlap.
+    fn ask_ahead(&self, far: Option<u32>, near: Option<u32>) {
+        if let Some(ix) = far {
+            prefetch(&self.slots[ix]);
+        }
+        if let Some(ix) = near {
+            prefetch(&self.bundles[self.slots[ix].bundle]);
+        }
+    }
+}
+
 impl Progress for LiveProgress<'_> {
     fn remaining_bytes(&self, flow: &FlowView) -> f64 {
         self.of(flow).map_or(flow.remaining_bytes, |p| p.remaining)
     }
-    /// Each flow's slot and then its bundle are a cache miss apart: the
-    /// loop asks for the slot [`READ_AHEAD`] × 2 flows ahead and for the
-    /// bundle [`READ_AHEAD`] flows ahead, so the misses overlap.
+    /// With the slots and bundles of the next flows asked for ahead
+    /// ([`LiveProgress::ask_ahead`]).
     fn remaining_bytes_of(&self, flows: &[&FlowView], out: &mut Vec<f64>) {
         let at: Vec<Option<u32>> = flows.iter().map(|f| self.slot_of.get(f.spec.id)).collect();
         for (i, f) in flows.iter().enumerate() {
-            if let Some(&Some(ix)) = at.get(i + 2 * READ_AHEAD) {
-                prefetch(&self.slots[ix]);
-            }
-            if let Some(&Some(ix)) = at.get(i + READ_AHEAD) {
-                prefetch(&self.bundles[self.slots[ix].bundle]);
-            }
+            self.ask_ahead(
+                at.get(i + 2 * READ_AHEAD).copied().flatten(),
+                at.get(i + READ_AHEAD).copied().flatten(),
+            );
             out.push(match at[i] {
                 Some(ix) => {
                     let s = &self.slots[ix];
@@ -397,18 +409,12 @@ impl Progress for LiveProgress<'_> {
         let mut sent = self.done_bytes.get(&id).copied().unwrap_or(0.0);
         let at: Vec<u32> = coflow.flows.iter().filter_map(|&f| self.slot_of.get(f)).collect();
         for (i, &ix) in at.iter().enumerate() {
-            if let Some(&ahead) = at.get(i + 2 * READ_AHEAD) {
-                prefetch(&self.slots[ahead]);
-            }
-            if let Some(&ahead) = at.get(i + READ_AHEAD) {
-                prefetch(&self.bundles[self.slots[ahead].bundle]);
-            }
-            let s = &self.slots[ix];
-            let b = &self.bundles[s.bundle];
-            let service = b.service(self.clocks, self.now);
-            let (here, here_ocs) = sent_since_join(s, service, b, &self.shares[s.bundle]);
-            // As FlowProgress adds them up, to the bit.
-            sent += (s.sent_eps + here - here_ocs) + (s.sent_ocs + here_ocs);
+            self.ask_ahead(
+                at.get(i + 2 * READ_AHEAD).copied(),
+                at.get(i + READ_AHEAD).copied(),
+            );
+            let p = FlowProgress::of(self.bundles, self.shares, self.clocks, &self.slots[ix], self.now);
+            sent += p.sent_eps + p.sent_ocs;
         }
         sent
     }
