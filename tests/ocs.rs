@@ -133,8 +133,8 @@ fn marked_traffic_takes_a_circuit_only_when_it_is_up(dp: Datapath) {
             a.seen
         );
     }
-    for (k, &(to, _, up_at)) in moves.iter().enumerate() {
-        let until = moves.get(k + 1).map_or(u64::MAX, |m| m.1);
+    // Each move's circuit: the windows after the first.
+    for (k, &(to, up_at, until)) in usable[1..].iter().enumerate() {
         let carried = arrivals
             .iter()
             .filter(|a| a.over_circuit() && rack(a) == to && a.sent >= up_at && a.sent < until)
