@@ -182,6 +182,7 @@ fn flow_spec(lab: &Lab, flow: u64, p: PartitionId, bytes: u64, dst: HostId) -> F
         path: Path::Eps,
         rate: None,
         held: false,
+        wavelength: None,
         transport: Transport::Tcp,
     }
 }

@@ -313,6 +313,56 @@ fn two_wavelengths_carry_a_rack_pairs_flows_together() {
     assert!(stats[0].packets > 0 && stats[1].packets > 0, "{stats:?}");
 }
 
+/// Two circuits join racks 0 and 1 on wavelengths 0 and 1 (usable at
+/// once). Flows whose mark names wavelength 1 (DSCP 32 + 1, as an agent
+/// marks a flow planned on that circuit) all cross it and none crosses
+/// wavelength 0, whatever their flow hashes. With wavelength 1 gone they
+/// take the pair's other circuit, and with none they take EPS.
+#[test]
+fn a_mark_naming_a_wavelength_takes_that_circuit() {
+    if skip("a_mark_naming_a_wavelength_takes_that_circuit") {
+        return;
+    }
+    let _alone = alone();
+    let f = up(2, 2, 2, Datapath::Ebpf);
+    let ocs = f.ocs().unwrap();
+    let named = Some((ocslab_agent::protocol::OCS_WAVELENGTH_DSCP + 1) << 2);
+    let (flows, payload) = (8u64, 200_000u64);
+    // Bytes into rack 1 over wavelengths 0 and 1, and over rack 0's uplink.
+    let send = || {
+        let c0 = f.counters().unwrap();
+        for k in 0..flows {
+            let (from, to) = (h(0, (k % 2) as u32), h(1, ((k / 2) % 2) as u32));
+            assert_eq!(send_bytes(&f, from, to, named, payload).unwrap(), payload);
+        }
+        let c1 = f.counters().unwrap();
+        let on = |w: usize| c1.ocs_ports[2 + w].to_rack_bytes - c0.ocs_ports[2 + w].to_rack_bytes;
+        (on(0), on(1), c1.uplinks[0].up_bytes - c0.uplinks[0].up_bytes)
+    };
+    let sent = flows * payload;
+    ocs.set_matching_with_delay(&[circuit(0, 1, 0), circuit(0, 1, 1)], Nanos(0))
+        .unwrap();
+    let (w0, w1, eps) = send();
+    assert!(
+        w1 >= sent && w0 == 0 && eps < sent / 50,
+        "both up: w0 {w0}, w1 {w1}, EPS {eps}"
+    );
+    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
+        .unwrap();
+    let (w0, w1, eps) = send();
+    assert!(
+        w0 >= sent && w1 == 0 && eps < sent / 50,
+        "w1 gone: w0 {w0}, w1 {w1}, EPS {eps}"
+    );
+    ocs.set_matching_with_delay(&[], Nanos(0)).unwrap();
+    let (w0, w1, eps) = send();
+    assert!(
+        w0 == 0 && w1 == 0 && eps >= sent,
+        "no circuit: w0 {w0}, w1 {w1}, EPS {eps}"
+    );
+    f.down().unwrap();
+}
+
 /// The tc-mirred datapath routes one circuit per rack pair and says so.
 #[test]
 fn tc_mirred_refuses_two_circuits_on_one_rack_pair() {

@@ -39,6 +39,16 @@ pub const PROTOCOL_VERSION: u32 = 2;
 /// RFC 1349 TOS bits are accepted by this kernel's fib rules.
 pub const OCS_TOS: u8 = 0x08;
 
+/// The DSCP block whose value `OCS_WAVELENGTH_DSCP + w` marks a packet for
+/// the circuit on wavelength (OCS port) `w` of its rack pair: the eBPF
+/// datapath's ToR takes that circuit while it is usable, another circuit of
+/// the pair otherwise, EPS when none is (`emulator/bpf/ocs.bpf.c`). The
+/// tc-mirred datapath's fib rules match only [`OCS_TOS`].
+pub const OCS_WAVELENGTH_DSCP: u8 = 32;
+
+/// Wavelengths a mark can name: `w < MARKED_WAVELENGTHS` (the DSCP's six bits).
+pub const MARKED_WAVELENGTHS: u32 = 32;
+
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -351,6 +361,23 @@ pub struct FlowSpec {
     pub held: bool,
     /// TCP or QUIC.
     pub transport: Transport,
+    /// On the OCS path, the wavelength (OCS port) whose circuit the flow
+    /// was planned on, named in its packets' mark ([`FlowSpec::tos`]);
+    /// `None`: any circuit of its rack pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wavelength: Option<u32>,
+}
+
+impl FlowSpec {
+    /// The TOS byte of the flow's packets: its path's
+    /// ([`Path::tos`]), or on the OCS path the one naming its wavelength
+    /// (DSCP [`OCS_WAVELENGTH_DSCP`] + w) if it has one that a mark can name.
+    pub fn tos(&self) -> u8 {
+        match (self.path, self.wavelength) {
+            (Path::Ocs, Some(w)) if w < MARKED_WAVELENGTHS => (OCS_WAVELENGTH_DSCP + w as u8) << 2,
+            (path, _) => path.tos(),
+        }
+    }
 }
 
 /// A command from the scheduler to one agent.
@@ -723,6 +750,7 @@ mod tests {
             rate: Some(Bps(123_456_789)),
             held: true,
             transport: Transport::Tcp,
+            wavelength: Some(1),
         });
         let text = serde_json::to_string(&cmd).unwrap();
         assert!(text.contains("\"type\":\"start_flow\""), "{text}");
@@ -773,5 +801,34 @@ mod tests {
     fn ocs_path_is_marked() {
         assert_eq!(Path::Ocs.tos(), 0x08);
         assert_eq!(Path::Eps.tos(), 0);
+    }
+
+    #[test]
+    fn a_wavelength_is_named_in_the_dscp() {
+        let spec = |path, wavelength| FlowSpec {
+            flow: FlowId(1),
+            partition: PartitionId {
+                job: JobId(1),
+                map: 0,
+                reduce: 0,
+                seed: 1,
+            },
+            bytes: Bytes(1),
+            dst: HostId::new(1, 0),
+            dst_addr: "198.18.1.2:9000".parse().unwrap(),
+            path,
+            rate: None,
+            held: false,
+            transport: Transport::Tcp,
+            wavelength,
+        };
+        // DSCP 32 + w, as ocs.bpf.c reads it (tos >> 2).
+        assert_eq!(spec(Path::Ocs, Some(0)).tos(), 0x80);
+        assert_eq!(spec(Path::Ocs, Some(3)).tos() >> 2, 35);
+        assert_eq!(spec(Path::Ocs, Some(31)).tos(), 0xfc);
+        // Beyond what six bits can name, and on EPS: the path's own mark.
+        assert_eq!(spec(Path::Ocs, Some(32)).tos(), OCS_TOS);
+        assert_eq!(spec(Path::Ocs, None).tos(), OCS_TOS);
+        assert_eq!(spec(Path::Eps, Some(2)).tos(), 0);
     }
 }

@@ -9,10 +9,15 @@
 //   redirects the packet to the output port's egress, or drops it when the
 //   port has no circuit or the circuit is still dark (now < up_at).
 // - `tor_ingress` runs on the ingress of every ToR downlink (packets from the
-//   rack's hosts). A packet marked with TOS 0x08 whose destination is in
+//   rack's hosts). A packet marked for the OCS whose destination is in
 //   another rack leaves through one of the ToR's OCS ports when a usable
-//   circuit joins the two racks (several: picked by flow hash); otherwise it
-//   is left to the kernel's routing, which sends it over EPS.
+//   circuit joins the two racks; otherwise it is left to the kernel's
+//   routing, which sends it over EPS. The mark is its DSCP:
+//   - TOS 0x08 (DSCP 2): any circuit of the pair (several: picked by flow
+//     hash);
+//   - DSCP 32 + w (TOS 0x80 + 4w): the circuit on wavelength w, the one the
+//     scheduler planned the flow on; while that one is not usable, any other
+//     of the pair (by flow hash), else EPS.
 //
 // A port is usable at time `now` (bpf_ktime_get_ns, CLOCK_MONOTONIC) when
 // - mode ON_DEMAND: circuits[port].out is set and now >= circuits[port].up_at;
@@ -35,8 +40,8 @@
 #define MAX_SLOTS 64
 #define MODE_ON_DEMAND 0
 #define MODE_SCHEDULE 1
-#define OCS_TOS 0x08
-#define DSCP_MASK 0xfc
+#define OCS_DSCP 2             // TOS 0x08: any circuit of the pair
+#define OCS_WAVELENGTH_DSCP 32 // DSCP 32 + w: the circuit on wavelength w
 
 // Set by the loader before the programs are loaded.
 volatile const __u32 n_ports = 1;      // racks x wavelengths
@@ -179,7 +184,10 @@ int tor_ingress(struct __sk_buff *skb)
     struct iphdr *ip = data + sizeof(*eth);
     if ((void *)(ip + 1) > data_end)
         return TC_ACT_OK;
-    if (eth->h_proto != bpf_htons(ETH_P_IP) || (ip->tos & DSCP_MASK) != OCS_TOS)
+    if (eth->h_proto != bpf_htons(ETH_P_IP))
+        return TC_ACT_OK;
+    __u32 dscp = ip->tos >> 2;
+    if (dscp != OCS_DSCP && dscp < OCS_WAVELENGTH_DSCP)
         return TC_ACT_OK;
     __u32 src = rack_of(bpf_ntohl(ip->saddr));
     __u32 dst = rack_of(bpf_ntohl(ip->daddr));
@@ -200,15 +208,20 @@ int tor_ingress(struct __sk_buff *skb)
     }
     if (usable == 0)
         return TC_ACT_OK; // EPS
-    __u32 pick = usable == 1 ? 0 : bpf_get_hash_recalc(skb) % usable;
     __u32 wl = 0;
-    for (__u32 w = 0; w < MAX_WAVELENGTHS; w++) {
-        if (mask & (1u << w)) {
-            if (pick == 0) {
-                wl = w;
-                break;
+    __u32 named = dscp - OCS_WAVELENGTH_DSCP;
+    if (dscp >= OCS_WAVELENGTH_DSCP && named < MAX_WAVELENGTHS && (mask & (1u << named))) {
+        wl = named;
+    } else {
+        __u32 pick = usable == 1 ? 0 : bpf_get_hash_recalc(skb) % usable;
+        for (__u32 w = 0; w < MAX_WAVELENGTHS; w++) {
+            if (mask & (1u << w)) {
+                if (pick == 0) {
+                    wl = w;
+                    break;
+                }
+                pick--;
             }
-            pick--;
         }
     }
 

@@ -3,8 +3,9 @@
 //! A flow is driven by its sender ([`DataPlane::run_sender`]): it waits
 //! while held (not even connecting, so a flow bound for a dark circuit puts
 //! no packet on the EPS network), connects to the receiver's data address
-//! over TCP (default) or QUIC from a socket marked with the path's TOS byte
-//! (`0x08` for OCS, see [`crate::protocol::OCS_TOS`]), sends a
+//! over TCP (default) or QUIC from a socket marked with the flow's TOS byte
+//! (`0x08` for OCS, DSCP 32 + w for the circuit on wavelength w, see
+//! [`crate::protocol::FlowSpec::tos`]), sends a
 //! [`crate::protocol::DataHeader`] and then the partition's content paced
 //! by a token bucket ([`pacer`]), and waits for the receiver's
 //! acknowledgement. The receiver ([`stream::receive`]) CRCs what arrives,
@@ -230,13 +231,13 @@ impl DataPlane {
         };
         let (start, end, ack) = match spec.transport {
             Transport::Tcp => {
-                let mut s = tcp::connect(self.tcp_addr.ip(), spec.dst_addr, spec.path).await?;
+                let mut s = tcp::connect(self.tcp_addr.ip(), spec.dst_addr, spec.tos()).await?;
                 let (mut r, mut w) = s.split();
                 stream::send(&mut r, &mut w, header, sending).await?
             }
             Transport::Quic => {
                 let quic = self.quic.as_ref().ok_or(DataError::NoQuic)?;
-                let (mut w, mut r) = quic.open(spec.dst_addr, spec.path).await?;
+                let (mut w, mut r) = quic.open(spec.dst_addr, spec.tos()).await?;
                 stream::send(&mut r, &mut w, header, sending).await?
             }
         };

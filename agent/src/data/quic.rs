@@ -1,5 +1,5 @@
 //! QUIC flows (quinn), the optional transport: one bidirectional stream per
-//! flow on a connection per (destination, path), authenticated with the
+//! flow on a connection per (destination, mark), authenticated with the
 //! run's agent certificate in both directions.
 //!
 //! Marking: quinn's own UDP layer sets the TOS byte of every datagram from
@@ -10,7 +10,6 @@
 use super::{DataError, DataPlane};
 use crate::control::credentials::AGENT_NAME;
 use crate::control::AgentCredentials;
-use crate::protocol::Path;
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, Connection, Endpoint, RecvStream, SendStream, UdpPoller};
 use std::collections::BTreeMap;
@@ -38,8 +37,9 @@ pub struct QuicData {
     server: Endpoint,
     client_config: quinn::ClientConfig,
     local_ip: IpAddr,
-    clients: tokio::sync::Mutex<BTreeMap<Path, Endpoint>>,
-    conns: tokio::sync::Mutex<BTreeMap<(SocketAddr, Path), Connection>>,
+    /// Client endpoints by the TOS byte their datagrams carry.
+    clients: tokio::sync::Mutex<BTreeMap<u8, Endpoint>>,
+    conns: tokio::sync::Mutex<BTreeMap<(SocketAddr, u8), Connection>>,
 }
 
 impl QuicData {
@@ -63,22 +63,18 @@ impl QuicData {
         })
     }
 
-    async fn client(&self, path: Path) -> Result<Endpoint, DataError> {
+    async fn client(&self, tos: u8) -> Result<Endpoint, DataError> {
         let mut clients = self.clients.lock().await;
-        if let Some(e) = clients.get(&path) {
+        if let Some(e) = clients.get(&tos) {
             return Ok(e.clone());
         }
         let sock = std::net::UdpSocket::bind(SocketAddr::new(self.local_ip, 0))?;
         let runtime = quinn::default_runtime().ok_or_else(|| io::Error::other("no async runtime"))?;
-        let mut ep = match path {
-            Path::Eps => Endpoint::new(Default::default(), None, sock, runtime)?,
-            Path::Ocs => {
-                nix::sys::socket::setsockopt(
-                    &sock,
-                    nix::sys::socket::sockopt::Ipv4Tos,
-                    &i32::from(path.tos()),
-                )
-                .map_err(io::Error::from)?;
+        let mut ep = match tos {
+            0 => Endpoint::new(Default::default(), None, sock, runtime)?,
+            _ => {
+                nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::Ipv4Tos, &i32::from(tos))
+                    .map_err(io::Error::from)?;
                 sock.set_nonblocking(true)?;
                 let io = tokio::net::UdpSocket::from_std(sock)?;
                 Endpoint::new_with_abstract_socket(
@@ -90,24 +86,25 @@ impl QuicData {
             }
         };
         ep.set_default_client_config(self.client_config.clone());
-        clients.insert(path, ep.clone());
+        clients.insert(tos, ep.clone());
         Ok(ep)
     }
 
-    /// Opens a stream to `dst` marked for `path`, reusing a live connection.
-    pub async fn open(&self, dst: SocketAddr, path: Path) -> Result<(SendStream, RecvStream), DataError> {
+    /// Opens a stream to `dst` whose datagrams carry the TOS byte `tos`,
+    /// reusing a live connection.
+    pub async fn open(&self, dst: SocketAddr, tos: u8) -> Result<(SendStream, RecvStream), DataError> {
         let mut conns = self.conns.lock().await;
-        if let Some(c) = conns.get(&(dst, path)) {
+        if let Some(c) = conns.get(&(dst, tos)) {
             if c.close_reason().is_none() {
                 if let Ok(s) = c.open_bi().await {
                     return Ok(s);
                 }
             }
-            conns.remove(&(dst, path));
+            conns.remove(&(dst, tos));
         }
-        let conn = self.client(path).await?.connect(dst, AGENT_NAME)?.await?;
+        let conn = self.client(tos).await?.connect(dst, AGENT_NAME)?.await?;
         let s = conn.open_bi().await?;
-        conns.insert((dst, path), conn);
+        conns.insert((dst, tos), conn);
         Ok(s)
     }
 }

@@ -1,22 +1,22 @@
 //! TCP flows: the kernel's transport, the default. OCS-bound sockets carry
-//! the path's TOS byte from before the SYN, so every packet of the flow is
-//! routed by the ToR's `tos 0x08` rule.
+//! the flow's TOS byte ([`crate::protocol::FlowSpec::tos`]) from before the
+//! SYN, so every packet of the flow is routed by its mark at the ToR.
 
 use super::{DataError, DataPlane};
-use crate::protocol::Path;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
-/// Connects from `local` (port chosen by the kernel) to `dst`, marked for `path`.
-pub async fn connect(local: IpAddr, dst: SocketAddr, path: Path) -> Result<TcpStream, DataError> {
+/// Connects from `local` (port chosen by the kernel) to `dst`, every
+/// packet carrying the TOS byte `tos`.
+pub async fn connect(local: IpAddr, dst: SocketAddr, tos: u8) -> Result<TcpStream, DataError> {
     let sock = match dst {
         SocketAddr::V4(_) => {
             let s = TcpSocket::new_v4()?;
-            s.set_tos_v4(u32::from(path.tos()))?;
+            s.set_tos_v4(u32::from(tos))?;
             s
         }
-        SocketAddr::V6(_) if path.tos() != 0 => return Err(DataError::NotIpv4(dst)),
+        SocketAddr::V6(_) if tos != 0 => return Err(DataError::NotIpv4(dst)),
         SocketAddr::V6(_) => TcpSocket::new_v6()?,
     };
     if local.is_ipv4() == dst.is_ipv4() && !local.is_unspecified() {

@@ -102,7 +102,9 @@ impl<'a> Driver<'a> {
     pub(super) fn new(lab: &'a mut Lab, source: Source, cfg: &'a EmuConfig) -> Result<Driver<'a>, EmuError> {
         let topo = lab.topology().clone();
         let policy = ocslab_core::coflow::by_name(&cfg.coflow_policy)?;
-        let net = EmuNetwork::new(&topo, policy, lab.data_addrs().clone(), cfg.transport);
+        let datapath = lab.ocs().map(|o| o.datapath()).unwrap_or_default();
+        let net =
+            EmuNetwork::new(&topo, policy, lab.data_addrs().clone(), cfg.transport).on_datapath(datapath);
         let (tx, ocs_rx) = tmpsc::unbounded_channel();
         let (_, sample_rx) = tmpsc::unbounded_channel();
         let util = UtilizationRecorder::new(&topo);

@@ -16,11 +16,19 @@
 //! - `Eps` with cap: started unmarked, paced at the cap (`None`: TCP shares).
 //! - `Ocs { port }`: started marked (TOS 0x08), *held while its circuit is
 //!   not up in the kernel*, released when the OCS reports the circuit up. A
-//!   held flow does not even connect, so nothing of it leaks onto EPS.
+//!   held flow does not even connect, so nothing of it leaks onto EPS. On
+//!   the eBPF datapath the mark names the wavelength (`port`,
+//!   [`wire::FlowSpec::tos`]) and the ToR sends the flow over that circuit,
+//!   so several circuits of one rack pair each carry the flows planned on
+//!   them; the tc-mirred datapath routes a rack pair over one circuit, so
+//!   there a decision's second circuit of a pair replaces the first.
 //! - A flow's marking is fixed once it started. An OCS-marked flow later
 //!   planned on EPS is released anyway (with no circuit for its pair, the
 //!   ToR routes marked packets over EPS by itself); an EPS flow later planned
-//!   on a circuit stays on EPS (counted in [`EmuNetStats::path_overrides`]).
+//!   on a circuit stays on EPS (counted in [`EmuNetStats::path_overrides`]);
+//!   a flow later planned on another wavelength keeps naming its first, and
+//!   the ToR sends it over any usable circuit of its pair while that one is
+//!   not (counted in [`EmuNetStats::wavelength_moves`]).
 //!
 //! Under a time-flow schedule (the topology's `[ocs.schedule]`) the eBPF
 //! datapath switches circuits by itself, so the policy's circuit requests
@@ -45,6 +53,7 @@ use ocslab_core::coflow::{
 };
 use ocslab_core::engine::Circuit;
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
+use ocslab_emulator::fabric::Datapath;
 use ocslab_emulator::{Bps, HostId, Nanos, Topology};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -68,6 +77,8 @@ pub enum Action {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct AtAgent {
     marked: wire::Path,
+    /// The wavelength its mark names, if any.
+    wavelength: Option<u32>,
     released: bool,
     rate: Option<Bps>,
 }
@@ -104,6 +115,9 @@ pub struct EmuNetStats {
     pub agent_commands: u64,
     /// Plans that asked a started flow to change its marking (kept as it was).
     pub path_overrides: u64,
+    /// Plans that moved a started flow to another wavelength of its rack
+    /// pair (its mark keeps naming the first).
+    pub wavelength_moves: u64,
 }
 
 /// The coflow policy's view of the real network, and what agents were told.
@@ -127,6 +141,8 @@ pub struct EmuNetwork {
     dirty: bool,
     /// The OCS follows a time-flow schedule: no on-demand circuits.
     scheduled: bool,
+    /// The datapath carrying the circuits.
+    datapath: Datapath,
 }
 
 impl EmuNetwork {
@@ -152,7 +168,21 @@ impl EmuNetwork {
             batching: false,
             dirty: false,
             scheduled: topo.ocs_schedule.is_some(),
+            datapath: Datapath::default(),
         }
+    }
+
+    /// The circuits run on `datapath` (by default tc-mirred: one circuit
+    /// per rack pair, marks that name no wavelength).
+    pub fn on_datapath(mut self, datapath: Datapath) -> EmuNetwork {
+        self.datapath = datapath;
+        self
+    }
+
+    /// Whether a rack pair may hold several circuits, each carrying the
+    /// flows whose mark names its wavelength (the eBPF datapath).
+    fn wavelengths_named(&self) -> bool {
+        self.datapath == Datapath::Ebpf
     }
 
     /// With batching on, the methods that are scheduling instants only note
@@ -384,12 +414,13 @@ impl EmuNetwork {
         let fabric = self.view.fabric;
         // The view's circuits are the matching last sent to the OCS.
         let sent = self.view.circuits.clone();
+        let one_per_pair = !self.wavelengths_named();
         self.stats.circuits_requested += set_up_circuits(
             &mut self.view.circuits,
             &fabric,
             &decision.circuits,
             now,
-            &mut KernelSwitch,
+            &mut KernelSwitch { one_per_pair },
         );
         // A circuit torn down and set up again within one decision never
         // left the matching: it keeps running, and keeps its time up.
@@ -452,6 +483,7 @@ impl EmuNetwork {
         self.pair_plans.apply(&decision.pair_changes);
 
         let scheduled = self.scheduled;
+        let named = self.wavelengths_named();
         for (id, f) in self.view.flows.iter_mut() {
             let Some(e) = self.flows.get_mut(id) else { continue };
             let plan = plan_of(&self.pair_plans, plans.get(id).copied(), f).admissible(f, &fabric);
@@ -488,6 +520,11 @@ impl EmuNetwork {
                 (wire::Path::Eps, _) => Path::Eps,
             };
             f.cap = plan.cap;
+            // The circuit the flow was planned on, named in its mark.
+            let wavelength = match f.path {
+                Path::Ocs { port } if named => Some(port),
+                _ => None,
+            };
             let flow = wire::FlowId(id.0);
             let src = f.spec.src;
             match e.agent {
@@ -495,8 +532,10 @@ impl EmuNetwork {
                     let Some(&dst_addr) = self.addrs.get(&f.spec.dst) else {
                         continue; // receiver gone; the driver drops the flow
                     };
+                    let wavelength = wavelength.filter(|_| marked == wire::Path::Ocs);
                     e.agent = Some(AtAgent {
                         marked,
+                        wavelength,
                         released,
                         rate: plan.cap,
                     });
@@ -512,10 +551,14 @@ impl EmuNetwork {
                             rate: plan.cap,
                             held: !released,
                             transport: self.transport,
+                            wavelength,
                         }),
                     });
                 }
                 Some(ref mut a) => {
+                    if a.wavelength.is_some() && wavelength.is_some_and(|w| a.wavelength != Some(w)) {
+                        self.stats.wavelength_moves += 1;
+                    }
                     if a.rate != plan.cap {
                         a.rate = plan.cap;
                         out.push(Action::Agent {
@@ -539,15 +582,18 @@ impl EmuNetwork {
 }
 
 /// The kernel fabric's OCS as the shared rules reconfigure it
-/// ([`CircuitSwitch`]): it routes one circuit per rack pair, and takes a
-/// whole matching at a time, the view's circuits once a decision's changes
-/// are made ([`Action::Matching`]; the driver's OCS worker applies it and
-/// reports the kernel's circuit events), so a single change needs nothing.
-struct KernelSwitch;
+/// ([`CircuitSwitch`]): it takes a whole matching at a time, the view's
+/// circuits once a decision's changes are made ([`Action::Matching`]; the
+/// driver's OCS worker applies it and reports the kernel's circuit events),
+/// so a single change needs nothing. The tc-mirred datapath routes one
+/// circuit per rack pair (`one_per_pair`); the eBPF one any number.
+struct KernelSwitch {
+    one_per_pair: bool,
+}
 
 impl CircuitSwitch for KernelSwitch {
     fn one_circuit_per_rack_pair(&self) -> bool {
-        true
+        self.one_per_pair
     }
     fn tear_down(&mut self, _now: Nanos, _c: &CircuitView) {}
     fn set_up(&mut self, _now: Nanos, _c: &CircuitView) {}

@@ -274,3 +274,107 @@ fn a_restarted_flow_is_started_afresh_and_an_unknown_one_is_not() {
         "a finished flow is not sent again"
     );
 }
+
+/// Sets up circuits 0→1 on wavelengths 0 and 1 and plans flow `k` on
+/// wavelength `k - 1`.
+struct TwoWavelengths;
+
+impl CoflowPolicy for TwoWavelengths {
+    fn name(&self) -> &'static str {
+        "two-wavelengths"
+    }
+    fn decide(
+        &mut self,
+        _now: Nanos,
+        view: &NetView,
+        _progress: &dyn ocslab_core::coflow::Progress,
+    ) -> Decision {
+        let setup = |port| ocslab_core::coflow::CircuitSetup {
+            src_rack: 0,
+            dst_rack: 1,
+            port,
+        };
+        Decision {
+            plans: view
+                .flows
+                .keys()
+                .map(|&id| {
+                    let plan = FlowPlan {
+                        path: Path::Ocs {
+                            port: (id.0 - 1) as u32,
+                        },
+                        cap: None,
+                    };
+                    (id, plan)
+                })
+                .collect(),
+            circuits: vec![setup(0), setup(1)],
+            ..Decision::default()
+        }
+    }
+}
+
+/// On the eBPF datapath a rack pair keeps both circuits the policy set up,
+/// and each flow's mark names the circuit it was planned on; tc-mirred
+/// routes one circuit per pair (the later replaces the earlier) and marks
+/// name none.
+#[test]
+fn on_ebpf_each_flow_is_marked_for_the_wavelength_it_was_planned_on() {
+    let mut t = tiny();
+    t.ocs_ports_per_rack = 2;
+    let flows = || vec![flow(1, 1, A, B, 2_000_000), flow(2, 1, A, B, 2_000_000)];
+    let matching = |acts: &[Action]| -> Vec<Circuit> {
+        acts.iter()
+            .find_map(|a| match a {
+                Action::Matching(m) => Some(m.clone()),
+                _ => None,
+            })
+            .expect("a matching")
+    };
+    let c = |port| Circuit {
+        src_rack: 0,
+        dst_rack: 1,
+        port,
+    };
+
+    let mut n =
+        EmuNetwork::new(&t, Box::new(TwoWavelengths), addrs(&t), Transport::Tcp).on_datapath(Datapath::Ebpf);
+    let acts = n.add_flows(Nanos(0), flows());
+    assert_eq!(matching(&acts), vec![c(0), c(1)]);
+    let marks: Vec<(wire::Path, Option<u32>, bool, u8)> = starts(&acts)
+        .iter()
+        .map(|(_, s)| (s.path, s.wavelength, s.held, s.tos()))
+        .collect();
+    assert_eq!(
+        marks,
+        vec![
+            (wire::Path::Ocs, Some(0), true, 0x80),
+            (wire::Path::Ocs, Some(1), true, 0x84)
+        ]
+    );
+    // Each is released when its own circuit comes up.
+    let released = |acts: &[Action]| -> Vec<u64> {
+        acts.iter()
+            .filter_map(|a| match a {
+                Action::Agent {
+                    cmd: Command::ReleaseFlow { flow },
+                    ..
+                } => Some(flow.0),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(released(&n.circuit_event(Nanos(1_000_000), c(1), true)), vec![2]);
+    assert_eq!(released(&n.circuit_event(Nanos(1_000_001), c(0), true)), vec![1]);
+
+    let mut n = EmuNetwork::new(&t, Box::new(TwoWavelengths), addrs(&t), Transport::Tcp);
+    let acts = n.add_flows(Nanos(0), flows());
+    assert_eq!(
+        matching(&acts),
+        vec![c(1)],
+        "tc-mirred: one circuit per rack pair"
+    );
+    assert!(starts(&acts)
+        .iter()
+        .all(|(_, s)| s.wavelength.is_none() && s.tos() == 0x08));
+}

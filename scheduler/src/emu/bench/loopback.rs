@@ -101,6 +101,7 @@ pub(super) async fn measure_loopback(a: &AgentsBench) -> Result<LoopbackReport, 
             path: Path::Eps,
             rate: None,
             held: false,
+            wavelength: None,
             transport,
         }
     };
