@@ -520,9 +520,10 @@ impl EmuNetwork {
                 (wire::Path::Eps, _) => Path::Eps,
             };
             f.cap = plan.cap;
-            // The circuit the flow was planned on, named in its mark.
+            // The circuit the flow was planned on, named in its mark (under a
+            // schedule, none: the pair's flows spread over its circuits).
             let wavelength = match f.path {
-                Path::Ocs { port } if named => Some(port),
+                Path::Ocs { port } if named && !scheduled => Some(port),
                 _ => None,
             };
             let flow = wire::FlowId(id.0);

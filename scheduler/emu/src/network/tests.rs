@@ -223,7 +223,9 @@ fn under_a_schedule_flows_between_racks_start_marked_and_released_and_no_circuit
         "[ocs.schedule]\nslot = \"1ms\"\ndelay = \"10us\"\n[[ocs.schedule.slots]]\ncircuits = [\"0:1\", \"1:0\"]\n[addresses]",
     );
     let t = Topology::parse(&text, FsPath::new("tiny-rotor.toml"), &[]).unwrap();
-    let mut n = EmuNetwork::new(&t, by_name("sunflow").unwrap(), addrs(&t), Transport::Tcp);
+    // Schedules run on the eBPF datapath.
+    let mut n = EmuNetwork::new(&t, by_name("sunflow").unwrap(), addrs(&t), Transport::Tcp)
+        .on_datapath(Datapath::Ebpf);
     let local = HostId::new(0, 1);
     // An elephant between racks (Sunflow asks for a circuit) and one inside rack 0.
     let acts = n.add_flows(
@@ -235,14 +237,14 @@ fn under_a_schedule_flows_between_racks_start_marked_and_released_and_no_circuit
     let path = |id: u64| {
         s.iter()
             .find(|(_, f)| f.flow == wire::FlowId(id))
-            .map(|(_, f)| (f.path, f.held))
+            .map(|(_, f)| (f.path, f.held, f.wavelength))
     };
     assert_eq!(
         path(1),
-        Some((wire::Path::Ocs, false)),
-        "the datapath picks circuit or EPS"
+        Some((wire::Path::Ocs, false, None)),
+        "the datapath picks circuit or EPS, any of the pair's circuits"
     );
-    assert_eq!(path(2), Some((wire::Path::Eps, false)));
+    assert_eq!(path(2), Some((wire::Path::Eps, false, None)));
     assert_eq!(n.stats().matchings, 0);
 }
 
