@@ -16,9 +16,12 @@
 //! demands change (no adjacency is rebuilt): the link with the smallest
 //! share (remaining capacity ÷ unfrozen flows) or the smallest unmet cap
 //! freezes its flows at that share, charging every link they cross; links
-//! wait in a heap by share, updated lazily (freezing only raises other
-//! links' shares, so a stale entry is too small: the share is recomputed,
-//! and the entry pushed again, only when it reaches the top). Ties go to the lower link id, so results never depend
+//! wait sorted by their starting shares, updated lazily (freezing only
+//! raises other links' shares, so a stale key is too small: the share is
+//! recomputed only when the link's turn comes, and if it rose the link
+//! moves to a heap by share, where the same holds). Most links lose their
+//! flows before their turn and are passed over at no cost, where a heap
+//! would sift each one out. Ties go to the lower link id, so results never depend
 //! on iteration order; they equal [`super::maxmin::max_min`]'s up to float
 //! rounding (the property test below).
 //!
@@ -185,6 +188,11 @@ pub struct LinkLevels {
     link_frozen: Vec<u32>,
     epoch: u32,
     heap: ShareHeap,
+    /// The links a filling starts with, by their starting shares (as
+    /// `share_key`), and the first not yet taken: a link whose share
+    /// rose before its turn moves to `heap` at its current share.
+    by_share: Vec<(u64, LinkId)>,
+    by_share_next: usize,
     /// The links that hold no row, by their shares at the start of a
     /// filling from the rows (as `share_key`), and the first that has not
     /// joined `heap`.
@@ -626,7 +634,7 @@ impl LinkLevels {
     /// Progressive filling from the current state: the link of smallest
     /// share, or the smallest unmet cap, freezes, until no flow is left.
     fn fill(&mut self) {
-        self.build_heap();
+        self.order_by_share();
         // Taken out for the loop (freezing never changes it).
         let mut capped = std::mem::take(&mut self.capped);
         let mut caps = capped
@@ -636,7 +644,7 @@ impl LinkLevels {
         self.filling = true;
         loop {
             // The bottleneck link: smallest share, then smallest id.
-            let best = self.next_link();
+            let best = self.next_link_by_share();
             // Passed: caps met already and stale entries.
             while caps
                 .next_if(|&&(bits, s)| {
@@ -666,13 +674,58 @@ impl LinkLevels {
         self.capped = capped;
     }
 
-    /// Every binding link with flows in the heap, by its share; built in
-    /// one pass (heapify), not pushed link by link.
-    fn build_heap(&mut self) {
-        self.build_heap_of(|_, _| true);
+    /// Every binding link with flows, by its share (then id), into
+    /// `by_share`: one sort, where a heap would pay a sift for each link
+    /// it gives up, and most links give up before their turn comes (their
+    /// flows froze elsewhere).
+    fn order_by_share(&mut self) {
+        let mut order = std::mem::take(&mut self.by_share);
+        order.clear();
+        for l in 0..self.bind_end {
+            if self.binds[l] && self.count[l] > 0.0 {
+                self.share[l] = share(self.residual[l], self.count[l]);
+                self.stale[l] = false;
+                order.push(share_key(self.share[l], l as LinkId));
+            }
+        }
+        order.sort_unstable();
+        self.by_share = order;
+        self.by_share_next = 0;
     }
 
-    /// Like [`LinkLevels::build_heap`], of the links `of` takes; every
+    /// The link of smallest current share (then lowest id) that still has
+    /// flows, with that share, from `by_share` and the heap together. The
+    /// link stays where it is until a call finds it without flows (frozen),
+    /// as the top of a heap would. Shares only rise, so a link in
+    /// `by_share` whose key is still its share comes before every link
+    /// after it there; one whose share rose moves to the heap.
+    fn next_link_by_share(&mut self) -> Option<(f64, LinkId)> {
+        loop {
+            let top = self.next_link();
+            let Some(&key) = self.by_share.get(self.by_share_next) else {
+                return top;
+            };
+            if top.is_some_and(|(share, link)| share_key(share, link) < key) {
+                return top;
+            }
+            let l = key.1 as usize;
+            if self.count[l] > 0.0 {
+                if self.stale[l] {
+                    self.share[l] = share(self.residual[l], self.count[l]);
+                    self.stale[l] = false;
+                }
+                let now = share_key(self.share[l], key.1);
+                if now == key {
+                    return Some((self.share[l], key.1));
+                }
+                self.heap.push(Reverse(now));
+            }
+            self.by_share_next += 1;
+        }
+    }
+
+    /// The binding links with flows that `of` takes, in the heap, by their
+    /// shares; built in one pass (heapify), not pushed link by link. Every
     /// binding link with flows has its share brought up to date.
     fn build_heap_of(&mut self, of: impl Fn(&LinkLevels, LinkId) -> bool) {
         let mut heap = std::mem::take(&mut self.heap).into_vec();
