@@ -399,6 +399,7 @@ impl EmuNetwork {
         let mut out = Vec::new();
         self.apply_circuits(now, &decision, &mut out);
         self.apply_plans(&decision, &mut out);
+        self.policy.recycle(decision);
         self.stats.agent_commands += out.iter().filter(|a| matches!(a, Action::Agent { .. })).count() as u64;
         out
     }

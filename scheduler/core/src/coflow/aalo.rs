@@ -23,7 +23,7 @@
 
 use crate::coflow::held::HeldPlans;
 use crate::coflow::priority::PriorityFill;
-use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, Triggers};
+use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, SparePlans, Triggers};
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::Nanos;
 use std::collections::BTreeMap;
@@ -62,6 +62,9 @@ pub struct Aalo {
     queues: Vec<u32>,
     /// The wake-up asked for with them.
     wake_at: Option<Nanos>,
+    /// Scratch: every active flow's rate.
+    rates: Vec<(FlowId, f64)>,
+    spare: SparePlans,
 }
 
 impl CoflowPolicy for Aalo {
@@ -81,17 +84,16 @@ impl CoflowPolicy for Aalo {
             .map(|(&id, c)| (id, progress.sent_bytes(id, c)))
             .collect();
         let queues: Vec<u32> = sent.values().map(|&s| queue_of(s, scale)).collect();
-        if queues == self.queues {
-            if let Some(plans) = self.held.still(view) {
-                if self.wake_at.is_none_or(|t| t <= now) {
-                    self.wake_at = rearm(now, view, &plans, &sent, scale);
-                }
-                return Decision {
-                    plans,
-                    wake_at: self.wake_at,
-                    ..Decision::default()
-                };
+        let mut plans = self.spare.take();
+        if queues == self.queues && self.held.still(view, &mut plans) {
+            if self.wake_at.is_none_or(|t| t <= now) {
+                self.wake_at = rearm(now, view, &plans, &sent, scale);
             }
+            return Decision {
+                plans,
+                wake_at: self.wake_at,
+                ..Decision::default()
+            };
         }
         let mut order: Vec<(u32, Nanos, CoflowId)> = view
             .coflows
@@ -102,12 +104,13 @@ impl CoflowPolicy for Aalo {
         order.sort();
         let ids: Vec<CoflowId> = order.iter().map(|&(_, _, id)| id).collect();
         let mut residual = view.links.capacities().to_vec();
-        let mut rates = Vec::with_capacity(view.flows.len());
-        self.fill.fill_in_order(view, &ids, &mut residual, &mut rates);
+        let rates = &mut self.rates;
+        rates.clear();
+        self.fill.fill_in_order(view, &ids, &mut residual, rates);
 
         // When does the first coflow cross its queue's limit at these rates?
         let mut per_coflow: BTreeMap<CoflowId, f64> = BTreeMap::new();
-        for (f, r) in &rates {
+        for (f, r) in rates.iter() {
             if let Some(flow) = view.flows.get(f) {
                 *per_coflow.entry(flow.spec.coflow).or_default() += r;
             }
@@ -121,10 +124,8 @@ impl CoflowPolicy for Aalo {
                 (rate > 0.0).then(|| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1))
             })
             .min();
-        let mut plans: Vec<(FlowId, FlowPlan)> = rates
-            .into_iter()
-            .map(|(f, r)| (f, FlowPlan::eps_paced(r)))
-            .collect();
+        plans.clear();
+        plans.extend(rates.drain(..).map(|(f, r)| (f, FlowPlan::eps_paced(r))));
         // In flow-id order, as they are held (and as a driver finds the
         // flows: ids arrive in sequence).
         plans.sort_unstable_by_key(|&(f, _)| f);
@@ -136,6 +137,9 @@ impl CoflowPolicy for Aalo {
             wake_at,
             ..Decision::default()
         }
+    }
+    fn recycle(&mut self, decision: Decision) {
+        self.spare.keep(decision);
     }
 }
 

@@ -161,6 +161,27 @@ pub struct Decision {
     pub wake_at: Option<Nanos>,
 }
 
+/// The per-flow plan buffer of a decision a policy got back
+/// ([`crate::coflow::CoflowPolicy::recycle`]), kept for its next decision.
+#[derive(Clone, Debug, Default)]
+pub struct SparePlans(Vec<(FlowId, FlowPlan)>);
+
+impl SparePlans {
+    /// An empty buffer, with the capacity of the largest kept.
+    pub fn take(&mut self) -> Vec<(FlowId, FlowPlan)> {
+        let mut plans = std::mem::take(&mut self.0);
+        plans.clear();
+        plans
+    }
+
+    /// Keeps `decision`'s plan buffer if it is the larger.
+    pub fn keep(&mut self, decision: Decision) {
+        if decision.plans.capacity() > self.0.capacity() {
+            self.0 = decision.plans;
+        }
+    }
+}
+
 /// The standing pair plans a driver keeps: the table [`Decision::pair_changes`]
 /// are applied to, by (coflow, source rack, destination rack).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -238,6 +259,24 @@ impl PairPlans {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spare_plans_come_back_empty_with_the_largest_buffer_kept() {
+        let mut spare = SparePlans::default();
+        let plans = |n: u64| Decision {
+            plans: (0..n).map(|i| (FlowId(i), FlowPlan::EPS)).collect(),
+            ..Decision::default()
+        };
+        spare.keep(plans(100));
+        spare.keep(plans(10));
+        let buffer = spare.take();
+        assert!(
+            buffer.is_empty() && buffer.capacity() >= 100,
+            "{}",
+            buffer.capacity()
+        );
+        assert_eq!(spare.take().capacity(), 0, "taken once");
+    }
 
     #[test]
     fn only_pairs_whose_plan_changed_are_reported_in_pair_order() {

@@ -40,15 +40,17 @@ impl HeldPlans {
         self.valid = false;
     }
 
-    /// The held plans of the flows active in `view`, in flow-id order, if
-    /// no coflow arrived or completed since they were computed and every
-    /// active flow has one (no flow arrived); `None` otherwise (recompute).
+    /// Puts into `out` (cleared first) the held plans of the flows active
+    /// in `view`, in flow-id order, and returns true, if no coflow arrived
+    /// or completed since they were computed and every active flow has one
+    /// (no flow arrived); returns false otherwise (recompute).
     /// O(active flows + held plans), one merge walk.
-    pub fn still(&self, view: &NetView) -> Option<Vec<(FlowId, FlowPlan)>> {
+    pub fn still(&self, view: &NetView, out: &mut Vec<(FlowId, FlowPlan)>) -> bool {
+        out.clear();
         if !self.valid || !self.coflows.iter().copied().eq(view.coflows.keys().copied()) {
-            return None;
+            return false;
         }
-        let mut out = Vec::with_capacity(view.flows.len());
+        out.reserve(view.flows.len());
         let mut held = self.plans.iter().peekable();
         for &id in view.flows.keys() {
             loop {
@@ -62,11 +64,11 @@ impl HeldPlans {
                         break;
                     }
                     // A flow that arrived since: not planned.
-                    Some(Ordering::Greater) | None => return None,
+                    Some(Ordering::Greater) | None => return false,
                 }
             }
         }
-        Some(out)
+        true
     }
 }
 
@@ -103,12 +105,18 @@ mod tests {
         v
     }
 
+    /// What [`HeldPlans::still`] gives, if anything.
+    fn still(held: &HeldPlans, view: &NetView) -> Option<Vec<(FlowId, FlowPlan)>> {
+        let mut out = vec![(FlowId(99), FlowPlan::EPS)];
+        held.still(view, &mut out).then_some(out)
+    }
+
     #[test]
     fn held_plans_stand_until_a_coflow_or_flow_arrives_or_a_coflow_completes() {
         let plan = |r: f64| FlowPlan::eps_paced(r);
         let mut held = HeldPlans::default();
         let all = view(&[(1, 1), (2, 1), (3, 2)]);
-        assert_eq!(held.still(&all), None, "nothing held yet");
+        assert_eq!(still(&held, &all), None, "nothing held yet");
         held.hold(
             &all,
             &[
@@ -118,7 +126,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            held.still(&all),
+            still(&held, &all),
             Some(vec![
                 (FlowId(1), plan(1.0)),
                 (FlowId(2), plan(2.0)),
@@ -128,14 +136,14 @@ mod tests {
         // Flow 1 left, coflow 1 still active: the others keep their plans.
         let left = view(&[(2, 1), (3, 2)]);
         assert_eq!(
-            held.still(&left),
+            still(&held, &left),
             Some(vec![(FlowId(2), plan(2.0)), (FlowId(3), plan(3.0))])
         );
         // Coflow 1 completed, a coflow arrived, a flow of a known coflow arrived.
-        assert_eq!(held.still(&view(&[(3, 2)])), None);
-        assert_eq!(held.still(&view(&[(1, 1), (2, 1), (3, 2), (4, 3)])), None);
-        assert_eq!(held.still(&view(&[(1, 1), (2, 1), (3, 2), (4, 2)])), None);
+        assert_eq!(still(&held, &view(&[(3, 2)])), None);
+        assert_eq!(still(&held, &view(&[(1, 1), (2, 1), (3, 2), (4, 3)])), None);
+        assert_eq!(still(&held, &view(&[(1, 1), (2, 1), (3, 2), (4, 2)])), None);
         held.clear();
-        assert_eq!(held.still(&all), None);
+        assert_eq!(still(&held, &all), None);
     }
 }

@@ -49,7 +49,7 @@ pub mod varys;
 pub mod view;
 
 pub use carry_out::{plan_of, set_up_circuits, CircuitSwitch};
-pub use decision::{CircuitSetup, Decision, FlowPlan, PairKey, PairPlan, PairPlans};
+pub use decision::{CircuitSetup, Decision, FlowPlan, PairKey, PairPlan, PairPlans, SparePlans};
 pub use view::{CircuitView, CoflowView, FabricParams, FlowView, NetView, Path, Progress, StoredProgress};
 
 use crate::Nanos;
@@ -112,6 +112,11 @@ pub trait CoflowPolicy: Send {
     /// The plan from `now` on, given the network as it is at `now` and its
     /// progress read through `progress` (the view's own progress fields may be stale).
     fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision;
+    /// Takes back a decision the driver has carried out, so that the next
+    /// one can reuse its buffers: the plans of every active flow run to a
+    /// megabyte on FB2010, and a fresh buffer that size costs a page fault
+    /// per 4 KiB touched. The default drops it.
+    fn recycle(&mut self, _decision: Decision) {}
 }
 
 /// Which flow arrivals can change a policy's decision.

@@ -48,9 +48,11 @@ pub struct Sincronia {
     order: Vec<CoflowId>,
     /// Each active coflow's known bytes then (flows joining change them).
     known: BTreeMap<CoflowId, Bytes>,
-    /// Scratch: one coflow's demand per link, and the links it touches.
+    /// Scratch: one coflow's demand per link, the links it touches, and
+    /// its flows' remaining bytes.
     demand: Vec<(f64, bool)>,
     touched: Vec<LinkId>,
+    left: Vec<f64>,
 }
 
 /// The BSSI order of `coflows`, each given with its demand per link
@@ -139,17 +141,17 @@ impl CoflowPolicy for Sincronia {
             let mut by_arrival: Vec<(Nanos, CoflowId)> =
                 view.coflows.iter().map(|(&id, c)| (c.arrival, id)).collect();
             by_arrival.sort_unstable();
-            let (demand, touched) = (&mut self.demand, &mut self.touched);
+            let (demand, touched, left) = (&mut self.demand, &mut self.touched, &mut self.left);
             demand.resize(capacity.len(), (0.0, false));
-            let (mut flows, mut left) = (Vec::new(), Vec::new());
+            let mut flows = Vec::new();
             let demands: Vec<(CoflowId, Vec<(LinkId, f64)>)> = by_arrival
                 .into_iter()
                 .map(|(_, id)| {
                     flows.clear();
                     flows.extend(view.flows_of(id));
                     left.clear();
-                    progress.remaining_bytes_of(&flows, &mut left);
-                    for (f, &left) in flows.iter().zip(&left) {
+                    progress.remaining_bytes_of(&flows, left);
+                    for (f, &left) in flows.iter().zip(left.iter()) {
                         for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
                             let cap = capacity[l as usize];
                             let d = if cap > 0.0 { left / cap } else { f64::INFINITY };

@@ -25,7 +25,7 @@
 
 use crate::coflow::held::HeldPlans;
 use crate::coflow::priority::PriorityFill;
-use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, Triggers};
+use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, SparePlans, Triggers};
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::net::links::{LinkId, Links};
 use crate::Nanos;
@@ -42,7 +42,10 @@ pub struct Varys {
     coflows: Vec<(CoflowId, Nanos, Range<usize>)>,
     load: Vec<f64>,
     touched: Vec<LinkId>,
+    /// Scratch: one coflow's remaining bytes, flow by flow.
+    left: Vec<f64>,
     fill: PriorityFill,
+    spare: SparePlans,
 }
 
 /// A flow as one call plans it.
@@ -99,38 +102,39 @@ impl CoflowPolicy for Varys {
         Triggers::COFLOW_EVENTS
     }
     fn decide(&mut self, _now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
-        let plans = match self.held.still(view) {
-            Some(plans) => plans,
-            None => {
-                let plans = self.schedule_now(view, progress);
-                self.held.hold(view, &plans);
-                plans
-            }
-        };
+        let mut plans = self.spare.take();
+        if !self.held.still(view, &mut plans) {
+            self.schedule_now(view, progress, &mut plans);
+            self.held.hold(view, &plans);
+        }
         Decision {
             plans,
             ..Decision::default()
         }
     }
+    fn recycle(&mut self, decision: Decision) {
+        self.spare.keep(decision);
+    }
 }
 
 impl Varys {
     /// SEBF order, MADD rates and backfilling for the flows of `view` now,
-    /// in flow-id order.
-    fn schedule_now(&mut self, view: &NetView, progress: &dyn Progress) -> Vec<(FlowId, FlowPlan)> {
+    /// into `plans` (cleared first) in flow-id order.
+    fn schedule_now(&mut self, view: &NetView, progress: &dyn Progress, plans: &mut Vec<(FlowId, FlowPlan)>) {
         let capacity = view.links.capacities();
         // Each coflow's flows with their routes and remaining bytes, read once.
         self.flows.clear();
         self.coflows.clear();
-        let (mut of_coflow, mut left) = (Vec::new(), Vec::new());
+        let mut of_coflow = Vec::new();
+        let left = &mut self.left;
         for (&id, c) in &view.coflows {
             let start = self.flows.len();
             of_coflow.clear();
             of_coflow.extend(view.flows_of(id));
             left.clear();
-            progress.remaining_bytes_of(&of_coflow, &mut left);
+            progress.remaining_bytes_of(&of_coflow, left);
             self.flows
-                .extend(of_coflow.iter().zip(&left).map(|(f, &remaining)| Planned {
+                .extend(of_coflow.iter().zip(left.iter()).map(|(f, &remaining)| Planned {
                     id: f.spec.id,
                     links: view.links.eps_path(f.spec.src, f.spec.dst),
                     remaining,
@@ -175,12 +179,8 @@ impl Varys {
                 f.rate += r;
             }
         }
-        let mut plans: Vec<(FlowId, FlowPlan)> = self
-            .flows
-            .iter()
-            .map(|f| (f.id, FlowPlan::eps_paced(f.rate)))
-            .collect();
+        plans.clear();
+        plans.extend(self.flows.iter().map(|f| (f.id, FlowPlan::eps_paced(f.rate))));
         plans.sort_unstable_by_key(|&(id, _)| id);
-        plans
     }
 }

@@ -24,3 +24,63 @@ pub(super) fn prefetch<T>(r: &T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = r;
 }
+
+/// Items a [`Window`] holds: the one being read and the
+/// `2 × READ_AHEAD` after it.
+const WINDOW: usize = 2 * READ_AHEAD + 1;
+
+/// An iterator's items at a loop's position `i` and the `2 × READ_AHEAD`
+/// positions after it, each taken once, for a loop that asks for records
+/// ahead ([`prefetch`]) by a key that costs a lookup to find (a flow's
+/// slot): a ring, where collecting every key first would take a buffer
+/// the size of the loop.
+pub(super) struct Window<I: Iterator> {
+    ring: [Option<I::Item>; WINDOW],
+    iter: I,
+    /// The position of the next item to take.
+    next: usize,
+}
+
+impl<I: Iterator<Item: Copy>> Window<I> {
+    /// The window at position 0.
+    pub(super) fn new(mut iter: I) -> Window<I> {
+        Window {
+            ring: std::array::from_fn(|_| iter.next()),
+            iter,
+            next: WINDOW,
+        }
+    }
+
+    /// The item at position `i` (`None` past the end), which must be in
+    /// the window: from the loop's position (the number of
+    /// [`Window::slide`]s so far) to `2 × READ_AHEAD` after it.
+    pub(super) fn at(&self, i: usize) -> Option<I::Item> {
+        debug_assert!(i < self.next && i + WINDOW >= self.next, "{i} outside the window");
+        self.ring[i % WINDOW]
+    }
+
+    /// Moves the window one position on.
+    pub(super) fn slide(&mut self) {
+        self.ring[self.next % WINDOW] = self.iter.next();
+        self.next += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_gives_each_item_in_reach_and_takes_each_once() {
+        let mut taken = Vec::new();
+        let mut w = Window::new((0..40usize).inspect(|&i| taken.push(i)).map(|i| i * 10));
+        let item = |i: usize| (i < 40).then_some(i * 10);
+        for i in 0..40 {
+            assert_eq!(w.at(i), item(i));
+            assert_eq!(w.at(i + READ_AHEAD), item(i + READ_AHEAD));
+            assert_eq!(w.at(i + 2 * READ_AHEAD), item(i + 2 * READ_AHEAD));
+            w.slide();
+        }
+        assert_eq!(taken, (0..40).collect::<Vec<_>>());
+    }
+}

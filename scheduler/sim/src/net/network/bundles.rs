@@ -7,7 +7,7 @@ use super::super::class_levels::ClassId;
 use super::super::clocks::Clock;
 use super::super::fasthash::FastMap;
 use super::super::links::LinkId;
-use super::super::prefetch::{prefetch, READ_AHEAD};
+use super::super::prefetch::{prefetch, Window, READ_AHEAD};
 use super::super::slots::{Slot, Slots};
 use super::eta;
 use ocslab_core::coflow::id_index::IdIndex;
@@ -387,13 +387,15 @@ impl Progress for LiveProgress<'_> {
     /// With the slots and bundles of the next flows asked for ahead
     /// ([`LiveProgress::ask_ahead`]).
     fn remaining_bytes_of(&self, flows: &[&FlowView], out: &mut Vec<f64>) {
-        let at: Vec<Option<u32>> = flows.iter().map(|f| self.slot_of.get(f.spec.id)).collect();
+        let mut at = Window::new(flows.iter().map(|f| self.slot_of.get(f.spec.id)));
         for (i, f) in flows.iter().enumerate() {
             self.ask_ahead(
-                at.get(i + 2 * READ_AHEAD).copied().flatten(),
-                at.get(i + READ_AHEAD).copied().flatten(),
+                at.at(i + 2 * READ_AHEAD).flatten(),
+                at.at(i + READ_AHEAD).flatten(),
             );
-            out.push(match at[i] {
+            let here = at.at(i).flatten();
+            at.slide();
+            out.push(match here {
                 Some(ix) => {
                     let s = &self.slots[ix];
                     remaining_at(s, self.bundles[s.bundle].service(self.clocks, self.now))
@@ -407,12 +409,12 @@ impl Progress for LiveProgress<'_> {
     /// cleared at its finish), so the slots alone name the active flows.
     fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64 {
         let mut sent = self.done_bytes.get(&id).copied().unwrap_or(0.0);
-        let at: Vec<u32> = coflow.flows.iter().filter_map(|&f| self.slot_of.get(f)).collect();
-        for (i, &ix) in at.iter().enumerate() {
-            self.ask_ahead(
-                at.get(i + 2 * READ_AHEAD).copied(),
-                at.get(i + READ_AHEAD).copied(),
-            );
+        let mut at = Window::new(coflow.flows.iter().filter_map(|&f| self.slot_of.get(f)));
+        let mut i = 0;
+        while let Some(ix) = at.at(i) {
+            self.ask_ahead(at.at(i + 2 * READ_AHEAD), at.at(i + READ_AHEAD));
+            at.slide();
+            i += 1;
             let p = FlowProgress::of(self.bundles, self.shares, self.clocks, &self.slots[ix], self.now);
             sent += p.sent_eps + p.sent_ocs;
         }

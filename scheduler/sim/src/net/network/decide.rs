@@ -93,6 +93,7 @@ impl FluidNetwork {
             }
         }
         self.planning = std::mem::replace(&mut self.planned, planned);
+        self.policy.recycle(decision);
     }
 
     /// Asks for what moving the flows of `plans[i..]` will read a few
