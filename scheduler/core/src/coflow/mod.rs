@@ -37,6 +37,7 @@ mod decide_tests;
 pub mod decision;
 pub mod fair;
 pub mod fifo;
+pub mod flow_paths;
 pub mod held;
 pub mod id_index;
 pub mod id_table;

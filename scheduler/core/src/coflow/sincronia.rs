@@ -35,6 +35,7 @@
 //!   its online evaluation does), and held in between, so a call at any
 //!   other event changes nothing.
 
+use crate::coflow::flow_paths::FlowPaths;
 use crate::coflow::{CoflowPolicy, Decision, NetView, Progress, Triggers};
 use crate::model::coflow::CoflowId;
 use crate::net::links::LinkId;
@@ -48,11 +49,13 @@ pub struct Sincronia {
     order: Vec<CoflowId>,
     /// Each active coflow's known bytes then (flows joining change them).
     known: BTreeMap<CoflowId, Bytes>,
+    /// Each active coflow's flows as a computation last read them.
+    paths: FlowPaths,
     /// Scratch: one coflow's demand per link, the links it touches, and
     /// its flows' remaining bytes.
     demand: Vec<(f64, bool)>,
     touched: Vec<LinkId>,
-    left: Vec<f64>,
+    left: Vec<Option<f64>>,
 }
 
 /// The BSSI order of `coflows`, each given with its demand per link
@@ -141,18 +144,27 @@ impl CoflowPolicy for Sincronia {
             let mut by_arrival: Vec<(Nanos, CoflowId)> =
                 view.coflows.iter().map(|(&id, c)| (c.arrival, id)).collect();
             by_arrival.sort_unstable();
-            let (demand, touched, left) = (&mut self.demand, &mut self.touched, &mut self.left);
+            self.paths.keep_active(view);
+            let (paths, demand, touched, left) = (
+                &mut self.paths,
+                &mut self.demand,
+                &mut self.touched,
+                &mut self.left,
+            );
             demand.resize(capacity.len(), (0.0, false));
-            let mut flows = Vec::new();
             let demands: Vec<(CoflowId, Vec<(LinkId, f64)>)> = by_arrival
                 .into_iter()
                 .map(|(_, id)| {
-                    flows.clear();
-                    flows.extend(view.flows_of(id));
+                    let (ids, links) = match view.coflows.get(&id) {
+                        Some(c) => paths.of(view, id, c),
+                        None => (&[][..], &[][..]),
+                    };
                     left.clear();
-                    progress.remaining_bytes_of(&flows, left);
-                    for (f, &left) in flows.iter().zip(left.iter()) {
-                        for &l in view.links.eps_path(f.spec.src, f.spec.dst).as_slice() {
+                    progress.remaining_bytes_by_id(view, ids, left);
+                    for (path, &left) in links.iter().zip(left.iter()) {
+                        // A flow that has left since its coflow was read.
+                        let Some(left) = left else { continue };
+                        for &l in path.as_slice() {
                             let cap = capacity[l as usize];
                             let d = if cap > 0.0 { left / cap } else { f64::INFINITY };
                             let on = &mut demand[l as usize];

@@ -23,6 +23,7 @@
 //! ([`HeldPlans`]): a flow that finishes before its coflow leaves its
 //! bandwidth idle until the next coflow event, as in the paper.
 
+use crate::coflow::flow_paths::FlowPaths;
 use crate::coflow::held::HeldPlans;
 use crate::coflow::priority::PriorityFill;
 use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, SparePlans, Triggers};
@@ -42,8 +43,10 @@ pub struct Varys {
     coflows: Vec<(CoflowId, Nanos, Range<usize>)>,
     load: Vec<f64>,
     touched: Vec<LinkId>,
+    /// Each active coflow's flows as a call last read them.
+    paths: FlowPaths,
     /// Scratch: one coflow's remaining bytes, flow by flow.
-    left: Vec<f64>,
+    left: Vec<Option<f64>>,
     fill: PriorityFill,
     spare: SparePlans,
 }
@@ -125,21 +128,27 @@ impl Varys {
         // Each coflow's flows with their routes and remaining bytes, read once.
         self.flows.clear();
         self.coflows.clear();
-        let mut of_coflow = Vec::new();
+        self.paths.keep_active(view);
         let left = &mut self.left;
         for (&id, c) in &view.coflows {
             let start = self.flows.len();
-            of_coflow.clear();
-            of_coflow.extend(view.flows_of(id));
+            let (ids, links) = self.paths.of(view, id, c);
             left.clear();
-            progress.remaining_bytes_of(&of_coflow, left);
-            self.flows
-                .extend(of_coflow.iter().zip(left.iter()).map(|(f, &remaining)| Planned {
-                    id: f.spec.id,
-                    links: view.links.eps_path(f.spec.src, f.spec.dst),
-                    remaining,
-                    rate: 0.0,
-                }));
+            progress.remaining_bytes_by_id(view, ids, left);
+            // Flows that left since the coflow was read have no bytes left to read.
+            let active = ids
+                .iter()
+                .zip(links)
+                .zip(left.iter())
+                .filter_map(|((&id, &links), &left)| {
+                    left.map(|remaining| Planned {
+                        id,
+                        links,
+                        remaining,
+                        rate: 0.0,
+                    })
+                });
+            self.flows.extend(active);
             self.coflows.push((id, c.arrival, start..self.flows.len()));
         }
         let (load, touched) = (&mut self.load, &mut self.touched);

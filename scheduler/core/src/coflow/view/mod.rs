@@ -321,6 +321,16 @@ pub trait Progress {
     fn remaining_bytes_of(&self, flows: &[&FlowView], out: &mut Vec<f64>) {
         out.extend(flows.iter().map(|f| self.remaining_bytes(f)));
     }
+    /// [`Progress::remaining_bytes`] of the flows `ids` of `view`, in
+    /// order, appended to `out`: `None` for an id no longer in the view.
+    /// For a policy that keeps a coflow's flow ids (and paths) from call to
+    /// call, so that the flows' views need not be read again.
+    fn remaining_bytes_by_id(&self, view: &NetView, ids: &[FlowId], out: &mut Vec<Option<f64>>) {
+        out.extend(
+            ids.iter()
+                .map(|id| view.flows.get(id).map(|f| self.remaining_bytes(f))),
+        );
+    }
     /// Bytes coflow `id` (whose view is `coflow`) has sent so far: its
     /// finished flows and what its active ones sent, over both fabrics.
     fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64;

@@ -11,7 +11,7 @@ use super::super::prefetch::{prefetch, Window, READ_AHEAD};
 use super::super::slots::{Slot, Slots};
 use super::eta;
 use ocslab_core::coflow::id_index::IdIndex;
-use ocslab_core::coflow::{CoflowView, FabricParams, FlowView, Path, Progress};
+use ocslab_core::coflow::{CoflowView, FabricParams, FlowView, NetView, Path, Progress};
 use ocslab_core::model::coflow::{CoflowId, FlowId};
 use ocslab_core::{Bps, HostId, Nanos};
 use std::cmp::Reverse;
@@ -380,6 +380,35 @@ impl LiveProgress<'_> {
     }
 }
 
+impl LiveProgress<'_> {
+    /// Calls `each(i, left)` for the `i`-th of `slots` in turn, with the
+    /// bytes left of the flow in that slot (`None`: no slot), asking for the
+    /// slots and bundles of the next ones ahead ([`LiveProgress::ask_ahead`]).
+    fn read_remaining(
+        &self,
+        slots: impl Iterator<Item = Option<u32>>,
+        mut each: impl FnMut(usize, Option<f64>),
+    ) {
+        let mut at = Window::new(slots);
+        let mut i = 0;
+        while let Some(here) = at.at(i) {
+            self.ask_ahead(
+                at.at(i + 2 * READ_AHEAD).flatten(),
+                at.at(i + READ_AHEAD).flatten(),
+            );
+            at.slide();
+            each(
+                i,
+                here.map(|ix| {
+                    let s = &self.slots[ix];
+                    remaining_at(s, self.bundles[s.bundle].service(self.clocks, self.now))
+                }),
+            );
+            i += 1;
+        }
+    }
+}
+
 impl Progress for LiveProgress<'_> {
     fn remaining_bytes(&self, flow: &FlowView) -> f64 {
         self.of(flow).map_or(flow.remaining_bytes, |p| p.remaining)
@@ -387,22 +416,18 @@ impl Progress for LiveProgress<'_> {
     /// With the slots and bundles of the next flows asked for ahead
     /// ([`LiveProgress::ask_ahead`]).
     fn remaining_bytes_of(&self, flows: &[&FlowView], out: &mut Vec<f64>) {
-        let mut at = Window::new(flows.iter().map(|f| self.slot_of.get(f.spec.id)));
-        for (i, f) in flows.iter().enumerate() {
-            self.ask_ahead(
-                at.at(i + 2 * READ_AHEAD).flatten(),
-                at.at(i + READ_AHEAD).flatten(),
-            );
-            let here = at.at(i).flatten();
-            at.slide();
-            out.push(match here {
-                Some(ix) => {
-                    let s = &self.slots[ix];
-                    remaining_at(s, self.bundles[s.bundle].service(self.clocks, self.now))
-                }
-                None => f.remaining_bytes,
-            });
-        }
+        let slots = flows.iter().map(|f| self.slot_of.get(f.spec.id));
+        self.read_remaining(slots, |i, left| {
+            out.push(left.unwrap_or(flows[i].remaining_bytes))
+        });
+    }
+    /// Read ahead as [`Progress::remaining_bytes_of`] is; a flow without a
+    /// slot has left the network (its view, if any, says what is left).
+    fn remaining_bytes_by_id(&self, view: &NetView, ids: &[FlowId], out: &mut Vec<Option<f64>>) {
+        let slots = ids.iter().map(|&id| self.slot_of.get(id));
+        self.read_remaining(slots, |i, left| {
+            out.push(left.or_else(|| view.flows.get(&ids[i]).map(|f| f.remaining_bytes)))
+        });
     }
     /// Read ahead as [`Progress::remaining_bytes_of`] is. Every flow with
     /// a slot is in the flow table (both are set at its arrival and
