@@ -164,21 +164,45 @@ fn each_policy_called_at_its_triggers_only_decides_as_if_called_at_every_event()
 #[test]
 fn remaining_bytes_read_together_are_those_read_one_by_one() {
     for name in coflow::POLICY_NAMES {
-        // At every call, every flow's remaining bytes read both ways: the
-        // flows read and those whose two readings differ.
+        // At every call, every flow's remaining bytes read three ways (one
+        // by one, together, by id), and by id the flows seen before that
+        // have left (gone: no bytes) and an id never seen: the flows read
+        // and the readings that differ.
         let counts = Arc::new(Mutex::new((0, 0)));
         let counted = counts.clone();
+        let mut seen = std::collections::BTreeSet::new();
         let look = move |view: &NetView, progress: &dyn Progress| {
             let flows: Vec<_> = view.flows.iter().map(|(_, f)| f).collect();
             let mut together = Vec::new();
             progress.remaining_bytes_of(&flows, &mut together);
-            let differ = flows
+            let mut differ = flows
                 .iter()
                 .zip(&together)
                 .filter(|(f, r)| progress.remaining_bytes(f).to_bits() != r.to_bits())
                 .count();
+            seen.extend(flows.iter().map(|f| f.spec.id));
+            let gone: Vec<FlowId> = seen
+                .iter()
+                .copied()
+                .filter(|id| view.flows.get(id).is_none())
+                .collect();
+            let ids: Vec<FlowId> = flows
+                .iter()
+                .map(|f| f.spec.id)
+                .chain(gone)
+                .chain([FlowId(u64::MAX)])
+                .collect();
+            let mut by_id = Vec::new();
+            progress.remaining_bytes_by_id(view, &ids, &mut by_id);
+            let (active, rest) = by_id.split_at(flows.len());
+            differ += active
+                .iter()
+                .zip(&together)
+                .filter(|(b, r)| b.map(f64::to_bits) != Some(r.to_bits()))
+                .count();
+            differ += rest.iter().filter(|b| b.is_some()).count();
             if let Ok(mut n) = counted.lock() {
-                n.0 += flows.len();
+                n.0 += ids.len();
                 n.1 += differ;
             }
         };
