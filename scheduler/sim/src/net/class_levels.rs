@@ -373,9 +373,7 @@ impl ClassLevels {
         let n = self.links();
         let base = c as usize * n;
         let cl = &mut self.classes[c as usize];
-        // Its solver's links in use (and a few it used before), not every link.
-        for i in 0..cl.solver.used_links().len() {
-            let l = cl.solver.used_links()[i];
+        for l in 0..n as LinkId {
             if self.binds[l as usize] && cl.solver.in_use(l) {
                 cl.solver.set_capacity(l, self.residual[l as usize]);
             }
@@ -392,22 +390,16 @@ impl ClassLevels {
         changes
             .links
             .extend(self.local_changes.links.iter().map(|&l| (base as LinkId) + l));
-        // Every link with a load, now or at its last solve, is among its
-        // used links until they are forgotten, below.
         cl.links.clear();
-        let loads = cl.solver.loads();
-        for &l in cl.solver.used_links() {
-            let (li, now) = (l as usize, loads[l as usize]);
-            if self.binds[li] && cl.solver.in_use(l) {
-                cl.links.push(l);
+        for (l, (mine, &now)) in cl.load.iter_mut().zip(cl.solver.loads()).enumerate() {
+            if self.binds[l] && cl.solver.in_use(l as LinkId) {
+                cl.links.push(l as LinkId);
             }
-            let mine = &mut cl.load[li];
             if mine.to_bits() != now.to_bits() {
-                self.load[li] = (self.load[li] - *mine + now).max(0.0);
+                self.load[l] = (self.load[l] - *mine + now).max(0.0);
                 *mine = now;
             }
         }
-        cl.solver.forget_unused_links();
     }
 
     /// Classes with no slot left go back to the free handles, with their

@@ -131,11 +131,6 @@ pub struct LinkLevels {
     capped: CapOrder,
     /// Σ weight of the slots on each link.
     weight: Vec<f64>,
-    /// Every link some slot crosses, and links none has crossed since
-    /// [`LinkLevels::forget_unused_links`] (in the order slots first came).
-    used: Vec<LinkId>,
-    /// Whether each link is in `used`.
-    listed_used: Vec<bool>,
     /// The slots between two hosts, on a fabric whose ToR links never bind.
     pairs: Option<PairMatrix>,
     /// The order in which the last solve froze the matrix's links, for the
@@ -244,7 +239,6 @@ impl LinkLevels {
             by_rows: true,
             taken: vec![0; n],
             queued: vec![false; n],
-            listed_used: vec![false; n],
             ..LinkLevels::default()
         }
     }
@@ -382,9 +376,6 @@ impl LinkLevels {
         for (k, &l) in d.links.as_slice().iter().enumerate() {
             let li = l as usize;
             self.weight[li] += f64::from(d.weight);
-            if !std::mem::replace(&mut self.listed_used[li], true) {
-                self.used.push(l);
-            }
             if self.binds[li] && pair.is_none() {
                 self.at[slot][k] = self.on_link[li].len() as u32;
                 self.on_link[li].push(entry);
@@ -487,26 +478,6 @@ impl LinkLevels {
     /// Whether some slot crosses `link`.
     pub fn in_use(&self, link: LinkId) -> bool {
         self.weight[link as usize] > 0.0
-    }
-
-    /// Every link in use ([`LinkLevels::in_use`]), and links no slot has
-    /// crossed since they were last in use when
-    /// [`LinkLevels::forget_unused_links`] was called: a superset of the
-    /// links with a load, in no particular order. A caller that reads
-    /// links by the thousand, but each solve of which uses a few, walks
-    /// this instead.
-    pub fn used_links(&self) -> &[LinkId] {
-        &self.used
-    }
-
-    /// Drops the links no slot crosses from [`LinkLevels::used_links`].
-    pub fn forget_unused_links(&mut self) {
-        let (weight, listed) = (&self.weight, &mut self.listed_used);
-        self.used.retain(|&l| {
-            let keep = weight[l as usize] > 0.0;
-            listed[l as usize] = keep;
-            keep
-        });
     }
 
     /// The per-flow rate of `slot` as of the last solve (0 if it does not move).
