@@ -326,7 +326,7 @@ fn a_mark_naming_a_wavelength_takes_that_circuit() {
     let _alone = alone();
     let f = up(2, 2, 2, Datapath::Ebpf);
     let ocs = f.ocs().unwrap();
-    let named = Some((ocslab_agent::protocol::OCS_WAVELENGTH_DSCP + 1) << 2);
+    let named = ocslab_agent::protocol::wavelength_tos(1);
     let (flows, payload) = (8u64, 200_000u64);
     // Bytes into rack 1 over wavelengths 0 and 1, and over rack 0's uplink.
     let send = || {

@@ -49,6 +49,12 @@ pub const OCS_WAVELENGTH_DSCP: u8 = 32;
 /// Wavelengths a mark can name: `w < MARKED_WAVELENGTHS` (the DSCP's six bits).
 pub const MARKED_WAVELENGTHS: u32 = 32;
 
+/// The TOS byte that marks a packet for the circuit on wavelength `w` of
+/// its rack pair (DSCP [`OCS_WAVELENGTH_DSCP`] + w), if a mark can name it.
+pub fn wavelength_tos(w: u32) -> Option<u8> {
+    (w < MARKED_WAVELENGTHS).then(|| (OCS_WAVELENGTH_DSCP + w as u8) << 2)
+}
+
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -373,8 +379,8 @@ impl FlowSpec {
     /// ([`Path::tos`]), or on the OCS path the one naming its wavelength
     /// (DSCP [`OCS_WAVELENGTH_DSCP`] + w) if it has one that a mark can name.
     pub fn tos(&self) -> u8 {
-        match (self.path, self.wavelength) {
-            (Path::Ocs, Some(w)) if w < MARKED_WAVELENGTHS => (OCS_WAVELENGTH_DSCP + w as u8) << 2,
+        match (self.path, self.wavelength.and_then(wavelength_tos)) {
+            (Path::Ocs, Some(tos)) => tos,
             (path, _) => path.tos(),
         }
     }

@@ -521,8 +521,9 @@ impl EmuNetwork {
                 (wire::Path::Eps, _) => Path::Eps,
             };
             f.cap = plan.cap;
-            // The circuit the flow was planned on, named in its mark (under a
-            // schedule, none: the pair's flows spread over its circuits).
+            // The circuit the flow was planned on (its path is a circuit only
+            // if it is marked), named in its mark (under a schedule, none:
+            // the pair's flows spread over its circuits).
             let wavelength = match f.path {
                 Path::Ocs { port } if named && !scheduled => Some(port),
                 _ => None,
@@ -534,7 +535,6 @@ impl EmuNetwork {
                     let Some(&dst_addr) = self.addrs.get(&f.spec.dst) else {
                         continue; // receiver gone; the driver drops the flow
                     };
-                    let wavelength = wavelength.filter(|_| marked == wire::Path::Ocs);
                     e.agent = Some(AtAgent {
                         marked,
                         wavelength,
@@ -558,7 +558,7 @@ impl EmuNetwork {
                     });
                 }
                 Some(ref mut a) => {
-                    if a.wavelength.is_some() && wavelength.is_some_and(|w| a.wavelength != Some(w)) {
+                    if matches!((a.wavelength, wavelength), (Some(old), Some(new)) if old != new) {
                         self.stats.wavelength_moves += 1;
                     }
                     if a.rate != plan.cap {
