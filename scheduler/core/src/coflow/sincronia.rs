@@ -36,7 +36,7 @@
 //!   other event changes nothing.
 
 use crate::coflow::flow_paths::FlowPaths;
-use crate::coflow::{CoflowPolicy, Decision, NetView, Progress, Triggers};
+use crate::coflow::{CoflowPolicy, CoflowView, Decision, NetView, Progress, Triggers};
 use crate::model::coflow::CoflowId;
 use crate::net::links::LinkId;
 use crate::{Bytes, Nanos};
@@ -141,9 +141,9 @@ impl CoflowPolicy for Sincronia {
                 .all(|(id, c)| self.known.get(id) == Some(&c.known_bytes));
         if !same {
             let capacity = view.links.capacities();
-            let mut by_arrival: Vec<(Nanos, CoflowId)> =
-                view.coflows.iter().map(|(&id, c)| (c.arrival, id)).collect();
-            by_arrival.sort_unstable();
+            let mut by_arrival: Vec<(Nanos, CoflowId, &CoflowView)> =
+                view.coflows.iter().map(|(&id, c)| (c.arrival, id, c)).collect();
+            by_arrival.sort_unstable_by_key(|&(arrival, id, _)| (arrival, id));
             self.paths.keep_active(view);
             let (paths, demand, touched, left) = (
                 &mut self.paths,
@@ -154,11 +154,8 @@ impl CoflowPolicy for Sincronia {
             demand.resize(capacity.len(), (0.0, false));
             let demands: Vec<(CoflowId, Vec<(LinkId, f64)>)> = by_arrival
                 .into_iter()
-                .map(|(_, id)| {
-                    let (ids, links) = match view.coflows.get(&id) {
-                        Some(c) => paths.of(view, id, c),
-                        None => (&[][..], &[][..]),
-                    };
+                .map(|(_, id, c)| {
+                    let (ids, links) = paths.of(view, id, c);
                     left.clear();
                     progress.remaining_bytes_by_id(view, ids, left);
                     for (path, &left) in links.iter().zip(left.iter()) {

@@ -681,13 +681,7 @@ impl LinkLevels {
     fn order_by_share(&mut self) {
         let mut order = std::mem::take(&mut self.by_share);
         order.clear();
-        for l in 0..self.bind_end {
-            if self.binds[l] && self.count[l] > 0.0 {
-                self.share[l] = share(self.residual[l], self.count[l]);
-                self.stale[l] = false;
-                order.push(share_key(self.share[l], l as LinkId));
-            }
-        }
+        self.starting_shares(|_, _| true, |key| order.push(key));
         order.sort_unstable();
         self.by_share = order;
         self.by_share_next = 0;
@@ -710,10 +704,7 @@ impl LinkLevels {
             }
             let l = key.1 as usize;
             if self.count[l] > 0.0 {
-                if self.stale[l] {
-                    self.share[l] = share(self.residual[l], self.count[l]);
-                    self.stale[l] = false;
-                }
+                self.refresh_share(l);
                 let now = share_key(self.share[l], key.1);
                 if now == key {
                     return Some((self.share[l], key.1));
@@ -729,16 +720,35 @@ impl LinkLevels {
     /// binding link with flows has its share brought up to date.
     fn build_heap_of(&mut self, of: impl Fn(&LinkLevels, LinkId) -> bool) {
         let mut heap = std::mem::take(&mut self.heap).into_vec();
+        self.starting_shares(of, |key| heap.push(Reverse(key)));
+        self.heap = ShareHeap::from(heap);
+    }
+
+    /// Brings every binding link with flows' share up to date, as a
+    /// filling starts, and gives `push` the key (`share_key`) of each that
+    /// `of` takes, in link order.
+    fn starting_shares(
+        &mut self,
+        of: impl Fn(&LinkLevels, LinkId) -> bool,
+        mut push: impl FnMut((u64, LinkId)),
+    ) {
         for l in 0..self.bind_end {
             if self.binds[l] && self.count[l] > 0.0 {
                 self.share[l] = share(self.residual[l], self.count[l]);
                 self.stale[l] = false;
                 if of(self, l as LinkId) {
-                    heap.push(Reverse(share_key(self.share[l], l as LinkId)));
+                    push(share_key(self.share[l], l as LinkId));
                 }
             }
         }
-        self.heap = ShareHeap::from(heap);
+    }
+
+    /// Brings link `l`'s share up to date if freezing changed it since.
+    fn refresh_share(&mut self, l: usize) {
+        if self.stale[l] {
+            self.share[l] = share(self.residual[l], self.count[l]);
+            self.stale[l] = false;
+        }
     }
 
     /// The link of smallest share (then lowest id) that still has flows,
@@ -856,10 +866,7 @@ impl LinkLevels {
             self.rowless_next += 1;
             let l = key.1 as usize;
             if self.count[l] > 0.0 {
-                if self.stale[l] {
-                    self.share[l] = share(self.residual[l], self.count[l]);
-                    self.stale[l] = false;
-                }
+                self.refresh_share(l);
                 self.heap.push(Reverse(share_key(self.share[l], key.1)));
                 admitted = true;
             }

@@ -363,9 +363,7 @@ impl LiveProgress<'_> {
             self.now,
         ))
     }
-}
 
-impl LiveProgress<'_> {
     /// Asks for slot `far` and for the bundle of slot `near`: a loop over
     /// flows whose slot and then bundle are a cache miss apart asks for
     /// the slot [`READ_AHEAD`] × 2 flows ahead and for the bundle
@@ -378,16 +376,14 @@ impl LiveProgress<'_> {
             prefetch(&self.bundles[self.slots[ix].bundle]);
         }
     }
-}
 
-impl LiveProgress<'_> {
-    /// Calls `each(i, left)` for the `i`-th of `slots` in turn, with the
-    /// bytes left of the flow in that slot (`None`: no slot), asking for the
-    /// slots and bundles of the next ones ahead ([`LiveProgress::ask_ahead`]).
-    fn read_remaining(
+    /// Calls `each(i, slot)` for the `i`-th of `slots` in turn (`None`: the
+    /// flow has no slot), asking for the slots and bundles of the next
+    /// ones ahead ([`LiveProgress::ask_ahead`]).
+    fn for_each_slot(
         &self,
         slots: impl Iterator<Item = Option<u32>>,
-        mut each: impl FnMut(usize, Option<f64>),
+        mut each: impl FnMut(usize, Option<&Slot>),
     ) {
         let mut at = Window::new(slots);
         let mut i = 0;
@@ -397,15 +393,14 @@ impl LiveProgress<'_> {
                 at.at(i + READ_AHEAD).flatten(),
             );
             at.slide();
-            each(
-                i,
-                here.map(|ix| {
-                    let s = &self.slots[ix];
-                    remaining_at(s, self.bundles[s.bundle].service(self.clocks, self.now))
-                }),
-            );
+            each(i, here.map(|ix| &self.slots[ix]));
             i += 1;
         }
+    }
+
+    /// Bytes left of the flow in slot `s`.
+    fn remaining_in(&self, s: &Slot) -> f64 {
+        remaining_at(s, self.bundles[s.bundle].service(self.clocks, self.now))
     }
 }
 
@@ -417,16 +412,19 @@ impl Progress for LiveProgress<'_> {
     /// ([`LiveProgress::ask_ahead`]).
     fn remaining_bytes_of(&self, flows: &[&FlowView], out: &mut Vec<f64>) {
         let slots = flows.iter().map(|f| self.slot_of.get(f.spec.id));
-        self.read_remaining(slots, |i, left| {
-            out.push(left.unwrap_or(flows[i].remaining_bytes))
+        self.for_each_slot(slots, |i, s| {
+            out.push(s.map_or(flows[i].remaining_bytes, |s| self.remaining_in(s)))
         });
     }
     /// Read ahead as [`Progress::remaining_bytes_of`] is; a flow without a
     /// slot has left the network (its view, if any, says what is left).
     fn remaining_bytes_by_id(&self, view: &NetView, ids: &[FlowId], out: &mut Vec<Option<f64>>) {
         let slots = ids.iter().map(|&id| self.slot_of.get(id));
-        self.read_remaining(slots, |i, left| {
-            out.push(left.or_else(|| view.flows.get(&ids[i]).map(|f| f.remaining_bytes)))
+        self.for_each_slot(slots, |i, s| {
+            out.push(match s {
+                Some(s) => Some(self.remaining_in(s)),
+                None => view.flows.get(&ids[i]).map(|f| f.remaining_bytes),
+            })
         });
     }
     /// Read ahead as [`Progress::remaining_bytes_of`] is. Every flow with
@@ -434,15 +432,13 @@ impl Progress for LiveProgress<'_> {
     /// cleared at its finish), so the slots alone name the active flows.
     fn sent_bytes(&self, id: CoflowId, coflow: &CoflowView) -> f64 {
         let mut sent = self.done_bytes.get(&id).copied().unwrap_or(0.0);
-        let mut at = Window::new(coflow.flows.iter().filter_map(|&f| self.slot_of.get(f)));
-        let mut i = 0;
-        while let Some(ix) = at.at(i) {
-            self.ask_ahead(at.at(i + 2 * READ_AHEAD), at.at(i + READ_AHEAD));
-            at.slide();
-            i += 1;
-            let p = FlowProgress::of(self.bundles, self.shares, self.clocks, &self.slots[ix], self.now);
-            sent += p.sent_eps + p.sent_ocs;
-        }
+        let slots = coflow.flows.iter().map(|&f| self.slot_of.get(f));
+        self.for_each_slot(slots, |_, s| {
+            if let Some(s) = s {
+                let p = FlowProgress::of(self.bundles, self.shares, self.clocks, s, self.now);
+                sent += p.sent_eps + p.sent_ocs;
+            }
+        });
         sent
     }
 }
