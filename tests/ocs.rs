@@ -111,7 +111,7 @@ fn marked_traffic_takes_a_circuit_only_when_it_is_up(dp: Datapath) {
         }
         moves.push((to, dark_at, up_at));
     }
-    let (_, arrivals) = probe.finish().unwrap();
+    let arrivals = probe.finish().unwrap().arrivals;
     f.down().unwrap();
 
     // When a circuit to each rack was usable: rack 1 until the first move,
@@ -207,6 +207,109 @@ fn marked_traffic_takes_a_circuit_only_when_it_is_up_tc_mirred() {
     marked_traffic_takes_a_circuit_only_when_it_is_up(Datapath::TcMirred);
 }
 
+/// A move handed to a gated probe's first sender (as `ocslab bench ocs`
+/// makes its moves), begun without waiting for δ = 10 ms: on eBPF the call
+/// returns before the new circuit is up, and the kernel brings it up by
+/// itself at `up_at`; tc-mirred's call returns only once it is up. No
+/// packet crosses the new circuit before `up_at`, many do after, and every
+/// packet was stamped while the gate was open.
+fn a_move_begun_from_the_probe(dp: Datapath) {
+    use std::sync::{Arc, Mutex};
+    let _alone = alone();
+    let f = up(3, 1, 1, dp);
+    let ocs = f.ocs().unwrap();
+    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
+        .unwrap();
+    let (gate, errand) = (probe::Gate::default(), probe::Errand::default());
+    let probe = probe::DarkProbe::start_with(
+        &f,
+        h(0, 0),
+        &[h(1, 0), h(2, 0)],
+        fabric::plan::OCS_TOS,
+        probe::Sending {
+            interval: Duration::from_micros(20),
+            senders: 2,
+            gate: Some(gate.clone()),
+            errand: Some(errand.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let made: Arc<Mutex<Option<(fabric::Reconfiguration, Nanos)>>> = Arc::default();
+    let (slot, mover) = (made.clone(), ocs.clone());
+    let opened = fabric::clock::now();
+    let call_at = Nanos(opened.0 + 5_000_000);
+    errand.hand(call_at, move || {
+        let rec = mover
+            .begin_matching_with_delay(&[circuit(0, 2, 0)], Nanos::from_millis(10))
+            .unwrap();
+        *slot.lock().unwrap() = Some((rec, fabric::clock::now()));
+    });
+    // Open until the move is made, then for 20 ms of the new circuit.
+    gate.open_until(Nanos(opened.0 + 60_000_000_000));
+    let moved = eventually(Duration::from_secs(30), || made.lock().unwrap().is_some());
+    let (rec, returned) = made
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the probe's sender made the move");
+    assert!(moved);
+    let up_at = rec.up_at();
+    let until = Nanos(up_at.0.max(fabric::clock::now().0) + 20_000_000);
+    gate.open_until(until);
+    fabric::clock::sleep_until(until);
+    let record = probe.finish().unwrap();
+    f.down().unwrap();
+
+    assert!(
+        rec.started >= call_at,
+        "{dp}: made at {:?}, handed for {call_at:?}",
+        rec.started
+    );
+    match dp {
+        Datapath::Ebpf => assert!(
+            returned < up_at,
+            "eBPF: returned {} ns after up_at",
+            returned.0 - up_at.0
+        ),
+        Datapath::TcMirred => assert!(returned >= up_at, "tc-mirred waits for the circuit"),
+    }
+    let stamped_outside = record
+        .arrivals
+        .iter()
+        .filter(|a| a.sent < opened.0 || a.sent >= until.0)
+        .count();
+    assert_eq!(stamped_outside, 0, "{dp}: packets stamped outside the open gate");
+    let to_rack_2: Vec<&probe::Arrival> = record
+        .arrivals
+        .iter()
+        .filter(|a| a.over_circuit() && a.dst == 1)
+        .collect();
+    let early = to_rack_2.iter().filter(|a| a.seen < up_at.0).count();
+    assert_eq!(early, 0, "{dp}: packets crossed the new circuit before up_at");
+    assert!(
+        to_rack_2.len() > 100,
+        "{dp}: the new circuit carried {} packets in 20 ms",
+        to_rack_2.len()
+    );
+}
+
+#[test]
+fn a_move_begun_from_the_probe_ebpf() {
+    if skip("a_move_begun_from_the_probe_ebpf") {
+        return;
+    }
+    a_move_begun_from_the_probe(Datapath::Ebpf);
+}
+
+#[test]
+fn a_move_begun_from_the_probe_tc_mirred() {
+    if skip("a_move_begun_from_the_probe_tc_mirred") {
+        return;
+    }
+    a_move_begun_from_the_probe(Datapath::TcMirred);
+}
+
 /// A 4-rack rotor (rack r reaches r+1, r+2, r+3 in turn, 2 ms slots, δ
 /// 200 µs) followed by the datapath alone: every probe packet that crossed a
 /// circuit to rack j was decided inside one of the (0, j) slots, after its
@@ -248,7 +351,7 @@ fn a_rotor_schedule_serves_each_pair_only_in_its_slots() {
         probe.wait_sent(2 * STEP_PACKETS, Duration::from_secs(20)),
         "the probe sends"
     );
-    let (_, arrivals) = probe.finish().unwrap();
+    let arrivals = probe.finish().unwrap().arrivals;
     let stats = ocs.port_stats().unwrap();
     f.down().unwrap();
 

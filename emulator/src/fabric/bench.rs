@@ -37,6 +37,9 @@ pub enum BenchError {
     /// The benchmark's rotor schedule is invalid (its parameters are).
     #[error(transparent)]
     Schedule(#[from] super::schedule::ScheduleError),
+    /// The probe's sender did not make the move handed to it in time.
+    #[error("the dark-time probe's sender did not make its move within 10 s")]
+    MoveNotMade,
     /// A histogram refused a value.
     #[error("histogram: {0}")]
     Histogram(String),
@@ -72,8 +75,10 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
+/// A histogram of nanoseconds to 4 significant figures: 1 µs at 10 ms,
+/// finer than any probe's resolution.
 pub(crate) fn histogram() -> Result<Histogram<u64>, BenchError> {
-    Histogram::new(3).map_err(|e| BenchError::Histogram(e.to_string()))
+    Histogram::new(4).map_err(|e| BenchError::Histogram(e.to_string()))
 }
 
 pub(crate) fn record(h: &mut Histogram<u64>, v: u64) -> Result<(), BenchError> {

@@ -1,21 +1,34 @@
 //! Benchmarks of the OCS datapaths (`ocslab bench ocs` prints them; never
-//! timed tests). Each builds its own small fabric at 100 Gbit/s links (scale
-//! 1), so the shapers never hold a probe packet back:
+//! timed tests). Each builds its own small fabric of 100 Gbit/s links, so a
+//! shaper never holds a probe packet back; the probe benches leave the
+//! links unshaped ([`FabricOptions::unshaped`]), where a shaper would only
+//! add to each packet's cost.
+//!
+//! The probe ([`probe::DarkProbe`]) runs one sender per core under
+//! SCHED_FIFO. A packet costs its sender's core the whole emulated path
+//! (about 5.6 µs here), so two senders on two cores halve the spacing. The
+//! senders take every core while they send, so they send only while a
+//! [`probe::Gate`] is open around the instants measured. On eBPF the bench
+//! hands each move to the first sender ([`probe::Errand`]), which makes it
+//! between two of its packets: a caller on another thread would take a
+//! core from the probe just where it measures. tc-mirred's call needs the
+//! kernel's workers, which senders on every core would starve, so there
+//! the probe has one sender and the bench makes the call.
 //!
 //! - [`dark_time`]: a circuit from rack 0 moves between racks 1 and 2 while
-//!   a marked UDP probe goes to both back to back, seven packets in eight
-//!   to the rack the circuit reaches or is about to. The dark time of a move
-//!   is the gap between the last packet that crossed the old circuit and the
-//!   first that crossed the new one, from the kernel's receive timestamps at
-//!   the destinations (TTL tells the path). Also: how long the
-//!   reconfiguration call took.
+//!   the probe goes to both back to back, seven packets in eight to the
+//!   rack the circuit reaches: the old one up to the kernel's write, the
+//!   new one from there on. The dark time of a move is the gap between the
+//!   last packet that crossed the old circuit and the first that crossed
+//!   the new one, from the kernel's receive timestamps at the destinations
+//!   (TTL tells the path). Also: how long the reconfiguration call took.
 //! - [`rotor`]: a 4-rack rotor schedule followed by the datapath alone,
-//!   and by the probe, which sends most packets to the rack of the slot
-//!   in progress. Each probe packet that crossed a circuit is
+//!   and by the probe in bursts, which sends most packets to the rack of
+//!   the slot in progress. Each probe packet that crossed a circuit is
 //!   placed in its pair's slot from its send and receive times; the
 //!   figures are the packets outside their slots (violations) and how far
-//!   the first and last packet of each slot are from the slot's usable
-//!   window.
+//!   the first and last packet of each slot inside a burst are from the
+//!   slot's usable window.
 //! - [`call_latency`]: how long a reconfiguration call spends changing the
 //!   kernel, with no probe traffic (δ = 0, so no call waits).
 //! - [`circuit_goodput`]: one marked TCP stream through one circuit.
@@ -24,12 +37,13 @@
 //! priority, for as long as the measurement.
 
 use super::bench::{bench_topology, histogram, need_root, record, BenchError};
-use super::{plan, probe, Circuit, Datapath, Fabric, FabricOptions, Schedule};
+use super::ocs::{OcsError, Reconfiguration};
+use super::{clock, plan, probe, Circuit, Datapath, Fabric, FabricOptions, Schedule};
 use crate::{Bps, HostId, Nanos};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// One busy thread per core at normal priority, until dropped.
@@ -75,16 +89,41 @@ impl Drop for CpuLoad {
 
 const GBIT100: Bps = Bps(100_000_000_000);
 
-fn up(racks: u32, datapath: Datapath) -> Result<Fabric, BenchError> {
+/// The bench's fabric: `racks` racks of one host, links of 100 Gbit/s, one
+/// OCS port per rack. `unshaped` leaves the links without htb, as the probe
+/// benches do: the box is slower than the links, so a shaper would only add
+/// to every probe packet's cost (8.8 against 5.6 µs here). The call and
+/// goodput benches keep the shapers every other fabric has: on unshaped
+/// links tc-mirred's reconfiguration call took twice as long (p50 140
+/// against 64 µs, side by side), for a reason not found.
+fn up(racks: u32, datapath: Datapath, unshaped: bool) -> Result<Fabric, BenchError> {
     let topo = bench_topology(racks, 1, GBIT100, GBIT100, 1, GBIT100)?;
     Ok(Fabric::up(
         &topo,
         FabricOptions {
             datapath: Some(datapath),
+            unshaped,
             ..Default::default()
         },
     )?)
 }
+
+/// Probe senders: one per core, so the probe is as dense as the box allows
+/// while its gate is open.
+fn senders() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// How long the probe's gate is open before the instants it measures: its
+/// senders wake ([`probe::GATE_POLL`] apart at most) and stream by then.
+pub const GATE_LEAD: Nanos = Nanos(300_000);
+
+/// How long [`dark_time`] waits for its probe's sender to make a move
+/// (beyond δ) before it gives up.
+const MOVE_WAIT: Nanos = Nanos(10_000_000_000);
+
+/// How long the gate stays open after the last instant it measures.
+pub const GATE_TAIL: Nanos = Nanos(100_000);
 
 fn circuit(src_rack: u32, dst_rack: u32) -> Circuit {
     Circuit {
@@ -103,27 +142,18 @@ fn pct(h: &Histogram<u64>, q: f64) -> f64 {
 }
 
 /// Aims [`dark_time`]'s probe: seven packets in eight go to the
-/// destination in `reached` (the rack the circuit reaches, or is about to:
-/// the bench moves it there just before each reconfiguration call), so the
-/// last packets over the old circuit and the first over the new one come
-/// densely; the eighth goes to the other destination.
+/// destination in `reached` (the rack the circuit reaches; the bench moves
+/// the aim to the new rack once the kernel holds the new circuit, or on
+/// tc-mirred just before the call), so the last packets over the old
+/// circuit and the first over the new one come densely; the eighth goes to
+/// the other destination.
 fn aim_at(reached: Arc<AtomicUsize>) -> probe::Aim {
-    let mut n = 0usize;
-    Box::new(move |_| {
-        n += 1;
-        reached.load(Ordering::Relaxed) + usize::from(n.is_multiple_of(8))
-    })
+    Arc::new(move |_, n| reached.load(Ordering::Relaxed) + usize::from(n % 8 == 7))
 }
 
-/// Mean time between the packets of an aimed probe's main stream, µs: the
-/// mean gap between arrivals (at any destination) × 8 / 7.
-fn aimed_spacing_us(arrivals: &[probe::Arrival]) -> f64 {
-    let (Some(first), Some(last)) = (arrivals.first(), arrivals.last()) else {
-        return 0.0;
-    };
-    let gaps = arrivals.len().saturating_sub(1).max(1) as f64;
-    us(last.at_ns.saturating_sub(first.at_ns)) / gaps * 8.0 / 7.0
-}
+/// Circuit arrivals at each edge of a move that time the probe's spacing
+/// there.
+const EDGE_PACKETS: usize = 8;
 
 /// What one [`dark_time`] run is.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -150,7 +180,8 @@ pub struct DarkFigures {
     /// Dark gaps the probe saw (one per measured move, when it saw them all).
     pub gaps_measured: usize,
     /// Moves at whose edges the probe itself was silent for more than two
-    /// spacings (a stall of the probe, not of the datapath).
+    /// of one sender's packets (`probe_send_us`): every sender stalled
+    /// there, not the datapath.
     pub stalled_moves: usize,
     /// Dark time p99 over the other moves, µs.
     pub dark_p99_steady_us: f64,
@@ -173,13 +204,17 @@ pub struct DarkFigures {
     /// How late the new circuits were applied after δ, p99, µs (0 on eBPF,
     /// where the kernel enforces `up_at`).
     pub setup_late_p99_us: f64,
-    /// Mean time between the probe packets aimed at the rack the circuit
-    /// moves from or to, µs: the resolution.
+    /// Median over moves of the mean time between circuit arrivals at the
+    /// gap's two edges (the last 8 over the old circuit,
+    /// the first over the new one), µs: the resolution.
     pub probe_spacing_us: f64,
+    /// Probe senders (one per core).
+    pub probe_senders: usize,
     /// Probe packets sent.
     pub probe_sent: u64,
-    /// Mean time per probe packet sent, µs: what one packet costs the box
-    /// through the emulated path (the floor of the probe's spacing).
+    /// Mean time a probe packet's send call took, µs: what one packet
+    /// costs a core through the emulated path (the floor of one sender's
+    /// spacing).
     pub probe_send_us: f64,
     /// Probe packets received while measuring.
     pub probe_received: usize,
@@ -196,54 +231,86 @@ pub struct DarkFigures {
 const WARMUP_ROUNDS: u32 = 2;
 
 /// Moves a circuit from rack 0 between racks 1 and 2 and measures the dark
-/// time packets see (see the module doc). Needs root.
+/// time packets see (see the module doc). The probe runs one sender per
+/// core, dense from [`GATE_LEAD`] before each call to [`GATE_TAIL`] after
+/// the new circuit is up, and quiet in between. Needs root.
 pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     need_root()?;
-    let f = up(3, spec.datapath)?;
+    let f = up(3, spec.datapath, true)?;
     let ocs = f.ocs()?;
     ocs.set_matching_with_delay(&[circuit(0, 1)], Nanos(0))?;
     // Rack 1 (destination 0) is reached now; the aim follows each move.
     let reached = Arc::new(AtomicUsize::new(0));
-    let probe = probe::DarkProbe::start_aimed(
+    let (gate, errand) = (probe::Gate::default(), probe::Errand::default());
+    let ebpf = spec.datapath == Datapath::Ebpf;
+    // tc-mirred's call needs the kernel's workers, which probe senders on
+    // every core would starve: one sender there, and the call made here.
+    let senders = if ebpf { senders() } else { 1 };
+    let probe = probe::DarkProbe::start_with(
         &f,
         HostId::new(0, 0),
         &[HostId::new(1, 0), HostId::new(2, 0)],
         plan::OCS_TOS,
-        Duration::from_micros(spec.interval_us),
-        Some(aim_at(reached.clone())),
+        probe::Sending {
+            interval: Duration::from_micros(spec.interval_us),
+            aim: Some(aim_at(reached.clone())),
+            senders,
+            gate: Some(gate.clone()),
+            errand: Some(errand.clone()),
+        },
     )?;
-    let probe_start = super::clock::now();
     let load = CpuLoad::start(spec.load);
     let settle = Duration::from_nanos(spec.delay.0 * 2).max(Duration::from_millis(2));
     let (mut call, mut late) = (histogram()?, histogram()?);
     std::thread::sleep(settle);
     let mut measured_from = 0;
     for k in 0..spec.rounds + WARMUP_ROUNDS {
-        let dst = if k % 2 == 0 { 2 } else { 1 };
-        // Aimed at the new rack just before the call: the call returns only
-        // once the circuit is up, later than that by the thread's wake-up.
-        reached.store(dst as usize - 1, Ordering::Relaxed);
-        let rec = ocs.set_matching_with_delay(&[circuit(0, dst)], spec.delay)?;
+        let to = [circuit(0, if k % 2 == 0 { 2 } else { 1 })];
+        let new_aim = to[0].dst_rack as usize - 1;
+        let call_at = Nanos(clock::now().0 + GATE_LEAD.0);
+        let rec = if ebpf {
+            move_from_the_probe(
+                &ocs,
+                &errand,
+                &gate,
+                &reached,
+                (&to, new_aim),
+                call_at,
+                spec.delay,
+            )?
+        } else {
+            gate.open_until(Nanos(u64::MAX));
+            clock::sleep_until(call_at);
+            // The call returns only once the circuit is up: aimed first.
+            reached.store(new_aim, Ordering::Relaxed);
+            let rec = ocs.set_matching_with_delay(&to, spec.delay)?;
+            let until = Nanos(rec.up_at().0.max(clock::now().0) + GATE_TAIL.0);
+            gate.open_until(until);
+            clock::sleep_until(until);
+            rec
+        };
+        gate.close();
         if k >= WARMUP_ROUNDS {
             record(&mut call, rec.call.0.max(1))?;
             record(&mut late, rec.setup_late.0.max(1))?;
         } else {
-            measured_from = rec.events.last().map(|e| e.at.0).unwrap_or(0);
+            measured_from = rec.up_at().0;
         }
-        // Steady traffic on the new circuit before the next move.
+        // Quiet on the new circuit before the next move.
         std::thread::sleep(settle);
     }
     drop(load);
-    let (sent, mut arrivals) = probe.finish()?;
-    let probe_send_us = us(super::clock::now().0 - probe_start.0) / sent.max(1) as f64;
+    let probed = probe.finish()?;
+    let probe_send_us = us(probed.sending.0) / probed.sent.max(1) as f64;
     f.down()?;
+    let mut arrivals = probed.arrivals;
     arrivals.retain(|a| a.sent >= measured_from);
     let moves = dark_moves(&arrivals);
-    let spacing = aimed_spacing_us(&arrivals);
+    let spacing = median_us(moves.iter().filter_map(|m| m.spacing_ns));
     let (mut dark, mut steady) = (histogram()?, histogram()?);
     for m in &moves {
         record(&mut dark, m.dark_ns)?;
-        if us(m.silence_ns) <= 2.0 * spacing {
+        if us(m.silence_ns) <= 2.0 * probe_send_us {
             record(&mut steady, m.dark_ns)?;
         }
     }
@@ -266,13 +333,64 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         call_p99_us: pct(&call, 0.99),
         setup_late_p99_us: pct(&late, 0.99),
         probe_spacing_us: spacing,
-        probe_sent: sent,
+        probe_senders: senders,
+        probe_sent: probed.sent,
         probe_send_us,
         probe_received: arrivals.len(),
         gaps_us: moves.iter().map(|m| us(m.dark_ns)).collect(),
         gaps_sent_us: moves.iter().map(|m| us(m.dark_sent_ns)).collect(),
         silences_us: moves.iter().map(|m| us(m.silence_ns)).collect(),
     })
+}
+
+/// Makes one eBPF move from the probe's first sender ([`probe::Errand`])
+/// at `call_at`, once every sender has streamed for [`GATE_LEAD`]: aimed at
+/// the old rack up to the kernel's write and at the new one (`to.1`) from
+/// there on, so both edges of the gap come densely; the gate closes
+/// [`GATE_TAIL`] after the new circuit is up. Returns once it has.
+fn move_from_the_probe(
+    ocs: &super::Ocs,
+    errand: &probe::Errand,
+    gate: &probe::Gate,
+    reached: &Arc<AtomicUsize>,
+    to: (&[Circuit], usize),
+    call_at: Nanos,
+    delay: Nanos,
+) -> Result<Reconfiguration, BenchError> {
+    // Filled by the errand without a system call: waking this thread from
+    // there would cost the sender's core a few µs at the edge.
+    let made: Arc<Mutex<Option<Result<Reconfiguration, OcsError>>>> = Arc::default();
+    let (slot, ocs, reached, closing) = (made.clone(), ocs.clone(), reached.clone(), gate.clone());
+    let (circuits, new_aim) = (to.0.to_vec(), to.1);
+    errand.hand(call_at, move || {
+        let rec = ocs.begin_matching_with_delay(&circuits, delay);
+        reached.store(new_aim, Ordering::Relaxed);
+        let up_at = rec.as_ref().map_or(0, |r| r.up_at().0);
+        closing.open_until(Nanos(up_at.max(clock::now().0) + GATE_TAIL.0));
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(rec);
+    });
+    // Handed first: once the gate opens, the senders hold every core until
+    // it closes, and this thread runs only then.
+    // Wide open in case the sender comes late; the errand narrows it.
+    gate.open_until(Nanos(call_at.0 + delay.0 + MOVE_WAIT.0));
+    let give_up = Nanos(call_at.0 + delay.0 + MOVE_WAIT.0);
+    clock::sleep_until(Nanos(call_at.0 + delay.0 + GATE_TAIL.0));
+    loop {
+        if let Some(rec) = made.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Ok(rec?);
+        }
+        if clock::now() > give_up {
+            return Err(BenchError::MoveNotMade);
+        }
+        std::thread::sleep(probe::GATE_POLL);
+    }
+}
+
+/// The median of `ns`, µs (0 when empty).
+fn median_us(ns: impl Iterator<Item = u64>) -> f64 {
+    let mut v: Vec<u64> = ns.collect();
+    v.sort_unstable();
+    v.get(v.len() / 2).map_or(0.0, |&m| us(m))
 }
 
 /// One circuit move as the probe saw it.
@@ -285,6 +403,19 @@ struct Move {
     /// either receiver) at the gap's edges, after its first packet and
     /// before its last: long when the probe itself stalled there.
     silence_ns: u64,
+    /// The mean time between circuit arrivals at the gap's edges: the last
+    /// [`EDGE_PACKETS`] at the old rack and the first at the new one
+    /// (`None` when either edge has fewer than two).
+    spacing_ns: Option<u64>,
+}
+
+/// The mean time between the first `EDGE_PACKETS` of `edge` (arrival times
+/// walking away from a gap), if it has two.
+fn edge_spacing(edge: impl Iterator<Item = u64>) -> Option<(u64, u64)> {
+    let mut edge = edge.take(EDGE_PACKETS);
+    let first = edge.next()?;
+    let (last, n) = edge.fold((first, 0u64), |(_, n), t| (t, n + 1));
+    (n > 0).then(|| (first.abs_diff(last), n))
 }
 
 /// The moves in `arrivals` (kernel receive times): each change of the
@@ -303,10 +434,20 @@ fn dark_moves(arrivals: &[probe::Arrival]) -> Vec<Move> {
                     .at_ns
                     .saturating_sub(all[l].at_ns)
                     .max(a.at_ns.saturating_sub(all[i - 1].at_ns));
+                let at = |b: &&probe::Arrival, dst: usize| b.over_circuit() && b.dst == dst;
+                let old = edge_spacing(
+                    all[..=l]
+                        .iter()
+                        .rev()
+                        .filter(|b| at(b, all[l].dst))
+                        .map(|b| b.at_ns),
+                );
+                let new = edge_spacing(all[i..].iter().filter(|b| at(b, a.dst)).map(|b| b.at_ns));
                 moves.push(Move {
                     dark_ns: a.at_ns.saturating_sub(all[l].at_ns),
                     dark_sent_ns: a.sent.saturating_sub(all[l].sent),
                     silence_ns,
+                    spacing_ns: old.zip(new).map(|((t0, n0), (t1, n1))| (t0 + t1) / (n0 + n1)),
                 });
             }
         }
@@ -337,6 +478,11 @@ pub struct RotorFigures {
     pub racks: u32,
     /// Slot windows of rack 0's three pairs in which a circuit packet arrived.
     pub windows_seen: usize,
+    /// Of those, the windows inside a burst of the probe, from the slot's
+    /// start to its end: the ones whose edges are measured.
+    pub windows_measured: usize,
+    /// Probe senders (one per core).
+    pub probe_senders: usize,
     /// Probe packets that crossed a circuit.
     pub circuit_packets: usize,
     /// Of those, packets that crossed outside their pair's usable window
@@ -362,25 +508,44 @@ pub struct RotorFigures {
 pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
     need_root()?;
     let racks = 4;
-    let f = up(racks, Datapath::Ebpf)?;
+    let f = up(racks, Datapath::Ebpf, true)?;
     let ocs = f.ocs()?;
     let schedule = rotor_schedule(racks, spec.slot, spec.delay)?;
     let to: Vec<HostId> = (1..racks).map(|r| HostId::new(r, 0)).collect();
     let load = CpuLoad::start(spec.load);
-    let t0 = super::clock::now();
+    let t0 = clock::now();
     let epoch = ocs.set_schedule(&schedule)?;
-    let set_schedule_us = us(super::clock::now().0 - t0.0);
-    let probe = probe::DarkProbe::start_aimed(
+    let set_schedule_us = us(clock::now().0 - t0.0);
+    let gate = probe::Gate::default();
+    let senders = senders();
+    let probe = probe::DarkProbe::start_with(
         &f,
         HostId::new(0, 0),
         &to,
         plan::OCS_TOS,
-        Duration::ZERO,
-        Some(follow(schedule.clone(), epoch, Nanos(spec.delay.0 / 2))),
+        probe::Sending {
+            aim: Some(follow(schedule.clone(), epoch, Nanos(spec.delay.0 / 2))),
+            senders,
+            gate: Some(gate.clone()),
+            ..probe::Sending::default()
+        },
     )?;
-    std::thread::sleep(Duration::from_millis(spec.duration_ms));
+    // Bursts of the probe with pauses between, in which its receiver and
+    // the box's other work run; each burst is dense from GATE_LEAD on.
+    let rt = clock::Realtime::enter(clock::RECONFIG_PRIORITY);
+    let end = clock::now().0 + spec.duration_ms * 1_000_000;
+    let mut bursts = Vec::new();
+    while clock::now().0 < end {
+        let from = clock::now().0;
+        let until = from + ROTOR_BURST.0;
+        gate.open_until(Nanos(until));
+        bursts.push((from + GATE_LEAD.0, until));
+        clock::sleep_until(Nanos(until + ROTOR_PAUSE.0));
+    }
+    gate.close();
+    drop(rt);
     drop(load);
-    let (_, arrivals) = probe.finish()?;
+    let arrivals = probe.finish()?.arrivals;
     f.down()?;
 
     let period = schedule.period().0;
@@ -404,13 +569,20 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
         }
     }
     let (mut open, mut close, mut spacing) = (histogram()?, histogram()?, histogram()?);
+    let mut windows_measured = 0;
     for (&(k, s), &(first, last, n)) in &windows {
-        if n > 1 {
-            record(&mut spacing, ((last - first) / (n - 1)).max(1))?;
-        }
         let start = k * period + schedule.slot_start(s).0;
         let open_at = start + schedule.slots()[s].ports[0].dark.0;
         let close_at = start + schedule.slots()[s].length.0;
+        // Only slots the probe was dense through, from start to end.
+        let (from, to) = (epoch.0 + start, epoch.0 + close_at);
+        if !bursts.iter().any(|&(b0, b1)| b0 <= from && to <= b1) {
+            continue;
+        }
+        windows_measured += 1;
+        if n > 1 {
+            record(&mut spacing, ((last - first) / (n - 1)).max(1))?;
+        }
         record(&mut open, first.abs_diff(open_at).max(1))?;
         record(&mut close, close_at.saturating_sub(last).max(1))?;
     }
@@ -419,6 +591,8 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
         spec,
         racks,
         windows_seen: windows.len(),
+        windows_measured,
+        probe_senders: senders,
         circuit_packets,
         violations,
         open_error_us: three(&open),
@@ -428,6 +602,12 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
         set_schedule_us,
     })
 }
+
+/// How long each burst of [`rotor`]'s probe lasts.
+const ROTOR_BURST: Nanos = Nanos(5_000_000);
+
+/// The pause after each burst of [`rotor`]'s probe.
+const ROTOR_PAUSE: Nanos = Nanos(5_000_000);
 
 /// [`rotor`]'s schedule: in slot k − 1, rack r reaches rack r + k.
 fn rotor_schedule(racks: u32, slot: Nanos, delay: Nanos) -> Result<Schedule, BenchError> {
@@ -445,12 +625,12 @@ fn rotor_schedule(racks: u32, slot: Nanos, delay: Nanos) -> Result<Schedule, Ben
 /// next slot's dark time. The eighth packet goes to another rack in turn;
 /// those must take EPS.
 fn follow(schedule: Schedule, epoch: Nanos, lag: Nanos) -> probe::Aim {
-    let mut n = 0usize;
-    Box::new(move |now: Nanos| {
-        n += 1;
+    Arc::new(move |now: Nanos, n: u64| {
         let (slot, _) = schedule.slot_at(Nanos(now.0.saturating_sub(epoch.0 + lag.0)));
-        if n.is_multiple_of(8) {
-            slot + 1 + (n / 8) % 2
+        // The eighth packets go in turn to the two other racks.
+        let k = n + 1;
+        if k.is_multiple_of(8) {
+            slot + 1 + (k as usize / 8) % 2
         } else {
             slot
         }
@@ -475,7 +655,7 @@ pub struct CallFigures {
 /// ([`super::Reconfiguration::call`]). Needs root.
 pub fn call_latency(datapath: Datapath, load: bool, calls: u32) -> Result<CallFigures, BenchError> {
     need_root()?;
-    let f = up(3, datapath)?;
+    let f = up(3, datapath, false)?;
     let ocs = f.ocs()?;
     let busy = CpuLoad::start(load);
     let mut h = histogram()?;
@@ -512,7 +692,7 @@ pub struct GoodputFigure {
 /// 100 Gbit/s: the box is the limit), 2 s after 0.5 s of warm-up. Needs root.
 pub fn circuit_goodput(datapath: Datapath, load: bool) -> Result<GoodputFigure, BenchError> {
     need_root()?;
-    let f = up(2, datapath)?;
+    let f = up(2, datapath, false)?;
     f.ocs()?.set_matching(&[circuit(0, 1)])?;
     let busy = CpuLoad::start(load);
     let c0 = f.counters()?;
@@ -563,6 +743,10 @@ mod tests {
         ];
         let moves = dark_moves(&arrivals);
         let got: Vec<(u64, u64)> = moves.iter().map(|m| (m.dark_ns, m.silence_ns)).collect();
+        // The first move's edges: 100 → 120 at rack 0 and 1,120 → 1,140 at
+        // rack 1, 20 ns apart each. The second has one new arrival only.
+        let spacing: Vec<Option<u64>> = moves.iter().map(|m| m.spacing_ns).collect();
+        assert_eq!(spacing, vec![Some(20), None]);
         assert!(
             moves.iter().all(|m| m.dark_sent_ns == 0),
             "no send times in this case"
@@ -575,8 +759,8 @@ mod tests {
     #[test]
     fn the_dark_probe_aims_at_the_rack_the_circuit_reaches() {
         let reached = Arc::new(AtomicUsize::new(0));
-        let mut aim = aim_at(reached.clone());
-        let mut eight = || (0..8).map(|_| aim(Nanos(0)) % 2).collect::<Vec<usize>>();
+        let aim = aim_at(reached.clone());
+        let eight = || (0..8).map(|n| aim(Nanos(0), n) % 2).collect::<Vec<usize>>();
         assert_eq!(eight(), vec![0, 0, 0, 0, 0, 0, 0, 1]);
         reached.store(1, Ordering::Relaxed);
         assert_eq!(eight(), vec![1, 1, 1, 1, 1, 1, 1, 0]);
@@ -588,8 +772,16 @@ mod tests {
     fn the_rotor_probe_aims_at_the_slot_of_its_send_time_less_the_lag() {
         let us = |n: u64| Nanos(n * 1_000);
         let schedule = rotor_schedule(4, us(50), us(10)).expect("a valid rotor");
-        let mut aim = follow(schedule, us(1_000), us(5));
-        let mut at = |t: Nanos| (0..8).map(|_| aim(t) % 3).collect::<Vec<usize>>();
+        let aim = follow(schedule, us(1_000), us(5));
+        let mut n = 0;
+        let mut at = |t: Nanos| {
+            (0..8)
+                .map(|_| {
+                    n += 1;
+                    aim(t, n - 1) % 3
+                })
+                .collect::<Vec<usize>>()
+        };
         // Slot 1 began 4 µs ago: still slot 0's rack. 6 µs ago: slot 1's.
         assert_eq!(at(us(1_054)), vec![0, 0, 0, 0, 0, 0, 0, 2]);
         assert_eq!(at(us(1_056)), vec![1, 1, 1, 1, 1, 1, 1, 2]);

@@ -105,6 +105,13 @@ pub enum FabricError {
         /// The topology's name.
         topology: String,
     },
+    /// A cable of a fabric built unshaped ([`FabricOptions::unshaped`]):
+    /// cables go down through their shapers.
+    #[error("{cable} cannot go down: the fabric was built without shapers")]
+    Unshaped {
+        /// The cable asked for.
+        cable: plan::Cable,
+    },
     /// Starting a process in a host failed.
     #[error("starting {program:?} in host {host}: {source}")]
     Spawn {
@@ -162,6 +169,11 @@ pub struct FabricOptions {
     /// (unprivileged BPF is disabled on most kernels). `Some` is required:
     /// the build fails if it cannot be had.
     pub datapath: Option<Datapath>,
+    /// Leave every link unshaped (no htb): links carry what the box can
+    /// move. For benches of the OCS datapath, whose links are faster than
+    /// the box, so shapers would only add per-packet work. Such a fabric
+    /// has no cables for [`Fabric::set_cable`].
+    pub unshaped: bool,
 }
 
 /// Bytes of one ToR's EPS uplink, from the kernel's link counters of the
@@ -285,6 +297,9 @@ impl Fabric {
 
     fn build(topo: &Topology, run: RunId, opts: &FabricOptions) -> Result<Fabric, FabricError> {
         let mut plan = FabricPlan::with_leaf_queue(topo, run, opts.leaf_queue)?;
+        if opts.unshaped {
+            plan.unshape();
+        }
         let me = std::process::id();
         let mut ledger = Ledger {
             run_id: run,
@@ -535,6 +550,9 @@ impl Fabric {
                 cable,
                 topology: self.topo.name.clone(),
             })?;
+        if self.plan.shapers().next().is_none() {
+            return Err(FabricError::Unshaped { cable });
+        }
         let mut was_down = false;
         for (ns, ifindex) in ends {
             let what = format!("{cable} ({} if{ifindex})", self.namespaces[ns].name());

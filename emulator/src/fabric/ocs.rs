@@ -82,6 +82,18 @@ pub struct Reconfiguration {
     pub datapath: Datapath,
 }
 
+impl Reconfiguration {
+    /// When the last new circuit came (or comes) up; `started` if none did.
+    pub fn up_at(&self) -> Nanos {
+        self.events
+            .iter()
+            .filter(|e| e.up)
+            .map(|e| e.at)
+            .max()
+            .unwrap_or(self.started)
+    }
+}
+
 /// A schedule as the eBPF datapath holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct ScheduleSummary {
@@ -234,7 +246,15 @@ impl OcsCore {
         (filters, routes.into_iter().collect())
     }
 
-    fn reconfigure(&mut self, circuits: &[Circuit], delay: Nanos) -> Result<Reconfiguration, OcsError> {
+    /// Applies `circuits` with dark time `delay`. With `wait`, returns once
+    /// the new circuits are up; without, on eBPF, as soon as the circuit
+    /// table holds them (the kernel brings them up by itself).
+    fn reconfigure(
+        &mut self,
+        circuits: &[Circuit],
+        delay: Nanos,
+        wait: bool,
+    ) -> Result<Reconfiguration, OcsError> {
         let (racks, ports) = (self.plan.racks(), self.plan.wavelengths());
         let new = match self.backend {
             Backend::Ebpf(ref table) => {
@@ -268,9 +288,9 @@ impl OcsCore {
                 let events = events_of(&down, dark_at, false)
                     .chain(events_of(&up, up_at, true))
                     .collect();
-                // The kernel brings the circuits up by itself; the call
-                // still returns when they are, as on the other datapath.
-                if !up.is_empty() {
+                // The kernel brings the circuits up by itself; a waiting
+                // call still returns when they are, as on the other datapath.
+                if wait && !up.is_empty() {
                     clock::sleep_until(up_at);
                 }
                 Reconfiguration {
@@ -469,7 +489,7 @@ impl Ocs {
     pub fn set_matching(&self, circuits: &[Circuit]) -> Result<Reconfiguration, OcsError> {
         let mut core = self.lock();
         let delay = core.delay;
-        core.reconfigure(circuits, delay)
+        core.reconfigure(circuits, delay, true)
     }
 
     /// As [`Ocs::set_matching`] with another δ (benchmarks, manual circuits).
@@ -478,7 +498,21 @@ impl Ocs {
         circuits: &[Circuit],
         delay: Nanos,
     ) -> Result<Reconfiguration, OcsError> {
-        self.lock().reconfigure(circuits, delay)
+        self.lock().reconfigure(circuits, delay, true)
+    }
+
+    /// As [`Ocs::set_matching_with_delay`], without waiting for δ where the
+    /// kernel enforces it. On eBPF the call returns once the circuit table
+    /// holds the new matching; the new circuits carry packets from their up
+    /// events' times on by themselves, and subscribers get those events now,
+    /// dated ahead. On tc-mirred, where user space times δ, it waits as
+    /// [`Ocs::set_matching_with_delay`] does.
+    pub fn begin_matching_with_delay(
+        &self,
+        circuits: &[Circuit],
+        delay: Nanos,
+    ) -> Result<Reconfiguration, OcsError> {
+        self.lock().reconfigure(circuits, delay, false)
     }
 
     /// The circuits configured now, as this handle knows them.

@@ -465,6 +465,13 @@ impl FabricPlan {
         Ok(plan)
     }
 
+    /// Drops every shaper: links then carry what the box can move.
+    pub fn unshape(&mut self) {
+        for ns in &mut self.namespaces {
+            ns.shapers.clear();
+        }
+    }
+
     /// Index of host `h`'s namespace.
     pub fn host_ns(&self, h: HostId) -> usize {
         (h.rack * self.hosts_per_rack + h.host) as usize
@@ -637,6 +644,23 @@ mod tests {
         let no_ocs = plan(2, 2, 0);
         assert_eq!(no_ocs.namespaces.len(), 4 + 2 + 1);
         assert!(!no_ocs.has_ocs());
+    }
+
+    #[test]
+    fn an_unshaped_plan_drops_the_shapers_and_nothing_else() {
+        let shaped = plan(4, 2, 2);
+        let mut p = shaped.clone();
+        p.unshape();
+        assert!(shaped.shapers().count() > 0);
+        assert_eq!(p.shapers().count(), 0);
+        for (a, b) in p.namespaces.iter().zip(&shaped.namespaces) {
+            assert_eq!(
+                (&a.routes, &a.ingress, &a.addrs),
+                (&b.routes, &b.ingress, &b.addrs),
+                "{}",
+                a.name
+            );
+        }
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! - [`tcp_goodput_beside_udp_flood`]: one TCP stream's goodput while a UDP
 //!   sender floods the links it crosses (the flow queues' fairness);
 //! - [`DarkProbe`]: a paced UDP stream, marked for the OCS, from one host
-//!   to hosts of other racks, in turn or aimed by the caller
-//!   ([`DarkProbe::start_aimed`]). One receiver thread reads the kernel's
+//!   to hosts of other racks, in turn or aimed by the caller, from one
+//!   sender or several, always or while a [`Gate`] is open
+//!   ([`DarkProbe::start_with`]). One receiver thread reads the kernel's
 //!   receive timestamps (`SO_TIMESTAMPNS`) and each packet's TTL
 //!   (`IP_RECVTTL`): a packet that crossed a circuit passed two routers
 //!   (TTL 62), one that took EPS passed three (TTL 61). The gaps between the
@@ -322,19 +323,117 @@ impl Arrival {
     }
 }
 
-/// Picks a [`DarkProbe`] packet's destination from the time it is sent
-/// (CLOCK_MONOTONIC).
-pub type Aim = Box<dyn FnMut(Nanos) -> usize + Send>;
+/// Picks a [`DarkProbe`] packet's destination (an index into its
+/// destinations, taken modulo their number) from the time it is sent
+/// ([`super::clock::now`], CLOCK_MONOTONIC) and its number among its
+/// sender's packets. Shared by every sender of the probe.
+pub type Aim = Arc<dyn Fn(Nanos, u64) -> usize + Send + Sync>;
+
+/// Opens a [`DarkProbe`]'s senders for a while: they send while the clock
+/// is before the time the gate was last opened until, and sleep
+/// ([`GATE_POLL`] at a time) otherwise. A probe dense only around the
+/// instants it measures leaves the box free the rest of the time.
+#[derive(Clone, Debug, Default)]
+pub struct Gate(Arc<AtomicU64>);
+
+impl Gate {
+    /// Lets the senders send until `t` ([`super::clock::now`]).
+    pub fn open_until(&self, t: Nanos) {
+        self.0.store(t.0, Ordering::Release);
+    }
+
+    /// Stops the senders at their next packet.
+    pub fn close(&self) {
+        self.0.store(0, Ordering::Release);
+    }
+
+    fn is_open(&self, now: Nanos) -> bool {
+        now.0 < self.0.load(Ordering::Acquire)
+    }
+}
+
+/// How long a sender whose [`Gate`] is closed sleeps before it looks again.
+/// A caller opens the gate at least this long (plus a wake-up) before the
+/// packets it needs.
+pub const GATE_POLL: Duration = Duration::from_micros(50);
+
+/// Work handed to a [`DarkProbe`]'s first sender, which runs it between
+/// two of its packets once the clock passes the time given. A move made
+/// there stops no core's probing but for the call itself: on a box with as
+/// many senders as cores, a caller on another thread would take a core
+/// from the probe, from its wake-up to its sleep, just where the probe
+/// measures.
+#[derive(Clone, Default)]
+pub struct Errand(Arc<ErrandSlot>);
+
+#[derive(Default)]
+struct ErrandSlot {
+    /// When the handed work may run ([`super::clock::now`]); 0: none handed.
+    not_before: AtomicU64,
+    work: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Errand {
+    /// Hands `work` to the sender, to run at its first packet from
+    /// `not_before` on (while its gate is open). Replaces work not yet run.
+    pub fn hand(&self, not_before: Nanos, work: impl FnOnce() + Send + 'static) {
+        *self.0.work.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(work));
+        self.0.not_before.store(not_before.0.max(1), Ordering::Release);
+    }
+
+    /// Runs the handed work if it is due at `now`; whether it ran.
+    fn run_due(&self, now: Nanos) -> bool {
+        let due = self.0.not_before.load(Ordering::Acquire);
+        if due == 0 || now.0 < due {
+            return false;
+        }
+        self.0.not_before.store(0, Ordering::Release);
+        let work = self.0.work.lock().unwrap_or_else(|p| p.into_inner()).take();
+        work.map(|work| work()).is_some()
+    }
+}
+
+/// How a [`DarkProbe`] sends.
+#[derive(Clone, Default)]
+pub struct Sending {
+    /// Least time between one sender's packets (sleep-paced); zero sends
+    /// back to back, at whatever rate the kernel takes them, yielding the
+    /// CPU every 64 packets.
+    pub interval: Duration,
+    /// Picks each packet's destination; `None`: in turn.
+    pub aim: Option<Aim>,
+    /// Sender threads, each with its own socket, all under SCHED_FIFO
+    /// (0 counts as 1). A packet's path costs its sender's core the whole
+    /// emulated path, so n senders on n cores send n times as densely.
+    pub senders: usize,
+    /// Send only while this gate is open; `None`: always.
+    pub gate: Option<Gate>,
+    /// Work the first sender runs between two packets when handed.
+    pub errand: Option<Errand>,
+}
+
+/// What a [`DarkProbe`] did, from [`DarkProbe::finish`].
+#[derive(Clone, Debug, Default)]
+pub struct ProbeRecord {
+    /// Packets sent, all senders.
+    pub sent: u64,
+    /// Packets received, in receive-time order.
+    pub arrivals: Vec<Arrival>,
+    /// Time the senders spent inside their send calls, summed: what the
+    /// packets cost the box through the emulated path, which the kernel
+    /// mostly walks inside the call.
+    pub sending: Nanos,
+}
 
 /// A paced, OCS-marked UDP stream from one host to several, recording the
 /// path every packet took (see the module doc).
 pub struct DarkProbe {
     stop: Arc<AtomicBool>,
-    /// Packets sent so far.
+    /// Packets sent so far, all senders.
     sent: Arc<AtomicU64>,
-    /// Set once the sender has returned: the receiver's next pass is its last.
+    /// Set once the senders have returned: the receiver's next pass is its last.
     sent_all: Arc<AtomicBool>,
-    sender: Option<std::thread::JoinHandle<io::Result<u64>>>,
+    senders: Vec<std::thread::JoinHandle<io::Result<(u64, u64)>>>,
     receiver: Option<std::thread::JoinHandle<io::Result<Vec<Arrival>>>>,
 }
 
@@ -345,16 +444,15 @@ pub struct DarkProbe {
 /// sockets' buffers hold many times what arrives in one pause.
 const RECEIVER_PAUSE: Duration = Duration::from_micros(500);
 
-/// How long the receiver keeps reading after the sender has returned. A
+/// How long the receiver keeps reading after the senders have returned. A
 /// packet is mostly delivered inside its send call, but the kernel may leave
 /// the rest of a busy softirq to `ksoftirqd`.
 const RECEIVER_GRACE: Duration = Duration::from_millis(50);
 
 impl DarkProbe {
-    /// Starts sending from `from` to every host of `to`, in turn, one
-    /// packet per `interval` at least (sleep-paced under SCHED_FIFO), marked with TOS `tos`.
-    /// With a zero `interval` it sends back to back, at whatever rate the
-    /// kernel takes them (a few µs apart), yielding the CPU every 64 packets.
+    /// Starts one sender from `from` to every host of `to`, in turn, one
+    /// packet per `interval` at least, marked with TOS `tos` (see
+    /// [`Sending`]).
     pub fn start(
         fabric: &Fabric,
         from: HostId,
@@ -362,28 +460,27 @@ impl DarkProbe {
         tos: u8,
         interval: Duration,
     ) -> Result<DarkProbe, FabricError> {
-        Self::start_aimed(fabric, from, to, tos, interval, None)
+        let sending = Sending {
+            interval,
+            ..Sending::default()
+        };
+        Self::start_with(fabric, from, to, tos, sending)
     }
 
-    /// [`DarkProbe::start`], but `aim` picks each packet's destination (an
-    /// index into `to`, taken modulo its length) from the time it is sent
-    /// ([`super::clock::now`]): a probe that follows a schedule sends most
-    /// of its packets where a circuit is about to open or close. `None`:
-    /// in turn.
-    pub fn start_aimed(
+    /// Starts sending from `from` to the hosts of `to` as `sending` says,
+    /// marked with TOS `tos`.
+    pub fn start_with(
         fabric: &Fabric,
         from: HostId,
         to: &[HostId],
         tos: u8,
-        interval: Duration,
-        mut aim: Option<Aim>,
+        sending: Sending,
     ) -> Result<DarkProbe, FabricError> {
         if to.is_empty() {
             return Err(io_err("starting a probe")(io::Error::other(
                 "no destination host",
             )));
         }
-        let stop = Arc::new(AtomicBool::new(false));
         let mut socks = Vec::new();
         let mut dsts = Vec::new();
         for &h in to {
@@ -400,64 +497,37 @@ impl DarkProbe {
             socks.push(sock);
         }
         let src = SocketAddr::new(fabric.host_addr(from).into(), 0);
-        let sock = fabric
-            .in_host(from, || UdpSocket::bind(src))?
-            .map_err(io_err("binding probe sender"))?;
-        socket::setsockopt(&sock, sockopt::Ipv4Tos, &(tos as i32)).map_err(nix_err("setting IP_TOS"))?;
-        sock.set_ttl(PROBE_TTL as u32).map_err(io_err("setting TTL"))?;
+        let mut out_socks = Vec::new();
+        for _ in 0..sending.senders.max(1) {
+            let sock = fabric
+                .in_host(from, || UdpSocket::bind(src))?
+                .map_err(io_err("binding probe sender"))?;
+            socket::setsockopt(&sock, sockopt::Ipv4Tos, &(tos as i32)).map_err(nix_err("setting IP_TOS"))?;
+            sock.set_ttl(PROBE_TTL as u32).map_err(io_err("setting TTL"))?;
+            out_socks.push(sock);
+        }
         // Threads start only once nothing can fail, so none is left behind.
+        let stop = Arc::new(AtomicBool::new(false));
         let sent_all = Arc::new(AtomicBool::new(false));
         let receiver = {
             let sent_all = sent_all.clone();
             std::thread::spawn(move || receive(&socks, &sent_all))
         };
-        let sent_so_far = Arc::new(AtomicU64::new(0));
-        let sender = {
-            let stop = stop.clone();
-            let sent_so_far = sent_so_far.clone();
-            std::thread::spawn(move || -> io::Result<u64> {
-                // Under SCHED_FIFO the sender is not starved by other work on
-                // a busy box (its stalls would look like dark time); it
-                // sleeps between packets so it never monopolises a core.
-                let _rt = super::clock::Realtime::enter(super::clock::PROBE_PRIORITY);
-                let mut sent = 0u64;
-                let mut next = Instant::now();
-                let mut payload = [0u8; 64];
-                let mut turn = 0usize;
-                while !stop.load(Ordering::Relaxed) {
-                    if interval.is_zero() {
-                        if sent % 64 == 63 {
-                            std::thread::yield_now();
-                        }
-                    } else {
-                        let now = Instant::now();
-                        if next > now {
-                            std::thread::sleep(next - now);
-                        }
-                        next = Instant::now().max(next) + interval;
-                    }
-                    let d = match aim.as_mut() {
-                        Some(aim) => aim(super::clock::now()),
-                        None => {
-                            turn += 1;
-                            turn
-                        }
-                    };
-                    payload[..8].copy_from_slice(&super::clock::now().0.to_le_bytes());
-                    // Drops (ENOBUFS) under load are part of what is measured.
-                    if sock.send_to(&payload, dsts[d % dsts.len()]).is_ok() {
-                        sent += 1;
-                        sent_so_far.store(sent, Ordering::Relaxed);
-                    }
-                }
-                Ok(sent)
+        let sent = Arc::new(AtomicU64::new(0));
+        let dsts: Arc<[SocketAddr]> = dsts.into();
+        let senders = out_socks
+            .into_iter()
+            .enumerate()
+            .map(|(i, sock)| {
+                let (stop, sent, dsts, sending) = (stop.clone(), sent.clone(), dsts.clone(), sending.clone());
+                std::thread::spawn(move || send(i, &sock, &dsts, &sending, &stop, &sent))
             })
-        };
+            .collect();
         Ok(DarkProbe {
             stop,
-            sent: sent_so_far,
+            sent,
             sent_all,
-            sender: Some(sender),
+            senders,
             receiver: Some(receiver),
         })
     }
@@ -479,20 +549,21 @@ impl DarkProbe {
         true
     }
 
-    /// Stops the stream; returns (packets sent, arrivals in time order).
-    pub fn finish(mut self) -> Result<(u64, Vec<Arrival>), FabricError> {
+    /// Stops the stream; returns what it sent and received.
+    pub fn finish(mut self) -> Result<ProbeRecord, FabricError> {
         self.stop.store(true, Ordering::Relaxed);
-        let sent = match self.sender.take() {
-            Some(h) => joined(h, "probe sender")?,
-            None => 0,
-        };
+        let mut record = ProbeRecord::default();
+        for h in self.senders.drain(..) {
+            let (sent, busy) = joined(h, "probe sender")?;
+            record.sent += sent;
+            record.sending.0 += busy;
+        }
         self.sent_all.store(true, Ordering::Release);
-        let mut all = match self.receiver.take() {
-            Some(h) => joined(h, "probe receiver")?,
-            None => Vec::new(),
-        };
-        all.sort_by_key(|a| a.at_ns);
-        Ok((sent, all))
+        if let Some(h) = self.receiver.take() {
+            record.arrivals = joined(h, "probe receiver")?;
+        }
+        record.arrivals.sort_by_key(|a| a.at_ns);
+        Ok(record)
     }
 }
 
@@ -501,6 +572,64 @@ impl Drop for DarkProbe {
         self.stop.store(true, Ordering::Relaxed);
         self.sent_all.store(true, Ordering::Release);
     }
+}
+
+/// One sender of a [`DarkProbe`] (number `i`): sends until `stop`, under
+/// SCHED_FIFO so that other work on a busy box does not stall it (its
+/// stalls would look like dark time). Returns (packets sent, time spent in
+/// send calls in ns).
+fn send(
+    i: usize,
+    sock: &UdpSocket,
+    dsts: &[SocketAddr],
+    sending: &Sending,
+    stop: &AtomicBool,
+    sent_so_far: &AtomicU64,
+) -> io::Result<(u64, u64)> {
+    let _rt = super::clock::Realtime::enter(super::clock::PROBE_PRIORITY);
+    let (mut sent, mut busy, mut n) = (0u64, 0u64, 0u64);
+    let mut next = Instant::now();
+    let mut payload = [0u8; 64];
+    while !stop.load(Ordering::Relaxed) {
+        if sending.interval.is_zero() {
+            if n % 64 == 63 {
+                std::thread::yield_now();
+            }
+        } else {
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            }
+            next = Instant::now().max(next) + sending.interval;
+        }
+        // One clock reading opens the gate, makes the errand due and
+        // stamps the packet: every packet is stamped inside an open gate.
+        let t = super::clock::now();
+        if let Some(gate) = &sending.gate {
+            if !gate.is_open(t) {
+                std::thread::sleep(GATE_POLL);
+                continue;
+            }
+        }
+        if let Some(errand) = sending.errand.as_ref().filter(|_| i == 0) {
+            if errand.run_due(t) {
+                continue;
+            }
+        }
+        let d = match &sending.aim {
+            Some(aim) => aim(t, n),
+            None => i + n as usize,
+        };
+        n += 1;
+        payload[..8].copy_from_slice(&t.0.to_le_bytes());
+        // Drops (ENOBUFS) under load are part of what is measured.
+        if sock.send_to(&payload, dsts[d % dsts.len()]).is_ok() {
+            sent += 1;
+            sent_so_far.fetch_add(1, Ordering::Relaxed);
+        }
+        busy += super::clock::now().0.saturating_sub(t.0);
+    }
+    Ok((sent, busy))
 }
 
 /// Reads every socket until it is empty, then pauses. Once the sender has
@@ -565,5 +694,43 @@ fn receive(sockets: &[UdpSocket], sent_all: &AtomicBool) -> io::Result<Vec<Arriv
             return Ok(out);
         }
         std::thread::sleep(RECEIVER_PAUSE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_is_open_until_the_time_it_was_last_opened_until() {
+        let gate = Gate::default();
+        assert!(!gate.is_open(Nanos(0)), "closed from the start");
+        gate.open_until(Nanos(100));
+        let other = gate.clone();
+        assert!(other.is_open(Nanos(99)), "a clone is the same gate");
+        assert!(!other.is_open(Nanos(100)), "closed at the time given");
+        gate.open_until(Nanos(50));
+        assert!(!gate.is_open(Nanos(60)), "opening again narrows it too");
+        gate.close();
+        assert!(!gate.is_open(Nanos(1)));
+    }
+
+    #[test]
+    fn an_errand_runs_once_and_not_before_its_time() {
+        let errand = Errand::default();
+        assert!(!errand.run_due(Nanos(5)), "nothing handed");
+        let runs = Arc::new(AtomicU64::new(0));
+        let counted = runs.clone();
+        errand.hand(Nanos(10), move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+        });
+        assert!(!errand.run_due(Nanos(9)), "not before its time");
+        assert_eq!(runs.load(Ordering::Relaxed), 0);
+        assert!(
+            errand.clone().run_due(Nanos(10)),
+            "due at its time, from a clone too"
+        );
+        assert!(!errand.run_due(Nanos(11)), "once");
+        assert_eq!(runs.load(Ordering::Relaxed), 1);
     }
 }

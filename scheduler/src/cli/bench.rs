@@ -13,7 +13,7 @@ pub enum BenchCommand {
     #[command(after_help = "Example:\n  ocslab bench links --json")]
     Links(super::bench_fabric::LinksArgs),
     /// Configured reconfiguration delay vs measured dark time of circuits.
-    #[command(after_help = "Example:\n  ocslab bench ocs --delay-us 1000 --json")]
+    #[command(after_help = "Example:\n  ocslab bench ocs --delays-us 1000 --json")]
     Ocs(super::bench_fabric::OcsArgs),
     /// Wall time of trace replay (FB2010 under every coflow scheduler, ~5 min) and of large simulations.
     #[command(

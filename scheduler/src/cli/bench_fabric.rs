@@ -281,11 +281,14 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 }
             }
         }
-        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (with the probe running); probe = mean spacing of the probe's packets to the rack the circuit is moving to or from (the resolution); stalls = moves at whose edges the probe itself went silent for over two spacings; p99 steady = p99 over the other moves".into());
+        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (with the probe running); probe = mean time between circuit arrivals at the gap's edges, median over moves (the resolution); stalls = moves at whose edges the probe itself went silent for over two of one sender's packets; p99 steady = p99 over the other moves".into());
         if let Some(f) = report.dark.first() {
             say(format!(
-                "a probe packet costs the box {:.1} µs through the emulated path",
-                f.probe_send_us
+                "a probe packet costs a core {:.1} µs through the emulated path; {} probe senders (one per core), sending from {} µs before each call to {} µs after the new circuit is up",
+                f.probe_send_us,
+                f.probe_senders,
+                bench_ocs::GATE_LEAD.0 / 1000,
+                bench_ocs::GATE_TAIL.0 / 1000
             ));
         }
     }
@@ -314,9 +317,9 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 load,
             })?;
             say(format!(
-                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows, {} circuit packets, {} outside their slots; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); schedule set in {:.1} µs",
+                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); schedule set in {:.1} µs",
                 r.racks, a.rotor_slot_us, a.rotor_delay_us, if load { "busy" } else { "idle" },
-                r.windows_seen, r.circuit_packets, r.violations,
+                r.windows_seen, r.windows_measured, r.circuit_packets, r.violations,
                 r.open_error_us[0], r.open_error_us[1], r.open_error_us[2],
                 r.close_error_us[0], r.close_error_us[1], r.close_error_us[2],
                 r.probe_spacing_us, r.transit_p50_us, r.set_schedule_us
