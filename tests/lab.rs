@@ -553,3 +553,61 @@ fn down_after_a_sigkilled_rootless_holder_leaves_nothing() {
     assert!(!Path::new("/tmp/ocslab-65530").exists());
     assert_eq!(lab.json(&["status", "--json"]), Value::Array(vec![]));
 }
+
+/// The run `pid` owns and has brought up, if any.
+fn up_run_of(pid: u32) -> Option<ocslab_emulator::fabric::RunId> {
+    use ocslab_emulator::fabric::ledger::{list_runs, Ledger, RunState};
+    list_runs()
+        .into_iter()
+        .find(|&r| Ledger::load(r).is_ok_and(|l| l.owner_pid == pid && l.state == RunState::Up))
+}
+
+/// Ctrl-C in the middle of a bench that builds a fabric (`ocslab bench ocs`,
+/// reconfiguring its circuits as fast as it can): the bench exits 130, as a
+/// process a SIGINT ended, and leaves neither a namespace nor a run
+/// directory of its fabric behind. Before, the default action ended it at
+/// once and left both until `ocslab down`.
+#[test]
+fn a_bench_ended_by_ctrl_c_leaves_nothing_behind() {
+    use ocslab_emulator::fabric::ledger::{namespaces_of, run_dir};
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipping a_bench_ended_by_ctrl_c_leaves_nothing_behind: not root (CI is root)");
+        return;
+    }
+    let mut bench = Command::new(built_ocslab())
+        .args([
+            "bench",
+            "ocs",
+            "--parts",
+            "calls",
+            "--datapaths",
+            "ebpf",
+            "--calls",
+            "1000000000",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start ocslab bench ocs");
+    let pid = bench.id();
+    let built = eventually(Duration::from_secs(60), || up_run_of(pid).is_some());
+    let run = up_run_of(pid);
+    if !built {
+        let _ = bench.kill();
+    }
+    let run = run.expect("the bench brought its fabric up");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT the bench");
+    let out = bench.wait_with_output().expect("the bench ends");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{said}");
+    assert!(!run_dir(run).exists(), "run directory left: {said}");
+    assert_eq!(
+        namespaces_of(run, None),
+        Vec::<String>::new(),
+        "namespaces left: {said}"
+    );
+}

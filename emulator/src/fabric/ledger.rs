@@ -321,10 +321,17 @@ pub fn remove_run(run: RunId) -> Result<Teardown, LedgerError> {
         }
     }
     let dir = run_dir(run);
-    let had_dir = match std::fs::remove_dir_all(&dir) {
-        Ok(()) => true,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-        Err(e) => return Err(lerr("removing", &dir)(e)),
+    // A writer still at work in the directory (an owner being torn down
+    // from its own signal thread logs its reconfigurations there) can fill
+    // it again between the walk and the last rmdir: try a few times.
+    let mut tries = 0;
+    let had_dir = loop {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => break true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => break false,
+            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty && tries < 10 => tries += 1,
+            Err(e) => return Err(lerr("removing", &dir)(e)),
+        }
     };
     Ok(Teardown {
         run_id: Some(run),
@@ -334,6 +341,22 @@ pub fn remove_run(run: RunId) -> Result<Teardown, LedgerError> {
         run_dir: had_dir.then_some(dir),
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// Removes every run whose ledger names this process as its owner: what a
+/// command ended by a signal tears down before it exits. A run still being
+/// reserved (no ledger yet) is left to [`cleanup_stale`].
+pub fn remove_own_runs() -> Result<Vec<Teardown>, LedgerError> {
+    let me = std::process::id();
+    let started = process_start(me);
+    let mut out = Vec::new();
+    for run in list_runs() {
+        let mine = Ledger::load(run).is_ok_and(|l| l.owner_pid == me && Some(l.owner_start) == started);
+        if mine {
+            out.push(remove_run(run)?);
+        }
+    }
+    Ok(out)
 }
 
 /// Removes every run whose owner is gone (crashed, killed) and every

@@ -11,6 +11,7 @@ pub mod bench_fabric;
 pub mod bench_sim;
 pub mod completions;
 pub mod demo;
+pub mod interrupt;
 pub mod lab;
 pub mod replay;
 pub mod run;
