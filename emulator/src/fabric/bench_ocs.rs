@@ -1,6 +1,6 @@
 //! Benchmarks of the OCS datapaths (`ocslab bench ocs` prints them; never
 //! timed tests). Each builds its own small fabric of 100 Gbit/s links, so a
-//! shaper never holds a probe packet back; the probe benches leave the
+//! shaper never holds a probe packet back; the eBPF probe benches leave the
 //! links unshaped ([`FabricOptions::unshaped`]), where a shaper would only
 //! add to each packet's cost.
 //!
@@ -90,12 +90,16 @@ impl Drop for CpuLoad {
 const GBIT100: Bps = Bps(100_000_000_000);
 
 /// The bench's fabric: `racks` racks of one host, links of 100 Gbit/s, one
-/// OCS port per rack. `unshaped` leaves the links without htb, as the probe
-/// benches do: the box is slower than the links, so a shaper would only add
-/// to every probe packet's cost (8.8 against 5.6 µs here). The call and
-/// goodput benches keep the shapers every other fabric has: on unshaped
-/// links tc-mirred's reconfiguration call took twice as long (p50 140
-/// against 64 µs, side by side), for a reason not found.
+/// OCS port per rack. `unshaped` leaves the links without htb, as the eBPF
+/// probe benches do: the box is slower than the links, so a shaper would
+/// only add to every probe packet's cost (8.8 against 5.6 µs here).
+/// tc-mirred keeps the shapers every other fabric has. Without them its
+/// circuits' mirred filters are the box's only software tc filters, so
+/// each move took the last one away and put one back, and the kernel
+/// switched its software-classifier static key off and on each time
+/// (`tcf_proto_count_usesw`: a jump-label patch that interrupts every
+/// CPU), which doubled the call (p50 140 against 64 µs, side by side);
+/// htb's u32 filters keep the key on.
 fn up(racks: u32, datapath: Datapath, unshaped: bool) -> Result<Fabric, BenchError> {
     let topo = bench_topology(racks, 1, GBIT100, GBIT100, 1, GBIT100)?;
     Ok(Fabric::up(
@@ -205,8 +209,8 @@ pub struct DarkFigures {
     /// where the kernel enforces `up_at`).
     pub setup_late_p99_us: f64,
     /// Median over moves of the mean time between circuit arrivals at the
-    /// gap's two edges (the last 8 over the old circuit,
-    /// the first over the new one), µs: the resolution.
+    /// gap's two edges (the last 8 over the old circuit, the first 8 over
+    /// the new one), µs: the resolution.
     pub probe_spacing_us: f64,
     /// Probe senders (one per core).
     pub probe_senders: usize,
@@ -236,13 +240,14 @@ const WARMUP_ROUNDS: u32 = 2;
 /// the new circuit is up, and quiet in between. Needs root.
 pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     need_root()?;
-    let f = up(3, spec.datapath, true)?;
+    let ebpf = spec.datapath == Datapath::Ebpf;
+    // tc-mirred keeps its shapers: see `up`.
+    let f = up(3, spec.datapath, ebpf)?;
     let ocs = f.ocs()?;
     ocs.set_matching_with_delay(&[circuit(0, 1)], Nanos(0))?;
     // Rack 1 (destination 0) is reached now; the aim follows each move.
     let reached = Arc::new(AtomicUsize::new(0));
     let (gate, errand) = (probe::Gate::default(), probe::Errand::default());
-    let ebpf = spec.datapath == Datapath::Ebpf;
     // tc-mirred's call needs the kernel's workers, which probe senders on
     // every core would starve: one sender there, and the call made here.
     let senders = if ebpf { senders() } else { 1 };
