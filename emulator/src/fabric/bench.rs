@@ -70,7 +70,8 @@ pub(crate) fn bench_topology(
     b.build()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The middle value of `v` (the upper one of an even count); NaN when empty.
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

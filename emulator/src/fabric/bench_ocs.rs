@@ -36,7 +36,7 @@
 //! Each can run with a [`CpuLoad`]: one busy thread per core at normal
 //! priority, for as long as the measurement.
 
-use super::bench::{bench_topology, histogram, need_root, record, BenchError};
+use super::bench::{bench_topology, histogram, median, need_root, record, BenchError};
 use super::ocs::{OcsError, Reconfiguration};
 use super::{clock, plan, probe, Circuit, Datapath, Fabric, FabricOptions, Schedule};
 use crate::{Bps, HostId, Nanos};
@@ -311,7 +311,7 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let mut arrivals = probed.arrivals;
     arrivals.retain(|a| a.sent >= measured_from);
     let moves = dark_moves(&arrivals);
-    let spacing = median_us(moves.iter().filter_map(|m| m.spacing_ns));
+    let spacing = median(moves.iter().filter_map(|m| m.spacing_ns).map(us).collect());
     let (mut dark, mut steady) = (histogram()?, histogram()?);
     for m in &moves {
         record(&mut dark, m.dark_ns)?;
@@ -375,10 +375,10 @@ fn move_from_the_probe(
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(rec);
     });
     // Handed first: once the gate opens, the senders hold every core until
-    // it closes, and this thread runs only then.
-    // Wide open in case the sender comes late; the errand narrows it.
-    gate.open_until(Nanos(call_at.0 + delay.0 + MOVE_WAIT.0));
+    // it closes, and this thread runs only then. Open until this thread
+    // gives up, in case the sender comes late; the errand narrows it.
     let give_up = Nanos(call_at.0 + delay.0 + MOVE_WAIT.0);
+    gate.open_until(give_up);
     clock::sleep_until(Nanos(call_at.0 + delay.0 + GATE_TAIL.0));
     loop {
         if let Some(rec) = made.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -389,13 +389,6 @@ fn move_from_the_probe(
         }
         std::thread::sleep(probe::GATE_POLL);
     }
-}
-
-/// The median of `ns`, µs (0 when empty).
-fn median_us(ns: impl Iterator<Item = u64>) -> f64 {
-    let mut v: Vec<u64> = ns.collect();
-    v.sort_unstable();
-    v.get(v.len() / 2).map_or(0.0, |&m| us(m))
 }
 
 /// One circuit move as the probe saw it.

@@ -8,15 +8,23 @@ use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use ocslab_emulator::fabric::ledger;
 
-/// Blocks the signals that end a command in the calling thread, and so in
-/// every thread it starts from now on, and starts the thread that tears
-/// down on one. Call it before any other thread starts.
-pub fn tear_down_on_signal() -> Result<()> {
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, and so in
+/// every thread it starts from now on; returns them, to wait for. Call it
+/// before any other thread starts.
+pub fn block_ending_signals() -> Result<SigSet> {
     let mut signals = SigSet::empty();
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         signals.add(s);
     }
     signals.thread_block().context("blocking signals")?;
+    Ok(signals)
+}
+
+/// Blocks the signals that end a command ([`block_ending_signals`]) and
+/// starts the thread that tears down on one. Call it before any other
+/// thread starts.
+pub fn tear_down_on_signal() -> Result<()> {
+    let signals = block_ending_signals()?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {

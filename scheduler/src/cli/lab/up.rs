@@ -4,7 +4,6 @@
 
 use super::UpArgs;
 use anyhow::{bail, Context, Result};
-use nix::sys::signal::{SigSet, Signal};
 use ocslab_emulator::fabric::user_runs::{HolderRecord, UserRunDir};
 use ocslab_emulator::fabric::{holder, ledger, rootless, Fabric, FabricOptions, Mode, RunId};
 use ocslab_emulator::Topology;
@@ -49,11 +48,7 @@ pub fn up(a: UpArgs) -> Result<ExitCode> {
     }
     // Block the signals that end a run before any thread starts, so a Ctrl-C
     // during the build is taken after it and tears down what was built.
-    let mut signals = SigSet::empty();
-    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        signals.add(s);
-    }
-    signals.thread_block().context("blocking signals")?;
+    let signals = crate::cli::interrupt::block_ending_signals()?;
     let t0 = Instant::now();
     let f = Fabric::up(
         &topo,
