@@ -9,7 +9,7 @@
 //! that left, which progress reads as gone
 //! ([`crate::coflow::Progress::remaining_bytes_by_id`]).
 
-use crate::coflow::{CoflowView, NetView};
+use crate::coflow::{CoflowView, NetView, Progress};
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::net::links::Links;
 use crate::Bytes;
@@ -19,6 +19,8 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default)]
 pub struct FlowPaths {
     coflows: BTreeMap<CoflowId, Read>,
+    /// Scratch of [`FlowPaths::remaining`]: one coflow's flows' bytes left.
+    left: Vec<Option<f64>>,
 }
 
 /// One coflow's flows: ids in id order, their EPS paths, and the coflow's
@@ -41,7 +43,41 @@ impl FlowPaths {
     /// the view again if a flow joined since, or if fewer than half of
     /// those read are left.
     pub fn of(&mut self, view: &NetView, coflow: CoflowId, c: &CoflowView) -> (&[FlowId], &[Links]) {
-        let read = self.coflows.entry(coflow).or_default();
+        let read = Read::of(&mut self.coflows, view, coflow, c);
+        (&read.ids, &read.paths)
+    }
+
+    /// The flows of `coflow` still in `view`, in id order, each as (id,
+    /// EPS path, bytes left as `progress` reads them): [`FlowPaths::of`]
+    /// less the flows that have left since they were read.
+    pub fn remaining(
+        &mut self,
+        view: &NetView,
+        coflow: CoflowId,
+        c: &CoflowView,
+        progress: &dyn Progress,
+    ) -> impl Iterator<Item = (FlowId, Links, f64)> + '_ {
+        let read = Read::of(&mut self.coflows, view, coflow, c);
+        self.left.clear();
+        progress.remaining_bytes_by_id(view, &read.ids, &mut self.left);
+        read.ids
+            .iter()
+            .zip(&read.paths)
+            .zip(&self.left)
+            .filter_map(|((&id, &path), &left)| left.map(|left| (id, path, left)))
+    }
+}
+
+impl Read {
+    /// `coflow`'s entry in `coflows`, read from `view` again unless it
+    /// stands (see [`FlowPaths::of`]).
+    fn of<'a>(
+        coflows: &'a mut BTreeMap<CoflowId, Read>,
+        view: &NetView,
+        coflow: CoflowId,
+        c: &CoflowView,
+    ) -> &'a Read {
+        let read = coflows.entry(coflow).or_default();
         let stands =
             read.known == c.known_bytes && !read.ids.is_empty() && read.ids.len() <= 2 * c.flows.len();
         if !stands {
@@ -53,7 +89,7 @@ impl FlowPaths {
             }
             read.known = c.known_bytes;
         }
-        (&read.ids, &read.paths)
+        read
     }
 }
 

@@ -51,11 +51,9 @@ pub struct Sincronia {
     known: BTreeMap<CoflowId, Bytes>,
     /// Each active coflow's flows as a computation last read them.
     paths: FlowPaths,
-    /// Scratch: one coflow's demand per link, the links it touches, and
-    /// its flows' remaining bytes.
+    /// Scratch: one coflow's demand per link and the links it touches.
     demand: Vec<(f64, bool)>,
     touched: Vec<LinkId>,
-    left: Vec<Option<f64>>,
 }
 
 /// The BSSI order of `coflows`, each given with its demand per link
@@ -145,22 +143,12 @@ impl CoflowPolicy for Sincronia {
                 view.coflows.iter().map(|(&id, c)| (c.arrival, id, c)).collect();
             by_arrival.sort_unstable_by_key(|&(arrival, id, _)| (arrival, id));
             self.paths.keep_active(view);
-            let (paths, demand, touched, left) = (
-                &mut self.paths,
-                &mut self.demand,
-                &mut self.touched,
-                &mut self.left,
-            );
+            let (paths, demand, touched) = (&mut self.paths, &mut self.demand, &mut self.touched);
             demand.resize(capacity.len(), (0.0, false));
             let demands: Vec<(CoflowId, Vec<(LinkId, f64)>)> = by_arrival
                 .into_iter()
                 .map(|(_, id, c)| {
-                    let (ids, links) = paths.of(view, id, c);
-                    left.clear();
-                    progress.remaining_bytes_by_id(view, ids, left);
-                    for (path, &left) in links.iter().zip(left.iter()) {
-                        // A flow that has left since its coflow was read.
-                        let Some(left) = left else { continue };
+                    for (_, path, left) in paths.remaining(view, id, c, progress) {
                         for &l in path.as_slice() {
                             let cap = capacity[l as usize];
                             let d = if cap > 0.0 { left / cap } else { f64::INFINITY };

@@ -45,8 +45,6 @@ pub struct Varys {
     touched: Vec<LinkId>,
     /// Each active coflow's flows as a call last read them.
     paths: FlowPaths,
-    /// Scratch: one coflow's remaining bytes, flow by flow.
-    left: Vec<Option<f64>>,
     fill: PriorityFill,
     spare: SparePlans,
 }
@@ -129,26 +127,15 @@ impl Varys {
         self.flows.clear();
         self.coflows.clear();
         self.paths.keep_active(view);
-        let left = &mut self.left;
         for (&id, c) in &view.coflows {
             let start = self.flows.len();
-            let (ids, links) = self.paths.of(view, id, c);
-            left.clear();
-            progress.remaining_bytes_by_id(view, ids, left);
-            // Flows that left since the coflow was read have no bytes left to read.
-            let active = ids
-                .iter()
-                .zip(links)
-                .zip(left.iter())
-                .filter_map(|((&id, &links), &left)| {
-                    left.map(|remaining| Planned {
-                        id,
-                        links,
-                        remaining,
-                        rate: 0.0,
-                    })
-                });
-            self.flows.extend(active);
+            let active = self.paths.remaining(view, id, c, progress);
+            self.flows.extend(active.map(|(id, links, remaining)| Planned {
+                id,
+                links,
+                remaining,
+                rate: 0.0,
+            }));
             self.coflows.push((id, c.arrival, start..self.flows.len()));
         }
         let (load, touched) = (&mut self.load, &mut self.touched);
