@@ -102,28 +102,22 @@ impl CoflowPolicy for Aalo {
             .map(|((&id, c), &q)| (q, c.arrival, id))
             .collect();
         order.sort();
-        let ids: Vec<CoflowId> = order.iter().map(|&(_, _, id)| id).collect();
         let mut residual = view.links.capacities().to_vec();
         let rates = &mut self.rates;
         rates.clear();
-        self.fill.fill_in_order(view, &ids, &mut residual, rates);
-
-        // When does the first coflow cross its queue's limit at these rates?
-        let mut per_coflow: BTreeMap<CoflowId, f64> = BTreeMap::new();
-        for (f, r) in rates.iter() {
-            if let Some(flow) = view.flows.get(f) {
-                *per_coflow.entry(flow.spec.coflow).or_default() += r;
-            }
+        // Coflow after coflow in queue order, each one's total rate kept
+        // to tell when it crosses its queue's limit.
+        let mut wake_at: Option<Nanos> = None;
+        for &(q, _, id) in &order {
+            let start = rates.len();
+            self.fill.fill_in_order(view, &[id], &mut residual, rates);
+            let rate: f64 = rates[start..].iter().map(|&(_, r)| r).sum();
+            let crossing = limit_of(q, scale)
+                .zip(sent.get(&id))
+                .filter(|_| rate > 0.0)
+                .map(|(limit, &sent)| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1));
+            wake_at = wake_at.into_iter().chain(crossing).min();
         }
-        let wake_at = order
-            .iter()
-            .filter_map(|&(q, _, id)| {
-                let limit = limit_of(q, scale)?;
-                let rate = *per_coflow.get(&id)?;
-                let sent = *sent.get(&id)?;
-                (rate > 0.0).then(|| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1))
-            })
-            .min();
         plans.clear();
         plans.extend(rates.drain(..).map(|(f, r)| (f, FlowPlan::eps_paced(r))));
         // In flow-id order, as they are held (and as a driver finds the

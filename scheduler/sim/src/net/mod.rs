@@ -22,6 +22,8 @@
 //! utilization over time, for plots). The model is written
 //! up in `docs/simulator.md`.
 
+#[cfg(test)]
+mod cap_tests;
 pub mod class_levels;
 mod clocks;
 mod freeze_log;

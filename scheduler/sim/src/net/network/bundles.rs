@@ -109,7 +109,8 @@ pub(super) struct Bundle {
 /// takes the default key (EPS, no cap) of its host pair, so those are
 /// found in a vector by host pair (no hashing, one small array), as long
 /// as the fabric's host pairs number at most [`BundleIndex::MAX_PAIRS`];
-/// other keys are hashed.
+/// other uncapped keys are hashed. Capped keys are not held: a capped flow
+/// keeps a bundle of its own ([`BundleIndex::holds`]).
 #[derive(Clone, Debug, Default)]
 pub(super) struct BundleIndex {
     pub(super) hosts_per_rack: u32,
@@ -140,6 +141,16 @@ impl BundleIndex {
         }
     }
 
+    /// Whether bundles of `key` are held at all: not those of a capped key.
+    /// Flows with one cap share a rate as much as uncapped ones do, but a
+    /// policy that caps flows gives each its own cap and changes them all
+    /// at every call (Varys, Aalo): so each capped flow is a bundle of its
+    /// own, and a new cap is written into its key in place, where a held
+    /// key would cost a lookup, a removal and an insertion.
+    pub(super) fn holds(key: &BundleKey) -> bool {
+        key.cap_bps == BundleKey::UNCAPPED
+    }
+
     /// Where `key`'s bundle is held in `default`, if it is held there.
     pub(super) fn pair(&self, key: &BundleKey) -> Option<usize> {
         if key.path != Path::Eps
@@ -154,6 +165,9 @@ impl BundleIndex {
     }
 
     pub(super) fn get(&self, key: &BundleKey) -> Option<usize> {
+        if !Self::holds(key) {
+            return None;
+        }
         match self.pair(key) {
             Some(p) => Some(self.default[p])
                 .filter(|&b| b != u32::MAX)
@@ -163,6 +177,9 @@ impl BundleIndex {
     }
 
     pub(super) fn insert(&mut self, key: BundleKey, b: usize) {
+        if !Self::holds(&key) {
+            return;
+        }
         match self.pair(&key) {
             Some(p) => self.default[p] = b as u32,
             None => {
@@ -172,6 +189,9 @@ impl BundleIndex {
     }
 
     pub(super) fn remove(&mut self, key: &BundleKey) {
+        if !Self::holds(key) {
+            return;
+        }
         match self.pair(key) {
             Some(p) => self.default[p] = u32::MAX,
             None => {
