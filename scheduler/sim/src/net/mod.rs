@@ -26,6 +26,7 @@
 mod cap_tests;
 pub mod class_levels;
 mod clocks;
+mod finish_queue;
 mod freeze_log;
 #[cfg(test)]
 mod handover_tests;

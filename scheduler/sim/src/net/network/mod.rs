@@ -40,6 +40,7 @@ mod rotor;
 mod solve;
 
 use super::clocks::{Clock, NextFinishes};
+use super::finish_queue::FinishQueue;
 use super::levels::{Changes, SolveStats};
 use super::links::{LinkId, LinkKind};
 use super::pairs::PairFlows;
@@ -61,7 +62,7 @@ use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_core::{Bps, Bytes, Nanos, Topology};
 use solve::eta;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The fluid network: flows, links, circuits and the coflow policy.
 pub struct FluidNetwork {
@@ -99,10 +100,8 @@ pub struct FluidNetwork {
     ocs_bundles: BTreeSet<usize>,
     /// Whether a circuit was set up, torn down or came up since the last solve.
     circuits_changed: bool,
-    /// Finish times of the first members of bundles off any link clock:
-    /// (time, bundle, generation); entries whose generation is not the
-    /// bundle's are stale.
-    finishes: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
+    /// Finish times of the first members of bundles off any link clock.
+    finishes: FinishQueue,
     /// One service clock per link.
     clocks: Vec<Clock>,
     /// Next finish on each link clock, by link id, only up to the last
@@ -192,7 +191,7 @@ impl FluidNetwork {
             shares: Vec::new(),
             ocs_bundles: BTreeSet::new(),
             circuits_changed: false,
-            finishes: BinaryHeap::new(),
+            finishes: FinishQueue::default(),
             clocks: vec![Clock::default(); view.links.len()],
             clock_next: NextFinishes::new(rates.bind_end()),
             first_clock_finish: None,
@@ -397,7 +396,7 @@ impl FluidNetwork {
             .filter(|&t| t > self.now)
             .min();
         let step_end = |t| crate::step_end(t, self.completion_quantum);
-        let completion = self.finishes.peek().map(|e| step_end(e.0 .0));
+        let completion = self.finishes.peek().map(|(t, _)| step_end(t));
         let on_clock = self.first_clock_finish.map(step_end);
         [completion, on_clock, circuit, self.wake_at, self.next_slot_at()]
             .into_iter()
@@ -689,14 +688,12 @@ impl FluidNetwork {
         let now = self.now;
         let mut due = std::mem::take(&mut self.due);
         due.clear();
-        while let Some(&Reverse((t, b, generation))) = self.finishes.peek() {
+        while let Some((t, b)) = self.finishes.peek() {
             if t > now {
                 break;
             }
             self.finishes.pop();
-            if self.bundles[b].generation == generation {
-                due.push(b);
-            }
+            due.push(b);
         }
         self.due_on_clocks(&mut due);
         due.sort_unstable();

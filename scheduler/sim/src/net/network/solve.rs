@@ -79,6 +79,7 @@ impl FluidNetwork {
             bundle.dirty = false;
             bundle.generation = bundle.generation.wrapping_add(1);
             if !bundle.min_finish.is_finite() {
+                self.finishes.set(b, None);
                 continue;
             }
             match bundle.clock {
@@ -89,11 +90,11 @@ impl FluidNetwork {
                         bundles[b].generation == g && bundles[b].clock == Some(l)
                     });
                     Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
+                    self.finishes.set(b, None);
                 }
                 None => {
-                    if let Some(t) = bundle.first_finish(&self.clocks, now) {
-                        self.finishes.push(Reverse((t, b, bundle.generation)));
-                    }
+                    let t = bundle.first_finish(&self.clocks, now);
+                    self.finishes.set(b, t);
                 }
             }
         }
@@ -113,12 +114,6 @@ impl FluidNetwork {
         }
         emptied.clear();
         self.emptied = emptied;
-        // Stale entries dropped when they outnumber the bundles, and the
-        // first entry current, for next_event_at.
-        let bundles = &self.bundles;
-        drop_stale(&mut self.finishes, 4 * bundles.len() + 4096, |&(_, b, g)| {
-            bundles[b].generation == g
-        });
     }
 
     /// Bundle `b`'s bottleneck (or demand) changed at the last solve: it
