@@ -21,9 +21,13 @@
 //! recomputed only when the link's turn comes, and if it rose the link
 //! moves to a heap by share, where the same holds). Most links lose their
 //! flows before their turn and are passed over at no cost, where a heap
-//! would sift each one out. Ties go to the lower link id, so results never depend
-//! on iteration order; they equal [`super::maxmin::max_min`]'s up to float
-//! rounding (the property test below).
+//! would sift each one out. Ties go to the lower link id, and between a
+//! link's share and an equal cap to the cap, so results never depend on
+//! iteration order; they equal [`super::maxmin::max_min`]'s up to float
+//! rounding (the property test below). The cap first: a policy whose caps
+//! fill a link exactly (Varys' MADD gives its bottleneck flows all of it)
+//! then leaves every slot at its cap, and the departures until its next
+//! call take the fast path (`LinkLevels::solve_departures_at_caps`).
 //!
 //! A freeze sums the weights it takes on each other link, then charges
 //! each link once (level × weight). So when no demand is capped and the
@@ -643,7 +647,9 @@ impl LinkLevels {
             .peekable();
         self.filling = true;
         loop {
-            // The bottleneck link: smallest share, then smallest id.
+            // The bottleneck link: smallest share, then smallest id. A cap
+            // equal to that share is met first: its slot is held by its
+            // cap, and the link's level is left to the slots that need it.
             let best = self.next_link_by_share();
             // Passed: caps met already and stale entries.
             while caps
@@ -655,7 +661,7 @@ impl LinkLevels {
             let cap = caps.peek().map(|&&(bits, s)| (f64::from_bits(bits), s));
             match (best, cap) {
                 (None, None) => break,
-                (Some((share, link)), c) if c.is_none_or(|(cv, _)| share <= cv) => {
+                (Some((share, link)), c) if c.is_none_or(|(cv, _)| share < cv) => {
                     self.freeze_link(link, share)
                 }
                 (_, Some((cv, s))) => {

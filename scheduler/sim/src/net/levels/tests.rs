@@ -459,6 +459,32 @@ fn departures_at_caps_keep_every_rate() {
 }
 
 #[test]
+fn caps_that_fill_a_link_exactly_hold_their_slots_and_departures_take_the_short_way() {
+    // Link 0 (capacity 10) carries a and b capped at 5 each, as Varys'
+    // MADD fills a coflow's bottleneck: the link's share equals both
+    // caps. Each slot is held by its cap, the link gets no level, and a
+    // departure leaves the other at its cap without a filling.
+    let capped = |cap: f64| Demand {
+        cap,
+        ..Demand::new(Links::new(&[0]).expect("links"))
+    };
+    let mut lv = LinkLevels::new(&[10.0], &[true]);
+    lv.set(0, Some(capped(5.0)));
+    lv.set(1, Some(capped(5.0)));
+    lv.solve(&mut Changes::default());
+    for s in 0..2 {
+        assert_eq!(lv.bottleneck(s), Bottleneck::Cap, "slot {s}");
+        assert_eq!(lv.rate(s), 5.0, "slot {s}");
+    }
+    assert!(lv.level(0).is_infinite(), "{}", lv.level(0));
+    lv.set(0, None);
+    lv.solve(&mut Changes::default());
+    assert_eq!(lv.stats().departures_at_caps, 1, "{:?}", lv.stats());
+    assert_eq!((lv.bottleneck(1), lv.rate(1)), (Bottleneck::Cap, 5.0));
+    assert_eq!(lv.load(0), 5.0);
+}
+
+#[test]
 fn a_departure_moves_levels_not_bottlenecks() {
     // Link 0 (cap 1) carries a and b; link 1 (cap 10) carries b, c, d.
     // a = b = 0.5 at link 0; c = d = 4.75 at link 1. When d leaves, link
