@@ -14,9 +14,10 @@ const NONE: u32 = u32::MAX;
 /// the window's base (a lookup is a subtraction and a load). The window
 /// reaches up to the highest id it took, so that the next id in sequence
 /// lands in it even when the flows just below have all left; its front is
-/// dropped once its lower half is empty, and once it is four times wider
-/// than the flows it holds, the few old flows in its lower half (stragglers
-/// that would otherwise pin it) move to a hash map and the half is dropped.
+/// dropped once its lower half is empty, and once it is
+/// [`IdIndex::MAX_SPREAD`] times wider than the flows it holds, the few old
+/// flows in its lower half (stragglers that would otherwise pin it) move to
+/// a hash map and the half is dropped.
 /// An id far from the window (below its base, or beyond twice its width
 /// above) goes to the hash map too, so any ids work.
 #[derive(Clone, Debug, Default)]
@@ -36,6 +37,14 @@ pub struct IdIndex {
 impl IdIndex {
     /// Ids the window may grow by past its end at once, at least.
     pub const REACH: u64 = 4096;
+
+    /// How many times wider than the flows it holds the window may grow
+    /// before its lower half goes to the hash map. A place in the window
+    /// costs 4 bytes, an entry of the map about 20 and a cache miss at each
+    /// lookup; at 16 the window costs at most 64 bytes per flow held, and
+    /// a replay's long-lived coflows stay in it (FB2010 under Varys: 6.4 %
+    /// of a replay's samples were lookups in the map at 4, 2.9 % at 16).
+    pub const MAX_SPREAD: usize = 16;
 
     /// Number of ids held.
     pub fn len(&self) -> usize {
@@ -119,8 +128,9 @@ impl IdIndex {
     }
 
     /// Drops the window's empty front once that is more than half of it,
-    /// and its lower half once the window is four times wider than the
-    /// flows it holds, moving that half's flows to the hash map. Amortized
+    /// and its lower half once the window is [`IdIndex::MAX_SPREAD`] times
+    /// wider than the flows it holds, moving that half's flows to the hash
+    /// map. Amortized
     /// O(1) per id: each place of the window is walked and dropped once.
     fn trim(&mut self) {
         while self.dense.get(self.head).is_some_and(|&p| p == NONE) {
@@ -128,7 +138,9 @@ impl IdIndex {
         }
         let drop = if self.head > 64 && self.head > self.dense.len() / 2 {
             self.head
-        } else if self.dense.len() > Self::REACH as usize && self.dense.len() > 4 * self.dense_len {
+        } else if self.dense.len() > Self::REACH as usize
+            && self.dense.len() > Self::MAX_SPREAD * self.dense_len
+        {
             let half = self.dense.len() / 2;
             for (i, p) in self.dense[..half].iter().enumerate().skip(self.head) {
                 if *p != NONE {
@@ -196,11 +208,48 @@ mod tests {
     }
 
     #[test]
+    fn a_long_lived_coflow_stays_in_the_window_until_it_is_far_too_wide() {
+        // Flows 0..1000 live on while batches of 500 later ids come and
+        // go. Up to MAX_SPREAD times the flows held, the window keeps them
+        // (no hash map); past that they move to it, and are still found.
+        let mut ix = IdIndex::default();
+        for id in 0..1000 {
+            ix.insert(FlowId(id), id as u32);
+        }
+        let mut next = 1000;
+        let batch = |ix: &mut IdIndex, next: &mut u64| {
+            let ids: Vec<u64> = (*next..*next + 500).collect();
+            *next += 500;
+            ids.iter().for_each(|&id| ix.insert(FlowId(id), 1));
+            ids.iter()
+                .rev()
+                .for_each(|&id| assert_eq!(ix.remove(FlowId(id)), Some(1)));
+        };
+        while next < 8 * 1000 {
+            batch(&mut ix, &mut next);
+            assert!(
+                ix.sparse.is_empty(),
+                "at {next}: {} ids in the map",
+                ix.sparse.len()
+            );
+        }
+        while ix.sparse.is_empty() {
+            batch(&mut ix, &mut next);
+            assert!(
+                next <= 2 * IdIndex::MAX_SPREAD as u64 * 1000,
+                "never moved: {next}"
+            );
+        }
+        assert_eq!(ix.len(), 1000);
+        assert!((0..1000).all(|id| ix.get(FlowId(id)) == Some(id as u32)));
+    }
+
+    #[test]
     fn a_straggler_does_not_push_later_ids_out_of_the_window() {
         // Flow 0 lives on while batches of later ids come and go, the
         // newest of each batch leaving first (as short flows of a trace
         // replay do): ids must keep landing in the window, the straggler
-        // moving to the hash map once the window is four times too wide.
+        // moving to the hash map once the window is too wide.
         let mut ix = IdIndex::default();
         ix.insert(FlowId(0), 0);
         let mut next = 1;
