@@ -27,6 +27,7 @@ use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, SparePl
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::Nanos;
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 /// Number of queues (K).
 pub const QUEUES: u32 = 10;
@@ -64,6 +65,8 @@ pub struct Aalo {
     wake_at: Option<Nanos>,
     /// Scratch: every active flow's rate.
     rates: Vec<(FlowId, f64)>,
+    /// Scratch: each coflow's first flow and span of `rates`.
+    spans: Vec<(FlowId, Range<usize>)>,
     spare: SparePlans,
 }
 
@@ -108,9 +111,14 @@ impl CoflowPolicy for Aalo {
         // Coflow after coflow in queue order, each one's total rate kept
         // to tell when it crosses its queue's limit.
         let mut wake_at: Option<Nanos> = None;
+        let spans = &mut self.spans;
+        spans.clear();
         for &(q, _, id) in &order {
             let start = rates.len();
             self.fill.fill_in_order(view, &[id], &mut residual, rates);
+            if let Some(&(first, _)) = rates.get(start) {
+                spans.push((first, start..rates.len()));
+            }
             let rate: f64 = rates[start..].iter().map(|&(_, r)| r).sum();
             let crossing = limit_of(q, scale)
                 .zip(sent.get(&id))
@@ -118,11 +126,23 @@ impl CoflowPolicy for Aalo {
                 .map(|(limit, &sent)| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1));
             wake_at = wake_at.into_iter().chain(crossing).min();
         }
-        plans.clear();
-        plans.extend(rates.drain(..).map(|(f, r)| (f, FlowPlan::eps_paced(r))));
         // In flow-id order, as they are held (and as a driver finds the
-        // flows: ids arrive in sequence).
-        plans.sort_unstable_by_key(|&(f, _)| f);
+        // flows: ids arrive in sequence). Each coflow's flows come in id
+        // order; coflows whose ids do not interleave (a trace's) need
+        // only be put in order of their first flow.
+        spans.sort_unstable_by_key(|(first, _)| *first);
+        plans.clear();
+        for (_, span) in spans.iter() {
+            plans.extend(
+                rates[span.clone()]
+                    .iter()
+                    .map(|&(f, r)| (f, FlowPlan::eps_paced(r))),
+            );
+        }
+        if !plans.is_sorted_by_key(|&(f, _)| f) {
+            plans.sort_unstable_by_key(|&(f, _)| f);
+        }
+        rates.clear();
         self.held.hold(view, &plans);
         self.queues = queues;
         self.wake_at = wake_at;

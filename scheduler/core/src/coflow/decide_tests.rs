@@ -132,6 +132,24 @@ fn aalo_puts_the_coflow_that_sent_least_first_and_wakes_at_its_queue_limit() {
     );
 }
 
+/// Aalo's plans come in flow-id order, whether the coflows' flow ids
+/// interleave (coflow 1: flows 1 and 4; coflow 2: flows 2 and 3) or not,
+/// and whatever the queue order (coflow 2 has sent less: it goes first).
+#[test]
+fn aalo_plans_come_in_flow_id_order_when_coflows_interleave() {
+    let mut view = NetView::new(fabric(3));
+    add(&mut view, Nanos::ZERO, 1, 1, h(0, 0), h(1, 0), 10_000_000);
+    add(&mut view, Nanos::ZERO, 2, 2, h(0, 1), h(2, 0), 10_000_000);
+    add(&mut view, Nanos::ZERO, 3, 2, h(1, 1), h(2, 1), 10_000_000);
+    add(&mut view, Nanos::ZERO, 4, 1, h(2, 0), h(1, 1), 10_000_000);
+    if let Some(c) = view.coflows.get_mut(&CoflowId(1)) {
+        c.sent_bytes = 20.0 * 1_048_576.0;
+    }
+    let d = by_name("aalo").unwrap().schedule(Nanos::ZERO, &view);
+    let ids: Vec<u64> = d.plans.iter().map(|(f, _)| f.0).collect();
+    assert_eq!(ids, [1, 2, 3, 4]);
+}
+
 /// Sunflow: two coflows want rack 0's only OCS port. The one with the
 /// shorter T(C) (2 MB to rack 1, against 20 MB to rack 2) reserves it and
 /// gets a circuit 0 → 1; the other's elephants wait; a flow below the
