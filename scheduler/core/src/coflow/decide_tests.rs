@@ -108,6 +108,14 @@ fn varys_madd_paces_a_coflows_flows_to_finish_together() {
     close(rate(plan(&d, 2)), 0.25 * NIC);
 }
 
+/// Coflow `coflow` of `view` has sent `bytes` already (what Aalo's queues
+/// read).
+fn has_sent(view: &mut NetView, coflow: u64, bytes: f64) {
+    if let Some(c) = view.coflows.get_mut(&CoflowId(coflow)) {
+        c.sent_bytes = bytes;
+    }
+}
+
 /// Aalo (D-CLAS): a coflow that has sent 20 MiB sits in queue 1, below a
 /// newer one that has sent nothing (queue 0), so the newer one takes the
 /// shared NIC whole and the older one waits; Aalo asks to be woken when the
@@ -116,9 +124,7 @@ fn varys_madd_paces_a_coflows_flows_to_finish_together() {
 fn aalo_puts_the_coflow_that_sent_least_first_and_wakes_at_its_queue_limit() {
     let mut view = NetView::new(fabric(2));
     add(&mut view, Nanos::ZERO, 1, 1, h(0, 0), h(1, 0), 100_000_000);
-    if let Some(c) = view.coflows.get_mut(&CoflowId(1)) {
-        c.sent_bytes = 20.0 * 1_048_576.0;
-    }
+    has_sent(&mut view, 1, 20.0 * 1_048_576.0);
     let t = Nanos::from_millis(30_000);
     add(&mut view, t, 2, 2, h(0, 0), h(1, 1), 50_000_000);
     let d = by_name("aalo").unwrap().schedule(t, &view);
@@ -142,9 +148,7 @@ fn aalo_plans_come_in_flow_id_order_when_coflows_interleave() {
     add(&mut view, Nanos::ZERO, 2, 2, h(0, 1), h(2, 0), 10_000_000);
     add(&mut view, Nanos::ZERO, 3, 2, h(1, 1), h(2, 1), 10_000_000);
     add(&mut view, Nanos::ZERO, 4, 1, h(2, 0), h(1, 1), 10_000_000);
-    if let Some(c) = view.coflows.get_mut(&CoflowId(1)) {
-        c.sent_bytes = 20.0 * 1_048_576.0;
-    }
+    has_sent(&mut view, 1, 20.0 * 1_048_576.0);
     let d = by_name("aalo").unwrap().schedule(Nanos::ZERO, &view);
     let ids: Vec<u64> = d.plans.iter().map(|(f, _)| f.0).collect();
     assert_eq!(ids, [1, 2, 3, 4]);

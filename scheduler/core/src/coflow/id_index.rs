@@ -130,8 +130,8 @@ impl IdIndex {
     /// Drops the window's empty front once that is more than half of it,
     /// and its lower half once the window is [`IdIndex::MAX_SPREAD`] times
     /// wider than the flows it holds, moving that half's flows to the hash
-    /// map. Amortized
-    /// O(1) per id: each place of the window is walked and dropped once.
+    /// map. Amortized O(1) per id: each place of the window is walked and
+    /// dropped once.
     fn trim(&mut self) {
         while self.dense.get(self.head).is_some_and(|&p| p == NONE) {
             self.head += 1;

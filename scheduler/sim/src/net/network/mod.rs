@@ -16,8 +16,9 @@
 //! size. With 150 racks a bundle holds all flows of one rack pair, however
 //! many coflows they serve. A capped flow is a bundle of its own: a policy
 //! that caps flows (Varys, Aalo) gives each its own rate, and changes it at
-//! every call, so the cap changes in place without a lookup. Bundles bottlenecked at the same link share its
-//! service clock ([`super::clocks`]), so an event that changes the link's
+//! every call, so the cap changes in place without a lookup. Bundles
+//! bottlenecked at the same link share its service clock
+//! ([`super::clocks`]), so an event that changes the link's
 //! level but not the bundle's bottleneck does not touch the bundle. A policy
 //! that changes a flow's plan moves it to another bundle (O(log)).
 //!

@@ -78,11 +78,10 @@ impl FluidNetwork {
             let bundle = &mut self.bundles[b];
             bundle.dirty = false;
             bundle.generation = bundle.generation.wrapping_add(1);
-            if !bundle.min_finish.is_finite() {
-                self.finishes.set(b, None);
-                continue;
-            }
-            match bundle.clock {
+            // Its next finish: on its link clock's heap, or, off clocks, in
+            // the queue of finishes (where any entry it had goes otherwise).
+            let off_clock = match bundle.clock {
+                _ if !bundle.min_finish.is_finite() => None,
                 Some(l) => {
                     let (at, generation) = (bundle.min_finish - bundle.offset, bundle.generation);
                     let bundles = &self.bundles;
@@ -90,13 +89,11 @@ impl FluidNetwork {
                         bundles[b].generation == g && bundles[b].clock == Some(l)
                     });
                     Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
-                    self.finishes.set(b, None);
+                    None
                 }
-                None => {
-                    let t = bundle.first_finish(&self.clocks, now);
-                    self.finishes.set(b, t);
-                }
-            }
+                None => bundle.first_finish(&self.clocks, now),
+            };
+            self.finishes.set(b, off_clock);
         }
         touched.clear();
         self.dirty = touched;
