@@ -18,13 +18,14 @@ pub(super) struct FluidOcs {
     open: BTreeMap<(u32, u32), usize>,
     /// Events the changes caused at once, for the network to report.
     pub(super) events: Vec<NetEvent>,
-    /// Whether a circuit was set up or torn down since the flag was taken.
-    pub(super) changed: bool,
+    /// The sending racks of the circuits set up or torn down since they
+    /// were last taken.
+    pub(super) changed: Vec<u32>,
 }
 
 impl CircuitSwitch for FluidOcs {
     fn tear_down(&mut self, now: Nanos, old: &CircuitView) {
-        self.changed = true;
+        self.changed.push(old.src_rack);
         if let Some(i) = self.open.remove(&(old.src_rack, old.port)) {
             self.log[i].down_at = Some(now);
         }
@@ -34,7 +35,7 @@ impl CircuitSwitch for FluidOcs {
     }
 
     fn set_up(&mut self, now: Nanos, c: &CircuitView) {
-        self.changed = true;
+        self.changed.push(c.src_rack);
         self.open.insert((c.src_rack, c.port), self.log.len());
         self.log.push(CircuitRecord {
             src_rack: c.src_rack,

@@ -39,7 +39,7 @@ impl FluidNetwork {
             );
             self.stats.reconfigurations += made;
         }
-        self.circuits_changed |= std::mem::take(&mut self.ocs.changed);
+        self.circuits_changed.append(&mut self.ocs.changed);
         self.pending.append(&mut self.ocs.events);
         self.apply_pair_plans(&decision.pair_changes);
         if self.policy.orders_coflows() {

@@ -96,11 +96,12 @@ pub struct FluidNetwork {
     dirty: Vec<usize>,
     /// Each bundle's service over circuits, indexed as `bundles`.
     shares: Vec<OcsShare>,
-    /// Bundles whose route changes with circuits: those on a circuit path,
-    /// and under a schedule every bundle between racks.
-    ocs_bundles: BTreeSet<usize>,
-    /// Whether a circuit was set up, torn down or came up since the last solve.
-    circuits_changed: bool,
+    /// Bundles whose route changes with circuits, by source rack: those on
+    /// a circuit path, and under a schedule every bundle between racks.
+    ocs_bundles: BTreeMap<u32, BTreeSet<usize>>,
+    /// The sending racks of the circuits set up, torn down or come up
+    /// since the last solve: only their bundles' routes can have changed.
+    circuits_changed: Vec<u32>,
     /// Finish times of the first members of bundles off any link clock.
     finishes: FinishQueue,
     /// One service clock per link.
@@ -190,8 +191,8 @@ impl FluidNetwork {
             emptied: Vec::new(),
             dirty: Vec::new(),
             shares: Vec::new(),
-            ocs_bundles: BTreeSet::new(),
-            circuits_changed: false,
+            ocs_bundles: BTreeMap::new(),
+            circuits_changed: Vec::new(),
             finishes: FinishQueue::default(),
             clocks: vec![Clock::default(); view.links.len()],
             clock_next: NextFinishes::new(rates.bind_end()),
@@ -596,7 +597,7 @@ impl FluidNetwork {
         };
         self.bundle_of.insert(key, b);
         if self.follows_circuits(key) {
-            self.ocs_bundles.insert(b);
+            self.ocs_bundles.entry(key.src.rack).or_default().insert(b);
         }
         b
     }
@@ -740,7 +741,7 @@ impl FluidNetwork {
         }
         self.done = done;
         for c in self.view.circuits.values().filter(|c| c.up_at == now) {
-            self.circuits_changed = true;
+            self.circuits_changed.push(c.src_rack);
             ask |= self.triggers.circuit_up;
             if self.rotor.is_none() {
                 events.push(circuit_event(now, c, true));

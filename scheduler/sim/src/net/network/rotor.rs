@@ -127,7 +127,7 @@ impl FluidNetwork {
             if keep {
                 continue;
             }
-            self.circuits_changed = true;
+            self.circuits_changed.push(rack);
             self.view.circuits.remove(&(rack, port));
             if let Some(c) = want {
                 self.view.circuits.insert((rack, port), c);

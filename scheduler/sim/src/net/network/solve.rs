@@ -22,10 +22,23 @@ impl FluidNetwork {
     pub(super) fn update_rates(&mut self) {
         self.rates_stale = false;
         let now = self.now;
-        if std::mem::take(&mut self.circuits_changed) {
-            let ocs: Vec<usize> = self.ocs_bundles.iter().copied().collect();
-            ocs.into_iter().for_each(|b| self.mark_dirty(b));
+        let mut racks = std::mem::take(&mut self.circuits_changed);
+        racks.sort_unstable();
+        racks.dedup();
+        for &rack in &racks {
+            let Some(ocs) = self.ocs_bundles.get(&rack) else {
+                continue;
+            };
+            for &b in ocs {
+                let bundle = &mut self.bundles[b];
+                if !bundle.dirty {
+                    bundle.dirty = true;
+                    self.dirty.push(b);
+                }
+            }
         }
+        racks.clear();
+        self.circuits_changed = racks;
         // Each bundle once: the dirty ones, then those the solve moved.
         // A bundle stays dirty until the end: it tells the ones already taken.
         let mut touched = std::mem::take(&mut self.dirty);
@@ -104,7 +117,9 @@ impl FluidNetwork {
         for &b in &emptied {
             if let Some(k) = self.bundles[b].key.take() {
                 if self.follows_circuits(k) {
-                    self.ocs_bundles.remove(&b);
+                    if let Some(ocs) = self.ocs_bundles.get_mut(&k.src.rack) {
+                        ocs.remove(&b);
+                    }
                 }
             }
             self.free_bundles.push(b);
