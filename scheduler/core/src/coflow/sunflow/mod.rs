@@ -51,6 +51,7 @@
 //! not plan looks at the pairs with a circuit only when a flow joined or
 //! left since the last call.
 
+mod rack_set;
 pub mod solver;
 #[cfg(test)]
 mod solver_props;

@@ -34,10 +34,19 @@
 //! the port it chose (theirs take the first candidate's, which differs only
 //! with several ports per rack).
 //!
+//! Pair order is (sending rack, receiving rack), whatever order a layer
+//! comes in; a rack pair given twice in one layer is one pair with the
+//! bytes of both.
+//!
 //! Cost: each pass looks only at the pairs of the racks whose sides were
-//! just freed (no other pair can have become reservable), so a coflow of
-//! `P` pairs costs about `P` times the pairs of two racks, not `P²`.
+//! just freed (no other pair can have become reservable), and of those
+//! only at the ones reservable when their turn comes: the pending pairs of
+//! a rack and the racks with a free side are bit rows
+//! (`rack_set::RackRows`), and the next pair a freed rack can take is one
+//! word-wise AND away. A pass costs about `racks / 64` words for each pair
+//! it tries, not a walk over every pair of the freed racks.
 
+use super::rack_set::{first_from, RackRows};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -173,70 +182,154 @@ pub fn reserve(layers: &[Vec<PairDemand>], fabric: Circuits) -> Plan {
 /// The pairs of a layer still to reserve, indexed by rack.
 struct Pending {
     demands: Vec<Option<PairDemand>>,
-    by_src: Vec<Vec<usize>>,
-    by_dst: Vec<Vec<usize>>,
+    /// Per sending rack, its pairs as (receiving rack, index), by receiving rack.
+    index: Vec<Vec<(u32, usize)>>,
+    /// Row `i`: the receiving racks of the pending pairs from rack `i`.
+    to: RackRows,
+    /// Row `j`: the sending racks of the pending pairs to rack `j`.
+    from: RackRows,
     left: usize,
 }
 
 impl Pending {
+    /// The pending pairs of `demands`; a rack pair given twice is one
+    /// pair with the bytes of both.
     fn new(demands: Vec<PairDemand>, racks: u32) -> Pending {
-        let mut by_src = vec![Vec::new(); racks as usize];
-        let mut by_dst = vec![Vec::new(); racks as usize];
-        for (k, d) in demands.iter().enumerate() {
-            by_src[d.src as usize].push(k);
-            by_dst[d.dst as usize].push(k);
+        let mut index: Vec<Vec<(u32, usize)>> = vec![Vec::new(); racks as usize];
+        let mut merged: Vec<Option<PairDemand>> = Vec::with_capacity(demands.len());
+        let mut to = RackRows::new(racks as usize, racks);
+        let mut from = RackRows::new(racks as usize, racks);
+        for d in demands {
+            let pairs = &mut index[d.src as usize];
+            match pairs.iter().find(|&&(dst, _)| dst == d.dst) {
+                Some(&(_, k)) => {
+                    if let Some(m) = merged[k].as_mut() {
+                        m.bytes += d.bytes;
+                    }
+                }
+                None => {
+                    pairs.push((d.dst, merged.len()));
+                    to.put(d.src as usize, d.dst, true);
+                    from.put(d.dst as usize, d.src, true);
+                    merged.push(Some(d));
+                }
+            }
+        }
+        for pairs in &mut index {
+            pairs.sort_unstable();
         }
         Pending {
-            left: demands.len(),
-            demands: demands.into_iter().map(Some).collect(),
-            by_src,
-            by_dst,
+            left: merged.len(),
+            demands: merged,
+            index,
+            to,
+            from,
         }
     }
-    /// The pending pairs from `srcs` or to `dsts`, in pair order (the
-    /// racks' lists drop the pairs no longer pending as they are read).
-    fn touching(&mut self, srcs: &[u32], dsts: &[u32]) -> Vec<usize> {
-        let demands = &self.demands;
-        for (lists, racks) in [(&mut self.by_src, srcs), (&mut self.by_dst, dsts)] {
-            for &r in racks {
-                lists[r as usize].retain(|&k| demands[k].is_some());
-            }
-        }
-        // Each rack's list is in pair order: one sending and one receiving
-        // rack (every pass of the first layer) merge without a sort.
-        if let ([i], [j]) = (srcs, dsts) {
-            return merged(&self.by_src[*i as usize], &self.by_dst[*j as usize]);
-        }
-        let mut ks: Vec<usize> = Vec::new();
-        for (lists, racks) in [(&self.by_src, srcs), (&self.by_dst, dsts)] {
-            for &r in racks {
-                ks.extend_from_slice(&lists[r as usize]);
-            }
-        }
-        ks.sort_unstable();
-        ks.dedup();
-        ks
+
+    /// The index of pending pair `src → dst`.
+    fn index_of(&self, src: u32, dst: u32) -> Option<usize> {
+        let pairs = &self.index[src as usize];
+        pairs
+            .binary_search_by_key(&dst, |&(d, _)| d)
+            .ok()
+            .map(|at| pairs[at].1)
     }
+
+    /// The first receiving rack at or after `start` of a pending pair
+    /// from rack `i` that has a port free on both sides.
+    fn next_from(&self, i: u32, start: u32, sides: &Sides) -> Option<u32> {
+        let free = |word: usize| {
+            (0..sides.busy.ports)
+                .filter(|&w| !sides.busy.send[sides.socket(i, w)])
+                .fold(0, |m, w| m | sides.free_receive.row(w as usize)[word])
+        };
+        first_from(self.to.row(i as usize), start, free)
+    }
+
+    /// The first sending rack at or after `start` of a pending pair to
+    /// rack `j` that has a port free on both sides.
+    fn next_to(&self, j: u32, start: u32, sides: &Sides) -> Option<u32> {
+        let free = |word: usize| {
+            (0..sides.busy.ports)
+                .filter(|&w| !sides.busy.receive[sides.socket(j, w)])
+                .fold(0, |m, w| m | sides.free_send.row(w as usize)[word])
+        };
+        first_from(self.from.row(j as usize), start, free)
+    }
+
     fn remove(&mut self, k: usize) {
-        if self.demands[k].take().is_some() {
+        if let Some(d) = self.demands[k].take() {
+            self.to.put(d.src as usize, d.dst, false);
+            self.from.put(d.dst as usize, d.src, false);
             self.left -= 1;
         }
     }
 }
 
-/// The union of two increasing lists, increasing.
-fn merged(a: &[usize], b: &[usize]) -> Vec<usize> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut x, mut y) = (0, 0);
-    while x < a.len() && y < b.len() {
-        let (p, q) = (a[x], b[y]);
-        out.push(p.min(q));
-        x += usize::from(p <= q);
-        y += usize::from(q <= p);
+/// The pairs one pass tries, in pair order: at the start every pending
+/// pair; after sides free, the pending pairs from the racks whose sending
+/// side freed and to those whose receiving side did (no other pair can
+/// have become reservable). A pass only takes sides, so a pair that is
+/// not reservable when its turn would come is passed over unseen.
+enum Pass {
+    /// Every pending pair, by index in pair order.
+    All { order: Vec<usize>, next: usize },
+    /// The pairs from `srcs` and to `dsts`, each rack with the first
+    /// partner still to try.
+    Freed {
+        srcs: Vec<(u32, u32)>,
+        dsts: Vec<(u32, u32)>,
+    },
+}
+
+impl Pass {
+    /// A pass over every pending pair.
+    fn all(pending: &Pending) -> Pass {
+        let order = pending.index.iter().flatten().map(|&(_, k)| k).collect();
+        Pass::All { order, next: 0 }
     }
-    out.extend_from_slice(&a[x..]);
-    out.extend_from_slice(&b[y..]);
-    out
+
+    /// A pass over the pairs from `srcs` and to `dsts`.
+    fn freed(srcs: &[u32], dsts: &[u32]) -> Pass {
+        Pass::Freed {
+            srcs: srcs.iter().map(|&i| (i, 0)).collect(),
+            dsts: dsts.iter().map(|&j| (j, 0)).collect(),
+        }
+    }
+
+    /// The next pair to try: the first in pair order, after those tried,
+    /// that is pending and has a port free on both sides.
+    fn next(&mut self, pending: &Pending, sides: &Sides) -> Option<usize> {
+        match self {
+            Pass::All { order, next } => {
+                while let Some(&k) = order.get(*next) {
+                    *next += 1;
+                    if pending.demands[k].is_some_and(|d| sides.free(d.src, d.dst).next().is_some()) {
+                        return Some(k);
+                    }
+                }
+                None
+            }
+            Pass::Freed { srcs, dsts } => {
+                let from = srcs
+                    .iter()
+                    .filter_map(|&(i, start)| Some((i, pending.next_from(i, start, sides)?)));
+                let to = dsts
+                    .iter()
+                    .filter_map(|&(j, start)| Some((pending.next_to(j, start, sides)?, j)));
+                let (i, j) = from.chain(to).min()?;
+                // Tried: the streams of its two racks move past it.
+                for (_, start) in srcs.iter_mut().filter(|(rack, _)| *rack == i) {
+                    *start = (*start).max(j + 1);
+                }
+                for (_, start) in dsts.iter_mut().filter(|(rack, _)| *rack == j) {
+                    *start = (*start).max(i + 1);
+                }
+                pending.index_of(i, j)
+            }
+        }
+    }
 }
 
 /// A value per port side: the sending and the receiving side of each
@@ -275,41 +368,69 @@ impl<T> PerSide<T> {
     }
 }
 
-/// Which sides are busy.
-type Sides = PerSide<bool>;
+/// Which sides are busy, also kept per port as rows of the racks whose
+/// side is free (for [`Pending::reservable`]).
+struct Sides {
+    busy: PerSide<bool>,
+    free_send: RackRows,
+    free_receive: RackRows,
+}
 
 impl Sides {
+    /// Every side free.
+    fn new(f: Circuits) -> Sides {
+        let mut free = RackRows::new(f.ports as usize, f.racks);
+        for w in 0..f.ports as usize {
+            for r in 0..f.racks {
+                free.put(w, r, true);
+            }
+        }
+        Sides {
+            busy: PerSide::new(f, false),
+            free_send: free.clone(),
+            free_receive: free,
+        }
+    }
+    fn socket(&self, rack: u32, port: u32) -> usize {
+        self.busy.socket(rack, port)
+    }
+    fn rack_of(&self, socket: usize) -> u32 {
+        self.busy.rack_of(socket)
+    }
+    /// Marks `side` of `socket` busy or free.
+    fn set(&mut self, side: Side, socket: usize, busy: bool) {
+        self.busy.side_mut(side)[socket] = busy;
+        let racks = self.busy.racks as usize;
+        let (port, rack) = (socket / racks, (socket % racks) as u32);
+        let free = match side {
+            Side::Send => &mut self.free_send,
+            Side::Receive => &mut self.free_receive,
+        };
+        free.put(port, rack, !busy);
+    }
     /// Takes `(i, w)` sending and `(j, w)` receiving; returns their sockets.
     fn take(&mut self, i: u32, j: u32, w: u32) -> (usize, usize) {
         let (s, r) = (self.socket(i, w), self.socket(j, w));
-        self.send[s] = true;
-        self.receive[r] = true;
+        self.set(Side::Send, s, true);
+        self.set(Side::Receive, r, true);
         (s, r)
     }
     /// Ports with both `(i, w)` sending and `(j, w)` receiving free.
     fn free(&self, i: u32, j: u32) -> impl Iterator<Item = u32> + '_ {
-        (0..self.ports).filter(move |&w| !self.send[self.socket(i, w)] && !self.receive[self.socket(j, w)])
+        let b = &self.busy;
+        (0..b.ports).filter(move |&w| !b.send[b.socket(i, w)] && !b.receive[b.socket(j, w)])
     }
 }
 
 fn first_layer(layer: usize, demands: Vec<PairDemand>, f: Circuits) -> Vec<Reserved> {
     let mut pending = Pending::new(demands, f.racks);
-    let mut sides = Sides::new(f, false);
+    let mut sides = Sides::new(f);
     let mut ends = Queue::default();
     let mut made = Vec::new();
     let mut t = 0.0;
-    let mut candidates: Vec<usize> = (0..pending.demands.len()).collect();
-    // After the first pass, the sides just freed: once none of them is
-    // free again no other candidate can be reserved.
-    let mut freed: Option<(u32, u32)> = None;
+    let mut pass = Pass::all(&pending);
     loop {
-        for k in candidates {
-            if let Some((i, j)) = freed {
-                let any = |busy: &[bool], r: u32| (0..f.ports).any(|w| !busy[sides.socket(r, w)]);
-                if !any(&sides.send, i) && !any(&sides.receive, j) {
-                    break;
-                }
-            }
+        while let Some(k) = pass.next(&pending, &sides) {
             let Some(d) = pending.demands[k] else { continue };
             let Some(w) = sides.free(d.src, d.dst).next() else {
                 continue;
@@ -335,11 +456,10 @@ fn first_layer(layer: usize, demands: Vec<PairDemand>, f: Circuits) -> Vec<Reser
             return made;
         };
         t = at;
-        sides.send[src] = false;
-        sides.receive[dst] = false;
+        sides.set(Side::Send, src, false);
+        sides.set(Side::Receive, dst, false);
         let (i, j) = (sides.rack_of(src), sides.rack_of(dst));
-        freed = Some((i, j));
-        candidates = pending.touching(&[i], &[j]);
+        pass = Pass::freed(&[i], &[j]);
     }
 }
 
@@ -422,14 +542,14 @@ fn later_layer(
 ) -> Vec<Reserved> {
     let mut events = booked.events(&demands, horizon);
     let mut pending = Pending::new(demands, f.racks);
-    let mut sides = Sides::new(f, false);
+    let mut sides = Sides::new(f);
     // Until when each side is free (`horizon` where no earlier reservation limits it).
     let mut free_until = PerSide::new(f, horizon);
     let apply = |e: Event, sides: &mut Sides, free_until: &mut PerSide<f64>| match e {
-        Event::Busy { side, socket } => sides.side_mut(side)[socket] = true,
+        Event::Busy { side, socket } => sides.set(side, socket, true),
         Event::End { .. } => {}
         Event::Idle { side, socket, until } => {
-            sides.side_mut(side)[socket] = false;
+            sides.set(side, socket, false);
             free_until.side_mut(side)[socket] = until;
         }
     };
@@ -441,9 +561,9 @@ fn later_layer(
     let one_bit = 1.0 / (8.0 * f.rate);
     let mut made = Vec::new();
     let mut t = 0.0;
-    let mut candidates: Vec<usize> = (0..pending.demands.len()).collect();
+    let mut pass = Pass::all(&pending);
     loop {
-        for k in candidates {
+        while let Some(k) = pass.next(&pending, &sides) {
             let Some(d) = pending.demands[k] else { continue };
             // The port whose slot lasts longest (the first of equals).
             let mut best: Option<(u32, f64)> = None;
@@ -511,7 +631,7 @@ fn later_layer(
             }
             apply(e, &mut sides, &mut free_until);
         }
-        candidates = pending.touching(&freed_src, &freed_dst);
+        pass = Pass::freed(&freed_src, &freed_dst);
     }
 }
 
@@ -599,15 +719,15 @@ mod tests {
     }
 
     #[test]
-    fn merging_two_increasing_lists_is_sorting_their_union() {
-        let (a, b) = ([0, 2, 3, 7, 9], [1, 2, 7, 8, 10, 11]);
-        let mut union: Vec<usize> = a.iter().chain(&b).copied().collect();
-        union.sort_unstable();
-        union.dedup();
-        assert_eq!(merged(&a, &b), union);
-        assert_eq!(merged(&b, &a), union);
-        assert_eq!(merged(&[], &b), b);
-        assert_eq!(merged(&a, &[]), a);
+    fn pairs_are_tried_in_pair_order_and_a_pair_given_twice_is_one() {
+        // The first test's layer, shuffled: 2→1 (given first) still waits
+        // for 0→1, as pair order puts 0→1 first.
+        let sorted = reserve(&[vec![d(0, 1, 1.0), d(0, 3, 3.0), d(2, 1, 2.0)]], F);
+        let shuffled = reserve(&[vec![d(2, 1, 2.0), d(0, 3, 3.0), d(0, 1, 1.0)]], F);
+        assert_eq!(shuffled, sorted);
+        // 0→1 given as 1 MB and 0.5 MB: one reservation of δ + 1.5 MB.
+        let twice = reserve(&[vec![d(0, 1, 1.0), d(3, 2, 1.0), d(0, 1, 0.5)]], F);
+        assert_eq!(spans(&twice), vec![(0, 0, 1, 0.0, 1.51), (0, 3, 2, 0.0, 1.01)]);
     }
 
     #[test]
