@@ -321,33 +321,29 @@ impl Sunflow {
             let alphas: BTreeMap<CoflowId, f64> = coflows.iter().map(|(&c, k)| (c, alpha(k))).collect();
             self.order.sort_by(|a, b| alphas[a].total_cmp(&alphas[b]));
         }
-        // Rebuilt in the chains already allocated.
+        // The chains rebuilt in those already allocated, and one layer per
+        // coflow: the pairs it owns (it comes first in their chains), in
+        // pair order.
         for chain in self.owners.values_mut() {
             chain.clear();
         }
+        let mut layers: Vec<Vec<PairDemand>> = Vec::with_capacity(self.order.len());
         for &c in &self.order {
-            for &pair in coflows[&c].pairs.keys() {
-                self.owners.entry(pair).or_default().push(c);
-            }
-        }
-        self.owners.retain(|_, chain| !chain.is_empty());
-        // One layer per coflow: the pairs it owns, in pair order.
-        let layers: Vec<Vec<PairDemand>> = self
-            .order
-            .iter()
-            .map(|c| {
-                coflows[c]
-                    .pairs
-                    .iter()
-                    .filter(|(pair, _)| self.owners[*pair].first() == Some(c))
-                    .map(|(&(src, dst), p)| PairDemand {
+            let mut layer = Vec::new();
+            for (&(src, dst), p) in &coflows[&c].pairs {
+                let chain = self.owners.entry((src, dst)).or_default();
+                if chain.is_empty() {
+                    layer.push(PairDemand {
                         src,
                         dst,
                         bytes: p.bytes,
-                    })
-                    .collect()
-            })
-            .collect();
+                    });
+                }
+                chain.push(c);
+            }
+            layers.push(layer);
+        }
+        self.owners.retain(|_, chain| !chain.is_empty());
         self.coflows = coflows;
         let plan = solver::reserve(
             &layers,

@@ -122,6 +122,12 @@ enum Event {
 
 #[derive(Default)]
 struct Queue {
+    /// The events pushed before [`Queue::seal`], sorted, and how many of
+    /// them have been popped: a sort of thousands of known events costs
+    /// less than sifting each through the heap.
+    sealed: Vec<(u64, u64)>,
+    popped: usize,
+    /// The events pushed since, by (time, sequence).
     heap: BinaryHeap<Reverse<(u64, u64)>>,
     events: Vec<(f64, Event)>,
 }
@@ -133,14 +139,40 @@ impl Queue {
         // Times are finite and non-negative: their bits order as they do.
         self.heap.push(Reverse((at.max(0.0).to_bits(), seq)));
     }
+    /// Moves the events pushed so far out of the heap, sorted.
+    fn seal(&mut self) {
+        debug_assert!(self.sealed.is_empty(), "a queue is sealed once");
+        self.sealed = std::mem::take(&mut self.heap)
+            .into_iter()
+            .map(|Reverse(k)| k)
+            .collect();
+        self.sealed.sort_unstable();
+        self.popped = 0;
+    }
+    /// The first event's key, and whether it is a sealed one.
+    fn first(&self) -> Option<((u64, u64), bool)> {
+        let sealed = self.sealed.get(self.popped).copied();
+        let pushed = self.heap.peek().map(|Reverse(k)| *k);
+        match (sealed, pushed) {
+            (Some(a), Some(b)) if b < a => Some((b, false)),
+            (Some(a), _) => Some((a, true)),
+            (None, b) => b.map(|b| (b, false)),
+        }
+    }
     fn peek(&self) -> Option<f64> {
-        self.heap.peek().map(|Reverse((t, _))| f64::from_bits(*t))
+        self.first().map(|((t, _), _)| f64::from_bits(t))
     }
     fn pop(&mut self) -> Option<(f64, Event)> {
-        self.heap.pop().map(|Reverse((_, seq))| self.events[seq as usize])
+        let ((_, seq), sealed) = self.first()?;
+        if sealed {
+            self.popped += 1;
+        } else {
+            self.heap.pop();
+        }
+        Some(self.events[seq as usize])
     }
     fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.popped == self.sealed.len() && self.heap.is_empty()
     }
 }
 
@@ -529,6 +561,7 @@ impl Booked {
         for (at, e) in idle {
             queue.push(at, e);
         }
+        queue.seal();
         queue
     }
 }
@@ -728,6 +761,36 @@ mod tests {
         // 0→1 given as 1 MB and 0.5 MB: one reservation of δ + 1.5 MB.
         let twice = reserve(&[vec![d(0, 1, 1.0), d(3, 2, 1.0), d(0, 1, 0.5)]], F);
         assert_eq!(spans(&twice), vec![(0, 0, 1, 0.0, 1.51), (0, 3, 2, 0.0, 1.01)]);
+    }
+
+    #[test]
+    fn a_sealed_queue_pops_by_time_then_push_order() {
+        let end = |src| Event::End { src, dst: 0 };
+        let mut q = Queue::default();
+        for (at, src) in [(2.0, 0), (1.0, 1), (2.0, 2), (0.5, 3)] {
+            q.push(at, end(src));
+        }
+        q.seal();
+        for (at, src) in [(1.0, 4), (3.0, 5), (0.5, 6)] {
+            q.push(at, end(src));
+        }
+        let mut order = Vec::new();
+        while let Some((at, Event::End { src, .. })) = q.pop() {
+            order.push((at, src));
+        }
+        assert!(q.is_empty());
+        assert_eq!(
+            order,
+            vec![
+                (0.5, 3),
+                (0.5, 6),
+                (1.0, 1),
+                (1.0, 4),
+                (2.0, 0),
+                (2.0, 2),
+                (3.0, 5)
+            ]
+        );
     }
 
     #[test]
