@@ -3,7 +3,7 @@
 //! One row per source rack (per source rack and OCS port when a rack has several ports), time
 //! on the x axis. Each circuit is a bar from the moment it carried light to the moment it was
 //! torn down, coloured by its destination rack and labelled with it where the bar is wide
-//! enough. Every reconfiguration is a thin red vertical line, so the dark gap of δ after each
+//! enough; circuits under a pixel wide are drawn per pixel column ([`pixel_bars`]). Every reconfiguration is a thin red vertical line, so the dark gap of δ after each
 //! one is visible between the bars. This is the picture of a circuit schedule drawn in the
 //! Sunflow paper (Huang et al., CoNEXT'16, Fig. 2), read from a real run.
 
@@ -178,6 +178,70 @@ impl Rows {
     }
 }
 
+/// A bar of the timeline: in row `row`, light to rack `dst` over `[from_s, to_s]`.
+struct Bar {
+    row: usize,
+    dst: usize,
+    from_s: f64,
+    to_s: f64,
+}
+
+/// The bars of `circuits` at `px_per_s` pixels a second: each circuit at least a pixel wide
+/// is a bar of its own (the second list); the narrower ones of a row go to the pixel column
+/// of their midpoint, each column takes the colour of the destination that was up longest in
+/// it, and a run of columns of one colour is one bar (the first list, each bar named by the
+/// destination of its first column). A run with a million
+/// circuits (Sunflow over FB2010) then draws a few thousand bars, not a 100 MB file, and every
+/// circuit wide enough to see is drawn as it was.
+fn pixel_bars(rows: &Rows, circuits: &[CircuitSpan], px_per_s: f64) -> (Vec<Bar>, Vec<Bar>) {
+    let mut whole = Vec::new();
+    // (row, column) -> destination -> seconds up.
+    let mut up: BTreeMap<(usize, u64), BTreeMap<usize, f64>> = BTreeMap::new();
+    for c in circuits {
+        let row = rows.index.get(&(c.src_rack, c.port)).copied().unwrap_or(0);
+        if (c.to_s - c.from_s) * px_per_s >= 1.0 {
+            whole.push(Bar {
+                row,
+                dst: c.dst_rack,
+                from_s: c.from_s,
+                to_s: c.to_s,
+            });
+        } else {
+            let column = ((c.from_s + c.to_s) / 2.0 * px_per_s) as u64;
+            *up.entry((row, column))
+                .or_default()
+                .entry(c.dst_rack)
+                .or_default() += c.to_s - c.from_s;
+        }
+    }
+    let mut columns: Vec<Bar> = Vec::new();
+    let mut last: Option<(usize, u64)> = None;
+    for ((row, column), by_dst) in up {
+        // The longest up; of equals, the lowest rack.
+        let Some((&dst, _)) = by_dst.iter().max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0))) else {
+            continue;
+        };
+        let to_s = (column + 1) as f64 / px_per_s;
+        match columns.last_mut() {
+            // Racks of one colour look alike: their runs join too.
+            Some(b)
+                if last == Some((row, column.wrapping_sub(1)))
+                    && style::colour(b.dst) == style::colour(dst) =>
+            {
+                b.to_s = to_s
+            }
+            _ => columns.push(Bar {
+                row,
+                dst,
+                from_s: column as f64 / px_per_s,
+                to_s,
+            }),
+        }
+        last = Some((row, column));
+    }
+    (columns, whole)
+}
+
 /// Dark text on light colours, white on dark ones.
 fn text_colour_on(c: RGBColor) -> &'static RGBColor {
     let luma = 0.299 * f64::from(c.0) + 0.587 * f64::from(c.1) + 0.114 * f64::from(c.2);
@@ -244,26 +308,22 @@ fn draw(
         PathElement::new(vec![(0.0, y), (x_hi, y)], GRID.stroke_width(1))
     }))?;
 
-    // The circuits, coloured by destination.
-    let bands: Vec<(usize, (f64, f64))> = circuits
-        .iter()
-        .map(|c| {
-            (
-                c.dst_rack,
-                rows.band(rows.index.get(&(c.src_rack, c.port)).copied().unwrap_or(0)),
-            )
-        })
-        .collect();
-    chart.draw_series(circuits.iter().zip(&bands).map(|(c, (dst, (y0, y1)))| {
-        Rectangle::new([(c.from_s, *y0), (c.to_s, *y1)], style::colour(*dst).filled())
-    }))?;
+    // The circuits, coloured by destination: those under a pixel wide by pixel column.
+    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
+    let px_per_s = f64::from(plot_w) / x_hi;
+    let (columns, whole) = pixel_bars(rows, circuits, px_per_s);
+    let bar = |b: &Bar| {
+        let (y0, y1) = rows.band(b.row);
+        Rectangle::new([(b.from_s, y0), (b.to_s, y1)], style::colour(b.dst).filled())
+    };
+    chart.draw_series(columns.iter().map(bar))?;
+    chart.draw_series(whole.iter().map(bar))?;
 
     // Destination labels where the bar has room for them.
     if row_px >= 16 {
-        let (plot_w, _) = chart.plotting_area().dim_in_pixel();
-        let px_per_s = f64::from(plot_w) / x_hi;
         let mut labels = Vec::new();
-        for (c, (dst, (y0, y1))) in circuits.iter().zip(&bands) {
+        for c in &whole {
+            let (dst, (y0, y1)) = (&c.dst, rows.band(c.row));
             let text = format!("→r{dst}");
             let font = label_font().color(text_colour_on(style::colour(*dst)));
             let (w, _) = root.estimate_text_size(&text, &font)?;
@@ -286,17 +346,29 @@ fn draw(
     } else {
         (0.0, n as f64)
     };
+    // In the band, one tick per pixel column that had any.
+    let ticks: Vec<f64> = if rug {
+        let columns: BTreeSet<u64> = reconfigurations.iter().map(|t| (t * px_per_s) as u64).collect();
+        columns.iter().map(|&c| (c as f64 + 0.5) / px_per_s).collect()
+    } else {
+        reconfigurations.to_vec()
+    };
     chart.draw_series(
-        reconfigurations
+        ticks
             .iter()
             .map(|t| PathElement::new(vec![(*t, y0), (*t, y1)], mark)),
     )?;
 
     // The key, under the time axis: what a bar is, what a red line is.
     let bottom = root.dim_in_pixel().1 as i32 - 8;
+    let by_column = if columns.is_empty() {
+        ""
+    } else {
+        " (under a pixel: the longest up per pixel)"
+    };
     root.draw(&Text::new(
         format!(
-            "{} circuits; bar colour and label: destination rack",
+            "{} circuits{by_column}; bar colour and label: destination rack",
             circuits.len()
         ),
         (20, bottom),

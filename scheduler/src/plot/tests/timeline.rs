@@ -144,3 +144,38 @@ fn many_reconfigurations_become_ticks_in_a_band_above_the_rows() {
         many.len() + 1
     );
 }
+
+#[test]
+fn circuits_under_a_pixel_are_drawn_per_pixel_by_the_longest_up() {
+    // Rack 0: 5,000 circuits of 0.9 ms to r1 over [0, 5) s, then 5,000 to r2 over [5, 10) s,
+    // each after a reconfiguration; rack 1 has one circuit wide enough to be its own bar.
+    let mut spans = Vec::new();
+    let mut reconf = Vec::new();
+    for k in 0..10_000 {
+        let from = f64::from(k) * 1e-3;
+        spans.push(span(
+            0,
+            if k < 5_000 { 1 } else { 2 },
+            0,
+            from + 1e-4,
+            from + 1e-3,
+        ));
+        reconf.push(from);
+    }
+    spans.push(span(1, 3, 0, 2.0, 8.0));
+    let text = render_circuit_timeline("t", 4, &spans, &reconf).unwrap();
+    let svg = Svg::parse(&text);
+    // Runs of pixel columns of one colour are one bar each: r1's, r2's, rack 1's own.
+    assert_eq!(svg.count("rect", "fill", &hex(style::colour(1))), 1);
+    assert_eq!(svg.count("rect", "fill", &hex(style::colour(2))), 1);
+    assert_eq!(svg.count("rect", "fill", &hex(style::colour(3))), 1);
+    assert!(svg.has_text("→r3"));
+    // At most one reconfiguration tick per pixel column (plus the key's swatch).
+    let ticks = svg.count("polyline", "stroke", &hex(RECONFIGURATION));
+    assert!((100..=style::WIDTH as usize).contains(&ticks), "{ticks} ticks");
+    assert!(svg.has_text(
+        "10001 circuits (under a pixel: the longest up per pixel); bar colour and label: destination rack"
+    ));
+    assert!(svg.has_text("reconfiguration (10000)"));
+    assert!(text.len() < 200_000, "{} bytes", text.len());
+}
