@@ -4,12 +4,12 @@
 //!
 //! | function             | results-folder file(s)         | what it shows                              |
 //! |----------------------|--------------------------------|--------------------------------------------|
-//! | [`cdf`]              | `cct_cdf.svg`, `jct_cdf.svg`   | one empirical CDF per scheduler            |
+//! | [`cdf()`]            | `cct_cdf.svg`, `jct_cdf.svg`   | one empirical CDF per scheduler            |
 //! | [`circuit_timeline`] | `circuits-<scheduler>.svg`     | which rack had a circuit to which, when    |
-//! | [`utilization`]      | `utilization-<scheduler>.svg`  | per-link utilization over time             |
+//! | [`utilization()`]    | `utilization-<scheduler>.svg`  | per-link utilization over time             |
 //! | [`bytes_by_fabric`]  | `bytes_by_fabric.svg`          | bytes over EPS vs OCS, stacked per scheduler |
-//! | [`bars`]             | `makespan.svg`, `avg_jct.svg`, ... | one value per scheduler, normalised    |
-//! | [`lines`]            | `sweep_makespan.svg`, ... (`ocslab sweep`) | a figure against offered load, per scheduler |
+//! | [`bars()`]           | `makespan.svg`, `avg_jct.svg`, ... | one value per scheduler, normalised    |
+//! | [`lines()`]          | `sweep_makespan.svg`, ... (`ocslab sweep`) | a figure against offered load, per scheduler |
 //!
 //! [`write_results_plots`] writes that whole set from one [`SchedulerPlotData`] per scheduler;
 //! `docs/results.md` explains how to read each file.

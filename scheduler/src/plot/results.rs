@@ -34,7 +34,7 @@ pub struct SchedulerPlotData {
     pub circuits: Vec<CircuitSpan>,
     /// When each OCS reconfiguration began (s).
     pub reconfigurations_s: Vec<f64>,
-    /// Per-link utilization samples: (link name, [(t_s, fraction)]), see [`utilization`].
+    /// Per-link utilization samples: (link name, [(t_s, fraction)]), see [`utilization()`](super::utilization()).
     pub utilization: Vec<(String, Vec<(f64, f64)>)>,
 }
 

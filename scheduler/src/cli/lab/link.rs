@@ -1,5 +1,5 @@
 //! `ocslab link down|up NAME`: take a cable of a running fabric down, or
-//! bring it back ([`Fabric::set_cable`]).
+//! bring it back ([`ocslab_emulator::fabric::Fabric::set_cable`]).
 
 use super::attach;
 use crate::emu::perturb::cable_of;

@@ -401,7 +401,7 @@ impl<T> PerSide<T> {
 }
 
 /// Which sides are busy, also kept per port as rows of the racks whose
-/// side is free (for [`Pending::reservable`]).
+/// side is free (for [`Pending::next_from`] and [`Pending::next_to`]).
 struct Sides {
     busy: PerSide<bool>,
     free_send: RackRows,

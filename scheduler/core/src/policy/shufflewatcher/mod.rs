@@ -101,7 +101,7 @@ enum Step {
     AnyMap,
     /// A reduce of a Shuffle-light job.
     LightReduce,
-    /// A reduce of a Shuffle-heavy job whose *PreferredReducesPerRack[r]* is not met.
+    /// A reduce of a Shuffle-heavy job whose *PreferredReducesPerRack\[r\]* is not met.
     SarpHeavyReduce,
     /// A reduce of any Shuffle-heavy job.
     HeavyReduce,

@@ -29,7 +29,7 @@ pub(super) struct BundleKey {
     /// a cache line with the bundle's members.
     pub(super) cap_bps: u64,
     /// The flows' class when rates are solved class by class (their
-    /// coflow's, [`super::class_levels`]), or [`BundleKey::NO_CLASS`].
+    /// coflow's, [`crate::net::class_levels`]), or [`BundleKey::NO_CLASS`].
     pub(super) class: ClassId,
 }
 
@@ -66,7 +66,7 @@ impl BundleKey {
 
 /// Flows with one key. Its service (bytes each member has received while
 /// in it) is `offset` plus the clock of the link it is bottlenecked at
-/// ([`super::clocks`]), or, off any link clock (held by its cap, or not
+/// ([`crate::net::clocks`]), or, off any link clock (held by its cap, or not
 /// moving), grows at `rate` from `base` at `base_time`. Either way it is kept
 /// lazily: an event costs nothing for a bundle whose bottleneck it leaves alone.
 ///

@@ -22,12 +22,12 @@
 //! level but not the bundle's bottleneck does not touch the bundle. A policy
 //! that changes a flow's plan moves it to another bundle (O(log)).
 //!
-//! The policy reads progress on demand ([`Progress`], answered from the
+//! The policy reads progress on demand ([`ocslab_core::coflow::Progress`], answered from the
 //! bundles' counters for the flows it asks about) and is called only at the
 //! events its [`Triggers`] name and at its own wake-up; at other events its
 //! last decision stands and only rates are recomputed.
 //!
-//! One job per file: [`bundles`](self::bundles) (flows sharing a rate, and
+//! One job per file: [`bundles`] (flows sharing a rate, and
 //! progress read from them), `circuits` (the fluid optical switch: the
 //! circuit log and the events a change raises), `decide` (asking the policy
 //! and carrying out its decision by the rules of

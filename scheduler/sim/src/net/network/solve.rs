@@ -193,7 +193,7 @@ impl FluidNetwork {
 
 /// When a member with `remaining` bytes to its finish counts as done at
 /// `rate`, counted from `now`: the first nanosecond at which at most
-/// `slack` ([`Bundle::slack`]) is left, the test [`FluidNetwork::process`] applies. Rounding up the exact quotient instead
+/// `slack` ([`super::bundles::Bundle::slack`]) is left, the test [`FluidNetwork::process`] applies. Rounding up the exact quotient instead
 /// would turn float noise (63963136 B / 125 MB/s * 1e9 = 511705088.00000006)
 /// into a finish 1 ns late, and split events that happen together.
 pub(super) fn eta(now: Nanos, remaining: f64, slack: f64, rate: f64) -> Option<Nanos> {
