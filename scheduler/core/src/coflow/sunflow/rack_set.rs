@@ -36,7 +36,6 @@ impl RackRows {
     }
 
     /// Whether bit `bit` of row `r` is set.
-    #[cfg(test)]
     pub(super) fn get(&self, r: usize, bit: u32) -> bool {
         self.row(r)[bit as usize / 64] >> (bit % 64) & 1 == 1
     }

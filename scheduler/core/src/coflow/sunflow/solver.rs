@@ -233,18 +233,16 @@ impl Pending {
         let mut from = RackRows::new(racks as usize, racks);
         for d in demands {
             let pairs = &mut index[d.src as usize];
-            match pairs.iter().find(|&&(dst, _)| dst == d.dst) {
-                Some(&(_, k)) => {
-                    if let Some(m) = merged[k].as_mut() {
-                        m.bytes += d.bytes;
-                    }
+            if to.get(d.src as usize, d.dst) {
+                let twice = pairs.iter().find(|&&(dst, _)| dst == d.dst);
+                if let Some(m) = twice.and_then(|&(_, k)| merged[k].as_mut()) {
+                    m.bytes += d.bytes;
                 }
-                None => {
-                    pairs.push((d.dst, merged.len()));
-                    to.put(d.src as usize, d.dst, true);
-                    from.put(d.dst as usize, d.src, true);
-                    merged.push(Some(d));
-                }
+            } else {
+                pairs.push((d.dst, merged.len()));
+                to.put(d.src as usize, d.dst, true);
+                from.put(d.dst as usize, d.src, true);
+                merged.push(Some(d));
             }
         }
         for pairs in &mut index {
@@ -305,8 +303,9 @@ impl Pending {
 /// have become reservable). A pass only takes sides, so a pair that is
 /// not reservable when its turn would come is passed over unseen.
 enum Pass {
-    /// Every pending pair, by index in pair order.
-    All { order: Vec<usize>, next: usize },
+    /// Every pending pair: those from `rack`, from receiving rack
+    /// `start` on, then those from the racks after it.
+    All { rack: u32, start: u32 },
     /// The pairs from `srcs` and to `dsts`, each rack with the first
     /// partner still to try.
     Freed {
@@ -317,9 +316,8 @@ enum Pass {
 
 impl Pass {
     /// A pass over every pending pair.
-    fn all(pending: &Pending) -> Pass {
-        let order = pending.index.iter().flatten().map(|&(_, k)| k).collect();
-        Pass::All { order, next: 0 }
+    fn all() -> Pass {
+        Pass::All { rack: 0, start: 0 }
     }
 
     /// A pass over the pairs from `srcs` and to `dsts`.
@@ -334,12 +332,15 @@ impl Pass {
     /// that is pending and has a port free on both sides.
     fn next(&mut self, pending: &Pending, sides: &Sides) -> Option<usize> {
         match self {
-            Pass::All { order, next } => {
-                while let Some(&k) = order.get(*next) {
-                    *next += 1;
-                    if pending.demands[k].is_some_and(|d| sides.free(d.src, d.dst).next().is_some()) {
-                        return Some(k);
+            // Pairs come in sending-rack order: a rack is done with once
+            // none of its pairs is reservable (none becomes so in a pass).
+            Pass::All { rack, start } => {
+                while (*rack as usize) < pending.index.len() {
+                    if let Some(j) = pending.next_from(*rack, *start, sides) {
+                        *start = j + 1;
+                        return pending.index_of(*rack, j);
                     }
+                    (*rack, *start) = (*rack + 1, 0);
                 }
                 None
             }
@@ -460,7 +461,7 @@ fn first_layer(layer: usize, demands: Vec<PairDemand>, f: Circuits) -> Vec<Reser
     let mut ends = Queue::default();
     let mut made = Vec::new();
     let mut t = 0.0;
-    let mut pass = Pass::all(&pending);
+    let mut pass = Pass::all();
     loop {
         while let Some(k) = pass.next(&pending, &sides) {
             let Some(d) = pending.demands[k] else { continue };
@@ -594,7 +595,7 @@ fn later_layer(
     let one_bit = 1.0 / (8.0 * f.rate);
     let mut made = Vec::new();
     let mut t = 0.0;
-    let mut pass = Pass::all(&pending);
+    let mut pass = Pass::all();
     loop {
         while let Some(k) = pass.next(&pending, &sides) {
             let Some(d) = pending.demands[k] else { continue };
