@@ -206,7 +206,8 @@ fn pixel_bars(rows: &Rows, circuits: &[CircuitSpan], px_per_s: f64) -> (Vec<Bar>
                 from_s: c.from_s,
                 to_s: c.to_s,
             });
-        } else {
+        } else if c.to_s > c.from_s {
+            // (A circuit torn down as it came up shows nowhere.)
             let column = ((c.from_s + c.to_s) / 2.0 * px_per_s) as u64;
             *up.entry((row, column))
                 .or_default()

@@ -163,18 +163,21 @@ fn circuits_under_a_pixel_are_drawn_per_pixel_by_the_longest_up() {
         reconf.push(from);
     }
     spans.push(span(1, 3, 0, 2.0, 8.0));
+    // Up for no time: drawn nowhere.
+    spans.push(span(2, 0, 0, 3.0, 3.0));
     let text = render_circuit_timeline("t", 4, &spans, &reconf).unwrap();
     let svg = Svg::parse(&text);
     // Runs of pixel columns of one colour are one bar each: r1's, r2's, rack 1's own.
     assert_eq!(svg.count("rect", "fill", &hex(style::colour(1))), 1);
     assert_eq!(svg.count("rect", "fill", &hex(style::colour(2))), 1);
     assert_eq!(svg.count("rect", "fill", &hex(style::colour(3))), 1);
+    assert_eq!(svg.count("rect", "fill", &hex(style::colour(0))), 0);
     assert!(svg.has_text("→r3"));
     // At most one reconfiguration tick per pixel column (plus the key's swatch).
     let ticks = svg.count("polyline", "stroke", &hex(RECONFIGURATION));
     assert!((100..=style::WIDTH as usize).contains(&ticks), "{ticks} ticks");
     assert!(svg.has_text(
-        "10001 circuits (under a pixel: the longest up per pixel); bar colour and label: destination rack"
+        "10002 circuits (under a pixel: the longest up per pixel); bar colour and label: destination rack"
     ));
     assert!(svg.has_text("reconfiguration (10000)"));
     assert!(text.len() < 200_000, "{} bytes", text.len());
