@@ -1,11 +1,12 @@
 //! The circuit timeline: which rack had an optical circuit to which rack, and when.
 //!
-//! One row per source rack (per source rack and OCS port when a rack has several ports), time
-//! on the x axis. Each circuit is a bar from the moment it carried light to the moment it was
-//! torn down, coloured by its destination rack and labelled with it where the bar is wide
-//! enough; circuits under a pixel wide are drawn per pixel column ([`pixel_bars`]). Every reconfiguration is a thin red vertical line, so the dark gap of δ after each
-//! one is visible between the bars. This is the picture of a circuit schedule drawn in the
-//! Sunflow paper (Huang et al., CoNEXT'16, Fig. 2), read from a real run.
+//! One row per source rack (per source rack and OCS port when a rack has several ports), time on
+//! the x axis. Each circuit is a bar from the moment it carried light to the moment it was torn
+//! down, coloured by its destination rack and labelled with it where the bar is wide enough;
+//! circuits under a pixel wide are drawn per pixel column ([`pixel_bars`]). Every reconfiguration
+//! is a thin red vertical line, so the dark gap of δ after each one is visible between the bars.
+//! This is the picture of a circuit schedule drawn in the Sunflow paper (Huang et al., CoNEXT'16,
+//! Fig. 2), read from a real run.
 
 use super::axis::TickedAxis;
 use super::style::{self, axis_desc_font, fmt_num, label_font, note_font, slot_centres, slot_of, GRID, INK};
@@ -186,13 +187,12 @@ struct Bar {
     to_s: f64,
 }
 
-/// The bars of `circuits` at `px_per_s` pixels a second: each circuit at least a pixel wide
-/// is a bar of its own (the second list); the narrower ones of a row go to the pixel column
-/// of their midpoint, each column takes the colour of the destination that was up longest in
-/// it, and a run of columns of one colour is one bar (the first list, each bar named by the
-/// destination of its first column). A run with a million
-/// circuits (Sunflow over FB2010) then draws a few thousand bars, not a 100 MB file, and every
-/// circuit wide enough to see is drawn as it was.
+/// The bars of `circuits` at `px_per_s` pixels a second: each circuit at least a pixel wide is a
+/// bar of its own (the second list); the narrower ones of a row go to the pixel column of their
+/// midpoint, each column takes the colour of the destination that was up longest in it, and a run
+/// of columns of one colour is one bar (the first list, each bar named by the destination of its
+/// first column). A run with a million circuits (Sunflow over FB2010) then draws about 60,000
+/// bars, not a 100 MB file, and every circuit wide enough to see is drawn as it was.
 fn pixel_bars(rows: &Rows, circuits: &[CircuitSpan], px_per_s: f64) -> (Vec<Bar>, Vec<Bar>) {
     let mut whole = Vec::new();
     // (row, column) -> destination -> seconds up.

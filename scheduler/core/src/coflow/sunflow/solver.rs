@@ -108,6 +108,16 @@ enum Side {
     Receive,
 }
 
+impl Side {
+    /// The far end's side of a circuit with this side at one end.
+    fn other(self) -> Side {
+        match self {
+            Side::Send => Side::Receive,
+            Side::Receive => Side::Send,
+        }
+    }
+}
+
 /// A port event in time order, ties first in first out
 /// (`PortEventQueue` of the authors' code).
 #[derive(Clone, Copy, Debug)]
@@ -269,23 +279,17 @@ impl Pending {
     /// The first receiving rack at or after `start` of a pending pair
     /// from rack `i` that has a port free on both sides.
     fn next_from(&self, i: u32, start: u32, sides: &Sides) -> Option<u32> {
-        let free = |word: usize| {
-            (0..sides.busy.ports)
-                .filter(|&w| !sides.busy.send[sides.socket(i, w)])
-                .fold(0, |m, w| m | sides.free_receive.row(w as usize)[word])
-        };
-        first_from(self.to.row(i as usize), start, free)
+        first_from(self.to.row(i as usize), start, |word| {
+            sides.partners(Side::Send, i, word)
+        })
     }
 
     /// The first sending rack at or after `start` of a pending pair to
     /// rack `j` that has a port free on both sides.
     fn next_to(&self, j: u32, start: u32, sides: &Sides) -> Option<u32> {
-        let free = |word: usize| {
-            (0..sides.busy.ports)
-                .filter(|&w| !sides.busy.receive[sides.socket(j, w)])
-                .fold(0, |m, w| m | sides.free_send.row(w as usize)[word])
-        };
-        first_from(self.from.row(j as usize), start, free)
+        first_from(self.from.row(j as usize), start, |word| {
+            sides.partners(Side::Receive, j, word)
+        })
     }
 
     fn remove(&mut self, k: usize) {
@@ -393,6 +397,12 @@ impl<T> PerSide<T> {
     fn rack_of(&self, socket: usize) -> u32 {
         (socket as u32) % self.racks
     }
+    fn side(&self, side: Side) -> &[T] {
+        match side {
+            Side::Send => &self.send,
+            Side::Receive => &self.receive,
+        }
+    }
     fn side_mut(&mut self, side: Side) -> &mut Vec<T> {
         match side {
             Side::Send => &mut self.send,
@@ -405,8 +415,9 @@ impl<T> PerSide<T> {
 /// side is free (for [`Pending::next_from`] and [`Pending::next_to`]).
 struct Sides {
     busy: PerSide<bool>,
-    free_send: RackRows,
-    free_receive: RackRows,
+    /// By side (`Side as usize`): row `w` holds the racks whose side of
+    /// port `w` is free.
+    free: [RackRows; 2],
 }
 
 impl Sides {
@@ -420,8 +431,7 @@ impl Sides {
         }
         Sides {
             busy: PerSide::new(f, false),
-            free_send: free.clone(),
-            free_receive: free,
+            free: [free.clone(), free],
         }
     }
     fn socket(&self, rack: u32, port: u32) -> usize {
@@ -435,11 +445,17 @@ impl Sides {
         self.busy.side_mut(side)[socket] = busy;
         let racks = self.busy.racks as usize;
         let (port, rack) = (socket / racks, (socket % racks) as u32);
-        let free = match side {
-            Side::Send => &mut self.free_send,
-            Side::Receive => &mut self.free_receive,
-        };
-        free.put(port, rack, !busy);
+        self.free[side as usize].put(port, rack, !busy);
+    }
+    /// Word `word` of the racks that can be the far end of a circuit whose
+    /// `side` end is `rack`: those whose other side is free on a port where
+    /// `rack`'s `side` is free.
+    fn partners(&self, side: Side, rack: u32, word: usize) -> u64 {
+        let own = self.busy.side(side);
+        let far = &self.free[side.other() as usize];
+        (0..self.busy.ports)
+            .filter(|&w| !own[self.socket(rack, w)])
+            .fold(0, |m, w| m | far.row(w as usize)[word])
     }
     /// Takes `(i, w)` sending and `(j, w)` receiving; returns their sockets.
     fn take(&mut self, i: u32, j: u32, w: u32) -> (usize, usize) {

@@ -605,9 +605,15 @@ impl FluidNetwork {
     /// Bundle `b`'s members or route changed: its rate and finish time are
     /// recomputed at the next [`FluidNetwork::update_rates`].
     fn mark_dirty(&mut self, b: usize) {
-        if !self.bundles[b].dirty {
-            self.bundles[b].dirty = true;
-            self.dirty.push(b);
+        Self::mark(&mut self.bundles, &mut self.dirty, b);
+    }
+
+    /// [`FluidNetwork::mark_dirty`] on the two fields it changes, for a
+    /// caller that holds another field borrowed.
+    fn mark(bundles: &mut [Bundle], dirty: &mut Vec<usize>, b: usize) {
+        if !bundles[b].dirty {
+            bundles[b].dirty = true;
+            dirty.push(b);
         }
     }
 

@@ -30,11 +30,7 @@ impl FluidNetwork {
                 continue;
             };
             for &b in ocs {
-                let bundle = &mut self.bundles[b];
-                if !bundle.dirty {
-                    bundle.dirty = true;
-                    self.dirty.push(b);
-                }
+                Self::mark(&mut self.bundles, &mut self.dirty, b);
             }
         }
         racks.clear();
