@@ -14,6 +14,12 @@
 //! share is the bottleneck, exactly as a scan of all links would find it.
 //!
 //! Ties are broken by link id, so the result never depends on iteration order.
+//!
+//! A flow that crosses a link with nothing left gets nothing, and is set
+//! aside before the links' counts are taken: such links have share 0 and
+//! would freeze first anyway, at a rate that changes no other residual.
+//! Under a strict priority between coflows (Aalo, Varys' backfilling) most
+//! flows of the later coflows are of this kind.
 
 use crate::net::links::{LinkId, Links};
 use std::cmp::Reverse;
@@ -82,7 +88,14 @@ impl WaterFill {
         self.frozen.clear();
         self.frozen.resize(flows.len(), false);
         self.active.clear();
-        for f in flows {
+        // A flow across a full link gets nothing: such links have the
+        // smallest share (0) and would freeze first, at rate 0, which
+        // changes no other link's residual. Frozen here, those flows never
+        // enter the links' counts, as they would have left them.
+        for (f, frozen) in flows.iter().zip(self.frozen.iter_mut()) {
+            *frozen = f.links.as_slice().iter().any(|&l| residual[l as usize] <= 0.0);
+        }
+        for (f, _) in flows.iter().zip(&self.frozen).filter(|(_, &frozen)| !frozen) {
             for &l in f.links.as_slice() {
                 let li = l as usize;
                 if self.degree[li] == 0 {
@@ -102,7 +115,7 @@ impl WaterFill {
         }
         self.adjacency.clear();
         self.adjacency.resize(next as usize, 0);
-        for (i, f) in flows.iter().enumerate() {
+        for (i, f) in flows.iter().enumerate().filter(|&(i, _)| !self.frozen[i]) {
             for &l in f.links.as_slice() {
                 let li = l as usize;
                 self.adjacency[(self.start[li] + self.degree[li]) as usize] = i as u32;
@@ -120,7 +133,7 @@ impl WaterFill {
             flows
                 .iter()
                 .enumerate()
-                .filter(|(_, f)| f.cap.is_finite())
+                .filter(|&(i, f)| f.cap.is_finite() && !self.frozen[i])
                 .map(|(i, f)| (f.cap.max(0.0), i as u32)),
         );
         self.capped
@@ -234,6 +247,89 @@ mod tests {
         // link 2: c (0.5) leaves 1.5 for e.
         let r = max_min(&[1.0, 1.0, 2.0], &[d(&[0, 1]), d(&[0]), d(&[1, 2]), d(&[2])]);
         assert_eq!(r, vec![0.5, 0.5, 0.5, 1.5]);
+    }
+
+    /// The definition, checked on random instances where some links are
+    /// already full: every flow is at its cap, or crosses a saturated link
+    /// on which no flow gets more than it; no link is over capacity.
+    #[test]
+    fn every_flow_is_capped_or_has_a_saturated_bottleneck_where_it_gets_most() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut water = WaterFill::new(8);
+        let mut rates = Vec::new();
+        let mut full_crossers = 0;
+        for _ in 0..2_000 {
+            let capacity: Vec<f64> = (0..8)
+                .map(|_| {
+                    if rng.random_bool(0.2) {
+                        0.0
+                    } else {
+                        rng.random_range(1.0..100.0)
+                    }
+                })
+                .collect();
+            let flows: Vec<Demand> = (0..rng.random_range(1..12))
+                .map(|_| {
+                    let mut links: Vec<LinkId> = (0..rng.random_range(1..4))
+                        .map(|_| rng.random_range(0..8))
+                        .collect();
+                    links.sort_unstable();
+                    links.dedup();
+                    Demand {
+                        links: Links::new(&links).unwrap(),
+                        cap: if rng.random_bool(0.3) {
+                            rng.random_range(0.0..50.0)
+                        } else {
+                            f64::INFINITY
+                        },
+                        weight: rng.random_range(1..3),
+                    }
+                })
+                .collect();
+            let mut residual = capacity.clone();
+            water.fill(&mut residual, &flows, &mut rates);
+            let mut load = vec![0.0; 8];
+            for (f, &r) in flows.iter().zip(&rates) {
+                for &l in f.links.as_slice() {
+                    load[l as usize] += r * f64::from(f.weight);
+                }
+            }
+            let tol = |c: f64| 1e-9 * c.max(1.0);
+            for (l, (&c, &x)) in capacity.iter().zip(&load).enumerate() {
+                assert!(x <= c + tol(c), "link {l} carries {x} > {c}");
+                assert!(
+                    (capacity[l] - load[l] - residual[l]).abs() <= tol(c),
+                    "residual of link {l}"
+                );
+            }
+            for (i, (f, &r)) in flows.iter().zip(&rates).enumerate() {
+                let links = f.links.as_slice();
+                if links.iter().any(|&l| capacity[l as usize] == 0.0) {
+                    full_crossers += 1;
+                    assert_eq!(r, 0.0, "flow {i} crosses a full link");
+                    continue;
+                }
+                let at_cap = (r - f.cap).abs() <= tol(f.cap);
+                let bottleneck = links.iter().any(|&l| {
+                    let l = l as usize;
+                    load[l] >= capacity[l] - tol(capacity[l])
+                        && flows
+                            .iter()
+                            .zip(&rates)
+                            .filter(|(g, _)| g.links.as_slice().contains(&(l as LinkId)))
+                            .all(|(_, &q)| q <= r + tol(r))
+                });
+                assert!(
+                    at_cap || bottleneck,
+                    "flow {i} at {r}: neither capped nor bottlenecked"
+                );
+            }
+        }
+        assert!(
+            full_crossers > 100,
+            "the instances exercise full links ({full_crossers})"
+        );
     }
 
     #[test]
