@@ -21,6 +21,7 @@
 //! its flows finished, so it sends slower than foreseen) only re-arms the
 //! wake-up from the rates still standing.
 
+use crate::coflow::flow_paths::FlowPaths;
 use crate::coflow::held::HeldPlans;
 use crate::coflow::priority::PriorityFill;
 use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, SparePlans, Triggers};
@@ -58,6 +59,8 @@ pub fn limit_of(q: u32, scale: f64) -> Option<f64> {
 #[derive(Clone, Debug, Default)]
 pub struct Aalo {
     fill: PriorityFill,
+    /// Each active coflow's flows as a call last read them.
+    paths: FlowPaths,
     held: HeldPlans,
     /// Each active coflow's queue when the held plans were computed, in id order.
     queues: Vec<u32>,
@@ -113,9 +116,13 @@ impl CoflowPolicy for Aalo {
         let mut wake_at: Option<Nanos> = None;
         let spans = &mut self.spans;
         spans.clear();
+        self.paths.keep_active(view);
         for &(q, _, id) in &order {
             let start = rates.len();
-            self.fill.fill_in_order(view, &[id], &mut residual, rates);
+            if let Some(c) = view.coflows.get(&id) {
+                let flows = self.paths.active(view, id, c);
+                self.fill.fill_flows(&mut residual, flows, rates);
+            }
             if let Some(&(first, _)) = rates.get(start) {
                 spans.push((first, start..rates.len()));
             }

@@ -68,6 +68,34 @@ impl FlowPaths {
     }
 }
 
+impl FlowPaths {
+    /// The flows of `coflow` still in `view`, in id order, each as (id,
+    /// EPS path): [`FlowPaths::of`] less the flows that have left since
+    /// they were read, told by the coflow's own set of active flows (for a
+    /// policy that needs no progress).
+    pub fn active<'a>(
+        &'a mut self,
+        view: &NetView,
+        coflow: CoflowId,
+        c: &'a CoflowView,
+    ) -> impl Iterator<Item = (FlowId, Links)> + 'a {
+        let read = Read::of(&mut self.coflows, view, coflow, c);
+        // Both in id order, the read ids a superset of the active ones.
+        let all = read.ids.len() == c.flows.len();
+        let mut active = c.flows.iter().peekable();
+        read.ids
+            .iter()
+            .zip(&read.paths)
+            .filter(move |&(id, _)| {
+                all || {
+                    while active.next_if(|&a| a < id).is_some() {}
+                    active.peek() == Some(&id)
+                }
+            })
+            .map(|(&id, &path)| (id, path))
+    }
+}
+
 impl Read {
     /// `coflow`'s entry in `coflows`, read from `view` again unless it
     /// stands (see [`FlowPaths::of`]).
@@ -126,9 +154,15 @@ mod tests {
     }
 
     /// Every active flow is in what `of` gives, with its path, and
-    /// nothing but active flows and flows that left.
+    /// nothing but active flows and flows that left; `active` gives exactly
+    /// the active flows, as the view lists them.
     fn check(paths: &mut FlowPaths, v: &NetView, left: &[u64]) {
         let c = &v.coflows[&CoflowId(1)];
+        let want: Vec<(FlowId, Links)> = v
+            .flows_of(CoflowId(1))
+            .map(|f| (f.spec.id, v.links.eps_path(f.spec.src, f.spec.dst)))
+            .collect();
+        assert_eq!(paths.active(v, CoflowId(1), c).collect::<Vec<_>>(), want);
         let (ids, links) = paths.of(v, CoflowId(1), c);
         let active: Vec<FlowId> = v.flows_of(CoflowId(1)).map(|f| f.spec.id).collect();
         let kept: Vec<FlowId> = ids

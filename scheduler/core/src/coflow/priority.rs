@@ -51,17 +51,32 @@ impl PriorityFill {
         residual: &mut [f64],
         out: &mut Vec<(FlowId, f64)>,
     ) {
-        // Taken out so that the ids and the rates can be read together.
-        let mut ids = std::mem::take(&mut self.ids);
         for &c in order {
-            ids.clear();
-            let routes = view.flows_of(c).map(|f| {
-                ids.push(f.spec.id);
-                view.links.eps_path(f.spec.src, f.spec.dst)
-            });
-            let rates = self.fill_one(residual, routes);
-            out.extend(ids.iter().copied().zip(rates.iter().copied()));
+            let flows = view
+                .flows_of(c)
+                .map(|f| (f.spec.id, view.links.eps_path(f.spec.src, f.spec.dst)));
+            self.fill_flows(residual, flows, out);
         }
+    }
+
+    /// Pushes onto `out` one `(flow, rate)` per flow of `flows` (one
+    /// coflow's, as (id, EPS path)): their max-min fair rates on
+    /// `residual`, which is reduced by what they take. One step of
+    /// [`PriorityFill::fill_in_order`] for a caller that keeps the routes.
+    pub fn fill_flows(
+        &mut self,
+        residual: &mut [f64],
+        flows: impl IntoIterator<Item = (FlowId, Links)>,
+        out: &mut Vec<(FlowId, f64)>,
+    ) {
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        let routes = flows.into_iter().map(|(id, links)| {
+            ids.push(id);
+            links
+        });
+        let rates = self.fill_one(residual, routes);
+        out.extend(ids.iter().copied().zip(rates.iter().copied()));
         self.ids = ids;
     }
 
