@@ -39,10 +39,12 @@ pub struct Varys {
     /// Scratch, reused from call to call: every active flow, coflow after
     /// coflow (coflows and their flows in id order), as one vector.
     flows: Vec<Planned>,
-    /// Each coflow's arrival and span of `flows`, in id order.
-    coflows: Vec<(CoflowId, Nanos, Range<usize>)>,
+    /// Each coflow's arrival, span of `flows` and span of `loads`, in id order.
+    coflows: Vec<(CoflowId, Nanos, Range<usize>, Range<usize>)>,
+    /// Every coflow's bytes left per link it crosses, coflow after coflow.
+    loads: Vec<(LinkId, f64)>,
+    /// Scratch of [`Varys::link_loads`], per link.
     load: Vec<f64>,
-    touched: Vec<LinkId>,
     /// Each active coflow's flows as a call last read them.
     paths: FlowPaths,
     fill: PriorityFill,
@@ -60,33 +62,38 @@ struct Planned {
 }
 
 impl Varys {
-    /// The time the coflow with `flows` needs alone on links of capacity
-    /// `cap`: its Γ (seconds), from the bytes it has on each link (summed
-    /// into `load`, the links listed in `touched`).
-    fn bottleneck(load: &mut Vec<f64>, touched: &mut Vec<LinkId>, flows: &[Planned], cap: &[f64]) -> f64 {
-        if load.len() != cap.len() {
-            *load = vec![0.0; cap.len()];
+    /// Appends to `out` the bytes the coflow with `flows` has left on each
+    /// link it crosses, links in the order its flows first cross them
+    /// (`load` is scratch, zero on entry and on return).
+    fn link_loads(load: &mut Vec<f64>, flows: &[Planned], links: usize, out: &mut Vec<(LinkId, f64)>) {
+        if load.len() != links {
+            *load = vec![0.0; links];
         }
-        for &l in touched.iter() {
-            load[l as usize] = 0.0;
-        }
-        touched.clear();
+        let start = out.len();
         for f in flows {
             for &l in f.links.as_slice() {
                 if load[l as usize] == 0.0 {
-                    touched.push(l);
+                    out.push((l, 0.0));
                 }
                 load[l as usize] += f.remaining.max(f64::MIN_POSITIVE);
             }
         }
-        touched
+        for (l, bytes) in &mut out[start..] {
+            *bytes = std::mem::take(&mut load[*l as usize]);
+        }
+    }
+
+    /// The time a coflow with `loads` (bytes per link) needs alone on
+    /// links of capacity `cap`: its Γ (seconds).
+    fn bottleneck(loads: &[(LinkId, f64)], cap: &[f64]) -> f64 {
+        loads
             .iter()
-            .map(|&l| {
+            .map(|&(l, bytes)| {
                 let c = cap[l as usize];
                 if c <= 0.0 {
                     f64::INFINITY
                 } else {
-                    load[l as usize] / c
+                    bytes / c
                 }
             })
             .fold(0.0, f64::max)
@@ -126,9 +133,10 @@ impl Varys {
         // Each coflow's flows with their routes and remaining bytes, read once.
         self.flows.clear();
         self.coflows.clear();
+        self.loads.clear();
         self.paths.keep_active(view);
         for (&id, c) in &view.coflows {
-            let start = self.flows.len();
+            let (start, loads_start) = (self.flows.len(), self.loads.len());
             let active = self.paths.remaining(view, id, c, progress);
             self.flows.extend(active.map(|(id, links, remaining)| Planned {
                 id,
@@ -136,15 +144,22 @@ impl Varys {
                 remaining,
                 rate: 0.0,
             }));
-            self.coflows.push((id, c.arrival, start..self.flows.len()));
+            let span = start..self.flows.len();
+            Self::link_loads(
+                &mut self.load,
+                &self.flows[span.clone()],
+                capacity.len(),
+                &mut self.loads,
+            );
+            self.coflows
+                .push((id, c.arrival, span, loads_start..self.loads.len()));
         }
-        let (load, touched) = (&mut self.load, &mut self.touched);
         let mut order: Vec<(f64, Nanos, CoflowId, usize)> = self
             .coflows
             .iter()
             .enumerate()
-            .map(|(i, (id, arrival, span))| {
-                let gamma = Self::bottleneck(load, touched, &self.flows[span.clone()], capacity);
+            .map(|(i, (id, arrival, _, loads))| {
+                let gamma = Self::bottleneck(&self.loads[loads.clone()], capacity);
                 (gamma, *arrival, *id, i)
             })
             .collect();
@@ -153,8 +168,8 @@ impl Varys {
         // MADD on the residual capacity, coflow after coflow.
         let mut residual = capacity.to_vec();
         for &(_, _, _, i) in &order {
-            let span = self.coflows[i].2.clone();
-            let gamma = Self::bottleneck(load, touched, &self.flows[span.clone()], &residual);
+            let (_, _, span, loads) = self.coflows[i].clone();
+            let gamma = Self::bottleneck(&self.loads[loads], &residual);
             if !(gamma.is_finite() && gamma > 0.0) {
                 continue;
             }
