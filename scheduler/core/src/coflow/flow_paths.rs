@@ -1,13 +1,14 @@
 //! [`FlowPaths`]: each active coflow's flow ids and EPS paths, kept by a
 //! policy from one call to the next.
 //!
-//! A policy that reads every active flow at every call (Varys, Sincronia:
-//! ~35,000 flows on FB2010) spends much of it reading the flows' views,
-//! about 150 bytes each, for an id and two hosts. Flows only join a coflow
-//! by adding to its known bytes ([`CoflowView::known_bytes`]), so while
-//! those stand a coflow's flows are the ones read last time less those
-//! that left, which progress reads as gone
-//! ([`crate::coflow::Progress::remaining_bytes_by_id`]).
+//! A policy that reads every active flow at every call (Varys, Aalo,
+//! Sincronia: ~35,000 flows on FB2010) spends much of it reading the
+//! flows' views, about 150 bytes each, for an id and two hosts. Flows only
+//! join a coflow by adding to its known bytes ([`CoflowView::known_bytes`]),
+//! so while those stand a coflow's flows are the ones read last time less
+//! those that left: progress reads them as gone
+//! ([`crate::coflow::Progress::remaining_bytes_by_id`]), or the coflow's
+//! set of active flows no longer holds them ([`FlowPaths::active`]).
 
 use crate::coflow::{CoflowView, NetView, Progress};
 use crate::model::coflow::{CoflowId, FlowId};
