@@ -24,7 +24,7 @@
 use crate::coflow::flow_paths::FlowPaths;
 use crate::coflow::held::HeldPlans;
 use crate::coflow::priority::PriorityFill;
-use crate::coflow::{CoflowPolicy, Decision, FlowPlan, NetView, Progress, SparePlans, Triggers};
+use crate::coflow::{CoflowPolicy, CoflowView, Decision, FlowPlan, NetView, Progress, SparePlans, Triggers};
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::Nanos;
 use std::collections::BTreeMap;
@@ -101,13 +101,13 @@ impl CoflowPolicy for Aalo {
                 ..Decision::default()
             };
         }
-        let mut order: Vec<(u32, Nanos, CoflowId)> = view
+        let mut order: Vec<(u32, Nanos, CoflowId, &CoflowView)> = view
             .coflows
             .iter()
             .zip(&queues)
-            .map(|((&id, c), &q)| (q, c.arrival, id))
+            .map(|((&id, c), &q)| (q, c.arrival, id, c))
             .collect();
-        order.sort();
+        order.sort_unstable_by_key(|&(q, arrival, id, _)| (q, arrival, id));
         let mut residual = view.links.capacities().to_vec();
         let rates = &mut self.rates;
         rates.clear();
@@ -117,12 +117,10 @@ impl CoflowPolicy for Aalo {
         let spans = &mut self.spans;
         spans.clear();
         self.paths.keep_active(view);
-        for &(q, _, id) in &order {
+        for &(q, _, id, c) in &order {
             let start = rates.len();
-            if let Some(c) = view.coflows.get(&id) {
-                let flows = self.paths.active(view, id, c);
-                self.fill.fill_flows(&mut residual, flows, rates);
-            }
+            let flows = self.paths.active(view, id, c);
+            self.fill.fill_flows(&mut residual, flows, rates);
             if let Some(&(first, _)) = rates.get(start) {
                 spans.push((first, start..rates.len()));
             }

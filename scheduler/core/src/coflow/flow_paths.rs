@@ -67,9 +67,7 @@ impl FlowPaths {
             .zip(&self.left)
             .filter_map(|((&id, &path), &left)| left.map(|left| (id, path, left)))
     }
-}
 
-impl FlowPaths {
     /// The flows of `coflow` still in `view`, in id order, each as (id,
     /// EPS path): [`FlowPaths::of`] less the flows that have left since
     /// they were read, told by the coflow's own set of active flows (for a
