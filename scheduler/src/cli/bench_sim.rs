@@ -347,6 +347,12 @@ fn solver_line(s: &SolveStats) -> String {
             s.departures_at_caps
         );
     }
+    if s.local_solves > 0 {
+        line += &format!(
+            ", {:.0} % on the changed slots' links alone",
+            100.0 * per(s.local_solves, s.solves)
+        );
+    }
     if s.row_solves > 0 {
         line += &format!(
             ", {:.0} % from rows by bottleneck ({:.1} bundles moved row each)",

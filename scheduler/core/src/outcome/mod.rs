@@ -117,6 +117,9 @@ pub struct SolveStats {
     pub row_solves: u64,
     /// Slots those solves moved to another row as they froze.
     pub row_moves: u64,
+    /// Solves that filled only the changed slots and those sharing a
+    /// bottleneck with them (the simulator's `levels/local.rs`).
+    pub local_solves: u64,
     /// Under strict priority between classes (the simulator's `class_levels`):
     /// classes filled again, summed over all solves.
     pub classes_filled: u64,

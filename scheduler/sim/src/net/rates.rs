@@ -30,7 +30,7 @@ impl Rates {
         match (ordered, links.host_pairs()) {
             (true, pairs) => Rates::Classes(ClassLevels::new(capacities, &binding, pairs)),
             (false, Some(pairs)) => Rates::Shared(LinkLevels::with_host_pairs(capacities, &binding, pairs)),
-            (false, None) => Rates::Shared(LinkLevels::new(capacities, &binding)),
+            (false, None) => Rates::Shared(LinkLevels::new(capacities, &binding).solving_locally()),
         }
     }
 

@@ -48,12 +48,19 @@
 //! instead of list entries, and freezing a NIC charges a whole row of it in
 //! one pass ([`LinkLevels::with_host_pairs`]).
 //!
+//! A change that reaches only links nothing else binds (a circuit coming
+//! up or going down, a flow leaving it: the slots of one OCS port, whose
+//! NICs are far from full) is solved on those links alone (`local.rs`),
+//! when the result is provably the max-min fair allocation; otherwise the
+//! solve fills in full.
+//!
 //! Links that can never bind (a ToR uplink at least as fast as its rack's
 //! NICs, [`super::links::LinkMap::binding`]) stay in the paths so that their
 //! load is known (the utilization series read it), but take no part in the
 //! filling.
 
 mod caps;
+mod local;
 mod rows;
 
 use super::freeze_log::FreezeLog;
@@ -169,7 +176,7 @@ pub struct LinkLevels {
     is_pending: Vec<bool>,
     /// The demands the pending slots had at the last solve, in `pending`'s
     /// order (slots that had none are left out).
-    solved: Vec<Demand>,
+    solved: Vec<(u32, Demand)>,
     /// Whether the last solve froze no link: every slot is at its cap.
     all_capped: bool,
     /// Whether a link's capacity changed since the last solve.
@@ -210,6 +217,10 @@ pub struct LinkLevels {
     merged: Vec<(u64, LinkId)>,
     changes: Changes,
     stats: SolveStats,
+    /// Whether solves may stay on the links the changes reach
+    /// ([`local`]), and their scratch.
+    solves_locally: bool,
+    local: local::Local,
 }
 
 impl LinkLevels {
@@ -272,6 +283,15 @@ impl LinkLevels {
         self
     }
 
+    /// Lets solves stay on the links the changes reach when that gives
+    /// the max-min fair rates (`levels/local.rs`); off by default, as it updates
+    /// loads by difference, and a class's solver feeds its loads to the
+    /// next class.
+    pub fn solving_locally(mut self) -> LinkLevels {
+        self.solves_locally = true;
+        self
+    }
+
     /// With `false`, every solve fills over slots, never from the rows.
     #[cfg(test)]
     fn solving_by_rows(mut self, by_rows: bool) -> LinkLevels {
@@ -308,7 +328,7 @@ impl LinkLevels {
         if !self.is_pending[slot] {
             self.is_pending[slot] = true;
             self.pending.push(slot as u32);
-            self.solved.extend(self.demand[slot]);
+            self.solved.extend(self.demand[slot].map(|d| (slot as u32, d)));
         }
         match (self.demand[slot], demand) {
             (Some(old), Some(new)) if self.reweighs(slot, old, new) || self.recaps(slot, old, new) => {}
@@ -541,6 +561,9 @@ impl LinkLevels {
         }
         if self.all_capped && self.pending.iter().all(|&s| self.demand[s as usize].is_none()) {
             self.solve_departures_at_caps();
+            return;
+        }
+        if self.solves_locally && !recapacitated && self.solve_locally() {
             return;
         }
         self.begin_filling();
@@ -962,7 +985,7 @@ impl LinkLevels {
     /// rounding until the next full solve (they feed only the utilization
     /// series).
     fn solve_departures_at_caps(&mut self) {
-        for d in &self.solved {
+        for (_, d) in &self.solved {
             let total = d.cap.max(0.0) * u64::from(d.weight) as f64;
             for &l in d.links.as_slice() {
                 self.load[l as usize] = (self.load[l as usize] - total).max(0.0);

@@ -127,18 +127,107 @@ fn check_random_events(
     }
 }
 
-/// Random link sets (one to four links per demand, some links never binding).
-#[test]
-fn levels_equal_from_scratch_max_min_on_random_events() {
+/// Random link sets (one to four links per demand, some links never
+/// binding), solved by `new`'s solver.
+fn check_random_link_sets(new: impl Fn(&[f64], &[bool]) -> LinkLevels) {
     for seed in 0..20u64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let links = rng.random_range(2..12u32);
         let capacity: Vec<f64> = (0..links).map(|_| rng.random_range(10.0..200.0)).collect();
         let binds: Vec<bool> = (0..links).map(|_| rng.random_bool(0.8)).collect();
-        let lv = LinkLevels::new(&capacity, &binds);
+        let lv = new(&capacity, &binds);
         check_random_events(seed, &mut rng, lv, &capacity, &binds.clone(), |rng| {
             demand(rng, &binds)
         });
+    }
+}
+
+#[test]
+fn levels_equal_from_scratch_max_min_on_random_events() {
+    check_random_link_sets(LinkLevels::new);
+}
+
+/// As above, with solves kept to the changed slots' links where that
+/// gives the max-min rates.
+#[test]
+fn local_solves_equal_from_scratch_max_min_on_random_events() {
+    check_random_link_sets(|capacity, binds| LinkLevels::new(capacity, binds).solving_locally());
+}
+
+/// A fabric as circuits make it: wide NICs (links 0-7) and narrow ports
+/// (8-15), each slot over a NIC up, a port and a NIC down, or over two
+/// NICs (EPS within a rack), and now and then one capped. Solves kept to
+/// the changed slots' links give the rates, bottlenecks, levels and
+/// changes of full fillings bit for bit, and loads within rounding; most
+/// solves stay local.
+#[test]
+fn local_solves_equal_full_fillings_bit_for_bit() {
+    for seed in 0..20 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let links = 16usize;
+        let capacity: Vec<f64> = (0..links)
+            .map(|l| {
+                if l < 8 {
+                    rng.random_range(80.0..100.0)
+                } else {
+                    rng.random_range(5.0..20.0)
+                }
+            })
+            .collect();
+        let binds = vec![true; links];
+        let mut local = LinkLevels::new(&capacity, &binds).solving_locally();
+        let mut full = LinkLevels::new(&capacity, &binds);
+        let n = 40;
+        for step in 0..400 {
+            for _ in 0..rng.random_range(1..=3) {
+                let s = rng.random_range(0..n);
+                let (up, down) = (rng.random_range(0..4u32), rng.random_range(4..8u32));
+                let next = match rng.random_range(0..10) {
+                    0..=2 => None,
+                    3 => Some(Demand::new(Links::new(&[up, down]).expect("2 links"))),
+                    4 if step % 50 < 5 => Some(Demand {
+                        cap: 3.0,
+                        ..Demand::new(Links::new(&[up, 8 + up, down]).expect("3 links"))
+                    }),
+                    _ => Some(Demand {
+                        weight: rng.random_range(1..=3),
+                        ..Demand::new(Links::new(&[up, 8 + up, down]).expect("3 links"))
+                    }),
+                };
+                local.set(s, next);
+                full.set(s, next);
+            }
+            let why = format!("seed {seed}, step {step}");
+            let (mut ca, mut cb) = (Changes::default(), Changes::default());
+            local.solve(&mut ca);
+            full.solve(&mut cb);
+            assert_eq!(ca.slots, cb.slots, "{why}: changed slots");
+            assert_eq!(ca.links, cb.links, "{why}: changed links");
+            for s in 0..n {
+                assert_eq!(
+                    local.rate(s).to_bits(),
+                    full.rate(s).to_bits(),
+                    "{why}: rate of {s}"
+                );
+                assert_eq!(
+                    local.bottleneck(s),
+                    full.bottleneck(s),
+                    "{why}: bottleneck of {s}"
+                );
+            }
+            for l in 0..links as LinkId {
+                assert_eq!(
+                    local.level(l).to_bits(),
+                    full.level(l).to_bits(),
+                    "{why}: level {l}"
+                );
+                let (a, b) = (local.load(l), full.load(l));
+                assert!((a - b).abs() <= 1e-9 * b.max(1.0), "{why}: load {l}: {a} != {b}");
+            }
+        }
+        let (l, f) = (local.stats(), full.stats());
+        assert_eq!(f.local_solves, 0);
+        assert!(2 * l.local_solves > l.solves, "seed {seed}: {l:?}");
     }
 }
 
