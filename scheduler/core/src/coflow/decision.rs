@@ -19,7 +19,6 @@ use crate::coflow::view::Path;
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::{Bps, Nanos};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// How one flow is to be sent until the next decision.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -184,10 +183,29 @@ impl SparePlans {
 
 /// The standing pair plans a driver keeps: the table [`Decision::pair_changes`]
 /// are applied to, by (coflow, source rack, destination rack).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// A vector in pair order, read by binary search. A re-plan changes
+/// every pair of the coflows it plans (tens of thousands at once on
+/// FB2010), so a large batch of changes is sorted and merged with the
+/// table in one pass; a small one (a call between plans: a few pairs'
+/// circuit came or went) is applied in place, a cleared pair left as a
+/// hole until holes outnumber live pairs.
+#[derive(Clone, Debug, Default)]
 pub struct PairPlans {
-    plans: BTreeMap<PairKey, FlowPlan>,
+    /// (pair, plan) in pair order; `None`: a pair cleared since the
+    /// vector was last compacted.
+    entries: Vec<(PairKey, Option<FlowPlan>)>,
+    /// Pairs with a plan.
+    live: usize,
 }
+
+impl PartialEq for PairPlans {
+    fn eq(&self, other: &PairPlans) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for PairPlans {}
 
 impl PairPlans {
     /// Applies `changes` in order and returns the pairs whose plan is not
@@ -195,20 +213,26 @@ impl PairPlans {
     /// it had, is not listed), in pair order, each with its plan now
     /// (`None`: no plan).
     pub fn apply(&mut self, changes: &[PairPlan]) -> Vec<(PairKey, Option<FlowPlan>)> {
+        if changes.len().saturating_mul(8) < self.entries.len() {
+            self.apply_in_place(changes)
+        } else {
+            self.apply_merged(changes)
+        }
+    }
+
+    /// [`PairPlans::apply`] one change at a time, by binary search.
+    fn apply_in_place(&mut self, changes: &[PairPlan]) -> Vec<(PairKey, Option<FlowPlan>)> {
         let mut before: Vec<(PairKey, Option<FlowPlan>)> = changes
             .iter()
-            .map(|c| {
-                let old = match c.plan {
-                    Some(plan) => self.plans.insert(c.pair(), plan),
-                    None => self.plans.remove(&c.pair()),
-                };
-                (c.pair(), old)
-            })
+            .map(|c| (c.pair(), self.set(c.pair(), c.plan)))
             .collect();
         // Each pair's plan before its first change (a stable sort keeps
         // a pair's changes in the order they were made).
         before.sort_by_key(|&(pair, _)| pair);
         before.dedup_by_key(|&mut (pair, _)| pair);
+        if self.entries.len() > 2 * self.live + 64 {
+            self.entries.retain(|(_, plan)| plan.is_some());
+        }
         before
             .into_iter()
             .filter_map(|(pair, old)| {
@@ -216,6 +240,69 @@ impl PairPlans {
                 (now != old).then_some((pair, now))
             })
             .collect()
+    }
+
+    /// Sets `pair`'s plan to `plan` and returns the one it had.
+    fn set(&mut self, pair: PairKey, plan: Option<FlowPlan>) -> Option<FlowPlan> {
+        match self.entries.binary_search_by_key(&pair, |&(k, _)| k) {
+            Ok(i) => {
+                let old = std::mem::replace(&mut self.entries[i].1, plan);
+                self.live = self.live + usize::from(plan.is_some()) - usize::from(old.is_some());
+                old
+            }
+            Err(i) => {
+                if plan.is_some() {
+                    self.entries.insert(i, (pair, plan));
+                    self.live += 1;
+                }
+                None
+            }
+        }
+    }
+
+    /// [`PairPlans::apply`] as one merge of the sorted changes (each
+    /// pair's last) with the table.
+    fn apply_merged(&mut self, changes: &[PairPlan]) -> Vec<(PairKey, Option<FlowPlan>)> {
+        let mut last: Vec<(PairKey, usize, Option<FlowPlan>)> = changes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.pair(), i, c.plan))
+            .collect();
+        last.sort_unstable_by_key(|&(pair, i, _)| (pair, std::cmp::Reverse(i)));
+        last.dedup_by_key(|&mut (pair, _, _)| pair);
+        let old = std::mem::take(&mut self.entries);
+        let mut table = Vec::with_capacity(old.len() + last.len());
+        let mut changed = Vec::new();
+        let mut news = last.into_iter().peekable();
+        for (pair, had) in old {
+            while let Some((new, _, plan)) = news.next_if(|&(new, _, _)| new < pair) {
+                if plan.is_some() {
+                    changed.push((new, plan));
+                    table.push((new, plan));
+                }
+            }
+            let now = match news.next_if(|&(new, _, _)| new == pair) {
+                Some((_, _, plan)) => {
+                    if plan != had {
+                        changed.push((pair, plan));
+                    }
+                    plan
+                }
+                None => had,
+            };
+            if now.is_some() {
+                table.push((pair, now));
+            }
+        }
+        for (new, _, plan) in news {
+            if plan.is_some() {
+                changed.push((new, plan));
+                table.push((new, plan));
+            }
+        }
+        self.live = table.len();
+        self.entries = table;
+        changed
     }
 
     /// Applies `changes` as [`PairPlans::apply`] does and returns what a
@@ -230,29 +317,34 @@ impl PairPlans {
 
     /// The standing plan of `pair` (coflow, source rack, destination rack), if any.
     pub fn get(&self, pair: PairKey) -> Option<FlowPlan> {
-        self.plans.get(&pair).copied()
+        self.entries
+            .binary_search_by_key(&pair, |&(k, _)| k)
+            .ok()
+            .and_then(|i| self.entries[i].1)
     }
 
     /// How many pairs have a plan.
     pub fn len(&self) -> usize {
-        self.plans.len()
+        self.live
     }
 
     /// Whether no pair has a plan.
     pub fn is_empty(&self) -> bool {
-        self.plans.is_empty()
+        self.live == 0
     }
 
     /// The standing plans, in pair order.
     pub fn iter(&self) -> impl Iterator<Item = (PairKey, FlowPlan)> + '_ {
-        self.plans.iter().map(|(&k, &p)| (k, p))
+        self.entries.iter().filter_map(|&(k, p)| Some((k, p?)))
     }
 
     /// The standing plans of `coflow`'s pairs, by (source rack, destination rack).
     pub fn of_coflow(&self, coflow: CoflowId) -> impl Iterator<Item = ((u32, u32), FlowPlan)> + '_ {
-        self.plans
-            .range((coflow, u32::MIN, u32::MIN)..=(coflow, u32::MAX, u32::MAX))
-            .map(|(&(_, i, j), &p)| ((i, j), p))
+        let start = self.entries.partition_point(|&((c, _, _), _)| c < coflow);
+        self.entries[start..]
+            .iter()
+            .take_while(move |&&((c, _, _), _)| c == coflow)
+            .filter_map(|&((_, i, j), p)| Some(((i, j), p?)))
     }
 }
 
@@ -311,5 +403,76 @@ mod tests {
         assert_eq!(plans.len(), 3);
         assert_eq!(plans.get(b), None);
         assert_eq!(plans.get(d), Some(FlowPlan::WAIT));
+    }
+
+    /// Batches of every size, small ones applied in place and large ones
+    /// merged, against a map that applies each change in turn: the same
+    /// table, and exactly the pairs whose plan differs from before.
+    #[test]
+    fn batches_applied_in_place_or_merged_match_changes_made_one_by_one() {
+        use rand::{Rng, SeedableRng};
+        use std::collections::BTreeMap;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let plans_to_pick = [FlowPlan::WAIT, FlowPlan::ocs(0), FlowPlan::ocs(1), FlowPlan::EPS];
+        let mut table = PairPlans::default();
+        let mut model: BTreeMap<PairKey, FlowPlan> = BTreeMap::new();
+        let (mut in_place, mut merged) = (0, 0);
+        for _ in 0..2_000 {
+            let n = if rng.random_bool(0.8) {
+                rng.random_range(0..4)
+            } else {
+                rng.random_range(0..300)
+            };
+            let changes: Vec<PairPlan> = (0..n)
+                .map(|_| {
+                    let pair = (
+                        CoflowId(rng.random_range(0..8)),
+                        rng.random_range(0..6),
+                        rng.random_range(0..6),
+                    );
+                    let plan = rng
+                        .random_bool(0.7)
+                        .then(|| plans_to_pick[rng.random_range(0..4)]);
+                    PairPlan::new(pair, plan)
+                })
+                .collect();
+            if n * 8 < table.entries.len() {
+                in_place += 1;
+            } else {
+                merged += 1;
+            }
+            let before = model.clone();
+            for c in &changes {
+                match c.plan {
+                    Some(p) => model.insert(c.pair(), p),
+                    None => model.remove(&c.pair()),
+                };
+            }
+            let mut want: Vec<(PairKey, Option<FlowPlan>)> = before
+                .keys()
+                .chain(model.keys())
+                .copied()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .filter(|k| before.get(k) != model.get(k))
+                .map(|k| (k, model.get(&k).copied()))
+                .collect();
+            want.sort_by_key(|&(k, _)| k);
+            assert_eq!(table.apply(&changes), want);
+            assert!(table.iter().eq(model.iter().map(|(&k, &p)| (k, p))));
+            assert_eq!(table.len(), model.len());
+            for c in 0..8 {
+                let of: Vec<_> = table.of_coflow(CoflowId(c)).collect();
+                let want: Vec<_> = model
+                    .range((CoflowId(c), 0, 0)..=(CoflowId(c), u32::MAX, u32::MAX))
+                    .map(|(&(_, i, j), &p)| ((i, j), p))
+                    .collect();
+                assert_eq!(of, want);
+            }
+        }
+        assert!(
+            in_place > 500 && merged > 100,
+            "{in_place} in place, {merged} merged"
+        );
     }
 }
