@@ -48,8 +48,9 @@
 //! elephants, and the bytes of the pairs a circuit carried since the last
 //! plan (no other pair moved); then it orders, layers and reserves (the
 //! solver looks only at the port sides a layer can use). A call that does
-//! not plan looks at the pairs with a circuit only when a flow joined or
-//! left since the last call.
+//! not plan looks at the pairs with a circuit only when a coflow gained
+//! flows or has fewer active elephants than it kept, and at those pairs
+//! only where such a coflow holds the circuit.
 
 mod rack_set;
 pub mod solver;
@@ -188,18 +189,27 @@ impl Sunflow {
         // coflow has more active elephants than it kept (every kept one
         // that left is found below).
         let mut joined = false;
+        // The kept coflows that may have lost an elephant since they were
+        // last looked at (in id order): gone, joined by flows, or with
+        // fewer active elephants than kept.
+        let mut lost: Vec<CoflowId> = Vec::new();
         let elephants = |id: CoflowId| view.flows_of(id).filter(|f| f.elephant).count();
         for (&id, kept) in &mut self.coflows {
             match view.coflows.get(&id) {
-                None => finished = true,
+                None => {
+                    finished = true;
+                    lost.push(id);
+                }
                 Some(cv) if cv.known_bytes != kept.known => {
                     joined = true;
+                    lost.push(id);
                     kept.known = cv.known_bytes;
                     if elephants(id) > kept.elephants {
                         kept.stale = true;
                         arrived = true;
                     }
                 }
+                Some(cv) if cv.elephants() != kept.elephants => lost.push(id),
                 Some(_) => {}
             }
         }
@@ -222,7 +232,11 @@ impl Sunflow {
         if !joined && active == std::mem::replace(&mut self.active, active) {
             return (arrived, finished);
         }
-        // Elephants only leave while their pair's circuit carries them.
+        // Elephants only leave while their pair's circuit carries them,
+        // and only the coflows in `lost` lost any.
+        if lost.is_empty() {
+            return (arrived, finished);
+        }
         let mut carrying: Vec<(u32, u32)> =
             view.circuits.values().map(|c| (c.src_rack, c.dst_rack)).collect();
         carrying.sort_unstable();
@@ -232,6 +246,9 @@ impl Sunflow {
                 continue;
             };
             while let Some(&c) = chain.first() {
+                if lost.binary_search(&c).is_err() {
+                    break;
+                }
                 let Some(kept) = self.coflows.get_mut(&c) else {
                     chain.remove(0);
                     continue;
