@@ -73,23 +73,22 @@ pub fn set_up_circuits<S: CircuitSwitch + ?Sized>(
         if let Some(old) = circuits.remove(&(s.src_rack, s.port)) {
             switch.tear_down(now, &old);
         }
-        let into = circuits
-            .values()
-            .find(|c| c.dst_rack == s.dst_rack && c.port == s.port)
-            .map(|c| (c.src_rack, c.port));
-        if let Some(old) = into.and_then(|key| circuits.remove(&key)) {
-            switch.tear_down(now, &old);
+        // In one pass: the circuit into the receiving side, then (on a
+        // switch with one circuit per rack pair) the pair's others.
+        let per_pair = switch.one_circuit_per_rack_pair();
+        let mut into = None;
+        let mut same_pair: Vec<(u32, u32)> = Vec::new();
+        for c in circuits.values() {
+            let key = (c.src_rack, c.port);
+            if into.is_none() && c.dst_rack == s.dst_rack && c.port == s.port {
+                into = Some(key);
+            } else if per_pair && c.src_rack == s.src_rack && c.dst_rack == s.dst_rack {
+                same_pair.push(key);
+            }
         }
-        if switch.one_circuit_per_rack_pair() {
-            let same_pair: Vec<(u32, u32)> = circuits
-                .values()
-                .filter(|c| c.src_rack == s.src_rack && c.dst_rack == s.dst_rack)
-                .map(|c| (c.src_rack, c.port))
-                .collect();
-            for key in same_pair {
-                if let Some(old) = circuits.remove(&key) {
-                    switch.tear_down(now, &old);
-                }
+        for key in into.into_iter().chain(same_pair) {
+            if let Some(old) = circuits.remove(&key) {
+                switch.tear_down(now, &old);
             }
         }
         let circuit = CircuitView {
