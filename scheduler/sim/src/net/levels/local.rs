@@ -269,6 +269,17 @@ impl LinkLevels {
         left == 0
     }
 
+    /// Link `l`'s load less `taken`: never below 0, and exactly 0 when no
+    /// slot crosses it (no rounding left over from the differences).
+    fn less_load(&self, l: LinkId, taken: f64) -> f64 {
+        let l = l as usize;
+        if self.weight[l] == 0.0 {
+            0.0
+        } else {
+            (self.load[l] - taken).max(0.0)
+        }
+    }
+
     /// Writes the group's filling into the solver's state and `changes`.
     fn apply_group(&mut self) {
         // Loads: what each changed slot took off its old links, and what
@@ -285,7 +296,7 @@ impl LinkLevels {
                 0.0
             };
             for &l in d.links.as_slice() {
-                self.load[l as usize] = (self.load[l as usize] - total).max(0.0);
+                self.load[l as usize] = self.less_load(l, total);
             }
         }
         solved.clear();
@@ -303,7 +314,7 @@ impl LinkLevels {
             };
             let now = loc.froze[i].and_then(|l| loc.level[l as usize]).unwrap_or(0.0);
             for &l in d.links.as_slice() {
-                self.load[l as usize] = (self.load[l as usize] - was * w + now * w).max(0.0);
+                self.load[l as usize] = self.less_load(l, was * w - now * w);
             }
         }
         // Levels: a link frozen now has its new level, a bottleneck link
