@@ -44,10 +44,7 @@ pub(super) struct Local {
     links: Vec<LinkId>,
     /// Per link: whether it is in `links`.
     in_links: Vec<bool>,
-    /// Bottleneck links whose slots all joined the group.
-    closed: Vec<LinkId>,
-    /// Per link: what the slots outside the group use of it, and whether there are any.
-    other_load: Vec<f64>,
+    /// Per link: whether a slot outside the group crosses it.
     has_other: Vec<bool>,
     /// Per link, during the filling: residual capacity and unfrozen weight.
     residual: Vec<f64>,
@@ -89,20 +86,22 @@ impl LinkLevels {
         for &l in &loc.links {
             let l = l as usize;
             loc.in_links[l] = false;
-            loc.other_load[l] = 0.0;
             loc.has_other[l] = false;
             loc.level[l] = None;
         }
         loc.group.clear();
         loc.links.clear();
-        loc.closed.clear();
         loc.froze.clear();
         loc.was.clear();
     }
 
-    /// Whether `d` is capped.
-    fn capped_demand(d: &Option<Demand>) -> bool {
-        d.is_some_and(|d| d.cap.is_finite())
+    /// The links of `d` that can bind.
+    fn binding_links<'a>(&'a self, d: &'a Demand) -> impl Iterator<Item = LinkId> + 'a {
+        d.links
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|&l| self.binds[l as usize])
     }
 
     /// Builds the group and its links; false if it is too large or holds a
@@ -113,7 +112,6 @@ impl LinkLevels {
         let loc = &mut self.local;
         if loc.in_links.len() < n_links {
             loc.in_links.resize(n_links, false);
-            loc.other_load.resize(n_links, 0.0);
             loc.has_other.resize(n_links, false);
             loc.residual.resize(n_links, 0.0);
             loc.count.resize(n_links, 0.0);
@@ -125,25 +123,26 @@ impl LinkLevels {
         }
         // The links the changed slots met or meet.
         let mut reached: Vec<LinkId> = Vec::new();
-        for &(_, d) in &self.solved {
+        for (_, d) in &self.solved {
             if d.cap.is_finite() {
                 return false;
             }
-            reached.extend(d.links.as_slice().iter().filter(|&&l| self.binds[l as usize]));
+            reached.extend(self.binding_links(d));
         }
         for &s in &self.pending {
-            let d = self.demand[s as usize];
-            if Self::capped_demand(&d) {
+            let Some(d) = &self.demand[s as usize] else {
+                continue;
+            };
+            if d.cap.is_finite() {
                 return false;
             }
-            if let Some(d) = d {
-                self.local.in_group[s as usize] = true;
-                self.local.group.push(s);
-                reached.extend(d.links.as_slice().iter().filter(|&&l| self.binds[l as usize]));
-            }
+            reached.extend(self.binding_links(d));
+            self.local.in_group[s as usize] = true;
+            self.local.group.push(s);
         }
         // Closure: a bottleneck link reached brings in all its slots, and
         // their bottleneck links in turn.
+        let mut closed = 0;
         let mut next = 0;
         loop {
             while let Some(l) = reached.pop() {
@@ -156,8 +155,8 @@ impl LinkLevels {
                 if !self.level[li].is_finite() {
                     continue;
                 }
-                self.local.closed.push(l);
-                if self.local.closed.len() > MOST_LINKS {
+                closed += 1;
+                if closed > MOST_LINKS {
                     return false;
                 }
                 for e in &self.on_link[li] {
@@ -177,8 +176,8 @@ impl LinkLevels {
                 break;
             };
             next += 1;
-            if let Some(d) = self.demand[s as usize] {
-                reached.extend(d.links.as_slice().iter().filter(|&&l| self.binds[l as usize]));
+            if let Some(d) = &self.demand[s as usize] {
+                reached.extend(self.binding_links(d));
             }
         }
         true
@@ -202,13 +201,9 @@ impl LinkLevels {
                 }
             }
             let loc = &mut self.local;
-            loc.other_load[l] = other;
             loc.has_other[l] = has_other;
-            loc.residual[l] = if has_other {
-                self.capacity[l] - other
-            } else {
-                self.capacity[l]
-            };
+            // With no other slot, `other` is 0 and this is the capacity itself.
+            loc.residual[l] = self.capacity[l] - other;
             loc.count[l] = count;
         }
         let mut was = std::mem::take(&mut self.local.was);
@@ -335,7 +330,8 @@ impl LinkLevels {
             let si = s as usize;
             let Some(d) = self.demand[si] else { continue };
             let b = loc.froze[i].map_or(Bottleneck::Idle, Bottleneck::Link);
-            if self.is_pending[si] || self.bottleneck[si] != b {
+            // Pending slots are reported below whatever their bottleneck.
+            if self.bottleneck[si] != b {
                 self.changes.slots.push(s);
             }
             self.bottleneck[si] = b;

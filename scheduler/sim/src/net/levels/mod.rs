@@ -174,8 +174,8 @@ pub struct LinkLevels {
     /// Slots set since the last solve.
     pending: Vec<u32>,
     is_pending: Vec<bool>,
-    /// The demands the pending slots had at the last solve, in `pending`'s
-    /// order (slots that had none are left out).
+    /// The demands the pending slots had at the last solve, each with its
+    /// slot, in `pending`'s order (slots that had none are left out).
     solved: Vec<(u32, Demand)>,
     /// Whether the last solve froze no link: every slot is at its cap.
     all_capped: bool,
