@@ -689,6 +689,55 @@ fn a_generated_trace_replays_under_sunflow_on_circuits_only() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `fair-split` (CoflowSim's per-port equal split) replays in the fluid
+/// model, every coflow at or above its lower bound, and is refused with
+/// real bytes before a lab is built (so this needs no privilege): the
+/// kernel fabric shares links as TCP does.
+#[test]
+fn fair_split_replays_simulated_and_is_refused_on_the_kernel_fabric() {
+    let dir = scratch("fair-split");
+    let trace = dir.join("t.txt");
+    let (ok, _, err) = ocslab(&[
+        "trace".as_ref(),
+        "gen".as_ref(),
+        "--racks".as_ref(),
+        "2".as_ref(),
+        "--coflows".as_ref(),
+        "6".as_ref(),
+        "--seed".as_ref(),
+        "3".as_ref(),
+        "-o".as_ref(),
+        trace.as_os_str(),
+    ]);
+    assert!(ok, "{err}");
+    let topology = repo().join("topologies/tiny.toml");
+    let replay = |extra: &[&str]| {
+        let mut argv: Vec<&std::ffi::OsStr> = vec![
+            "replay".as_ref(),
+            trace.as_os_str(),
+            "--topology".as_ref(),
+            topology.as_os_str(),
+            "--coflow-scheduler".as_ref(),
+            "fair-split".as_ref(),
+        ];
+        argv.extend(extra.iter().map(std::ffi::OsStr::new));
+        ocslab(&argv)
+    };
+    let out = dir.join("sim");
+    let (ok, _, err) = replay(&["--out", out.to_str().expect("utf-8 path")]);
+    assert!(ok, "{err}");
+    let ratios = csv_column(&out.join("coflows.csv"), "ratio");
+    assert_eq!(ratios.len(), 6);
+    for r in ratios.iter().filter(|r| !r.is_empty()) {
+        let x: f64 = r.parse().expect("a ratio");
+        assert!(x >= 1.0 - 1e-9, "a coflow below its lower bound: {x}");
+    }
+    let (ok, _, err) = replay(&["--emulate"]);
+    assert!(!ok, "fair-split ran on the kernel fabric");
+    assert!(err.contains("splits each link equally"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `ocslab topo check` says when a topology's circuits follow a schedule.
 #[test]
 fn topo_check_reports_a_topologys_schedule() {

@@ -101,7 +101,7 @@ impl<'a> Driver<'a> {
     /// A driver over `lab`; nothing runs until [`Driver::run`].
     pub(super) fn new(lab: &'a mut Lab, source: Source, cfg: &'a EmuConfig) -> Result<Driver<'a>, EmuError> {
         let topo = lab.topology().clone();
-        let policy = ocslab_core::coflow::by_name(&cfg.coflow_policy)?;
+        let policy = super::coflow_policy(&cfg.coflow_policy)?;
         let datapath = lab.ocs().map(|o| o.datapath()).unwrap_or_default();
         let net =
             EmuNetwork::new(&topo, policy, lab.data_addrs().clone(), cfg.transport).on_datapath(datapath);

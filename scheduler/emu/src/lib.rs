@@ -76,6 +76,12 @@ pub enum EmuError {
     /// The coflow scheduler name is unknown.
     #[error(transparent)]
     Policy(#[from] UnknownPolicy),
+    /// The coflow scheduler shares links in a way only the fluid model can.
+    #[error(
+        "coflow scheduler {0} splits each link equally among its flows, as CoflowSim's simulator does; \
+         on the kernel fabric flows share links as TCP does: simulate it (--sim), or run fair"
+    )]
+    SimulatorOnly(&'static str),
     /// The engine refused the workload.
     #[error(transparent)]
     Engine(#[from] EngineError),
@@ -219,6 +225,16 @@ pub struct EmuOutcome {
     pub circuits: Vec<CircuitRecord>,
 }
 
+/// The coflow scheduler called `name`, if the kernel fabric can run it
+/// (checked before a lab is built).
+fn coflow_policy(name: &str) -> Result<Box<dyn ocslab_core::coflow::CoflowPolicy>, EmuError> {
+    let policy = ocslab_core::coflow::by_name(name)?;
+    if policy.splits_links_equally() {
+        return Err(EmuError::SimulatorOnly(policy.name()));
+    }
+    Ok(policy)
+}
+
 /// Runs `jobs` placed by `policy` on a fresh lab for `topo`, under the
 /// coflow scheduler of `cfg`. Blocking: it runs its own tokio runtime. The
 /// lab is torn down whatever happens.
@@ -230,6 +246,7 @@ pub fn run_jobs(
     engine: EngineConfig,
     cfg: &EmuConfig,
 ) -> Result<EmuOutcome, EmuError> {
+    coflow_policy(&cfg.coflow_policy)?;
     if engine.merge_fetches {
         return Err(EmuError::Setup(
             "engine.merge_fetches is for the simulator only: with real bytes every fetch is its own connection; \
@@ -316,6 +333,7 @@ pub fn replay(
     coflows: &[Coflow],
     cfg: &EmuConfig,
 ) -> Result<EmuReplay, EmuError> {
+    coflow_policy(&cfg.coflow_policy)?;
     let rt = runtime()?;
     rt.block_on(async {
         let mut lab = Lab::start(topo, fabric, &cfg.lab).await?;

@@ -7,9 +7,19 @@
 //! Q_q = 10 MB·10^q (and at least Q_{q-1}); the last queue has no limit.
 //! Queues are served in strict priority, coflows inside one queue in FIFO
 //! order (arrival, then id), and a coflow's flows share max-min fairly what
-//! the coflows before it left — as CoflowSim's `CoflowSimulatorDark` does
-//! (MB = 2^20 bytes there and here). A coflow moves down when it crosses its
-//! queue's limit: the policy asks to be woken at the first such crossing.
+//! the coflows before it left (MB = 2^20 bytes, as in CoflowSim). A coflow
+//! moves down when it crosses its queue's limit: the policy asks to be
+//! woken at the first such crossing.
+//!
+//! `aalo-split` ([`Aalo::as_dark`]) runs D-CLAS as CoflowSim's
+//! `CoflowSimulatorDark` does, the simulator behind the paper's FB2010
+//! figures: each link's residual is split equally among the coflow's flows
+//! on it, each flow taking its smallest part
+//! ([`PriorityFill::split_flows`]); queues move only at coflow arrivals and
+//! completions (and when a flow joins a coflow: it needs a rate), with no
+//! wake-up at a crossing; a coflow moves down once it
+//! has sent more than its queue's limit, to the end of the next queue; and
+//! each queue is served in the order its coflows entered it.
 //!
 //! When: the coordinator reorders coflows when one arrives, when one
 //! completes and when one crosses a queue limit (Sec. 4-5; CoflowSim's
@@ -58,6 +68,10 @@ pub fn limit_of(q: u32, scale: f64) -> Option<f64> {
 /// D-CLAS over EPS.
 #[derive(Clone, Debug, Default)]
 pub struct Aalo {
+    /// Whether it runs as CoflowSim's `DARK` does (`aalo-split`, see the module's doc).
+    as_dark: bool,
+    /// Its queues, when it does.
+    dark: DarkQueues,
     fill: PriorityFill,
     /// Each active coflow's flows as a call last read them.
     paths: FlowPaths,
@@ -73,9 +87,23 @@ pub struct Aalo {
     spare: SparePlans,
 }
 
+impl Aalo {
+    /// D-CLAS as CoflowSim's `DARK` runs it (`aalo-split`).
+    pub fn as_dark() -> Aalo {
+        Aalo {
+            as_dark: true,
+            ..Aalo::default()
+        }
+    }
+}
+
 impl CoflowPolicy for Aalo {
     fn name(&self) -> &'static str {
-        "aalo"
+        if self.as_dark {
+            "aalo-split"
+        } else {
+            "aalo"
+        }
     }
     fn triggers(&self) -> Triggers {
         // Coflow arrivals and completions (and flows joining a coflow);
@@ -89,10 +117,20 @@ impl CoflowPolicy for Aalo {
             .iter()
             .map(|(&id, c)| (id, progress.sent_bytes(id, c)))
             .collect();
-        let queues: Vec<u32> = sent.values().map(|&s| queue_of(s, scale)).collect();
         let mut plans = self.spare.take();
+        if self.as_dark && self.held.still(view, &mut plans) {
+            return Decision {
+                plans,
+                ..Decision::default()
+            };
+        }
+        let queues: Vec<u32> = if self.as_dark {
+            self.dark.update(&sent, scale)
+        } else {
+            sent.values().map(|&s| queue_of(s, scale)).collect()
+        };
         if queues == self.queues && self.held.still(view, &mut plans) {
-            if self.wake_at.is_none_or(|t| t <= now) {
+            if !self.as_dark && self.wake_at.is_none_or(|t| t <= now) {
                 self.wake_at = rearm(now, view, &plans, &sent, scale);
             }
             return Decision {
@@ -107,7 +145,12 @@ impl CoflowPolicy for Aalo {
             .zip(&queues)
             .map(|((&id, c), &q)| (q, c.arrival, id, c))
             .collect();
-        order.sort_unstable_by_key(|&(q, arrival, id, _)| (q, arrival, id));
+        if self.as_dark {
+            // Served in the order they entered their queues.
+            order.sort_unstable_by_key(|&(_, _, id, _)| self.dark.rank(id));
+        } else {
+            order.sort_unstable_by_key(|&(q, arrival, id, _)| (q, arrival, id));
+        }
         let mut residual = view.links.capacities().to_vec();
         let rates = &mut self.rates;
         rates.clear();
@@ -120,7 +163,11 @@ impl CoflowPolicy for Aalo {
         for &(q, _, id, c) in &order {
             let start = rates.len();
             let flows = self.paths.active(view, id, c);
-            self.fill.fill_flows(&mut residual, flows, rates);
+            if self.as_dark {
+                self.fill.split_flows(&mut residual, flows, rates);
+            } else {
+                self.fill.fill_flows(&mut residual, flows, rates);
+            }
             if let Some(&(first, _)) = rates.get(start) {
                 spans.push((first, start..rates.len()));
             }
@@ -130,6 +177,9 @@ impl CoflowPolicy for Aalo {
                 .filter(|_| rate > 0.0)
                 .map(|(limit, &sent)| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1));
             wake_at = wake_at.into_iter().chain(crossing).min();
+        }
+        if self.as_dark {
+            wake_at = None;
         }
         // In flow-id order, as they are held (and as a driver finds the
         // flows: ids arrive in sequence). Each coflow's flows come in id
@@ -159,6 +209,57 @@ impl CoflowPolicy for Aalo {
     }
     fn recycle(&mut self, decision: Decision) {
         self.spare.keep(decision);
+    }
+}
+
+/// D-CLAS's queues as CoflowSim's `DARK` keeps them
+/// (`CoflowSimulatorDark.updateJobOrder`): a coflow joins the end of the
+/// first queue when it arrives, and moves to the end of the next queue
+/// when, at an update, it has sent more than its queue's limit; each queue
+/// is served in the order its coflows entered it.
+#[derive(Clone, Debug, Default)]
+struct DarkQueues {
+    /// Each queue's coflows, in the order they entered it.
+    queues: Vec<Vec<CoflowId>>,
+    /// Each coflow's place in service order, as of the last update.
+    rank: BTreeMap<CoflowId, usize>,
+}
+
+impl DarkQueues {
+    /// Drops the coflows that left, adds those of `sent` that are new (in
+    /// id order), moves each that has sent more than its queue's limit
+    /// down, and returns each coflow's queue in id order.
+    fn update(&mut self, sent: &BTreeMap<CoflowId, f64>, scale: f64) -> Vec<u32> {
+        self.queues.resize(QUEUES as usize, Vec::new());
+        for q in &mut self.queues {
+            q.retain(|c| sent.contains_key(c));
+        }
+        self.queues[0].extend(sent.keys().filter(|c| !self.rank.contains_key(c)));
+        let mut queue_of = BTreeMap::new();
+        for q in 0..QUEUES as usize {
+            let limit = limit_of(q as u32, scale);
+            let (stay, go): (Vec<CoflowId>, Vec<CoflowId>) = std::mem::take(&mut self.queues[q])
+                .into_iter()
+                .partition(|c| limit.is_none_or(|limit| sent[c] <= limit));
+            self.queues[q] = stay;
+            if let Some(next) = self.queues.get_mut(q + 1) {
+                next.extend(go);
+            }
+            queue_of.extend(self.queues[q].iter().map(|&c| (c, q as u32)));
+        }
+        self.rank = self
+            .queues
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, &c)| (c, i))
+            .collect();
+        queue_of.into_values().collect()
+    }
+
+    /// The place of `coflow` in service order.
+    fn rank(&self, coflow: CoflowId) -> usize {
+        self.rank.get(&coflow).copied().unwrap_or(usize::MAX)
     }
 }
 

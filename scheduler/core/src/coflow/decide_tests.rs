@@ -154,6 +154,76 @@ fn aalo_plans_come_in_flow_id_order_when_coflows_interleave() {
     assert_eq!(ids, [1, 2, 3, 4]);
 }
 
+/// One coflow: A r0h0 → r1h0, B r0h0 → r1h1, C and D r0h1 → r1h1.
+/// `aalo-split` (CoflowSim's DARK) splits each NIC equally among the
+/// coflow's flows on it: r1h1 gives B, C and D a third each, r0h0 gives A
+/// and B a half each, and A takes its half; the sixth B cannot use stays
+/// idle. `aalo` fills max-min and hands it to A (two thirds). `aalo-split`
+/// asks for no wake-up: its queues move at coflow events only.
+#[test]
+fn aalo_split_splits_a_coflows_nics_equally_and_asks_no_wake_up() {
+    let mut view = NetView::new(fabric(2));
+    add(&mut view, Nanos::ZERO, 1, 1, h(0, 0), h(1, 0), 50_000_000);
+    add(&mut view, Nanos::ZERO, 2, 1, h(0, 0), h(1, 1), 50_000_000);
+    add(&mut view, Nanos::ZERO, 3, 1, h(0, 1), h(1, 1), 50_000_000);
+    add(&mut view, Nanos::ZERO, 4, 1, h(0, 1), h(1, 1), 50_000_000);
+    let split = by_name("aalo-split").unwrap().schedule(Nanos::ZERO, &view);
+    close(rate(plan(&split, 1)), NIC / 2.0);
+    for f in 2..=4 {
+        close(rate(plan(&split, f)), NIC / 3.0);
+    }
+    assert_eq!(split.wake_at, None);
+    let max_min = by_name("aalo").unwrap().schedule(Nanos::ZERO, &view);
+    close(rate(plan(&max_min, 1)), NIC * 2.0 / 3.0);
+    assert!(max_min.wake_at.is_some());
+}
+
+/// Coflows 1 and 2 share r0h0's NIC. Coflow 2 crosses queue 0's 10 MiB
+/// first and enters queue 1; coflow 1 follows it there at the next coflow
+/// event (coflow 4's arrival), having sent its 10 MiB later. `aalo-split`
+/// serves queue 1 in the order coflows entered it, as CoflowSim's DARK
+/// does, so coflow 2 takes the NIC; `aalo` serves it by arrival, so
+/// coflow 1 does. Between coflow events `aalo-split` moves no coflow.
+#[test]
+fn aalo_split_serves_a_queue_in_the_order_its_coflows_entered_it() {
+    let mut view = NetView::new(fabric(2));
+    add(&mut view, Nanos::ZERO, 1, 1, h(0, 0), h(1, 0), 100_000_000);
+    add(
+        &mut view,
+        Nanos::from_millis(1),
+        2,
+        2,
+        h(0, 0),
+        h(1, 1),
+        100_000_000,
+    );
+    let mut split = by_name("aalo-split").unwrap();
+    let mut aalo = by_name("aalo").unwrap();
+    split.schedule(Nanos::from_millis(1), &view);
+    let t = Nanos::from_millis(2);
+    has_sent(&mut view, 1, 5.0 * 1_048_576.0);
+    has_sent(&mut view, 2, 11.0 * 1_048_576.0);
+    add(&mut view, t, 3, 3, h(1, 1), h(0, 1), 1_000_000);
+    let d = split.schedule(t, &view);
+    close(rate(plan(&d, 1)), NIC);
+    assert_eq!(plan(&d, 2), FlowPlan::WAIT, "coflow 2 has left queue 0");
+    let t = Nanos::from_millis(3);
+    has_sent(&mut view, 1, 12.0 * 1_048_576.0);
+    let d = split.schedule(t, &view);
+    close(rate(plan(&d, 1)), NIC);
+    add(&mut view, t, 4, 4, h(1, 1), h(0, 1), 1_000_000);
+    let d = split.schedule(t, &view);
+    assert_eq!(
+        plan(&d, 1),
+        FlowPlan::WAIT,
+        "coflow 1 entered queue 1 after coflow 2"
+    );
+    close(rate(plan(&d, 2)), NIC);
+    let d = aalo.schedule(t, &view);
+    close(rate(plan(&d, 1)), NIC);
+    assert_eq!(plan(&d, 2), FlowPlan::WAIT, "aalo serves a queue by arrival");
+}
+
 /// Sunflow: two coflows want rack 0's only OCS port. The one with the
 /// shorter T(C) (2 MB to rack 1, against 20 MB to rack 2) reserves it and
 /// gets a circuit 0 → 1; the other's elephants wait; a flow below the

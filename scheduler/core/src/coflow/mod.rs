@@ -99,6 +99,14 @@ pub trait CoflowPolicy: Send {
     fn orders_coflows(&self) -> bool {
         false
     }
+    /// Whether each link is split equally among the flows that cross it
+    /// (a flow gets the smallest of its links' `capacity ÷ flows`, and
+    /// what it cannot use stays idle), as CoflowSim's `FAIR` computes
+    /// per-flow fair sharing, instead of max-min fairly. Only the fluid
+    /// network can share this way; the kernel fabric shares as TCP does.
+    fn splits_links_equally(&self) -> bool {
+        false
+    }
     /// The events after which this policy's decision may differ from its
     /// last one; the network may skip calling it at any other event (its own
     /// `wake_at` always calls it). The default is every event.
@@ -193,11 +201,13 @@ impl Triggers {
 }
 
 /// The names [`by_name`] knows, in the order reports list them.
-pub const POLICY_NAMES: [&str; 7] = [
+pub const POLICY_NAMES: [&str; 9] = [
     "fair",
+    "fair-split",
     "fifo",
     "varys",
     "aalo",
+    "aalo-split",
     "sincronia",
     "sunflow",
     "sunflow-np",
@@ -205,7 +215,7 @@ pub const POLICY_NAMES: [&str; 7] = [
 
 /// A coflow policy name that is not in the table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown coflow scheduler {name:?}: expected one of fair, fifo, varys, aalo, sincronia, sunflow, sunflow-np")]
+#[error("unknown coflow scheduler {name:?}: expected one of fair, fair-split, fifo, varys, aalo, aalo-split, sincronia, sunflow, sunflow-np")]
 pub struct UnknownPolicy {
     /// The name given.
     pub name: String,
@@ -215,9 +225,11 @@ pub struct UnknownPolicy {
 pub fn by_name(name: &str) -> Result<Box<dyn CoflowPolicy>, UnknownPolicy> {
     Ok(match name {
         "fair" => Box::new(fair::Fair),
+        "fair-split" => Box::new(fair::FairSplit),
         "fifo" => Box::new(fifo::Fifo),
         "varys" => Box::new(varys::Varys::default()),
         "aalo" => Box::new(aalo::Aalo::default()),
+        "aalo-split" => Box::new(aalo::Aalo::as_dark()),
         "sincronia" => Box::new(sincronia::Sincronia::default()),
         "sunflow" => Box::new(sunflow::Sunflow::default()),
         "sunflow-np" => Box::new(sunflow_np::SunflowNp::default()),

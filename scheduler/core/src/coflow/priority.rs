@@ -30,6 +30,10 @@ pub fn paced_in_order(view: &NetView, order: &[CoflowId]) -> Vec<(FlowId, FlowPl
         .collect()
 }
 
+/// Below this many bytes per second of residual a link counts as full in
+/// [`PriorityFill::split_flows`].
+const FULL: f64 = 1e-3;
+
 /// Scratch space for [`PriorityFill::fill_in_order`], reusable across calls.
 #[derive(Clone, Debug, Default)]
 pub struct PriorityFill {
@@ -38,6 +42,10 @@ pub struct PriorityFill {
     demands: Vec<Demand>,
     ids: Vec<FlowId>,
     rates: Vec<f64>,
+    /// Scratch of [`PriorityFill::split_flows`]: the routes, and the
+    /// coflow's flows on each link.
+    routes: Vec<Links>,
+    count: Vec<u32>,
 }
 
 impl PriorityFill {
@@ -78,6 +86,53 @@ impl PriorityFill {
         let rates = self.fill_one(residual, routes);
         out.extend(ids.iter().copied().zip(rates.iter().copied()));
         self.ids = ids;
+    }
+
+    /// Pushes onto `out` one `(flow, rate)` per flow of `flows`, the links
+    /// of one coflow split as CoflowSim's `DARK` splits a coflow's ports
+    /// (`CoflowSimulatorDark.updateRates`): each link's `residual` goes
+    /// in equal parts to the flows crossing it that have room on every
+    /// link (a flow with a full link gets 0 and takes no part), and each
+    /// flow takes the smallest of its parts. `residual` is then reduced by
+    /// what they take. Unlike max-min, what a flow cannot use of a part is
+    /// left to the coflows after it.
+    pub fn split_flows(
+        &mut self,
+        residual: &mut [f64],
+        flows: impl IntoIterator<Item = (FlowId, Links)>,
+        out: &mut Vec<(FlowId, f64)>,
+    ) {
+        self.count.resize(residual.len(), 0);
+        self.routes.clear();
+        let start = out.len();
+        for (id, links) in flows {
+            out.push((id, 0.0));
+            self.routes.push(links);
+        }
+        // Subtraction leaves crumbs on a link its flows fill exactly: below
+        // a thousandth of a byte per second a link is full, as below
+        // CoflowSim's `Constants.ZERO` (a thousandth of a bit) a port is.
+        let has_room = |links: &Links| links.as_slice().iter().all(|&l| residual[l as usize] > FULL);
+        for links in self.routes.iter().filter(|l| has_room(l)) {
+            for &l in links.as_slice() {
+                self.count[l as usize] += 1;
+            }
+        }
+        for (links, (_, rate)) in self.routes.iter().zip(&mut out[start..]) {
+            if has_room(links) {
+                *rate = links
+                    .as_slice()
+                    .iter()
+                    .map(|&l| residual[l as usize] / f64::from(self.count[l as usize]))
+                    .fold(f64::INFINITY, f64::min);
+            }
+        }
+        for (links, &(_, rate)) in self.routes.iter().zip(&out[start..]) {
+            for &l in links.as_slice() {
+                self.count[l as usize] = 0;
+                residual[l as usize] = (residual[l as usize] - rate).max(0.0);
+            }
+        }
     }
 
     /// The max-min fair rates of one coflow's flows, one per route of
@@ -149,5 +204,52 @@ mod tests {
             paced_in_order(&view(), &[]),
             paced_in_order(&view(), &[CoflowId(1), CoflowId(2)])
         );
+    }
+
+    /// Links 0 and 1 of 12, link 2 of 6. One coflow: a over 0 and 2, b
+    /// over 0, c over 1 and 2, d over 1. Each link halves: a and c get 3
+    /// (link 2), b and d 6, and links 0 and 1 keep 3 each (max-min would
+    /// give b and d 9). The next coflow's e over link 2 (full) gets 0 and
+    /// takes no part of link 0, where f gets what is left. A link left
+    /// with crumbs of rounding is full.
+    #[test]
+    fn split_flows_halves_each_link_and_leaves_what_a_flow_cannot_use() {
+        let links = |ids: &[u32]| Links::new(ids).expect("at most 4 links");
+        let mut fill = PriorityFill::default();
+        let mut residual = vec![12.0, 12.0, 6.0];
+        let mut out = Vec::new();
+        let flows = [(1, &[0, 2][..]), (2, &[0]), (3, &[1, 2]), (4, &[1])];
+        fill.split_flows(
+            &mut residual,
+            flows.iter().map(|&(f, l)| (FlowId(f), links(l))),
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            [
+                (FlowId(1), 3.0),
+                (FlowId(2), 6.0),
+                (FlowId(3), 3.0),
+                (FlowId(4), 6.0)
+            ]
+        );
+        assert_eq!(residual, [3.0, 3.0, 0.0]);
+        out.clear();
+        let flows = [(5, &[0, 2][..]), (6, &[0])];
+        fill.split_flows(
+            &mut residual,
+            flows.iter().map(|&(f, l)| (FlowId(f), links(l))),
+            &mut out,
+        );
+        assert_eq!(out, [(FlowId(5), 0.0), (FlowId(6), 3.0)]);
+        let mut residual = vec![1e-6, 3.0];
+        out.clear();
+        let flows = [(7, &[0, 1][..]), (8, &[1])];
+        fill.split_flows(
+            &mut residual,
+            flows.iter().map(|&(f, l)| (FlowId(f), links(l))),
+            &mut out,
+        );
+        assert_eq!(out, [(FlowId(7), 0.0), (FlowId(8), 3.0)]);
     }
 }

@@ -10,7 +10,8 @@
 //! Modules: [`links`] (the links of the fluid model and the paths over
 //! them), [`maxmin`] (water-filling), [`levels`] (max-min rates as one level per
 //! link), [`class_levels`] (strict priority between coflows, a solver per
-//! coflow), `rates` (which of the two a network uses), [`pair_matrix`]
+//! coflow), `split` (every link split equally among its flows, CoflowSim's
+//! per-flow fairness), `rates` (which of the three a network uses), [`pair_matrix`]
 //! (host × host demands on a big switch),
 //! `freeze_log` (the last solve's freeze order, for the next to resume), the
 //! per-link service clocks, `fasthash` (hash maps for lookups by small
@@ -43,6 +44,7 @@ mod prefetch;
 mod rates;
 pub mod replay;
 mod slots;
+mod split;
 #[cfg(test)]
 mod trigger_tests;
 pub mod usage;

@@ -47,6 +47,9 @@ impl<F: FnMut(&NetView, &dyn Progress) + Send> CoflowPolicy for EveryEvent<F> {
     fn orders_coflows(&self) -> bool {
         self.0.orders_coflows()
     }
+    fn splits_links_equally(&self) -> bool {
+        self.0.splits_links_equally()
+    }
     fn triggers(&self) -> Triggers {
         Triggers::EVERY_EVENT
     }

@@ -46,7 +46,7 @@ use super::levels::{Changes, SolveStats};
 use super::links::{LinkId, LinkKind};
 use super::pairs::PairFlows;
 use super::prefetch::prefetch;
-use super::rates::Rates;
+use super::rates::{Rates, Sharing};
 use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
@@ -175,7 +175,7 @@ impl FluidNetwork {
     pub fn on_fabric(fabric: FabricParams, policy: Box<dyn CoflowPolicy>) -> FluidNetwork {
         let view = NetView::new(fabric);
         let usage = LinkUsage::new(&fabric);
-        let rates = Rates::new(&view.links, policy.orders_coflows());
+        let rates = Rates::new(&view.links, Sharing::of(policy.as_ref()));
         let triggers = policy.triggers();
         FluidNetwork {
             triggers,
