@@ -56,6 +56,8 @@ pub struct LinkSplit {
     is_pending: Vec<bool>,
     touched: Vec<LinkId>,
     is_touched: Vec<bool>,
+    /// Scratch of a solve: whether each changed link's level rose.
+    rose: Vec<bool>,
     stats: SolveStats,
 }
 
@@ -184,11 +186,14 @@ impl LinkSplit {
         if self.pending.is_empty() && self.touched.is_empty() {
             return;
         }
+        let mut rose = std::mem::take(&mut self.rose);
+        rose.clear();
         for &l in &self.touched {
             let li = l as usize;
             self.is_touched[li] = false;
             let level = level_of(self.capacity[li], self.flows[li]);
             if level.to_bits() != self.level[li].to_bits() {
+                rose.push(level > self.level[li]);
                 self.level[li] = level;
                 changes.links.push(l);
             }
@@ -203,14 +208,22 @@ impl LinkSplit {
         changes.slots.extend_from_slice(&pending);
         self.pending = pending;
         self.pending.clear();
-        for &l in &changes.links {
+        // A link whose level rose can only change the slots it held: any
+        // other slot on it moves at most at its old level, and on a tie
+        // its bottleneck has the lower id. One whose level fell may take
+        // any slot on it.
+        for (&l, &rose) in changes.links.iter().zip(&rose) {
             for i in 0..self.on_link[l as usize].len() {
                 let s = self.on_link[l as usize][i] as usize;
+                if rose && self.bottleneck[s] != Bottleneck::Link(l) {
+                    continue;
+                }
                 if self.rebottleneck(s) {
                     changes.slots.push(s as u32);
                 }
             }
         }
+        self.rose = rose;
         changes.slots.sort_unstable();
         changes.slots.dedup();
         changes.links.sort_unstable();
