@@ -118,27 +118,29 @@ impl CoflowPolicy for Aalo {
             .map(|(&id, c)| (id, progress.sent_bytes(id, c)))
             .collect();
         let mut plans = self.spare.take();
-        if self.as_dark && self.held.still(view, &mut plans) {
-            return Decision {
-                plans,
-                ..Decision::default()
-            };
-        }
         let queues: Vec<u32> = if self.as_dark {
+            // Queues move at coflow events only; in between the plans stand.
+            if self.held.still(view, &mut plans) {
+                return Decision {
+                    plans,
+                    ..Decision::default()
+                };
+            }
             self.dark.update(&sent, scale)
         } else {
-            sent.values().map(|&s| queue_of(s, scale)).collect()
-        };
-        if queues == self.queues && self.held.still(view, &mut plans) {
-            if !self.as_dark && self.wake_at.is_none_or(|t| t <= now) {
-                self.wake_at = rearm(now, view, &plans, &sent, scale);
+            let queues: Vec<u32> = sent.values().map(|&s| queue_of(s, scale)).collect();
+            if queues == self.queues && self.held.still(view, &mut plans) {
+                if self.wake_at.is_none_or(|t| t <= now) {
+                    self.wake_at = rearm(now, view, &plans, &sent, scale);
+                }
+                return Decision {
+                    plans,
+                    wake_at: self.wake_at,
+                    ..Decision::default()
+                };
             }
-            return Decision {
-                plans,
-                wake_at: self.wake_at,
-                ..Decision::default()
-            };
-        }
+            queues
+        };
         let mut order: Vec<(u32, Nanos, CoflowId, &CoflowView)> = view
             .coflows
             .iter()
@@ -176,10 +178,9 @@ impl CoflowPolicy for Aalo {
                 .zip(sent.get(&id))
                 .filter(|_| rate > 0.0)
                 .map(|(limit, &sent)| now + Nanos(((limit - sent).max(0.0) / rate * 1e9).ceil() as u64 + 1));
-            wake_at = wake_at.into_iter().chain(crossing).min();
-        }
-        if self.as_dark {
-            wake_at = None;
+            if !self.as_dark {
+                wake_at = wake_at.into_iter().chain(crossing).min();
+            }
         }
         // In flow-id order, as they are held (and as a driver finds the
         // flows: ids arrive in sequence). Each coflow's flows come in id
