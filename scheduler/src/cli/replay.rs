@@ -30,7 +30,9 @@ pub struct ReplayArgs {
     /// fb2010-ocs-only.toml for circuits only, as Sunflow's own simulator).
     #[arg(long)]
     pub topology: PathBuf,
-    /// The coflow scheduler.
+    /// The coflow scheduler (docs/coflow-schedulers.md); fair-split and aalo-split share
+    /// links as CoflowSim does (each port split equally among its flows; simulation only
+    /// for fair-split).
     #[arg(long, default_value = "fair", value_parser = POLICY_NAMES)]
     pub coflow_scheduler: String,
     /// Print the summary as JSON.
