@@ -112,20 +112,21 @@ impl CoflowPolicy for Aalo {
     }
     fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let scale = view.fabric.scale;
+        let mut plans = self.spare.take();
+        // aalo-split's queues move at coflow events only; in between its
+        // plans stand, and no progress need be read.
+        if self.as_dark && self.held.still(view, &mut plans) {
+            return Decision {
+                plans,
+                ..Decision::default()
+            };
+        }
         let sent: BTreeMap<CoflowId, f64> = view
             .coflows
             .iter()
             .map(|(&id, c)| (id, progress.sent_bytes(id, c)))
             .collect();
-        let mut plans = self.spare.take();
         let queues: Vec<u32> = if self.as_dark {
-            // Queues move at coflow events only; in between the plans stand.
-            if self.held.still(view, &mut plans) {
-                return Decision {
-                    plans,
-                    ..Decision::default()
-                };
-            }
             self.dark.update(&sent, scale)
         } else {
             let queues: Vec<u32> = sent.values().map(|&s| queue_of(s, scale)).collect();

@@ -214,16 +214,17 @@ mod tests {
     /// with crumbs of rounding is full.
     #[test]
     fn split_flows_halves_each_link_and_leaves_what_a_flow_cannot_use() {
-        let links = |ids: &[u32]| Links::new(ids).expect("at most 4 links");
         let mut fill = PriorityFill::default();
+        let mut split = |residual: &mut Vec<f64>, flows: &[(u64, &[u32])]| {
+            let mut out = Vec::new();
+            let flows = flows
+                .iter()
+                .map(|&(f, l)| (FlowId(f), Links::new(l).expect("at most 4 links")));
+            fill.split_flows(residual, flows, &mut out);
+            out
+        };
         let mut residual = vec![12.0, 12.0, 6.0];
-        let mut out = Vec::new();
-        let flows = [(1, &[0, 2][..]), (2, &[0]), (3, &[1, 2]), (4, &[1])];
-        fill.split_flows(
-            &mut residual,
-            flows.iter().map(|&(f, l)| (FlowId(f), links(l))),
-            &mut out,
-        );
+        let out = split(&mut residual, &[(1, &[0, 2]), (2, &[0]), (3, &[1, 2]), (4, &[1])]);
         assert_eq!(
             out,
             [
@@ -234,22 +235,10 @@ mod tests {
             ]
         );
         assert_eq!(residual, [3.0, 3.0, 0.0]);
-        out.clear();
-        let flows = [(5, &[0, 2][..]), (6, &[0])];
-        fill.split_flows(
-            &mut residual,
-            flows.iter().map(|&(f, l)| (FlowId(f), links(l))),
-            &mut out,
-        );
+        let out = split(&mut residual, &[(5, &[0, 2]), (6, &[0])]);
         assert_eq!(out, [(FlowId(5), 0.0), (FlowId(6), 3.0)]);
         let mut residual = vec![1e-6, 3.0];
-        out.clear();
-        let flows = [(7, &[0, 1][..]), (8, &[1])];
-        fill.split_flows(
-            &mut residual,
-            flows.iter().map(|&(f, l)| (FlowId(f), links(l))),
-            &mut out,
-        );
+        let out = split(&mut residual, &[(7, &[0, 1]), (8, &[1])]);
         assert_eq!(out, [(FlowId(7), 0.0), (FlowId(8), 3.0)]);
     }
 }

@@ -233,7 +233,9 @@ impl LinkSplit {
 
     /// Sets `slot`'s bottleneck and rate from its links' levels and its
     /// cap (the cap first on a tie, then the lowest link id), and moves
-    /// its load; returns whether its bottleneck changed.
+    /// its load on its links; returns whether its bottleneck changed. A
+    /// slot with no demand was taken off its links, load and all, when it
+    /// was set.
     fn rebottleneck(&mut self, slot: usize) -> bool {
         let (bottleneck, rate) = match self.demand[slot] {
             None => (Bottleneck::Idle, 0.0),
@@ -249,26 +251,19 @@ impl LinkSplit {
                         best = (Bottleneck::Link(l), level);
                     }
                 }
+                let old = std::mem::replace(&mut self.rate[slot], best.1);
+                if old.to_bits() != best.1.to_bits() {
+                    let moved = (best.1 - old) * f64::from(d.weight);
+                    for &l in d.links.as_slice() {
+                        let load = &mut self.load[l as usize];
+                        *load = (*load + moved).max(0.0);
+                    }
+                }
                 best
             }
         };
-        let old = std::mem::replace(&mut self.rate[slot], rate);
-        if old.to_bits() != rate.to_bits() {
-            self.recharge(slot, old, rate);
-        }
+        debug_assert_eq!(self.rate[slot], rate);
         std::mem::replace(&mut self.bottleneck[slot], bottleneck) != bottleneck
-    }
-
-    /// Moves `slot`'s load on its links from per-flow rate `old` to `new`.
-    fn recharge(&mut self, slot: usize, old: f64, new: f64) {
-        let Some(d) = self.demand[slot] else {
-            return;
-        };
-        let w = f64::from(d.weight);
-        for &l in d.links.as_slice() {
-            let load = &mut self.load[l as usize];
-            *load = (*load + (new - old) * w).max(0.0);
-        }
     }
 }
 
