@@ -530,6 +530,7 @@ fn replaying_a_trace_twice_gives_identical_output() {
         ("fair", "fb2010.toml"),
         ("fifo", "fb2010.toml"),
         ("varys", "fb2010.toml"),
+        ("sebf", "fb2010.toml"),
         ("aalo", "fb2010.toml"),
         ("sunflow", "fb2010-ocs.toml"),
     ] {

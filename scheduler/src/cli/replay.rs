@@ -32,7 +32,7 @@ pub struct ReplayArgs {
     pub topology: PathBuf,
     /// The coflow scheduler (docs/coflow-schedulers.md); fair-split and aalo-split share
     /// links as CoflowSim does (each port split equally among its flows; simulation only
-    /// for fair-split).
+    /// for fair-split), and sebf is Varys as CoflowSim's SEBF orders and backfills.
     #[arg(long, default_value = "fair", value_parser = POLICY_NAMES)]
     pub coflow_scheduler: String,
     /// Print the summary as JSON.

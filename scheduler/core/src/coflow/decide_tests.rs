@@ -108,6 +108,84 @@ fn varys_madd_paces_a_coflows_flows_to_finish_together() {
     close(rate(plan(&d, 2)), 0.25 * NIC);
 }
 
+/// `sebf` (CoflowSim's SEBF) keeps each coflow's place from its arrival.
+/// Coflow 1 came with 4 MB out of r0h0 (Γ = 4 s) and has 0.5 MB left when
+/// coflow 2 comes with 1 MB over the same NIC (Γ = 1 s). `varys` orders by
+/// what is left (0.5 s before 1 s) and keeps coflow 1 on the NIC; `sebf`
+/// puts coflow 2 first, and coflow 1, whose NIC is then full, waits.
+#[test]
+fn sebf_orders_coflows_by_their_bottleneck_at_arrival() {
+    let mut view = NetView::new(fabric(2));
+    add(&mut view, Nanos::ZERO, 1, 1, h(0, 0), h(1, 0), 4_000_000);
+    let mut sebf = by_name("sebf").unwrap();
+    close(rate(plan(&sebf.schedule(Nanos::ZERO, &view), 1)), NIC);
+    let t = Nanos::from_millis(3500);
+    if let Some(f) = view.flows.get_mut(&FlowId(1)) {
+        f.remaining_bytes = 500_000.0;
+    }
+    add(&mut view, t, 2, 2, h(0, 0), h(1, 1), 1_000_000);
+    let d = sebf.schedule(t, &view);
+    close(rate(plan(&d, 2)), NIC);
+    assert_eq!(plan(&d, 1), FlowPlan::WAIT, "coflow 2 came with the smaller Γ");
+    let d = by_name("varys").unwrap().schedule(t, &view);
+    close(rate(plan(&d, 1)), NIC);
+    assert_eq!(plan(&d, 2), FlowPlan::WAIT, "coflow 1 has the least left");
+}
+
+/// Coflow 1 (1 MB r0h0 → r1h0, Γ = 1 s) fills r0h0's NIC. Coflows 2 and 3
+/// each have a flow over that full NIC, so MADD skips both; their other
+/// flows (r0h1 → r1h1) then split r0h1's NIC as one coflow's, half each.
+/// `varys` backfills in SEBF order instead: coflow 2's flow takes the NIC
+/// and coflow 3's waits.
+#[test]
+fn sebf_splits_what_is_left_among_the_coflows_madd_skipped() {
+    let mut view = NetView::new(fabric(2));
+    add(&mut view, Nanos::ZERO, 1, 1, h(0, 0), h(1, 0), 1_000_000);
+    add(&mut view, Nanos::ZERO, 2, 2, h(0, 0), h(1, 1), 2_000_000);
+    add(&mut view, Nanos::ZERO, 3, 2, h(0, 1), h(1, 1), 2_000_000);
+    add(&mut view, Nanos::ZERO, 4, 3, h(0, 0), h(1, 1), 3_000_000);
+    add(&mut view, Nanos::ZERO, 5, 3, h(0, 1), h(1, 1), 3_000_000);
+    let d = by_name("sebf").unwrap().schedule(Nanos::ZERO, &view);
+    close(rate(plan(&d, 1)), NIC);
+    for f in [2, 4] {
+        assert_eq!(plan(&d, f), FlowPlan::WAIT, "flow {f} crosses the full NIC");
+    }
+    close(rate(plan(&d, 3)), NIC / 2.0);
+    close(rate(plan(&d, 5)), NIC / 2.0);
+    let d = by_name("varys").unwrap().schedule(Nanos::ZERO, &view);
+    close(rate(plan(&d, 3)), NIC);
+    assert_eq!(plan(&d, 5), FlowPlan::WAIT);
+}
+
+/// What MADD leaves goes out by deadline under `sebf`: arrival + Γ at
+/// arrival × Java's `new Random(17)` draws in arrival order (1.7323…,
+/// then 1.6974…). Coflow 1 (at 0: 0.1 MB r0h1 → r1h1, 1.2 MB r1h0 →
+/// r0h1; Γ = 1.2 s, deadline 2.08 s) and coflow 2 (at 0.5 s: 1 MB r0h0 →
+/// r1h0, 0.5 MB r0h1 → r1h1; Γ = 1 s, deadline 2.20 s). MADD serves coflow
+/// 2 first (1 and 0.5 MB/s), then coflow 1 on what is left (Γ' = 1.2 s:
+/// 0.083 and 1 MB/s). r0h1 → r1h1 has 0.417 MB/s left: `sebf` gives it to
+/// coflow 1 (earlier deadline), `varys` to coflow 2 (first in SEBF order).
+#[test]
+fn sebf_hands_out_what_madd_leaves_by_deadline() {
+    let mut view = NetView::new(fabric(2));
+    add(&mut view, Nanos::ZERO, 1, 1, h(0, 1), h(1, 1), 100_000);
+    add(&mut view, Nanos::ZERO, 2, 1, h(1, 0), h(0, 1), 1_200_000);
+    let mut sebf = by_name("sebf").unwrap();
+    sebf.schedule(Nanos::ZERO, &view);
+    let t = Nanos::from_millis(500);
+    add(&mut view, t, 3, 2, h(0, 0), h(1, 0), 1_000_000);
+    add(&mut view, t, 4, 2, h(0, 1), h(1, 1), 500_000);
+    let left = NIC - 0.5 * NIC - 100_000.0 / 1.2;
+    let d = sebf.schedule(t, &view);
+    close(rate(plan(&d, 3)), NIC);
+    close(rate(plan(&d, 4)), 0.5 * NIC);
+    close(rate(plan(&d, 1)), 100_000.0 / 1.2 + left);
+    close(rate(plan(&d, 2)), NIC);
+    let d = by_name("varys").unwrap().schedule(t, &view);
+    close(rate(plan(&d, 4)), 0.5 * NIC + left);
+    close(rate(plan(&d, 1)), 100_000.0 / 1.2);
+}
+
 /// Coflow `coflow` of `view` has sent `bytes` already (what Aalo's queues
 /// read).
 fn has_sent(view: &mut NetView, coflow: u64, bytes: f64) {

@@ -41,6 +41,7 @@ pub mod flow_paths;
 pub mod held;
 pub mod id_index;
 pub mod id_table;
+pub mod java_random;
 pub mod lower_bound;
 pub mod priority;
 pub mod sincronia;
@@ -201,11 +202,12 @@ impl Triggers {
 }
 
 /// The names [`by_name`] knows, in the order reports list them.
-pub const POLICY_NAMES: [&str; 9] = [
+pub const POLICY_NAMES: [&str; 10] = [
     "fair",
     "fair-split",
     "fifo",
     "varys",
+    "sebf",
     "aalo",
     "aalo-split",
     "sincronia",
@@ -215,7 +217,7 @@ pub const POLICY_NAMES: [&str; 9] = [
 
 /// A coflow policy name that is not in the table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown coflow scheduler {name:?}: expected one of fair, fair-split, fifo, varys, aalo, aalo-split, sincronia, sunflow, sunflow-np")]
+#[error("unknown coflow scheduler {name:?}: expected one of fair, fair-split, fifo, varys, sebf, aalo, aalo-split, sincronia, sunflow, sunflow-np")]
 pub struct UnknownPolicy {
     /// The name given.
     pub name: String,
@@ -228,6 +230,7 @@ pub fn by_name(name: &str) -> Result<Box<dyn CoflowPolicy>, UnknownPolicy> {
         "fair-split" => Box::new(fair::FairSplit),
         "fifo" => Box::new(fifo::Fifo),
         "varys" => Box::new(varys::Varys::default()),
+        "sebf" => Box::new(varys::Varys::as_coflowsim()),
         "aalo" => Box::new(aalo::Aalo::default()),
         "aalo-split" => Box::new(aalo::Aalo::as_dark()),
         "sincronia" => Box::new(sincronia::Sincronia::default()),

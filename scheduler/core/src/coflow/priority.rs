@@ -31,8 +31,10 @@ pub fn paced_in_order(view: &NetView, order: &[CoflowId]) -> Vec<(FlowId, FlowPl
 }
 
 /// Below this many bytes per second of residual a link counts as full in
-/// [`PriorityFill::split_flows`].
-const FULL: f64 = 1e-3;
+/// [`PriorityFill::split_flows`] and in `sebf`'s MADD and greedy fill
+/// ([`crate::coflow::varys`]), as a port below CoflowSim's
+/// `Constants.ZERO` (a thousandth of a bit per second) does.
+pub const FULL: f64 = 1e-3;
 
 /// Scratch space for [`PriorityFill::fill_in_order`], reusable across calls.
 #[derive(Clone, Debug, Default)]

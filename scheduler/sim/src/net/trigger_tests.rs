@@ -150,7 +150,7 @@ fn each_policy_called_at_its_triggers_only_decides_as_if_called_at_every_event()
                 "{name}: {calls} calls, {every_calls} at every event"
             );
         }
-        if name == "varys" || name == "aalo" || name == "fifo" || name == "sincronia" {
+        if name == "varys" || name == "sebf" || name == "aalo" || name == "fifo" || name == "sincronia" {
             // Called at coflow arrivals and completions (and Aalo's queue
             // crossings), not at the departures inside a coflow.
             assert!(
