@@ -38,6 +38,9 @@
 //!   arrival + Γ at arrival × a multiplier in [1, 2) drawn from Java's
 //!   `new Random(17)` in order of arrival (`Job.calcAlphaDeadline`,
 //!   `Simulator.mergeTasksByRack`), ties in SEBF order.
+//!
+//! A trace's coflow comes with all its flows; a coflow whose flows join
+//! later (a job's shuffle) keeps the Γ and deadline of those it came with.
 
 use crate::coflow::flow_paths::FlowPaths;
 use crate::coflow::held::HeldPlans;
