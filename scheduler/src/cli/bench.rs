@@ -15,7 +15,7 @@ pub enum BenchCommand {
     /// Configured reconfiguration delay vs measured dark time of circuits.
     #[command(after_help = "Example:\n  ocslab bench ocs --delays-us 1000 --json")]
     Ocs(super::bench_fabric::OcsArgs),
-    /// Wall time of trace replay (FB2010 under every coflow scheduler, ~5 min) and of large simulations.
+    /// Wall time of trace replay (FB2010 under every coflow scheduler, ~10 min on 2 cores) and of large simulations.
     #[command(
         after_help = "Examples:\n  ocslab bench sim --json\n  ocslab bench sim --schedulers fair --jobs 0   # the fair replay alone"
     )]
