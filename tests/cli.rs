@@ -60,6 +60,8 @@ fn sim_writes_a_results_folder_consistent_with_its_summary() {
         seeds: 1,
         task_schedulers: Vec::new(),
         payload_rates: false,
+        jitter: None,
+        draws: 20,
     })
     .expect("sim runs");
     for f in ["experiment.toml", "topology.toml", "run.json", "summary.json"] {
@@ -114,6 +116,8 @@ fn sim_twice_with_the_same_seed_gives_identical_results() {
             seeds: 1,
             task_schedulers: Vec::new(),
             payload_rates: false,
+            jitter: None,
+            draws: 20,
         })
         .expect("sim runs");
     }
@@ -143,6 +147,8 @@ fn a_bad_experiment_names_file_line_and_field() {
         seeds: 1,
         task_schedulers: Vec::new(),
         payload_rates: false,
+        jitter: None,
+        draws: 20,
     })
     .expect_err("an unknown scheduler is refused");
     let msg = format!("{err:#}");
@@ -173,6 +179,8 @@ fn sim_runs_only_the_task_schedulers_asked_for() {
         seeds: 1,
         task_schedulers: names.iter().map(|s| s.to_string()).collect(),
         payload_rates: false,
+        jitter: None,
+        draws: 20,
     };
     let (all, some) = (dir.join("all"), dir.join("some"));
     run(args(&all, &[])).expect("sim runs");
@@ -219,6 +227,8 @@ fn seeds_give_a_folder_each_and_their_mean_and_spread() {
         seeds,
         task_schedulers: Vec::new(),
         payload_rates: false,
+        jitter: None,
+        draws: 20,
     };
     run(args(&out, 3)).expect("sim --seeds runs");
     run(args(&single, 1)).expect("sim runs");
@@ -278,6 +288,8 @@ fn seeds_run_at_once_give_what_seeds_in_turn_give() {
         seeds: 3,
         task_schedulers: Vec::new(),
         payload_rates: false,
+        jitter: None,
+        draws: 20,
     };
     let (in_turn, at_once) = (dir.join("in-turn"), dir.join("at-once"));
     run(args(&in_turn, 1)).expect("seeds in turn");
@@ -300,6 +312,80 @@ fn seeds_run_at_once_give_what_seeds_in_turn_give() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// `--jitter 0.05 --draws 4`: draw 0 is the plain run, each other draw's
+/// run.json carries the rate factor jitter.json names (within ±5 %), the
+/// draws move the results, and the band holds the plain run.
+#[test]
+fn jitter_draws_twins_around_the_plain_run() {
+    let dir = scratch("jitter");
+    let exp = experiment(&dir, "[\"fair\", \"fifo\"]");
+    let args = |out: &Path, jitter: Option<f64>, seeds: u32| SimArgs {
+        experiment: exp.clone(),
+        json: true,
+        out: Some(out.to_path_buf()),
+        perturb: Vec::new(),
+        threads: Some(2),
+        seeds,
+        task_schedulers: Vec::new(),
+        payload_rates: false,
+        jitter,
+        draws: 4,
+    };
+    let (out, plain) = (dir.join("out"), dir.join("plain"));
+    run(args(&out, Some(0.05), 1)).expect("sim --jitter runs");
+    run(args(&plain, None, 1)).expect("sim runs");
+    assert_eq!(
+        summary(&out.join("draw-0"))["schedulers"],
+        summary(&plain)["schedulers"]
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("jitter.json")).expect("jitter.json"))
+            .expect("json");
+    let draws = report["draws"].as_array().expect("draws");
+    assert_eq!(draws.len(), 4);
+    let mut jct: Vec<f64> = Vec::new();
+    for (k, d) in draws.iter().enumerate() {
+        let factor = d["rate_factor"].as_f64().expect("rate_factor");
+        assert!((0.95..=1.05).contains(&factor), "draw {k}: {factor}");
+        let run_json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(format!("draw-{k}/run.json"))).expect("run.json"),
+        )
+        .expect("json");
+        if k == 0 {
+            assert_eq!(factor, 1.0);
+            assert!(run_json.get("link_rate_factor").is_none());
+        } else {
+            assert_eq!(run_json["link_rate_factor"].as_f64(), Some(factor));
+            let speeds = d["host_speed"].as_object().expect("host_speed");
+            assert_eq!(speeds.len(), 4, "one factor per host of tiny.toml (2 × 2)");
+        }
+        let s = summary(&out.join(format!("draw-{k}")));
+        jct.push(s["schedulers"][0]["avg_jct_s"].as_f64().expect("avg_jct_s"));
+    }
+    assert!(
+        jct[1..].iter().any(|&j| j != jct[0]),
+        "no draw moved fair's JCT: {jct:?}"
+    );
+    let fair = &report["schedulers"][0];
+    let (lo, hi) = (
+        fair["avg_jct_s"]["min"].as_f64().expect("min"),
+        fair["avg_jct_s"]["max"].as_f64().expect("max"),
+    );
+    assert!(
+        lo <= jct[0] && jct[0] <= hi && lo < hi,
+        "{lo} ≤ {} ≤ {hi}",
+        jct[0]
+    );
+    let err = run(args(&dir.join("both"), Some(0.05), 2)).expect_err("jitter with seeds");
+    assert!(format!("{err:#}").contains("--jitter and --seeds"), "{err:#}");
+    let err = run(args(&dir.join("big"), Some(0.5), 1)).expect_err("too much jitter");
+    assert!(
+        format!("{err:#}").contains("--jitter 0.5 is not a fraction in (0, 0.2]"),
+        "{err:#}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
     let dir = scratch("perturb");
@@ -313,6 +399,8 @@ fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
         seeds: 1,
         task_schedulers: Vec::new(),
         payload_rates: false,
+        jitter: None,
+        draws: 20,
     })
     .expect_err("no such host");
     let msg = format!("{err:#}");
@@ -337,6 +425,8 @@ fn sim_carries_out_a_link_window_and_shuffles_across_it_wait() {
             seeds: 1,
             task_schedulers: Vec::new(),
             payload_rates: false,
+            jitter: None,
+            draws: 20,
         })
         .expect("sim runs");
         summary(&dir.join(out))["schedulers"][0]["makespan_s"]
@@ -819,6 +909,8 @@ fn a_sweep_runs_each_point_as_sim_would_whatever_the_thread_count() {
         seeds: 1,
         task_schedulers: Vec::new(),
         payload_rates: false,
+        jitter: None,
+        draws: 20,
     })
     .expect("sim runs the point");
     assert_eq!(points[2]["schedulers"], summary(&sim_out)["schedulers"]);

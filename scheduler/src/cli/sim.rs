@@ -2,13 +2,17 @@
 //! of an experiment in the flow-level simulator (virtual time), prints one
 //! row per scheduler (figures and, in brackets, their ratio to the first
 //! scheduler), writes the results folder and prints its path. The runs go
-//! through [`crate::runner`], as the demo's do.
+//! through [`crate::runner`], as the demo's do. `--seeds N` repeats it over
+//! seeds and `--jitter F --draws N` over jittered twins
+//! ([`crate::runner::jitter`]), each run in its own folder, with the spread
+//! over them.
 
 use crate::experiment::Experiment;
 use crate::progress::Progress;
 use crate::report::folder::{self, Staged};
-use crate::report::seeds;
+use crate::report::spread;
 use crate::report::SchedulerSummary;
+use crate::runner::jitter::{Draw, Jitter};
 use crate::runner::{self, LinkRates, Simulator};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
@@ -18,7 +22,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Arguments of `ocslab sim`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  ocslab sim experiments/lab-baselines.toml --json")]
+#[command(
+    after_help = "Examples:\n  ocslab sim experiments/lab-baselines.toml --json\n  ocslab sim experiments/lab-baselines.toml --jitter 0.01 --draws 20"
+)]
 pub struct SimArgs {
     /// The experiment file (TOML).
     pub experiment: PathBuf,
@@ -53,6 +59,17 @@ pub struct SimArgs {
     /// rate: to set the simulator beside `ocslab run` on the same file.
     #[arg(long)]
     pub payload_rates: bool,
+    /// Run --draws twins of the experiment, each with every link rate and
+    /// each host's compute speed multiplied by factors drawn within
+    /// ±FRACTION (draw 0 is the experiment as it is), and report each
+    /// scheduler's plain figures beside the band over the draws: how far
+    /// a result moves on inputs that real runs do not hold to (e.g. 0.01).
+    /// Each draw's results go to draw-K/, the band to jitter.json.
+    #[arg(long, value_name = "FRACTION")]
+    pub jitter: Option<f64>,
+    /// With --jitter: how many twins, the plain run included.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(2..))]
+    pub draws: u32,
 }
 
 impl SimArgs {
@@ -70,6 +87,7 @@ pub fn simulator(payload_rates: bool) -> Simulator {
         } else {
             LinkRates::Nominal
         },
+        ..Simulator::default()
     }
 }
 
@@ -89,6 +107,13 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| folder::dated(&format!("results/{}-sim", exp.name)));
+    if let Some(f) = a.jitter {
+        if a.seeds > 1 {
+            anyhow::bail!("--jitter and --seeds > 1 do not go together: jitter draws repeat one seed");
+        }
+        let j = Jitter::new(f).map_err(|e| anyhow::anyhow!("--jitter {e}"))?;
+        return run_jitter(&a, &exp, j, &dir, &bar, threads);
+    }
     if a.seeds > 1 {
         return run_seeds(&a, &exp, &dir, &bar, threads);
     }
@@ -116,55 +141,87 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--seeds N`: the experiment under seeds seed .. seed + N - 1, one
-/// results folder each, and the spread over them. Seeds run at once when
-/// there are more threads than schedulers (see [`seeds_at_once`]).
-fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads: usize) -> Result<ExitCode> {
-    let staged = Staged::begin(dir)?;
-    let (at_once, per_seed) = seeds_at_once(threads, exp.task_schedulers.len(), a.seeds);
+/// One run of a repeated experiment: its folder's name under the results
+/// folder, the experiment and the simulator.
+struct Variant {
+    folder: String,
+    exp: Experiment,
+    sim: Simulator,
+}
+
+/// Runs `variants` into their folders under the staged results folder, in
+/// order; runs at once when there are more threads than schedulers (see
+/// [`seeds_at_once`]). Returns each run's summaries, in order. Once a run
+/// fails no further one starts, and the error is a failed run's.
+fn run_variants(
+    variants: &[Variant],
+    staged: &Staged,
+    bar: &Progress,
+    threads: usize,
+) -> Result<Vec<Vec<SchedulerSummary>>> {
+    let schedulers = variants.first().map_or(1, |v| v.exp.task_schedulers.len());
+    let (at_once, per_run) = seeds_at_once(threads, schedulers, variants.len() as u32);
     let done = AtomicU32::new(0);
-    let one_seed = |k: u32| -> Result<Vec<SchedulerSummary>> {
-        let mut sim = a.simulator();
-        let e = exp.with_seed(exp.seed.saturating_add(u64::from(k)));
-        // One seed at a time shows its jobs on the bar; several would fight over it.
+    let one = |v: &Variant| -> Result<Vec<SchedulerSummary>> {
+        let mut sim = v.sim;
+        // One run at a time shows its jobs on the bar; several would fight over it.
         let hidden = Progress::hidden(0);
-        let seed_bar = if at_once == 1 { bar } else { &hidden };
-        let runs =
-            runner::run_all(&mut sim, &e, seed_bar, per_seed).with_context(|| format!("seed {}", e.seed))?;
-        let sub = staged.path().join(format!("seed-{}", e.seed));
-        runs.write(&sub, &e, &sim)
+        let run_bar = if at_once == 1 { bar } else { &hidden };
+        let runs = runner::run_all(&mut sim, &v.exp, run_bar, per_run).with_context(|| v.folder.clone())?;
+        let sub = staged.path().join(&v.folder);
+        runs.write(&sub, &v.exp, &sim)
             .with_context(|| format!("writing results to {}", sub.display()))?;
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-        bar.println(format!("seed {} done ({n} of {})", e.seed, a.seeds));
+        bar.println(format!("{} done ({n} of {})", v.folder, variants.len()));
         Ok(runs.summaries)
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(at_once)
         .build()
-        .context("starting the seeds' threads")?;
-    // Results in seed order. Once a seed fails no further one starts, and
-    // the error is a failed seed's.
-    let all = pool.install(|| {
-        (0..a.seeds)
-            .into_par_iter()
-            .map(one_seed)
-            .collect::<Result<Vec<_>>>()
-    })?;
-    let spread = seeds::over_seeds(&all);
+        .context("starting the runs' threads")?;
+    pool.install(|| variants.par_iter().map(one).collect::<Result<Vec<_>>>())
+}
+
+/// Writes `report` as `name` into the staged folder, finishes the folder,
+/// and prints the report as JSON if asked.
+fn finish_report(a: &SimArgs, staged: Staged, name: &str, report: &serde_json::Value) -> Result<()> {
+    let file = staged.path().join(name);
+    std::fs::write(&file, serde_json::to_string_pretty(report)?)
+        .with_context(|| format!("writing {}", file.display()))?;
+    staged.finish()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    }
+    Ok(())
+}
+
+/// `--seeds N`: the experiment under seeds seed .. seed + N - 1, one
+/// results folder each (seed-S/), and the spread over them (seeds.json).
+fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads: usize) -> Result<ExitCode> {
+    let seeds: Vec<u64> = (0..u64::from(a.seeds))
+        .map(|k| exp.seed.saturating_add(k))
+        .collect();
+    let variants: Vec<Variant> = seeds
+        .iter()
+        .map(|&seed| Variant {
+            folder: format!("seed-{seed}"),
+            exp: exp.with_seed(seed),
+            sim: a.simulator(),
+        })
+        .collect();
+    let staged = Staged::begin(dir)?;
+    let all = run_variants(&variants, &staged, bar, threads)?;
+    let spread = spread::over_runs(&all);
     let report = serde_json::json!({
         "experiment": exp.name,
-        "seeds": (0..u64::from(a.seeds)).map(|k| exp.seed.saturating_add(k)).collect::<Vec<_>>(),
+        "seeds": seeds,
         "topology": exp.topology.name,
         "coflow_scheduler": exp.coflow_scheduler,
         "schedulers": spread,
         "results_dir": dir,
     });
-    let file = staged.path().join("seeds.json");
-    std::fs::write(&file, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("writing {}", file.display()))?;
-    staged.finish()?;
+    finish_report(a, staged, "seeds.json", &report)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
     println!(
@@ -180,7 +237,7 @@ fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads:
         "{:<20} {:>16} {:>16} {:>16} {:>14} {:>14} {:>14}",
         "scheduler", "makespan s", "avg JCT s", "avg CCT s", "makespan ×", "avg JCT ×", "avg CCT ×"
     );
-    let pm = |s: &seeds::Spread, digits: usize| format!("{:.*} ± {:.*}", digits, s.mean, digits, s.sd);
+    let pm = |s: &spread::Spread, digits: usize| format!("{:.*} ± {:.*}", digits, s.mean, digits, s.sd);
     for s in &spread {
         println!(
             "{:<20} {:>16} {:>16} {:>16} {:>14} {:>14} {:>14}",
@@ -191,6 +248,82 @@ fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads:
             pm(&s.makespan_ratio, 3),
             pm(&s.avg_jct_ratio, 3),
             pm(&s.avg_cct_ratio, 3)
+        );
+    }
+    println!("results: {}", dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--jitter F --draws N`: N twins of the experiment ([`crate::runner::jitter`]; draw 0
+/// is the experiment as it is), one results folder each (draw-K/), and
+/// per scheduler the plain run's figures beside the band over the draws
+/// (jitter.json).
+fn run_jitter(
+    a: &SimArgs,
+    exp: &Experiment,
+    j: Jitter,
+    dir: &Path,
+    bar: &Progress,
+    threads: usize,
+) -> Result<ExitCode> {
+    let draws: Vec<Draw> = (0..a.draws)
+        .map(|k| j.draw(exp.seed, k, exp.topology.host_ids()))
+        .collect();
+    let variants: Vec<Variant> = draws
+        .iter()
+        .map(|d| Variant {
+            folder: format!("draw-{}", d.draw),
+            exp: d.apply(exp),
+            sim: Simulator {
+                rate_factor: d.rate_factor,
+                ..a.simulator()
+            },
+        })
+        .collect();
+    let staged = Staged::begin(dir)?;
+    let all = run_variants(&variants, &staged, bar, threads)?;
+    let spread = spread::over_runs(&all);
+    let report = serde_json::json!({
+        "experiment": exp.name,
+        "seed": exp.seed,
+        "jitter": j.fraction(),
+        "topology": exp.topology.name,
+        "coflow_scheduler": exp.coflow_scheduler,
+        "draws": draws,
+        "plain": all.first(),
+        "schedulers": spread,
+        "results_dir": dir,
+    });
+    finish_report(a, staged, "jitter.json", &report)?;
+    if a.json {
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} on {} (seed {}, coflows: {}): {} draws, link rates and host speeds within ±{} %; plain run [lowest – highest over the draws]",
+        exp.name,
+        exp.topology.name,
+        exp.seed,
+        exp.coflow_scheduler,
+        a.draws,
+        j.fraction() * 100.0
+    );
+    println!(
+        "{:<20} {:>26} {:>26} {:>28}",
+        "scheduler", "avg JCT s", "avg CCT s", "cross-rack GB"
+    );
+    // The plain run's figure, then the lowest and highest over the draws.
+    let band = |plain: f64, s: &spread::Spread, unit: f64, digits: usize| {
+        let (p, lo, hi) = (plain / unit, s.min / unit, s.max / unit);
+        format!("{p:.digits$} [{lo:.digits$} – {hi:.digits$}]")
+    };
+    let plain = all.first().map(Vec::as_slice).unwrap_or_default();
+    for (s, p) in spread.iter().zip(plain) {
+        println!(
+            "{:<20} {:>26} {:>26} {:>28}",
+            s.name,
+            band(p.avg_jct_s, &s.avg_jct_s, 1.0, 2),
+            band(p.avg_cct_s, &s.avg_cct_s, 1.0, 2),
+            band(p.cross_rack_bytes as f64, &s.cross_rack_bytes, 1e9, 4)
         );
     }
     println!("results: {}", dir.display());

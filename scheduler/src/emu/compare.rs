@@ -133,11 +133,17 @@ pub fn compare(
 /// `topo` with each shaped rate (host NICs, uplinks, OCS ports) cut to what
 /// a TCP stream's payload gets of it: the rates real bytes can reach.
 pub fn payload_rates(topo: &Topology) -> Topology {
-    let payload = |r: Bps| Bps((r.0 as f64 * TCP_PAYLOAD_EFFICIENCY).round() as u64);
+    rates_times(topo, TCP_PAYLOAD_EFFICIENCY)
+}
+
+/// `topo` with each shaped rate (host NICs, uplinks, OCS ports) multiplied
+/// by `factor`.
+pub fn rates_times(topo: &Topology, factor: f64) -> Topology {
+    let times = |r: Bps| Bps((r.0 as f64 * factor).round() as u64);
     Topology {
-        host_rate: payload(topo.host_rate),
-        uplink_rate: payload(topo.uplink_rate),
-        ocs_port_rate: payload(topo.ocs_port_rate),
+        host_rate: times(topo.host_rate),
+        uplink_rate: times(topo.uplink_rate),
+        ocs_port_rate: times(topo.ocs_port_rate),
         ..topo.clone()
     }
 }

@@ -3,14 +3,14 @@
 //! CSV per job, task attempt, coflow and flow ([`results`]), and the SVG
 //! plots drawn from them ([`plots`]), the folder of a coflow-trace replay
 //! ([`replay`]), and what was measured on the wire in an emulated run
-//! ([`wire`]), and an experiment's spread over seeds ([`seeds`]). Every folder is written under a temporary name and renamed
+//! ([`wire`]), and an experiment's spread over seeds or jittered twins ([`spread`]). Every folder is written under a temporary name and renamed
 //! when complete ([`folder`]).
 
 pub mod folder;
 pub mod plots;
 pub mod replay;
 pub mod results;
-pub mod seeds;
+pub mod spread;
 pub mod summary;
 pub mod wire;
 

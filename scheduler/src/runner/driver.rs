@@ -5,7 +5,7 @@
 //! whichever runs it.
 
 use super::RunnerError;
-use crate::emu::compare::payload_rates;
+use crate::emu::compare::{payload_rates, rates_times};
 use crate::emu::experiment::{self, SchedulerRun};
 use crate::emu::{EmuConfig, FabricChoice};
 use crate::experiment::Experiment;
@@ -61,10 +61,22 @@ pub trait Driver {
 }
 
 /// The flow-level simulator (virtual time, the fluid network).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Simulator {
     /// The rates its links run at.
     pub link_rates: LinkRates,
+    /// What those rates are then multiplied by (1 but in a jittered twin,
+    /// [`super::jitter`]).
+    pub rate_factor: f64,
+}
+
+impl Default for Simulator {
+    fn default() -> Self {
+        Simulator {
+            link_rates: LinkRates::default(),
+            rate_factor: 1.0,
+        }
+    }
 }
 
 /// The rates the simulator gives the topology's links.
@@ -91,12 +103,18 @@ impl LinkRates {
 
 impl Simulator {
     /// The topology the network's links run at for `exp`: its own, or with
-    /// [`LinkRates::TcpPayload`] its shaped rates cut to TCP's payload.
-    /// The engine and the task scheduler always see the experiment's.
+    /// [`LinkRates::TcpPayload`] its shaped rates cut to TCP's payload,
+    /// then multiplied by `rate_factor`. The engine and the task scheduler
+    /// always see the experiment's.
     pub fn wire<'a>(&self, exp: &'a Experiment) -> Cow<'a, Topology> {
-        match self.link_rates {
+        let rates = match self.link_rates {
             LinkRates::Nominal => Cow::Borrowed(&exp.topology),
             LinkRates::TcpPayload => Cow::Owned(payload_rates(&exp.topology)),
+        };
+        if self.rate_factor == 1.0 {
+            rates
+        } else {
+            Cow::Owned(rates_times(&rates, self.rate_factor))
         }
     }
 }
@@ -123,7 +141,11 @@ impl Driver for Simulator {
     }
 
     fn run_json(&self) -> Vec<(&'static str, serde_json::Value)> {
-        vec![("link_rates", self.link_rates.name().into())]
+        let mut v = vec![("link_rates", self.link_rates.name().into())];
+        if self.rate_factor != 1.0 {
+            v.push(("link_rate_factor", self.rate_factor.into()));
+        }
+        v
     }
 }
 

@@ -7,6 +7,7 @@
 //! `ocslab sim`, `ocslab run` and `ocslab demo` run through it.
 
 mod driver;
+pub mod jitter;
 pub mod table;
 
 pub use driver::{Driver, Emulator, LinkRates, Simulator};
@@ -277,6 +278,7 @@ mod tests {
         let exp = Experiment::load(&path).expect("a shipped experiment loads");
         let payload = Simulator {
             link_rates: LinkRates::TcpPayload,
+            ..Simulator::default()
         };
         let (t, w) = (&exp.topology, payload.wire(&exp));
         for (nominal, got) in [
@@ -314,6 +316,38 @@ mod tests {
             "{} s of flow time at payload rates, {} s nominal",
             total(&b),
             total(&a)
+        );
+    }
+
+    /// A rate factor multiplies what the links run at (after the payload
+    /// cut), says so in `run.json`, and leaves the rest of the topology.
+    #[test]
+    fn a_rate_factor_multiplies_the_wire_and_says_so() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/lab-baselines.toml");
+        let exp = Experiment::load(&path).expect("a shipped experiment loads");
+        let payload = Simulator {
+            link_rates: LinkRates::TcpPayload,
+            ..Simulator::default()
+        };
+        let jittered = Simulator {
+            rate_factor: 0.99,
+            ..payload
+        };
+        let (p, w) = (payload.wire(&exp), jittered.wire(&exp));
+        for (base, got) in [
+            (p.host_rate, w.host_rate),
+            (p.uplink_rate, w.uplink_rate),
+            (p.ocs_port_rate, w.ocs_port_rate),
+        ] {
+            assert_eq!(got.0, (base.0 as f64 * 0.99).round() as u64);
+        }
+        assert_eq!((w.racks, w.scale), (p.racks, p.scale));
+        assert_eq!(
+            jittered.run_json(),
+            [
+                ("link_rates", "tcp-payload".into()),
+                ("link_rate_factor", 0.99.into())
+            ]
         );
     }
 }

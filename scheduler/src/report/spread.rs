@@ -1,8 +1,9 @@
-//! An experiment repeated over seeds (`ocslab sim --seeds N`): per task
-//! scheduler, the mean and spread over seeds of its makespan, average JCT
-//! and average CCT, and of their ratios to the baseline (the first
-//! scheduler) of the same seed, as the papers report the mean of repeated
-//! runs (Co-scheduler Sec. V: 20 runs).
+//! An experiment repeated over seeds (`ocslab sim --seeds N`) or over
+//! jittered twins (`--jitter F --draws N`, [`crate::runner::jitter`]): per
+//! task scheduler, the mean and spread over the runs of its makespan,
+//! average JCT and CCT and cross-rack bytes, and of their ratios to the
+//! baseline (the first scheduler) of the same run, as the papers report
+//! the mean of repeated runs (Co-scheduler Sec. V: 20 runs).
 
 use super::SchedulerSummary;
 use serde::Serialize;
@@ -49,13 +50,13 @@ impl Spread {
     }
 }
 
-/// One task scheduler over all seeds.
+/// One task scheduler over all runs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SeedSummary {
+pub struct RunSpread {
     /// The task scheduler.
     pub name: String,
-    /// Seeds it ran with.
-    pub seeds: usize,
+    /// Runs it made (seeds or draws).
+    pub runs: usize,
     /// Makespan, seconds.
     pub makespan_s: Spread,
     /// Average JCT, seconds.
@@ -72,6 +73,8 @@ pub struct SeedSummary {
     pub p95_cct_s: Spread,
     /// 95th-percentile CCT ÷ the baseline's, seed by seed.
     pub p95_cct_ratio: Spread,
+    /// Cross-rack bytes.
+    pub cross_rack_bytes: Spread,
     /// Cross-rack bytes ÷ the baseline's, seed by seed.
     pub cross_rack_ratio: Spread,
     /// Share of the cross-rack bytes on circuits.
@@ -81,9 +84,9 @@ pub struct SeedSummary {
 }
 
 /// Per task scheduler (in the runs' order), the spread over `runs` (one
-/// list of normalized summaries per seed, the schedulers in the same order
-/// in each).
-pub fn over_seeds(runs: &[Vec<SchedulerSummary>]) -> Vec<SeedSummary> {
+/// list of normalized summaries per seed or draw, the schedulers in the
+/// same order in each).
+pub fn over_runs(runs: &[Vec<SchedulerSummary>]) -> Vec<RunSpread> {
     let Some(first) = runs.first() else {
         return Vec::new();
     };
@@ -92,9 +95,9 @@ pub fn over_seeds(runs: &[Vec<SchedulerSummary>]) -> Vec<SeedSummary> {
             let of = |f: &dyn Fn(&SchedulerSummary) -> f64| -> Spread {
                 Spread::of(&runs.iter().filter_map(|r| r.get(i)).map(f).collect::<Vec<_>>())
             };
-            SeedSummary {
+            RunSpread {
                 name: first[i].name.clone(),
-                seeds: runs.len(),
+                runs: runs.len(),
                 makespan_s: of(&|s| s.makespan_s),
                 avg_jct_s: of(&|s| s.avg_jct_s),
                 avg_cct_s: of(&|s| s.avg_cct_s),
@@ -103,6 +106,7 @@ pub fn over_seeds(runs: &[Vec<SchedulerSummary>]) -> Vec<SeedSummary> {
                 avg_cct_ratio: of(&|s| s.normalized.avg_cct),
                 p95_cct_s: of(&|s| s.p95_cct_s),
                 p95_cct_ratio: of(&|s| s.normalized.p95_cct),
+                cross_rack_bytes: of(&|s| s.cross_rack_bytes as f64),
                 cross_rack_ratio: of(&|s| s.normalized.cross_rack_bytes),
                 ocs_share: of(&|s| s.ocs_share),
                 shuffle_ocs_share: of(&|s| s.shuffle_ocs_share),
@@ -152,11 +156,11 @@ mod tests {
         ];
         normalize(&mut one);
         normalize(&mut two);
-        let s = over_seeds(&[one, two]);
+        let s = over_runs(&[one, two]);
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].name, "fair");
         assert_eq!(s[0].avg_jct_ratio.mean, 1.0);
-        assert_eq!(s[1].seeds, 2);
+        assert_eq!(s[1].runs, 2);
         assert_eq!(s[1].avg_jct_s.mean, 10.0);
         assert_eq!(s[1].avg_jct_ratio.mean, 0.75);
         assert_eq!(s[1].avg_cct_ratio.mean, 1.0);
@@ -165,6 +169,10 @@ mod tests {
         // the CCT here: 0.5 and 1.5 of the baseline's); shares are averaged.
         assert_eq!(s[1].p95_cct_ratio.mean, 1.0);
         assert_eq!(s[1].cross_rack_ratio.mean, 1.0);
+        assert_eq!(
+            (s[1].cross_rack_bytes.min, s[1].cross_rack_bytes.max),
+            (20.0, 60.0)
+        );
         assert_eq!(s[1].p95_cct_s.mean, 8.0);
         assert!((s[1].shuffle_ocs_share.mean - 0.4).abs() < 1e-12);
     }
