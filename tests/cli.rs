@@ -491,6 +491,8 @@ fn demo_sim_json_table_traces_to_the_csvs_of_its_results_folder() {
         out: Some(dir.join("cli")),
         time_limit: 60,
         payload_rates: false,
+        jitter: None,
+        draws: 20,
     })
     .expect("ocslab demo --sim --json runs");
     assert_eq!(code, std::process::ExitCode::SUCCESS);
@@ -614,6 +616,53 @@ fn demo_sim_json_table_traces_to_the_csvs_of_its_results_folder() {
             !util.is_empty() && util[0].contains_key("r0 OCS port 0"),
             "{s}: utilization.csv"
         );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `ocslab demo --sim --jitter 0.01 --draws 3`: the folder holds the
+/// demo's experiment and topology, draw 0 is the plain demo (the same
+/// summaries as `ocslab demo --sim`), and the other draws ran with their
+/// own rate factors.
+#[test]
+fn demo_sim_jitter_draws_twins_of_the_demo() {
+    use ocslab_scheduler::cli::demo::{run as demo, DemoArgs};
+
+    let dir = scratch("demo-jitter");
+    let args = |out: &str, jitter: Option<f64>| DemoArgs {
+        sim: true,
+        json: true,
+        out: Some(dir.join(out)),
+        time_limit: 60,
+        payload_rates: false,
+        jitter,
+        draws: 3,
+    };
+    demo(args("twins", Some(0.01))).expect("ocslab demo --sim --jitter runs");
+    demo(args("plain", None)).expect("ocslab demo --sim runs");
+    let twins = dir.join("twins");
+    for f in [
+        "experiment.toml",
+        "topology.toml",
+        "jitter.json",
+        "draw-0",
+        "draw-2",
+    ] {
+        assert!(twins.join(f).exists(), "{f} missing");
+    }
+    assert_eq!(
+        summary(&twins.join("draw-0"))["schedulers"],
+        summary(&dir.join("plain"))["schedulers"]
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(twins.join("jitter.json")).expect("jitter.json"))
+            .expect("json");
+    for k in 1..3 {
+        let run_json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(twins.join(format!("draw-{k}/run.json"))).expect("run.json"),
+        )
+        .expect("json");
+        assert_eq!(run_json["link_rate_factor"], report["draws"][k]["rate_factor"]);
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -2,10 +2,14 @@
 //! [`crate::demo`]). Prints the table (each figure also normalized to
 //! Fair) and the path of the results folder; `--json` prints the same as
 //! JSON. Without `--sim` the jobs move real bytes on the kernel fabric.
+//! `--sim --jitter F` runs the demo's jittered twins instead
+//! ([`crate::runner::jitter`]).
 
+use super::sim::{run_jitter, JitterArgs};
 use crate::demo::{self, DemoOutcome, Driver};
 use crate::progress::Progress;
-use crate::report::folder;
+use crate::report::folder::{self, Staged};
+use crate::runner::jitter::Jitter;
 use anyhow::{Context, Result};
 use ocslab_emulator::fabric::ledger::Mode;
 use ocslab_emulator::fabric::netlink::Rtnl;
@@ -20,6 +24,7 @@ use std::time::Duration;
     after_help = "Examples:\n  ocslab demo              # real bytes on the kernel fabric (root or rootless)\n  \
                         ocslab demo --sim        # the same experiment in the flow-level simulator\n  \
                         ocslab demo --sim --payload-rates   # links at TCP's payload rate, as real bytes reach\n  \
+                        ocslab demo --sim --payload-rates --jitter 0.02 --draws 40   # the band a real run falls in\n  \
                         ocslab demo --sim --json --out /tmp/demo"
 )]
 pub struct DemoArgs {
@@ -39,10 +44,23 @@ pub struct DemoArgs {
     /// of it (1448 of every 1514 bytes), as real bytes reach.
     #[arg(long, requires = "sim")]
     pub payload_rates: bool,
+    /// With --sim: run --draws twins of the demo, each with every link
+    /// rate and each host's compute speed moved within ±FRACTION (draw 0
+    /// is the demo as it is), and print each scheduler's figures beside
+    /// the band over the draws, which a run on real bytes is set against
+    /// (`ocslab sim --jitter`, docs/emulation.md).
+    #[arg(long, requires = "sim", value_name = "FRACTION")]
+    pub jitter: Option<f64>,
+    /// With --jitter: how many twins, the plain run included.
+    #[arg(long, default_value_t = 20, requires = "jitter", value_parser = clap::value_parser!(u32).range(2..))]
+    pub draws: u32,
 }
 
 /// Runs `ocslab demo`.
 pub fn run(a: DemoArgs) -> Result<ExitCode> {
+    if let Some(f) = a.jitter {
+        return jitter(&a, f);
+    }
     let mut driver: Box<dyn Driver> = if a.sim {
         Box::new(super::sim::simulator(a.payload_rates))
     } else {
@@ -61,6 +79,26 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         print_report(&out);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `ocslab demo --sim --jitter F`: the demo's twins, as `ocslab sim
+/// --jitter` runs an experiment's, with the demo's experiment and topology
+/// at the top of the results folder.
+fn jitter(a: &DemoArgs, fraction: f64) -> Result<ExitCode> {
+    let dir = match &a.out {
+        Some(d) => d.clone(),
+        None => folder::dated("results/demo-sim-jitter"),
+    };
+    let args = JitterArgs {
+        jitter: Jitter::new(fraction).map_err(|e| anyhow::anyhow!("--jitter {e}"))?,
+        draws: a.draws,
+        sim: super::sim::simulator(a.payload_rates),
+        json: a.json,
+    };
+    let staged = Staged::begin(&dir)?;
+    let exp = demo::prepare(staged.path()).with_context(|| format!("ocslab demo ({})", dir.display()))?;
+    let bar = Progress::new(0, a.json);
+    run_jitter(&exp, &args, staged, &dir, &bar, crate::runner::default_threads())
 }
 
 /// The kernel-fabric driver, after making sure namespaces can be made:

@@ -68,7 +68,7 @@ pub struct SimArgs {
     #[arg(long, value_name = "FRACTION")]
     pub jitter: Option<f64>,
     /// With --jitter: how many twins, the plain run included.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(long, default_value_t = 20, requires = "jitter", value_parser = clap::value_parser!(u32).range(2..))]
     pub draws: u32,
 }
 
@@ -111,8 +111,13 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
         if a.seeds > 1 {
             anyhow::bail!("--jitter and --seeds > 1 do not go together: jitter draws repeat one seed");
         }
-        let j = Jitter::new(f).map_err(|e| anyhow::anyhow!("--jitter {e}"))?;
-        return run_jitter(&a, &exp, j, &dir, &bar, threads);
+        let j = JitterArgs {
+            jitter: Jitter::new(f).map_err(|e| anyhow::anyhow!("--jitter {e}"))?,
+            draws: a.draws,
+            sim: a.simulator(),
+            json: a.json,
+        };
+        return run_jitter(&exp, &j, Staged::begin(&dir)?, &dir, &bar, threads);
     }
     if a.seeds > 1 {
         return run_seeds(&a, &exp, &dir, &bar, threads);
@@ -184,12 +189,12 @@ fn run_variants(
 
 /// Writes `report` as `name` into the staged folder, finishes the folder,
 /// and prints the report as JSON if asked.
-fn finish_report(a: &SimArgs, staged: Staged, name: &str, report: &serde_json::Value) -> Result<()> {
+fn finish_report(json: bool, staged: Staged, name: &str, report: &serde_json::Value) -> Result<()> {
     let file = staged.path().join(name);
     std::fs::write(&file, serde_json::to_string_pretty(report)?)
         .with_context(|| format!("writing {}", file.display()))?;
     staged.finish()?;
-    if a.json {
+    if json {
         println!("{}", serde_json::to_string_pretty(report)?);
     }
     Ok(())
@@ -220,7 +225,7 @@ fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads:
         "schedulers": spread,
         "results_dir": dir,
     });
-    finish_report(a, staged, "seeds.json", &report)?;
+    finish_report(a.json, staged, "seeds.json", &report)?;
     if a.json {
         return Ok(ExitCode::SUCCESS);
     }
@@ -254,18 +259,32 @@ fn run_seeds(a: &SimArgs, exp: &Experiment, dir: &Path, bar: &Progress, threads:
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--jitter F --draws N`: N twins of the experiment ([`crate::runner::jitter`]; draw 0
-/// is the experiment as it is), one results folder each (draw-K/), and
-/// per scheduler the plain run's figures beside the band over the draws
-/// (jitter.json).
-fn run_jitter(
-    a: &SimArgs,
+/// What a run of jittered twins takes besides the experiment.
+pub struct JitterArgs {
+    /// How far each draw moves the inputs.
+    pub jitter: Jitter,
+    /// How many twins, the plain run included.
+    pub draws: u32,
+    /// The simulator of the plain run (its rate factor is the draw's).
+    pub sim: Simulator,
+    /// Print the report as JSON instead of the table.
+    pub json: bool,
+}
+
+/// `--jitter F --draws N`: N twins of `exp` ([`crate::runner::jitter`];
+/// draw 0 is the experiment as it is), one results folder each (draw-K/)
+/// in `staged` (which becomes `dir`), and per scheduler the plain run's
+/// figures beside the band over the draws (jitter.json). `ocslab demo
+/// --sim --jitter` runs it too.
+pub fn run_jitter(
     exp: &Experiment,
-    j: Jitter,
+    a: &JitterArgs,
+    staged: Staged,
     dir: &Path,
     bar: &Progress,
     threads: usize,
 ) -> Result<ExitCode> {
+    let j = a.jitter;
     let draws: Vec<Draw> = (0..a.draws)
         .map(|k| j.draw(exp.seed, k, exp.topology.host_ids()))
         .collect();
@@ -276,11 +295,10 @@ fn run_jitter(
             exp: d.apply(exp),
             sim: Simulator {
                 rate_factor: d.rate_factor,
-                ..a.simulator()
+                ..a.sim
             },
         })
         .collect();
-    let staged = Staged::begin(dir)?;
     let all = run_variants(&variants, &staged, bar, threads)?;
     let spread = spread::over_runs(&all);
     let report = serde_json::json!({
@@ -294,7 +312,7 @@ fn run_jitter(
         "schedulers": spread,
         "results_dir": dir,
     });
-    finish_report(a, staged, "jitter.json", &report)?;
+    finish_report(a.json, staged, "jitter.json", &report)?;
     if a.json {
         return Ok(ExitCode::SUCCESS);
     }
