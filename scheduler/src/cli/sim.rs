@@ -156,7 +156,7 @@ struct Variant {
 
 /// Runs `variants` into their folders under the staged results folder, in
 /// order; runs at once when there are more threads than schedulers (see
-/// [`seeds_at_once`]). Returns each run's summaries, in order. Once a run
+/// [`runs_at_once`]). Returns each run's summaries, in order. Once a run
 /// fails no further one starts, and the error is a failed run's.
 fn run_variants(
     variants: &[Variant],
@@ -165,7 +165,7 @@ fn run_variants(
     threads: usize,
 ) -> Result<Vec<Vec<SchedulerSummary>>> {
     let schedulers = variants.first().map_or(1, |v| v.exp.task_schedulers.len());
-    let (at_once, per_run) = seeds_at_once(threads, schedulers, variants.len() as u32);
+    let (at_once, per_run) = runs_at_once(threads, schedulers, variants.len() as u32);
     let done = AtomicU32::new(0);
     let one = |v: &Variant| -> Result<Vec<SchedulerSummary>> {
         let mut sim = v.sim;
@@ -348,30 +348,30 @@ pub fn run_jitter(
     Ok(ExitCode::SUCCESS)
 }
 
-/// How `threads` are spread over `seeds` runs of `schedulers` task
-/// schedulers each: (seeds run at once, threads each of them uses). A seed
-/// takes as many threads as it has schedulers, up to all of them; the
-/// threads left over run further seeds.
-fn seeds_at_once(threads: usize, schedulers: usize, seeds: u32) -> (usize, usize) {
-    let per_seed = threads.min(schedulers).max(1);
-    let at_once = (threads / per_seed).clamp(1, seeds.max(1) as usize);
-    (at_once, per_seed)
+/// How `threads` are spread over `runs` runs (seeds or draws) of
+/// `schedulers` task schedulers each: (runs at once, threads each of them
+/// uses). A run takes as many threads as it has schedulers, up to all of
+/// them; the threads left over run further runs.
+fn runs_at_once(threads: usize, schedulers: usize, runs: u32) -> (usize, usize) {
+    let per_run = threads.min(schedulers).max(1);
+    let at_once = (threads / per_run).clamp(1, runs.max(1) as usize);
+    (at_once, per_run)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::seeds_at_once;
+    use super::runs_at_once;
 
     #[test]
-    fn spare_threads_run_more_seeds() {
-        // One scheduler on 2 cores: two seeds at once, one thread each.
-        assert_eq!(seeds_at_once(2, 1, 20), (2, 1));
-        // Two schedulers fill 2 cores: one seed at a time, as before.
-        assert_eq!(seeds_at_once(2, 2, 20), (1, 2));
-        // 16 cores, 5 schedulers: 3 seeds at once (15 threads).
-        assert_eq!(seeds_at_once(16, 5, 20), (3, 5));
-        // Never more seeds at once than there are seeds, never none.
-        assert_eq!(seeds_at_once(8, 1, 3), (3, 1));
-        assert_eq!(seeds_at_once(1, 4, 20), (1, 1));
+    fn spare_threads_run_more_runs() {
+        // One scheduler on 2 cores: two runs at once, one thread each.
+        assert_eq!(runs_at_once(2, 1, 20), (2, 1));
+        // Two schedulers fill 2 cores: one run at a time.
+        assert_eq!(runs_at_once(2, 2, 20), (1, 2));
+        // 16 cores, 5 schedulers: 3 runs at once (15 threads).
+        assert_eq!(runs_at_once(16, 5, 20), (3, 5));
+        // Never more runs at once than there are runs, never none.
+        assert_eq!(runs_at_once(8, 1, 3), (3, 1));
+        assert_eq!(runs_at_once(1, 4, 20), (1, 1));
     }
 }

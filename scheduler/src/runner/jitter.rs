@@ -16,6 +16,8 @@
 //! (host NICs, uplinks and OCS ports together: the wire the task scheduler
 //! does not see, as TCP's framing is) and one factor in [1 − F, 1 + F] per
 //! host for its compute speed (on top of any `host_speed` the file sets).
+//! A perturbation that sets a host's speed (`speed:`, `straggler:`) sets it
+//! as written, without the draw's factor, while it lasts.
 
 use crate::experiment::Experiment;
 use ocslab_core::HostId;
