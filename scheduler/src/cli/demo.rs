@@ -24,7 +24,7 @@ use std::time::Duration;
     after_help = "Examples:\n  ocslab demo              # real bytes on the kernel fabric (root or rootless)\n  \
                         ocslab demo --sim        # the same experiment in the flow-level simulator\n  \
                         ocslab demo --sim --payload-rates   # links at TCP's payload rate, as real bytes reach\n  \
-                        ocslab demo --sim --payload-rates --jitter 0.02 --draws 40   # the band a real run falls in\n  \
+                        ocslab demo --sim --payload-rates --jitter 0.02 --draws 40   # the band to set a real run against\n  \
                         ocslab demo --sim --json --out /tmp/demo"
 )]
 pub struct DemoArgs {
@@ -34,7 +34,8 @@ pub struct DemoArgs {
     /// Print the table as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Results folder (default results/demo-<sim|emu>-<UTC time>/).
+    /// Results folder (default results/demo-<sim|emu>-<UTC time>/; with
+    /// --jitter, results/demo-sim-jitter-<UTC time>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// On the fabric, give up on a scheduler's run after this many seconds.
