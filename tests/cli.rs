@@ -31,6 +31,23 @@ fn experiment(dir: &Path, schedulers: &str) -> PathBuf {
     p
 }
 
+/// `ocslab sim EXPERIMENT --json --out OUT` with every other option at its
+/// default; tests set what they vary with struct-update syntax.
+fn sim_args(experiment: impl Into<PathBuf>, out: impl Into<PathBuf>) -> SimArgs {
+    SimArgs {
+        experiment: experiment.into(),
+        json: true,
+        out: Some(out.into()),
+        perturb: Vec::new(),
+        threads: None,
+        seeds: 1,
+        task_schedulers: Vec::new(),
+        payload_rates: false,
+        jitter: None,
+        draws: 20,
+    }
+}
+
 fn summary(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
     serde_json::from_str(&text).expect("valid JSON")
@@ -51,19 +68,7 @@ fn sim_writes_a_results_folder_consistent_with_its_summary() {
     let dir = scratch("results");
     let exp = experiment(&dir, "[\"fair\", \"fifo\"]");
     let out = dir.join("out");
-    run(SimArgs {
-        experiment: exp,
-        json: true,
-        out: Some(out.clone()),
-        perturb: Vec::new(),
-        threads: None,
-        seeds: 1,
-        task_schedulers: Vec::new(),
-        payload_rates: false,
-        jitter: None,
-        draws: 20,
-    })
-    .expect("sim runs");
+    run(sim_args(exp, out.clone())).expect("sim runs");
     for f in ["experiment.toml", "topology.toml", "run.json", "summary.json"] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
@@ -107,19 +112,7 @@ fn sim_twice_with_the_same_seed_gives_identical_results() {
     let dir = scratch("determinism");
     let exp = experiment(&dir, "[\"delay\"]");
     for out in ["a", "b"] {
-        run(SimArgs {
-            experiment: exp.clone(),
-            json: true,
-            out: Some(dir.join(out)),
-            perturb: Vec::new(),
-            threads: None,
-            seeds: 1,
-            task_schedulers: Vec::new(),
-            payload_rates: false,
-            jitter: None,
-            draws: 20,
-        })
-        .expect("sim runs");
+        run(sim_args(exp.clone(), dir.join(out))).expect("sim runs");
     }
     for f in [
         "summary.json",
@@ -139,16 +132,8 @@ fn a_bad_experiment_names_file_line_and_field() {
     let dir = scratch("bad");
     let exp = experiment(&dir, "[\"fair\", \"fare\"]");
     let err = run(SimArgs {
-        experiment: exp.clone(),
         json: false,
-        out: Some(dir.join("out")),
-        perturb: Vec::new(),
-        threads: None,
-        seeds: 1,
-        task_schedulers: Vec::new(),
-        payload_rates: false,
-        jitter: None,
-        draws: 20,
+        ..sim_args(exp.clone(), dir.join("out"))
     })
     .expect_err("an unknown scheduler is refused");
     let msg = format!("{err:#}");
@@ -171,16 +156,8 @@ fn sim_runs_only_the_task_schedulers_asked_for() {
     let dir = scratch("subset");
     let exp = experiment(&dir, "[\"fair\", \"fifo\", \"delay\"]");
     let args = |out: &Path, names: &[&str]| SimArgs {
-        experiment: exp.clone(),
-        json: true,
-        out: Some(out.to_path_buf()),
-        perturb: Vec::new(),
-        threads: None,
-        seeds: 1,
         task_schedulers: names.iter().map(|s| s.to_string()).collect(),
-        payload_rates: false,
-        jitter: None,
-        draws: 20,
+        ..sim_args(exp.clone(), out.to_path_buf())
     };
     let (all, some) = (dir.join("all"), dir.join("some"));
     run(args(&all, &[])).expect("sim runs");
@@ -219,16 +196,9 @@ fn seeds_give_a_folder_each_and_their_mean_and_spread() {
     let out = dir.join("out");
     let single = dir.join("single");
     let args = |out: &Path, seeds: u32| SimArgs {
-        experiment: exp.clone(),
-        json: true,
-        out: Some(out.to_path_buf()),
-        perturb: Vec::new(),
         threads: Some(2),
         seeds,
-        task_schedulers: Vec::new(),
-        payload_rates: false,
-        jitter: None,
-        draws: 20,
+        ..sim_args(exp.clone(), out.to_path_buf())
     };
     run(args(&out, 3)).expect("sim --seeds runs");
     run(args(&single, 1)).expect("sim runs");
@@ -280,16 +250,9 @@ fn seeds_run_at_once_give_what_seeds_in_turn_give() {
     let dir = scratch("seeds-at-once");
     let exp = experiment(&dir, "[\"fair\"]");
     let args = |out: &Path, threads: u32| SimArgs {
-        experiment: exp.clone(),
-        json: true,
-        out: Some(out.to_path_buf()),
-        perturb: Vec::new(),
         threads: Some(threads),
         seeds: 3,
-        task_schedulers: Vec::new(),
-        payload_rates: false,
-        jitter: None,
-        draws: 20,
+        ..sim_args(exp.clone(), out.to_path_buf())
     };
     let (in_turn, at_once) = (dir.join("in-turn"), dir.join("at-once"));
     run(args(&in_turn, 1)).expect("seeds in turn");
@@ -320,16 +283,11 @@ fn jitter_draws_twins_around_the_plain_run() {
     let dir = scratch("jitter");
     let exp = experiment(&dir, "[\"fair\", \"fifo\"]");
     let args = |out: &Path, jitter: Option<f64>, seeds: u32| SimArgs {
-        experiment: exp.clone(),
-        json: true,
-        out: Some(out.to_path_buf()),
-        perturb: Vec::new(),
         threads: Some(2),
         seeds,
-        task_schedulers: Vec::new(),
-        payload_rates: false,
         jitter,
         draws: 4,
+        ..sim_args(exp.clone(), out.to_path_buf())
     };
     let (out, plain) = (dir.join("out"), dir.join("plain"));
     run(args(&out, Some(0.05), 1)).expect("sim --jitter runs");
@@ -391,16 +349,9 @@ fn a_bad_perturbation_on_the_command_line_is_refused_naming_it() {
     let dir = scratch("perturb");
     let exp = experiment(&dir, "[\"fair\"]");
     let err = run(SimArgs {
-        experiment: exp,
         json: false,
-        out: Some(dir.join("out")),
         perturb: vec!["straggler:r99h0:0.5@1s+1s".into()],
-        threads: None,
-        seeds: 1,
-        task_schedulers: Vec::new(),
-        payload_rates: false,
-        jitter: None,
-        draws: 20,
+        ..sim_args(exp, dir.join("out"))
     })
     .expect_err("no such host");
     let msg = format!("{err:#}");
@@ -417,16 +368,8 @@ fn sim_carries_out_a_link_window_and_shuffles_across_it_wait() {
     let exp = experiment(&dir, "[\"fair\"]");
     let makespan = |perturb: Vec<String>, out: &str| {
         run(SimArgs {
-            experiment: exp.clone(),
-            json: true,
-            out: Some(dir.join(out)),
             perturb,
-            threads: None,
-            seeds: 1,
-            task_schedulers: Vec::new(),
-            payload_rates: false,
-            jitter: None,
-            draws: 20,
+            ..sim_args(exp.clone(), dir.join(out))
         })
         .expect("sim runs");
         summary(&dir.join(out))["schedulers"][0]["makespan_s"]
@@ -950,16 +893,8 @@ fn a_sweep_runs_each_point_as_sim_would_whatever_the_thread_count() {
     .expect("write");
     let sim_out = dir.join("sim");
     run(SimArgs {
-        experiment: point,
-        json: true,
-        out: Some(sim_out.clone()),
-        perturb: Vec::new(),
         threads: Some(1),
-        seeds: 1,
-        task_schedulers: Vec::new(),
-        payload_rates: false,
-        jitter: None,
-        draws: 20,
+        ..sim_args(point, sim_out.clone())
     })
     .expect("sim runs the point");
     assert_eq!(points[2]["schedulers"], summary(&sim_out)["schedulers"]);
