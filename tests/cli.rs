@@ -436,16 +436,24 @@ fn demo_sim_json_table_traces_to_the_csvs_of_its_results_folder() {
         payload_rates: false,
         jitter: None,
         draws: 20,
+        model_draws: 40,
     })
     .expect("ocslab demo --sim --json runs");
     assert_eq!(code, std::process::ExitCode::SUCCESS);
     let printed: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("cli/demo.json")).expect("demo.json"))
             .expect("demo.json is JSON");
+    // A simulated demo is not set against the model: it is the model.
+    assert!(printed.get("model").is_none(), "{printed}");
 
     // The same run through the library, to read the table as a value.
-    let out =
-        demo::run(&mut Simulator::default(), &dir.join("lib"), &Progress::hidden(0)).expect("demo runs");
+    let out = demo::run(
+        &mut Simulator::default(),
+        &dir.join("lib"),
+        &Progress::hidden(0),
+        None,
+    )
+    .expect("demo runs");
     let expected = lineup(&ocslab_scheduler::policy::names());
     let names: Vec<&str> = out.table.rows.iter().map(|r| r.scheduler.as_str()).collect();
     assert_eq!(names, expected, "every scheduler of the line-up has a row");
@@ -580,6 +588,7 @@ fn demo_sim_jitter_draws_twins_of_the_demo() {
         payload_rates: false,
         jitter,
         draws: 3,
+        model_draws: 40,
     };
     demo(args("twins", Some(0.01))).expect("ocslab demo --sim --jitter runs");
     demo(args("plain", None)).expect("ocslab demo --sim runs");

@@ -19,7 +19,9 @@
 //! - a send that arrives corrupt is sent again (in a replay and in a job),
 //!   and a flow whose every send fails ends the run naming it;
 //! - a slow host's agent computes `1 / speed` times longer, and a straggler
-//!   window that opens mid-compute stretches the rest of it (retime).
+//!   window that opens mid-compute stretches the rest of it (retime);
+//! - `ocslab run --model-draws` sets a run's figures against the model,
+//!   whose plain run is `ocslab sim --payload-rates` of the experiment.
 
 use ocslab_emulator::fabric::{self, Fabric, FabricOptions};
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
@@ -912,4 +914,125 @@ fn a_slow_host_computes_longer_and_a_straggler_window_stretches_a_running_comput
     assert!(straggler < slow, "{straggler} vs {slow}");
     // r0h0's base speed and the window's start; the run ends before the window does.
     assert_eq!(out.perturbations.speed_changes, 2, "{:?}", out.perturbations);
+}
+
+/// `ocslab run --model-draws N`: each scheduler's figures on real bytes are
+/// set against the model, whose plain run is `ocslab sim --payload-rates`
+/// of the same experiment, and against the band of the model's twins.
+#[test]
+fn a_run_on_real_bytes_is_set_against_its_experiments_model() {
+    if skip("a_run_on_real_bytes_is_set_against_its_experiments_model") {
+        return;
+    }
+    let _one = alone();
+    let dir = std::env::temp_dir().join(format!("ocslab-emulation-model-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    // The demo's experiment (a few seconds of real bytes per scheduler) with NAS alone.
+    ocslab_scheduler::demo::prepare(&dir).expect("the demo's experiment");
+    let exp = dir.join("experiment.toml");
+    let text = std::fs::read_to_string(&exp).expect("read the experiment");
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("task_schedulers") {
+                "task_schedulers = [\"nas\"]"
+            } else {
+                l
+            }
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&exp, text).expect("write the experiment");
+    let (emu_out, sim_out) = (dir.join("emu"), dir.join("sim"));
+    let code = ocslab_scheduler::cli::run::run(ocslab_scheduler::cli::run::RunArgs {
+        experiment: exp.clone(),
+        json: true,
+        out: Some(emu_out.clone()),
+        run: None,
+        time_limit: 120,
+        transport: "tcp".into(),
+        perturb: Vec::new(),
+        no_unperturbed: false,
+        model_draws: 4,
+    })
+    .unwrap_or_else(|e| panic!("ocslab run: {e:#}"));
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+    let sim = ocslab_scheduler::cli::sim::SimArgs {
+        experiment: exp,
+        json: true,
+        out: Some(sim_out.clone()),
+        perturb: Vec::new(),
+        threads: None,
+        seeds: 1,
+        task_schedulers: Vec::new(),
+        payload_rates: true,
+        jitter: None,
+        draws: 20,
+    };
+    ocslab_scheduler::cli::sim::run(sim).unwrap_or_else(|e| panic!("ocslab sim: {e:#}"));
+    let read = |p: std::path::PathBuf| -> serde_json::Value {
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    };
+    let nas = |summary: &serde_json::Value| -> serde_json::Value {
+        summary["schedulers"]
+            .as_array()
+            .and_then(|r| r.iter().find(|s| s["name"] == "nas"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no nas row in {summary}"))
+    };
+    let (real, plain) = (
+        nas(&read(emu_out.join("summary.json"))),
+        nas(&read(sim_out.join("summary.json"))),
+    );
+    let model = read(emu_out.join("model.json"));
+    assert_eq!(model["draws"], 4);
+    assert_eq!(model["link_rates"], "tcp-payload");
+    let row = &model["rows"][0];
+    assert_eq!(row["scheduler"], "nas");
+    let gb = |v: &serde_json::Value| v.as_f64().expect("bytes") / 1e9;
+    for (figure, real, plain) in [
+        (
+            "avg_jct_s",
+            real["avg_jct_s"].as_f64(),
+            plain["avg_jct_s"].as_f64(),
+        ),
+        (
+            "avg_cct_s",
+            real["avg_cct_s"].as_f64(),
+            plain["avg_cct_s"].as_f64(),
+        ),
+        (
+            "cross_rack_gb",
+            Some(gb(&real["cross_rack_bytes"])),
+            Some(gb(&plain["cross_rack_bytes"])),
+        ),
+    ] {
+        let a = &row[figure];
+        let f = |k: &str| a[k].as_f64().unwrap_or_else(|| panic!("{figure}.{k} in {a}"));
+        assert_eq!(Some(f("real")), real, "{figure}: the run's own figure");
+        assert_eq!(
+            Some(f("model")),
+            plain,
+            "{figure}: `ocslab sim --payload-rates`'s figure"
+        );
+        assert!(
+            (f("ratio") - f("real") / f("model")).abs() < 1e-12,
+            "{figure}: {a}"
+        );
+        assert!(
+            f("band_low") <= f("model") && f("model") <= f("band_high"),
+            "{figure}: {a}"
+        );
+        let place = if f("real") < f("band_low") {
+            "below"
+        } else if f("real") > f("band_high") {
+            "above"
+        } else {
+            "inside"
+        };
+        assert_eq!(a["place"], place, "{figure}: {a}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -1,7 +1,9 @@
 //! `ocslab demo [--sim] [--json] [--out DIR]`: the main job (see
 //! [`crate::demo`]). Prints the table (each figure also normalized to
 //! Fair) and the path of the results folder; `--json` prints the same as
-//! JSON. Without `--sim` the jobs move real bytes on the kernel fabric.
+//! JSON. Without `--sim` the jobs move real bytes on the kernel fabric,
+//! and a second table sets them against the model
+//! ([`crate::runner::model`]; `--model-draws`).
 //! `--sim --jitter F` runs the demo's jittered twins instead
 //! ([`crate::runner::jitter`]).
 
@@ -55,6 +57,12 @@ pub struct DemoArgs {
     /// With --jitter: how many twins, the plain run included.
     #[arg(long, default_value_t = 20, requires = "jitter", value_parser = clap::value_parser!(u32).range(2..))]
     pub draws: u32,
+    /// On real bytes: set each scheduler's figures against the simulator's
+    /// at TCP's payload rate, and against the band of this many twins with
+    /// link rates and host speeds within ±2 % (the plain run included; 0:
+    /// skip it).
+    #[arg(long, default_value_t = crate::runner::model::MODEL_DRAWS, conflicts_with = "sim")]
+    pub model_draws: u32,
 }
 
 /// Runs `ocslab demo`.
@@ -72,8 +80,9 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         None => folder::dated(&format!("results/demo-{}", driver.name())),
     };
     let bar = Progress::new(0, a.json);
-    let out =
-        demo::run(driver.as_mut(), &dir, &bar).with_context(|| format!("ocslab demo ({})", dir.display()))?;
+    let model = (!a.sim && a.model_draws > 0).then_some(a.model_draws);
+    let out = demo::run(driver.as_mut(), &dir, &bar, model)
+        .with_context(|| format!("ocslab demo ({})", dir.display()))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -146,6 +155,13 @@ fn print_report(out: &DemoOutcome) {
                 out.table.ranking_line()
             );
         }
+    }
+    if let Some(model) = &out.model {
+        let (inside, all) = model.inside();
+        println!();
+        println!("{model}");
+        println!("{inside} of {all} figures inside the model's band (docs/emulation.md: how far the model itself moves)");
+        println!();
     }
     println!("runs took {:.1} s wall", out.wall_s);
     println!("results: {}", out.results_dir.display());

@@ -3,14 +3,16 @@
 //! experiment files and the same report as `ocslab sim`), plus what was
 //! measured on the wire: FCT/CCT percentiles from the agents' timestamps,
 //! bytes over EPS vs OCS from the kernel's counters, verified flows, and
-//! each coflow's measured CCT against the fluid model's prediction. The
-//! runs go through [`crate::runner`] with its [`Emulator`] driver.
+//! each coflow's measured CCT against the fluid model's prediction; with
+//! `--model-draws N`, each scheduler's figures against the model's run
+//! and the band of its twins ([`crate::runner::model`]). The runs go
+//! through [`crate::runner`] with its [`Emulator`] driver.
 
 use crate::emu::{EmuConfig, FabricChoice};
 use crate::experiment::Experiment;
 use crate::progress::Progress;
 use crate::report::folder::{self, Staged};
-use crate::runner::{self, Emulator};
+use crate::runner::{self, model, Emulator};
 use anyhow::{Context, Result};
 use ocslab_agent::protocol::Transport;
 use ocslab_emulator::fabric::RunId;
@@ -51,6 +53,13 @@ pub struct RunArgs {
     /// without them (the report then has no JCT without them).
     #[arg(long)]
     pub no_unperturbed: bool,
+    /// Then set each scheduler's average JCT, average CCT and cross-rack
+    /// bytes against the simulator's at TCP's payload rate, and against
+    /// the band of this many simulated twins with link rates and host
+    /// speeds within ±2 % (the plain run included; `ocslab demo` runs 40),
+    /// written to model.json.
+    #[arg(long, default_value_t = 0)]
+    pub model_draws: u32,
 }
 
 /// Runs `ocslab run`.
@@ -83,6 +92,19 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     let staged = Staged::begin(&dir)?;
     done.write(staged.path(), &exp, &emulator)
         .with_context(|| format!("writing results to {}", dir.display()))?;
+    let against = if a.model_draws > 0 {
+        bar.println(format!(
+            "setting the runs against the model ({} simulated twins)",
+            a.model_draws
+        ));
+        let m = model::check(&exp, &done.summaries, a.model_draws, runner::default_threads())?;
+        let file = staged.path().join("model.json");
+        std::fs::write(&file, serde_json::to_string_pretty(&m)? + "\n")
+            .with_context(|| format!("writing {}", file.display()))?;
+        Some(m)
+    } else {
+        None
+    };
     staged.finish()?;
     let runs = emulator.into_runs(&done.summaries);
     if a.json {
@@ -114,11 +136,16 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
                 }
                 s
             }).collect::<Vec<_>>(),
+            "model": against,
             "results_dir": dir,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         crate::runner::table::emu_table(&mut std::io::stdout().lock(), &exp, &runs)?;
+        if let Some(m) = &against {
+            let (inside, all) = m.inside();
+            println!("\n{m}\n{inside} of {all} figures inside the model's band\n");
+        }
         println!("results: {}", dir.display());
     }
     let corrupt: u64 = runs.iter().map(|r| r.outcome.wire.corrupt_flows).sum();

@@ -293,10 +293,7 @@ pub fn run_jitter(
         .map(|d| Variant {
             folder: format!("draw-{}", d.draw),
             exp: d.apply(exp),
-            sim: Simulator {
-                rate_factor: d.rate_factor,
-                ..a.sim
-            },
+            sim: d.simulator(a.sim),
         })
         .collect();
     let all = run_variants(&variants, &staged, bar, threads)?;

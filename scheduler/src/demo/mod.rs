@@ -12,7 +12,8 @@
 //! scheduler through the runner ([`crate::runner`]) with a [`Driver`]
 //! (simulator or kernel fabric), and writes the results folder of
 //! [`crate::report::results`] plus `demo.json`, the table as printed
-//! ([`table`]).
+//! ([`table`]). After a run on real bytes, [`runner::model`] sets each
+//! scheduler's figures against the simulator's.
 
 pub mod lineup;
 pub mod table;
@@ -24,6 +25,7 @@ use crate::experiment::{Experiment, ExperimentError};
 use crate::progress::Progress;
 use crate::report::folder::{FolderError, Staged};
 use crate::report::SchedulerSummary;
+use crate::runner::model::{self, ModelCheck};
 use crate::runner::{self, RunnerError, Runs};
 use crate::sim::SimOutcome;
 use serde::Serialize;
@@ -81,6 +83,9 @@ pub struct DemoOutcome {
     pub results_dir: PathBuf,
     /// Wall-clock time of the runs (not of writing the folder), seconds.
     pub wall_s: f64,
+    /// The figures against the model's ([`runner::model`]), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelCheck>,
     /// Per-scheduler summaries as in `summary.json`.
     #[serde(skip)]
     pub summaries: Vec<SchedulerSummary>,
@@ -121,12 +126,33 @@ pub fn prepare(dir: &Path) -> Result<Experiment, DemoError> {
 }
 
 /// Runs the demo with `driver`, writing its results folder into `dir`;
-/// `bar` shows jobs done over all runs, bytes moved and the scheduler running.
-pub fn run(driver: &mut dyn Driver, dir: &Path, bar: &Progress) -> Result<DemoOutcome, DemoError> {
+/// `bar` shows jobs done over all runs, bytes moved and the scheduler
+/// running. With `model_draws`, then sets the figures against the model's
+/// plain run and that many twins ([`model::check`]).
+pub fn run(
+    driver: &mut dyn Driver,
+    dir: &Path,
+    bar: &Progress,
+    model_draws: Option<u32>,
+) -> Result<DemoOutcome, DemoError> {
     let staged = Staged::begin(dir)?;
     let exp = prepare(staged.path())?;
     let runs = runner::run_all(driver, &exp, bar, runner::default_threads())?;
     runs.write(staged.path(), &exp, driver)?;
+    let model = match model_draws {
+        Some(draws) => {
+            bar.println(format!(
+                "setting the runs against the model ({draws} simulated twins)"
+            ));
+            Some(model::check(
+                &exp,
+                &runs.summaries,
+                draws,
+                runner::default_threads(),
+            )?)
+        }
+        None => None,
+    };
     let Runs {
         outcomes,
         summaries,
@@ -143,6 +169,7 @@ pub fn run(driver: &mut dyn Driver, dir: &Path, bar: &Progress) -> Result<DemoOu
         table: DemoTable::new(&summaries),
         results_dir: dir.to_path_buf(),
         wall_s,
+        model,
         summaries,
         outcomes,
     };

@@ -19,10 +19,14 @@
 //! A perturbation that sets a host's speed (`speed:`, `straggler:`) sets it
 //! as written, without the draw's factor, while it lasts.
 
+use super::{run_all, RunnerError, Simulator};
 use crate::experiment::Experiment;
+use crate::progress::Progress;
+use crate::report::SchedulerSummary;
 use ocslab_core::HostId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -89,8 +93,16 @@ pub struct Draw {
 }
 
 impl Draw {
+    /// `sim` with this draw's link-rate factor.
+    pub fn simulator(&self, sim: Simulator) -> Simulator {
+        Simulator {
+            rate_factor: self.rate_factor,
+            ..sim
+        }
+    }
+
     /// `exp` with this draw's compute speeds (the link rates go to the
-    /// simulator: [`super::Simulator::rate_factor`]).
+    /// simulator: [`Draw::simulator`]).
     pub fn apply(&self, exp: &Experiment) -> Experiment {
         let mut e = exp.clone();
         for (&h, &f) in &self.host_speed {
@@ -99,6 +111,30 @@ impl Draw {
         }
         e
     }
+}
+
+/// Draws 0 to `draws − 1` of `exp` under `jitter`, each run with `sim`
+/// and its draw's factors, up to `threads` draws at once, nothing written:
+/// per draw, the schedulers' summaries in the experiment's order. A
+/// simulated run reads no clock, so the result does not depend on
+/// `threads`.
+pub fn run_twins(
+    exp: &Experiment,
+    sim: Simulator,
+    jitter: Jitter,
+    draws: u32,
+    threads: usize,
+) -> Result<Vec<Vec<SchedulerSummary>>, RunnerError> {
+    let twin = |k: u32| -> Result<Vec<SchedulerSummary>, RunnerError> {
+        let d = jitter.draw(exp.seed, k, exp.topology.host_ids());
+        let mut sim = d.simulator(sim);
+        Ok(run_all(&mut sim, &d.apply(exp), &Progress::hidden(0), 1)?.summaries)
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| RunnerError::Threads(e.to_string()))?;
+    pool.install(|| (0..draws).into_par_iter().map(twin).collect())
 }
 
 fn by_name<S: serde::Serializer>(m: &BTreeMap<HostId, f64>, s: S) -> Result<S::Ok, S::Error> {

@@ -8,6 +8,7 @@
 
 mod driver;
 pub mod jitter;
+pub mod model;
 pub mod table;
 
 pub use driver::{Driver, Emulator, LinkRates, Simulator};
