@@ -1,11 +1,11 @@
 //! Real bytes against the model: after a run on the kernel fabric
 //! (`ocslab demo`, `ocslab run --model-draws N`), the same experiment in
-//! the simulator with every link at TCP's payload
-//! rate, which is what real bytes reach ([`LinkRates::TcpPayload`]), once
-//! as it is (the *model*) and as jittered twins (the *band*,
-//! [`super::jitter`]). Each scheduler's average JCT, average CCT
-//! and cross-rack bytes is then set against both: its ratio to the model,
-//! and whether it lies inside the band.
+//! the simulator with every link at TCP's payload rate, which is what real
+//! bytes reach ([`LinkRates::TcpPayload`]), once as it is (the *model*)
+//! and as jittered twins (the *band*, [`super::jitter`]). Each
+//! scheduler's average JCT, average CCT and cross-rack bytes is then set
+//! against both: its ratio to the model, and whether it lies inside the
+//! band.
 //!
 //! The ratio alone cannot tell a fault of the emulator from the model's
 //! own sensitivity: Fair and NAS place each task on whichever slot frees
@@ -159,8 +159,9 @@ impl ModelCheck {
     }
 }
 
-/// Runs the model of `exp` (`draws` twins at TCP's payload rates, up to
-/// `threads` at once) and sets `real` against it.
+/// Runs the model of `exp` (`draws` twins at TCP's payload rates, at
+/// least the plain run, up to `threads` at once) and sets `real` against
+/// it.
 pub fn check(
     exp: &Experiment,
     real: &[SchedulerSummary],
