@@ -29,8 +29,8 @@ use std::fmt;
 /// real bytes, p5–p95 over 2,240 maps of 16 demo runs).
 pub const MODEL_JITTER: f64 = 0.02;
 
-/// How many twins `ocslab demo` runs, the plain run included (about 1 s
-/// on 2 cores).
+/// How many twins `ocslab demo` runs, the plain run included (a fraction
+/// of a second on 2 cores for the demo).
 pub const MODEL_DRAWS: u32 = 40;
 
 /// One figure of a real run set against the model.
