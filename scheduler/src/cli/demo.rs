@@ -157,11 +157,7 @@ fn print_report(out: &DemoOutcome) {
         }
     }
     if let Some(model) = &out.model {
-        let (inside, all) = model.inside();
-        println!();
-        println!("{model}");
-        println!("{inside} of {all} figures inside the model's band (docs/emulation.md: how far the model itself moves)");
-        println!();
+        println!("\n{model}\n");
     }
     println!("runs took {:.1} s wall", out.wall_s);
     println!("results: {}", out.results_dir.display());

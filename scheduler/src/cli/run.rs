@@ -143,8 +143,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     } else {
         crate::runner::table::emu_table(&mut std::io::stdout().lock(), &exp, &runs)?;
         if let Some(m) = &against {
-            let (inside, all) = m.inside();
-            println!("\n{m}\n{inside} of {all} figures inside the model's band\n");
+            println!("\n{m}\n");
         }
         println!("results: {}", dir.display());
     }

@@ -173,9 +173,10 @@ pub fn check(
         link_rates: LinkRates::TcpPayload,
         ..Simulator::default()
     };
-    let twins = run_twins(exp, sim, jitter, draws.max(1), threads)?;
+    let draws = draws.max(1);
+    let twins = run_twins(exp, sim, jitter, draws, threads)?;
     let band = spread::over_runs(&twins);
-    Ok(ModelCheck::new(real, &twins[0], &band, draws.max(1)))
+    Ok(ModelCheck::new(real, &twins[0], &band, draws))
 }
 
 impl fmt::Display for ModelCheck {
@@ -219,19 +220,20 @@ impl fmt::Display for ModelCheck {
                 *w = (*w).max(c.chars().count());
             }
         }
-        for (i, r) in std::iter::once(&head).chain(&rows).enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
+        for r in std::iter::once(&head).chain(&rows) {
             let line = r
                 .iter()
                 .zip(width)
                 .map(|(c, w)| format!("{c:<w$}"))
                 .collect::<Vec<_>>()
                 .join("  ");
-            write!(f, "{}", line.trim_end())?;
+            writeln!(f, "{}", line.trim_end())?;
         }
-        Ok(())
+        let (inside, all) = self.inside();
+        write!(
+            f,
+            "{inside} of {all} figures inside the model's band (docs/emulation.md: how far the model itself moves)"
+        )
     }
 }
 
@@ -276,8 +278,10 @@ mod tests {
             rows: vec![row("fair", 1.0), row("coscheduler", 123.456)],
         };
         let text = check.to_string();
-        let lines: Vec<&str> = text.lines().skip(1).collect();
-        assert_eq!(lines.len(), 3, "{text}");
+        let all: Vec<&str> = text.lines().collect();
+        assert_eq!(all.len(), 5, "{text}");
+        assert!(all[4].starts_with("5 of 6 figures inside"), "{text}");
+        let lines = &all[1..4];
         // Where each field starts: a non-blank after two blanks, or the line's start.
         let starts = |line: &str| -> Vec<usize> {
             let b = line.as_bytes();
