@@ -66,8 +66,9 @@ pub struct EngineConfig {
     pub host_speed: BTreeMap<HostId, f64>,
     /// When set, free slots are offered again this long after the last
     /// offer round while runnable work waits (Hadoop's periodic
-    /// heartbeats, for policies that count skipped offers). When unset,
-    /// offers happen on events and on policy wake-ups only.
+    /// heartbeats, for policies that count skipped offers). When unset, the
+    /// policy's own heartbeat applies (`TaskPolicy::heartbeat`: NAS's 1 s),
+    /// and without one offers happen on events and on policy wake-ups only.
     pub heartbeat: Option<Nanos>,
     /// Simulation only: the shuffle fetches of one job from one host to
     /// another that start at the same instant (reduces of the job on the

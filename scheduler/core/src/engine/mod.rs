@@ -289,7 +289,7 @@ impl Engine {
                 consider(w);
             }
         }
-        if let Some(hb) = self.c.config.heartbeat {
+        if let Some(hb) = self.c.config.heartbeat.or_else(|| self.policy.heartbeat()) {
             if !self.free_hosts.is_empty() && self.c.runnable_maps + self.c.runnable_reduces > 0 {
                 consider((self.last_round + hb).max(self.now + Nanos(1)));
             }

@@ -68,6 +68,16 @@ pub trait TaskPolicy {
         None
     }
 
+    /// The node heartbeat this policy's decisions assume, if any: while
+    /// runnable work waits, the engine offers every free slot again this
+    /// long after its last round that offered them all, as Hadoop's nodes
+    /// offer their free slots at each heartbeat (NAS counts skipped offers).
+    /// `[engine] heartbeat` overrides it. `None`: offers on events and
+    /// wake-ups only.
+    fn heartbeat(&self) -> Option<Nanos> {
+        None
+    }
+
     /// Whether, since the engine last asked, the policy began to accept
     /// tasks it declined before for a reason of its own, e.g. Co-scheduler
     /// holding a job's reduces until its last map. The engine then offers

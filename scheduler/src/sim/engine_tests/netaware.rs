@@ -371,3 +371,69 @@ fn a_view_refilled_in_place_is_the_view_built_afresh() {
     );
     assert!(checked.get() > 100, "{} offers checked", checked.get());
 }
+
+/// NAS on a quiet cluster: one job, map A of 100 MB and map B of 300 MB,
+/// both on r0h0, 2 racks of 2 hosts with one slot each. TrafficThreshold
+/// (eq. 3) is 1 slot × 400 MB / 2 maps = 200 MB, so B (300 MB of predicted
+/// output) fits no node, and MTS serves it only after `D^m` = 10 skipped
+/// offers. At 0 s r0h0 takes A and the three other hosts skip B (3). A
+/// ends at 1 s and the slow-start gate opens the reduce, so every free
+/// host is offered, from the one after r0h0: r0h1 takes the reduce (NAS
+/// asks for reduces first), and r1h0, r1h1 and r0h0 skip B (6). Then
+/// nothing runs that could end: the reduce waits for B. Only NAS's
+/// heartbeat offers again, 3 s after the last full round: at 4 s (9) and
+/// at 7 s, where r1h0 skips B (10) and r1h1 takes it.
+#[test]
+fn nas_heartbeats_count_the_skips_a_quiet_cluster_gives_no_event_for() {
+    use super::support::{simulate, topo, S};
+    use crate::model::job::{JobId, MapTask, ReduceTask, Shuffle, TaskId, UserId};
+    use ocslab_core::HostId;
+    let home = HostId::new(0, 0);
+    let map = |mb: u64| MapTask {
+        input: Bytes(mb * 1_000_000),
+        replicas: vec![home],
+        duration: Nanos(S),
+        written_by: None,
+    };
+    let job = Job {
+        id: JobId(1),
+        name: "j1".into(),
+        user: UserId(1),
+        arrival: Nanos::ZERO,
+        recurring: false,
+        parents: vec![],
+        maps: vec![map(100), map(300)],
+        reduces: vec![ReduceTask { duration: Nanos(S) }],
+        shuffle: Shuffle::Ratio(1.0),
+    };
+    let p: toml::Table = "max_map_skips = 10\nheartbeat = \"3s\"".parse().expect("params");
+    // Where and when map B ran, and whether the job finished.
+    let map_b = |config: EngineConfig| {
+        let nas = by_name("nas", Some(&p)).expect("nas");
+        let out = simulate(&topo(2, 2, 1), vec![job.clone()], nas, config, &[]);
+        let b = out
+            .records
+            .tasks
+            .iter()
+            .find(|t| t.attempt.task == TaskId::map(JobId(1), 1))
+            .map(|t| (t.host, t.started));
+        (b, out.records.jobs[&JobId(1)].finished.is_some())
+    };
+    assert_eq!(
+        map_b(EngineConfig::default()),
+        (Some((HostId::new(1, 1), Nanos(7 * S))), true)
+    );
+
+    // `[engine] heartbeat` overrides the policy's: rounds at 2 s (9) and
+    // 3 s (10, and r1h1 takes B).
+    let config = EngineConfig {
+        heartbeat: Some(Nanos(S)),
+        ..EngineConfig::default()
+    };
+    assert_eq!(map_b(config), (Some((HostId::new(1, 1), Nanos(3 * S))), true));
+    let err = by_name("nas", Some(&"heartbeat = \"0s\"".parse().expect("toml")))
+        .err()
+        .expect("0 s refused")
+        .to_string();
+    assert!(err.contains("`heartbeat` must be more than 0"), "{err}");
+}

@@ -22,6 +22,16 @@
 //! When a slot may run either kind (YARN containers), NAS asks for a reduce
 //! first, as YARN's MapReduce application master ranks ready reduces above
 //! maps, and falls back to a map.
+//!
+//! The skip counts `D^m` and `D^r` count offers, and Hadoop offers each
+//! node's free slots at every heartbeat of that node, whether or not
+//! anything else happened. ocslab's engine offers slots on events, so NAS
+//! asks it for heartbeats too ([`NasConfig::heartbeat`],
+//! `TaskPolicy::heartbeat`): while work waits, free slots are offered again
+//! a heartbeat after the last round that offered them all. Without them,
+//! a user skipped when nothing runs would wait for an unrelated event, and
+//! a quiet cluster could wait forever (a map whose output no node's
+//! *TrafficThreshold* admits is skipped until `D^m` offers).
 
 pub mod mts;
 pub mod predictor;
@@ -30,7 +40,7 @@ pub mod rts;
 mod tests;
 
 use crate::policy::netaware::{JobKey, NetView, SlotKind, TaskPick};
-use crate::HostId;
+use crate::{HostId, Nanos};
 use predictor::ClassLimits;
 
 /// NAS's knobs and ablations (defaults from Sec. IV-A).
@@ -50,6 +60,11 @@ pub struct NasConfig {
     pub ca_rts: bool,
     /// Switch to CR-RTS under congestion (off: the "MTS+CA-RTS" ablation).
     pub cr_rts: bool,
+    /// The node heartbeat: while work waits, every free slot is offered
+    /// again this long after the last round that offered them all (1 s,
+    /// YARN's `yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`
+    /// default).
+    pub heartbeat: Nanos,
 }
 
 impl Default for NasConfig {
@@ -62,6 +77,7 @@ impl Default for NasConfig {
             traffic_threshold: true,
             ca_rts: true,
             cr_rts: true,
+            heartbeat: Nanos::from_millis(1000),
         }
     }
 }

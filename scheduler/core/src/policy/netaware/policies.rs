@@ -111,6 +111,13 @@ impl TaskPolicy for NetAwarePolicy {
     fn next_wakeup(&self) -> Option<Nanos> {
         self.wakeup
     }
+
+    fn heartbeat(&self) -> Option<Nanos> {
+        match &self.algorithm {
+            Algorithm::Nas(nas) => Some(nas.config().heartbeat),
+            Algorithm::ShuffleWatcher(_) | Algorithm::Dawn(_) => None,
+        }
+    }
 }
 
 /// `[scheduler_params.shufflewatcher]` (and its variants).
@@ -213,6 +220,8 @@ struct NasParams {
     light_below: Option<Bytes>,
     heavy_above: Option<Bytes>,
     small_input_below: Option<Bytes>,
+    /// The node heartbeat.
+    heartbeat: Option<Nanos>,
 }
 
 fn build_nas(
@@ -222,7 +231,11 @@ fn build_nas(
 ) -> Result<Box<dyn TaskPolicy>, PolicyError> {
     let p: NasParams = parse_params(name, params)?;
     check_fraction(name, "congestion_threshold", p.congestion_threshold)?;
+    if let Some(h) = p.heartbeat {
+        check_positive_duration(name, "heartbeat", h, "1s")?;
+    }
     let mut c = base;
+    c.heartbeat = p.heartbeat.unwrap_or(c.heartbeat);
     c.congestion_threshold = p.congestion_threshold.unwrap_or(c.congestion_threshold);
     c.max_map_skips = p.max_map_skips.unwrap_or(c.max_map_skips);
     c.max_reduce_skips = p.max_reduce_skips.unwrap_or(c.max_reduce_skips);
