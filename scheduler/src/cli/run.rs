@@ -93,18 +93,15 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     done.write(staged.path(), &exp, &emulator)
         .with_context(|| format!("writing results to {}", dir.display()))?;
     let against = if a.model_draws > 0 {
-        bar.println(format!(
-            "setting the runs against the model ({} simulated twins)",
-            a.model_draws
-        ));
-        let m = model::check(&exp, &done.summaries, a.model_draws, runner::default_threads())?;
-        let file = staged.path().join("model.json");
-        std::fs::write(&file, serde_json::to_string_pretty(&m)? + "\n")
-            .with_context(|| format!("writing {}", file.display()))?;
-        Some(m)
+        model::check_after_real(&exp, &done.summaries, a.model_draws, &bar)
     } else {
         None
     };
+    if let Some(m) = &against {
+        let file = staged.path().join("model.json");
+        std::fs::write(&file, serde_json::to_string_pretty(m)? + "\n")
+            .with_context(|| format!("writing {}", file.display()))?;
+    }
     staged.finish()?;
     let runs = emulator.into_runs(&done.summaries);
     if a.json {

@@ -139,20 +139,7 @@ pub fn run(
     let exp = prepare(staged.path())?;
     let runs = runner::run_all(driver, &exp, bar, runner::default_threads())?;
     runs.write(staged.path(), &exp, driver)?;
-    let model = match model_draws {
-        Some(draws) => {
-            bar.println(format!(
-                "setting the runs against the model ({draws} simulated twins)"
-            ));
-            Some(model::check(
-                &exp,
-                &runs.summaries,
-                draws,
-                runner::default_threads(),
-            )?)
-        }
-        None => None,
-    };
+    let model = model_draws.and_then(|draws| model::check_after_real(&exp, &runs.summaries, draws, bar));
     let Runs {
         outcomes,
         summaries,

@@ -18,6 +18,7 @@
 use super::jitter::{run_twins, Jitter};
 use super::{LinkRates, RunnerError, Simulator};
 use crate::experiment::Experiment;
+use crate::progress::Progress;
 use crate::report::spread::{self, RunSpread, Spread};
 use crate::report::SchedulerSummary;
 use serde::Serialize;
@@ -177,6 +178,23 @@ pub fn check(
     let twins = run_twins(exp, sim, jitter, draws, threads)?;
     let band = spread::over_runs(&twins);
     Ok(ModelCheck::new(real, &twins[0], &band, draws))
+}
+
+/// [`check`] after a run on real bytes, which must not be lost to it: says
+/// on `bar` that the model runs, and if it fails, logs why (a warning,
+/// shown even with `--json`) and returns `None`.
+pub fn check_after_real(
+    exp: &Experiment,
+    real: &[SchedulerSummary],
+    draws: u32,
+    bar: &Progress,
+) -> Option<ModelCheck> {
+    bar.println(format!(
+        "setting the runs against the model ({draws} simulated twins)"
+    ));
+    check(exp, real, draws, super::default_threads())
+        .map_err(|e| tracing::warn!("the model could not be run, so the runs are not set against it: {e}"))
+        .ok()
 }
 
 impl fmt::Display for ModelCheck {
@@ -345,5 +363,17 @@ mod tests {
             assert_eq!(r.avg_jct_s.ratio, 2.0);
         }
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A model that cannot run leaves the real run without a table rather
+    /// than failing it.
+    #[test]
+    fn a_model_that_fails_is_dropped_not_raised() {
+        let dir = std::env::temp_dir().join(format!("ocslab-model-fails-{}", std::process::id()));
+        let mut exp = crate::demo::prepare(&dir).expect("the demo's experiment");
+        let _ = std::fs::remove_dir_all(&dir);
+        exp.task_schedulers = vec!["no-such-scheduler".into()];
+        assert!(check(&exp, &[], 2, 1).is_err());
+        assert_eq!(check_after_real(&exp, &[], 2, &Progress::hidden(0)), None);
     }
 }
