@@ -125,6 +125,16 @@ pub fn prepare(dir: &Path) -> Result<Experiment, DemoError> {
     Ok(Experiment::load(&file)?)
 }
 
+/// The demo's experiment, loaded from a scratch folder under the system's
+/// temporary directory named by `tag`, which is removed again (tests).
+#[cfg(test)]
+pub(crate) fn experiment_for_test(tag: &str) -> Experiment {
+    let dir = std::env::temp_dir().join(format!("ocslab-{tag}-{}", std::process::id()));
+    let exp = prepare(&dir).expect("the demo's experiment");
+    std::fs::remove_dir_all(&dir).ok();
+    exp
+}
+
 /// Runs the demo with `driver`, writing its results folder into `dir`;
 /// `bar` shows jobs done over all runs, bytes moved and the scheduler
 /// running. With `model_draws`, then sets the figures against the model's

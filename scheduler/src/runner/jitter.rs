@@ -194,9 +194,7 @@ mod tests {
     /// offers that count its skips.
     #[test]
     fn every_task_scheduler_finishes_the_demos_twins() {
-        let dir = std::env::temp_dir().join(format!("ocslab-jitter-all-{}", std::process::id()));
-        let mut exp = crate::demo::prepare(&dir).expect("the demo's experiment");
-        let _ = std::fs::remove_dir_all(&dir);
+        let mut exp = crate::demo::experiment_for_test("jitter-all");
         exp.task_schedulers = crate::policy::names().into_iter().map(String::from).collect();
         let sim = Simulator {
             link_rates: super::super::LinkRates::TcpPayload,

@@ -322,8 +322,7 @@ mod tests {
     /// stays inside it in bytes.
     #[test]
     fn the_model_against_itself_is_inside_and_a_slower_run_is_above() {
-        let dir = std::env::temp_dir().join(format!("ocslab-model-check-{}", std::process::id()));
-        let exp = crate::demo::prepare(&dir).expect("the demo's experiment");
+        let exp = crate::demo::experiment_for_test("model-check");
         let sim = Simulator {
             link_rates: LinkRates::TcpPayload,
             ..Simulator::default()
@@ -362,16 +361,13 @@ mod tests {
             assert_eq!(r.cross_rack_gb.place, Place::Inside, "{}", r.scheduler);
             assert_eq!(r.avg_jct_s.ratio, 2.0);
         }
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// A model that cannot run leaves the real run without a table rather
     /// than failing it.
     #[test]
     fn a_model_that_fails_is_dropped_not_raised() {
-        let dir = std::env::temp_dir().join(format!("ocslab-model-fails-{}", std::process::id()));
-        let mut exp = crate::demo::prepare(&dir).expect("the demo's experiment");
-        let _ = std::fs::remove_dir_all(&dir);
+        let mut exp = crate::demo::experiment_for_test("model-fails");
         exp.task_schedulers = vec!["no-such-scheduler".into()];
         assert!(check(&exp, &[], 2, 1).is_err());
         assert_eq!(check_after_real(&exp, &[], 2, &Progress::hidden(0)), None);
