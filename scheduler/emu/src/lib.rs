@@ -56,7 +56,9 @@ use ocslab_core::engine::{Engine, EngineConfig, EngineError, Records};
 use ocslab_core::model::coflow::{Coflow, CoflowId, FlowId};
 use ocslab_core::model::job::Job;
 use ocslab_core::net::links::LinkMap;
-use ocslab_core::outcome::{CircuitRecord, CoflowRecord, NetStats, ReplayOutcome, SolveStats};
+use ocslab_core::outcome::{
+    CircuitRecord, CircuitsByPair, CoflowRecord, NetStats, ReplayOutcome, SolveStats,
+};
 use ocslab_core::policy::TaskPolicy;
 use ocslab_emulator::fabric::FabricError;
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
@@ -368,6 +370,7 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
         ..NetStats::default()
     };
     let by_flow: BTreeMap<FlowId, &WireFlow> = wire.flows.iter().map(|f| (f.flow, f)).collect();
+    let by_pair = CircuitsByPair::new(&circuits);
     let mut records = Vec::with_capacity(order.len());
     for c in &order {
         let (mut eps, mut ocs) = (Bytes(0), Bytes(0));
@@ -386,7 +389,7 @@ pub async fn replay_on(lab: &mut Lab, coflows: &[Coflow], cfg: &EmuConfig) -> Re
         }
         stats.eps_bytes += eps;
         stats.ocs_bytes += ocs;
-        let mut record = CoflowRecord::arrived(c, &fabric, &links, fabrics);
+        let mut record = CoflowRecord::arrived(c, &fabric, &links, fabrics, &by_pair);
         record.finish(finished, eps, ocs);
         records.push(record);
     }

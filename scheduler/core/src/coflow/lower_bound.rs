@@ -10,6 +10,12 @@
 //!   the longest any link needs to carry the coflow's bytes alone.
 //! - Hybrid (elephants on circuits, the rest on EPS, as Sunflow runs here):
 //!   the larger of T(C) for the elephants and the EPS bound for the rest.
+//! - T(C) charges δ for every circuit, which bounds a coflow alone in an
+//!   idle fabric. A coflow that arrives while a circuit of one of its rack
+//!   pairs is up (or on its way up) needs no δ (or only the rest of it)
+//!   for that pair. Reports charge each pair what it must still wait at
+//!   the arrival ([`coflow_lower_bound_waiting`]), so a coflow served on a
+//!   kept circuit does not finish below its bound; policies keep eq. 1.
 //! - Both fabrics at once (a time-flow schedule: a flow between racks
 //!   crosses a circuit of its pair while one is up and EPS otherwise): the
 //!   isolation bound with each rack's egress and ingress worth its uplink
@@ -33,13 +39,27 @@ pub fn ocs_lower_bound(
     delta: Nanos,
     wavelengths: u32,
 ) -> Option<Nanos> {
+    ocs_lower_bound_waiting(demand, port_rate, &|_, _| delta, wavelengths)
+}
+
+/// T(C) as [`ocs_lower_bound`], with pair `(i, j)` charged `wait(i, j)`
+/// instead of δ for its circuit: less than δ when a circuit of the pair is
+/// already up, or on its way up, when the coflow arrives. Each pair still
+/// sends on a port of rack `i` and receives on one of rack `j`, so the row
+/// and column sums bound the coflow as eq. 2 does.
+pub fn ocs_lower_bound_waiting(
+    demand: &BTreeMap<(u32, u32), Bytes>,
+    port_rate: Bps,
+    wait: &dyn Fn(u32, u32) -> Nanos,
+    wavelengths: u32,
+) -> Option<Nanos> {
     let mut rows: BTreeMap<u32, u128> = BTreeMap::new();
     let mut cols: BTreeMap<u32, u128> = BTreeMap::new();
     for (&(i, j), &c) in demand {
         if i == j {
             continue;
         }
-        let t = ocs_pair_time(c, port_rate, delta)?;
+        let t = ocs_pair_time(c, port_rate, wait(i, j))?;
         *rows.entry(i).or_default() += t;
         *cols.entry(j).or_default() += t;
     }
@@ -128,7 +148,9 @@ impl Fabrics {
     pub fn bound_in_words(self) -> &'static str {
         match self {
             Fabrics::Eps => "EPS: max over links of bytes / capacity",
-            Fabrics::Hybrid => "hybrid: T(C) (eq. 2/15) for elephants over OCS, EPS bound for the rest",
+            Fabrics::Hybrid => {
+                "hybrid: T(C) (eq. 2/15, crediting circuits up at arrival) for elephants over OCS, EPS bound for the rest"
+            }
             Fabrics::Both => "both fabrics: max over NICs and racks of bytes / (uplink + OCS ports)",
         }
     }
@@ -203,17 +225,33 @@ pub fn both_fabrics_lower_bound<'a>(
     longest_to_carry(load.into_values().map(|(rate, bytes)| (bytes, rate)))
 }
 
-/// The lower bound of a coflow of `flows` on `fabric` over `fabrics`:
-/// with [`Fabrics::Hybrid`], elephants ([`FabricParams::may_use_ocs`], with
-/// the coflow's bytes per rack pair summed over `flows`) over circuits and
-/// the rest over EPS; with [`Fabrics::Eps`] everything over EPS; with
-/// [`Fabrics::Both`], [`both_fabrics_lower_bound`]. `None` if some part
-/// cannot be carried.
+/// The lower bound of a coflow of `flows` alone on `fabric` over
+/// `fabrics`: with [`Fabrics::Hybrid`], elephants
+/// ([`FabricParams::may_use_ocs`], with the coflow's bytes per rack pair
+/// summed over `flows`) over circuits and the rest over EPS; with
+/// [`Fabrics::Eps`] everything over EPS; with [`Fabrics::Both`],
+/// [`both_fabrics_lower_bound`]. Every circuit costs δ (eq. 1). `None` if
+/// some part cannot be carried.
 pub fn coflow_lower_bound(
     fabric: &FabricParams,
     links: &LinkMap,
     flows: &[FlowSpec],
     fabrics: Fabrics,
+) -> Option<LowerBound> {
+    let delta = fabric.reconfig_delay;
+    coflow_lower_bound_waiting(fabric, links, flows, fabrics, &|_, _| delta)
+}
+
+/// [`coflow_lower_bound`] with each rack pair's circuit costing
+/// `wait(i, j)` (at most δ) instead of δ: the bound of a coflow that finds
+/// circuits up, or coming up, at its arrival
+/// ([`ocs_lower_bound_waiting`]).
+pub fn coflow_lower_bound_waiting(
+    fabric: &FabricParams,
+    links: &LinkMap,
+    flows: &[FlowSpec],
+    fabrics: Fabrics,
+    wait: &dyn Fn(u32, u32) -> Nanos,
 ) -> Option<LowerBound> {
     if fabrics == Fabrics::Both {
         return Some(LowerBound {
@@ -236,12 +274,7 @@ pub fn coflow_lower_bound(
     for f in flows.iter().filter(|f| on_ocs(f)) {
         *demand.entry((f.src.rack, f.dst.rack)).or_default() += f.bytes;
     }
-    let ocs = ocs_lower_bound(
-        &demand,
-        fabric.ocs_port_rate,
-        fabric.reconfig_delay,
-        fabric.ocs_ports,
-    )?;
+    let ocs = ocs_lower_bound_waiting(&demand, fabric.ocs_port_rate, wait, fabric.ocs_ports)?;
     Some(LowerBound {
         eps,
         ocs,

@@ -8,12 +8,13 @@
 
 pub mod summary;
 
-use crate::coflow::lower_bound::{coflow_lower_bound, Fabrics, LowerBound};
+use crate::coflow::lower_bound::{coflow_lower_bound_waiting, Fabrics, LowerBound};
 use crate::coflow::FabricParams;
 use crate::model::coflow::{Coflow, CoflowId};
 use crate::net::links::{LinkKind, LinkMap};
 use crate::{Bytes, Nanos};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use summary::Bin;
 
 /// Totals a run reports.
@@ -48,6 +49,40 @@ pub struct CircuitRecord {
     pub up_at: Nanos,
     /// When it was torn down, if it was.
     pub down_at: Option<Nanos>,
+}
+
+/// A run's circuits by rack pair, to ask what a coflow arriving at some
+/// time must still wait for a circuit of each of its pairs.
+#[derive(Clone, Debug, Default)]
+pub struct CircuitsByPair {
+    /// Every circuit of each `(src_rack, dst_rack)` pair.
+    lives: BTreeMap<(u32, u32), Vec<CircuitRecord>>,
+}
+
+impl CircuitsByPair {
+    /// Indexes `circuits`.
+    pub fn new(circuits: &[CircuitRecord]) -> CircuitsByPair {
+        let mut lives: BTreeMap<_, Vec<_>> = BTreeMap::new();
+        for c in circuits {
+            lives.entry((c.src_rack, c.dst_rack)).or_default().push(*c);
+        }
+        CircuitsByPair { lives }
+    }
+
+    /// How long a coflow arriving `at` must wait before a circuit from
+    /// rack `i` to rack `j` can carry a byte: zero if one is up at `at`;
+    /// the rest of its set-up if one was asked for before `at`; `delta`
+    /// (a new circuit) if that is sooner or there is none.
+    pub fn wait_at(&self, i: u32, j: u32, at: Nanos, delta: Nanos) -> Nanos {
+        let Some(lives) = self.lives.get(&(i, j)) else {
+            return delta;
+        };
+        lives
+            .iter()
+            .filter(|c| c.requested_at <= at && c.down_at.is_none_or(|down| at < down))
+            .map(|c| c.up_at.saturating_sub(at))
+            .fold(delta, Nanos::min)
+    }
 }
 
 /// What the network did over a run, for the results folder's plots: every
@@ -147,7 +182,8 @@ pub struct CoflowRecord {
     pub finished: Nanos,
     /// Coflow completion time: `finished - arrival`.
     pub cct: Nanos,
-    /// Its lower bound, alone in the fabric (`None` if the fabric cannot carry it).
+    /// Its lower bound alone in the fabric, crediting the circuits up or
+    /// coming up at its arrival (`None` if the fabric cannot carry it).
     pub lower_bound: Option<LowerBound>,
     /// Bytes it sent over EPS.
     pub eps_bytes: Bytes,
@@ -157,13 +193,16 @@ pub struct CoflowRecord {
 
 impl CoflowRecord {
     /// The record of `coflow` as it arrives, not finished yet: its size,
-    /// width, bin and lower bound alone on `fabric` over `fabrics`, with no
-    /// bytes sent. [`CoflowRecord::finish`] completes it.
+    /// width, bin and lower bound alone on `fabric` over `fabrics`, each
+    /// rack pair charged what it must wait for a circuit given `circuits`
+    /// (the run's circuits), with no bytes sent. [`CoflowRecord::finish`]
+    /// completes it.
     pub fn arrived(
         coflow: &Coflow,
         fabric: &FabricParams,
         links: &LinkMap,
         fabrics: Fabrics,
+        circuits: &CircuitsByPair,
     ) -> CoflowRecord {
         let longest = coflow.flows.iter().map(|f| f.bytes).max().unwrap_or_default();
         CoflowRecord {
@@ -175,7 +214,9 @@ impl CoflowRecord {
             bin: Bin::of(longest, coflow.flows.len(), fabric.scale),
             finished: coflow.arrival,
             cct: Nanos::ZERO,
-            lower_bound: coflow_lower_bound(fabric, links, &coflow.flows, fabrics),
+            lower_bound: coflow_lower_bound_waiting(fabric, links, &coflow.flows, fabrics, &|i, j| {
+                circuits.wait_at(i, j, coflow.arrival, fabric.reconfig_delay)
+            }),
             eps_bytes: Bytes(0),
             ocs_bytes: Bytes(0),
         }
@@ -218,4 +259,39 @@ pub struct ReplayOutcome {
     /// solve's order, orders followed); all zero when no solver ran (an
     /// emulated replay).
     pub solver: SolveStats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn circuit(src_rack: u32, dst_rack: u32, requested: u64, up: u64, down: Option<u64>) -> CircuitRecord {
+        CircuitRecord {
+            src_rack,
+            dst_rack,
+            port: 0,
+            requested_at: Nanos::from_millis(requested),
+            up_at: Nanos::from_millis(up),
+            down_at: down.map(Nanos::from_millis),
+        }
+    }
+
+    #[test]
+    fn a_pair_waits_for_the_rest_of_a_set_up_or_not_at_all() {
+        // δ = 10 ms. 0 -> 1 asked for at 100 ms, up at 110, down at 200;
+        // asked for again at 300, up at 310, never down. 1 -> 0 never.
+        let delta = Nanos::from_millis(10);
+        let by_pair =
+            CircuitsByPair::new(&[circuit(0, 1, 100, 110, Some(200)), circuit(0, 1, 300, 310, None)]);
+        let wait = |i, j, at| by_pair.wait_at(i, j, Nanos::from_millis(at), delta);
+        assert_eq!(wait(0, 1, 50), delta, "before any circuit");
+        assert_eq!(wait(0, 1, 100), delta, "asked for at the arrival");
+        assert_eq!(wait(0, 1, 104), Nanos::from_millis(6), "on its way up");
+        assert_eq!(wait(0, 1, 110), Nanos::ZERO, "up");
+        assert_eq!(wait(0, 1, 199), Nanos::ZERO, "still up");
+        assert_eq!(wait(0, 1, 200), delta, "torn down");
+        assert_eq!(wait(0, 1, 305), Nanos::from_millis(5));
+        assert_eq!(wait(0, 1, 9_000), Nanos::ZERO, "never torn down");
+        assert_eq!(wait(1, 0, 150), delta, "the reverse pair has none");
+    }
 }

@@ -31,6 +31,7 @@ pub enum ReplayError {
     },
 }
 
+use ocslab_core::outcome::CircuitsByPair;
 pub use ocslab_core::outcome::{CoflowRecord, ReplayOutcome};
 
 struct Open {
@@ -53,45 +54,45 @@ pub fn replay(
     let fabrics = Fabrics::of(net.policy_uses_ocs(), topo.ocs_schedule.is_some());
     let mut order: Vec<&Coflow> = coflows.iter().collect();
     order.sort_by_key(|c| (c.arrival, c.id));
-    let mut records: Vec<CoflowRecord> = order
-        .iter()
-        .map(|c| CoflowRecord::arrived(c, &fabric, &net.view().links, fabrics))
-        .collect();
-    let total = records.len();
+    // How each coflow finished (at, EPS bytes, OCS bytes), by arrival order;
+    // the records are made at the end, when every circuit is known.
+    let mut finishes: Vec<Option<(Nanos, Bytes, Bytes)>> = vec![None; order.len()];
+    let total = order.len();
     let mut open: FastMap<CoflowId, Open> = FastMap::default();
     let mut done = 0usize;
-    let mut handle =
-        |events: &mut Vec<NetEvent>, open: &mut FastMap<CoflowId, Open>, records: &mut [CoflowRecord]| {
-            for e in events.drain(..) {
-                let NetEvent::FlowDone {
-                    coflow,
-                    at,
-                    eps_bytes,
-                    ocs_bytes,
-                    ..
-                } = e
-                else {
-                    continue;
-                };
-                let Some(o) = open.get_mut(&coflow) else {
-                    continue;
-                };
-                o.flows_left -= 1;
-                o.eps += eps_bytes;
-                o.ocs += ocs_bytes;
-                if o.flows_left == 0 {
-                    records[o.index].finish(at, o.eps, o.ocs);
-                    open.remove(&coflow);
-                    done += 1;
-                    progress(done, total);
-                }
+    let mut handle = |events: &mut Vec<NetEvent>,
+                      open: &mut FastMap<CoflowId, Open>,
+                      finishes: &mut [Option<(Nanos, Bytes, Bytes)>]| {
+        for e in events.drain(..) {
+            let NetEvent::FlowDone {
+                coflow,
+                at,
+                eps_bytes,
+                ocs_bytes,
+                ..
+            } = e
+            else {
+                continue;
+            };
+            let Some(o) = open.get_mut(&coflow) else {
+                continue;
+            };
+            o.flows_left -= 1;
+            o.eps += eps_bytes;
+            o.ocs += ocs_bytes;
+            if o.flows_left == 0 {
+                finishes[o.index] = Some((at, o.eps, o.ocs));
+                open.remove(&coflow);
+                done += 1;
+                progress(done, total);
             }
-        };
+        }
+    };
     // One buffer for the events of every advance.
     let mut events = Vec::new();
     for (index, c) in order.iter().enumerate() {
         net.advance_into(c.arrival, &mut events);
-        handle(&mut events, &mut open, &mut records);
+        handle(&mut events, &mut open, &mut finishes);
         if c.flows.is_empty() {
             continue;
         }
@@ -108,7 +109,7 @@ pub fn replay(
     }
     while let Some(t) = net.next_event_at() {
         net.advance_into(t, &mut events);
-        handle(&mut events, &mut open, &mut records);
+        handle(&mut events, &mut open, &mut finishes);
     }
     if !open.is_empty() {
         return Err(ReplayError::Stalled {
@@ -117,13 +118,26 @@ pub fn replay(
             policy: policy.to_string(),
         });
     }
+    let circuits = net.circuit_log().to_vec();
+    let by_pair = CircuitsByPair::new(&circuits);
+    let records: Vec<CoflowRecord> = order
+        .iter()
+        .zip(finishes)
+        .map(|(c, finish)| {
+            let mut r = CoflowRecord::arrived(c, &fabric, &net.view().links, fabrics, &by_pair);
+            if let Some((at, eps, ocs)) = finish {
+                r.finish(at, eps, ocs);
+            }
+            r
+        })
+        .collect();
     let makespan = records.iter().map(|r| r.finished).max().unwrap_or_default();
     Ok(ReplayOutcome {
         policy: net.policy_name().to_string(),
         fabrics,
         records,
         stats: net.stats().clone(),
-        circuits: net.circuit_log().to_vec(),
+        circuits,
         links: net.usage().series(makespan),
         makespan,
         solver: net.solve_stats(),
