@@ -60,10 +60,11 @@ mod solver_props;
 use crate::coflow::decision::{PairKey, PairPlans};
 use crate::coflow::{
     set_up_circuits, Arrivals, CircuitSetup, CircuitSwitch, CircuitView, CoflowPolicy, Decision, Departures,
-    FlowPlan, NetView, PairPlan, Progress, Triggers,
+    FabricParams, FlowPlan, FlowView, NetView, PairPlan, Progress, Triggers,
 };
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::net::fasthash::FastMap;
+use crate::HostId;
 use crate::{Bytes, Nanos};
 use solver::{Circuits, PairDemand};
 use std::borrow::Cow;
@@ -77,6 +78,52 @@ struct Pair {
     /// Their bytes left, as last read (they change only while the pair's
     /// circuit carries them).
     bytes: f64,
+    /// Of those, the most that one host of the pair sends or receives.
+    busiest_host: f64,
+}
+
+impl Pair {
+    /// Reads the bytes left of its flows in `view`.
+    fn read(&mut self, view: &NetView, progress: &dyn Progress) {
+        // Bytes per sending and per receiving host (a rack holds a few).
+        let mut sends: Vec<(HostId, f64)> = Vec::new();
+        let mut receives: Vec<(HostId, f64)> = Vec::new();
+        let add =
+            |hosts: &mut Vec<(HostId, f64)>, h: HostId, b: f64| match hosts.iter_mut().find(|(x, _)| *x == h)
+            {
+                Some((_, sum)) => *sum += b,
+                None => hosts.push((h, b)),
+            };
+        self.bytes = 0.0;
+        for f in self.flows.iter().filter_map(|id| view.flows.get(id)) {
+            let left = progress.remaining_bytes(f);
+            self.bytes += left;
+            add(&mut sends, f.spec.src, left);
+            add(&mut receives, f.spec.dst, left);
+        }
+        self.busiest_host = sends.iter().chain(&receives).map(|&(_, b)| b).fold(0.0, f64::max);
+    }
+
+    /// What the pair asks of the solver: the time it needs on its circuit
+    /// (its bytes at the port rate, or its busiest host's at the NIC rate
+    /// when that is longer: the reference simulator's racks have no NICs,
+    /// ocslab's hosts may be slower than a circuit), rounded up to whole
+    /// nanoseconds so that no reservation ends before its bytes do, and
+    /// given as bytes at the port rate.
+    fn demand(&self, fabric: &FabricParams) -> f64 {
+        let port = fabric.ocs_port_rate.bytes_per_sec();
+        let nic = fabric.host_rate.bytes_per_sec();
+        let mut secs = self.bytes / port;
+        if nic > 0.0 {
+            secs = secs.max(self.busiest_host / nic);
+        }
+        if secs.is_nan() || secs <= 0.0 || secs.is_infinite() {
+            return self.bytes;
+        }
+        // Float noise of an exact quotient does not cost a nanosecond.
+        let ns = (secs * 1e9 - 1e-6).ceil().max(1.0);
+        ns * 1e-9 * port
+    }
 }
 
 /// What the policy keeps of a coflow with elephants.
@@ -100,8 +147,10 @@ impl Kept {
         for f in view.flows_of(id).filter(|f| f.elephant) {
             let p = pairs.entry((f.spec.src.rack, f.spec.dst.rack)).or_default();
             p.flows.push(f.spec.id);
-            p.bytes += progress.remaining_bytes(f);
             elephants += 1;
+        }
+        for p in pairs.values_mut() {
+            p.read(view, progress);
         }
         Kept {
             known,
@@ -109,6 +158,13 @@ impl Kept {
             elephants,
             stale: false,
         }
+    }
+
+    /// Whether `f` is one of its kept elephants.
+    fn holds(&self, f: &FlowView) -> bool {
+        self.pairs
+            .get(&(f.spec.src.rack, f.spec.dst.rack))
+            .is_some_and(|p| p.flows.contains(&f.spec.id))
     }
 }
 
@@ -193,7 +249,6 @@ impl Sunflow {
         // last looked at (in id order): gone, joined by flows, or with
         // fewer active elephants than kept.
         let mut lost: Vec<CoflowId> = Vec::new();
-        let elephants = |id: CoflowId| view.flows_of(id).filter(|f| f.elephant).count();
         for (&id, kept) in &mut self.coflows {
             match view.coflows.get(&id) {
                 None => {
@@ -204,7 +259,9 @@ impl Sunflow {
                     joined = true;
                     lost.push(id);
                     kept.known = cv.known_bytes;
-                    if elephants(id) > kept.elephants {
+                    // By identity: an elephant may have left as another
+                    // joined, leaving the count as it was.
+                    if view.flows_of(id).any(|f| f.elephant && !kept.holds(f)) {
                         kept.stale = true;
                         arrived = true;
                     }
@@ -220,7 +277,7 @@ impl Sunflow {
                 continue;
             }
             joined = true;
-            if elephants(id) > 0 {
+            if view.flows_of(id).any(|f| f.elephant) {
                 arrived = true; // read whole at the plan
             } else {
                 self.mice.insert(id, cv.known_bytes);
@@ -288,12 +345,7 @@ impl Sunflow {
                 let Some(p) = coflows.get_mut(c).and_then(|k| k.pairs.get_mut(&pair)) else {
                     continue;
                 };
-                p.bytes = p
-                    .flows
-                    .iter()
-                    .filter_map(|id| view.flows.get(id))
-                    .map(|f| progress.remaining_bytes(f))
-                    .sum();
+                p.read(view, progress);
             }
         }
         self.moved
@@ -353,7 +405,7 @@ impl Sunflow {
                     layer.push(PairDemand {
                         src,
                         dst,
-                        bytes: p.bytes,
+                        bytes: p.demand(&fabric),
                     });
                 }
                 chain.push(c);

@@ -29,8 +29,11 @@ struct Driver {
 
 impl Driver {
     fn new() -> Driver {
+        Driver::on(fabric())
+    }
+    fn on(fabric: FabricParams) -> Driver {
         Driver {
-            view: NetView::new(fabric()),
+            view: NetView::new(fabric),
             plans: PairPlans::default(),
         }
     }
@@ -241,4 +244,61 @@ fn coflows_are_ordered_by_their_busiest_port() {
     add(3, 2, 1, 2, 2_005_000);
     s.schedule(Nanos::ZERO, &view);
     assert_eq!(s.order(), &[CoflowId(1), CoflowId(2)]);
+}
+
+/// An elephant that joins its coflow's rack pair between two calls, as the
+/// pair's last kept elephant leaves (the coflow's count of elephants stays
+/// as it was), is planned on the pair's circuit.
+#[test]
+fn an_elephant_joining_as_another_leaves_is_planned() {
+    let mut d = Driver::new();
+    let mut s = Sunflow::default();
+    // Coflow 1: 0 -> 1 and 0 -> 2, 1 MB each; 0 -> 1 first (pair order).
+    d.add(ms(0), 1, 1, 0, 1, MB);
+    d.add(ms(0), 3, 1, 0, 2, MB);
+    d.call(&mut s, ms(0));
+    assert_eq!(d.circuits(), vec![(0, 1, 10)]);
+    // Flow 1 is done at 1.01 s, and flow 2 joins the pair 0 -> 1 then.
+    d.done(1);
+    d.add(ms(1_010), 2, 1, 0, 1, MB);
+    d.call(&mut s, ms(1_010));
+    assert_eq!(d.plan(1, 0, 1), Some(FlowPlan::ocs(0)), "{:?}", d.plans);
+}
+
+/// A host slower than a circuit: one 1 MB flow from a 0.25 MB/s NIC over
+/// a 1 MB/s circuit needs 4 s, and its reservation (the plan's end) says
+/// so: δ + 4 s, not δ + 1 s, after which Sunflow would take the circuit
+/// back, set it up again for what is left, and pay δ each time.
+#[test]
+fn a_reservation_lasts_as_long_as_the_pairs_busiest_host_needs() {
+    let mut d = Driver::on(FabricParams {
+        host_rate: Bps(2_000_000),
+        ..fabric()
+    });
+    let mut s = Sunflow::default();
+    d.add(ms(0), 1, 1, 0, 1, MB);
+    let first = d.call(&mut s, ms(0));
+    assert_eq!(first.wake_at, Some(ms(4_010)));
+    // Two 1 MB flows from two hosts with 1 MB/s NICs: the circuit binds
+    // (2 MB at 1 MB/s), δ + 2 s.
+    let mut d = Driver::on(FabricParams {
+        hosts_per_rack: 2,
+        host_rate: Bps(8_000_000),
+        ..fabric()
+    });
+    let mut s = Sunflow::default();
+    d.add(ms(0), 1, 1, 0, 1, MB);
+    d.view.insert_flow(
+        FlowSpec {
+            id: FlowId(2),
+            coflow: CoflowId(1),
+            src: HostId::new(0, 1),
+            dst: HostId::new(1, 1),
+            bytes: Bytes(MB),
+            weight: 1,
+        },
+        ms(0),
+    );
+    let first = d.call(&mut s, ms(0));
+    assert_eq!(first.wake_at, Some(ms(2_010)));
 }
