@@ -284,20 +284,22 @@ impl<N: NetworkModel> Simulation<N> {
         })
     }
 
-    /// The earliest of: engine wake-up, compute completion, network event, load sample.
+    /// The earliest of: engine wake-up, compute completion, network event,
+    /// perturbation, and a load sample before one of those; `None` if none
+    /// is left (load samples alone change nothing: the run is stalled).
     fn next_time(&self) -> Option<Nanos> {
-        let sample = self.next_sample.filter(|_| self.engine.flows_in_flight() > 0);
         let step_end = |t: Nanos| step_end(t, self.config.quantum);
-        [
+        let next = [
             self.engine.next_wakeup().map(step_end),
             self.timers.peek().map(|Reverse((t, ..))| step_end(*t)),
             self.net.next_event_at(),
-            sample,
             self.external.front().map(|(t, _)| step_end(*t)),
         ]
         .into_iter()
         .flatten()
-        .min()
+        .min()?;
+        let sample = self.next_sample.filter(|_| self.engine.flows_in_flight() > 0);
+        Some(sample.map_or(next, |s| s.min(next)))
     }
 
     /// Everything that happens at `t`.

@@ -55,6 +55,12 @@ impl FlowPlan {
         }
     }
 
+    /// Whether a flow following it may send (it neither waits nor is
+    /// paced at 0).
+    pub fn moves(&self) -> bool {
+        self.path != Path::Wait && self.cap != Some(Bps(0))
+    }
+
     /// Over the circuit on `port`, sharing it as TCP would.
     pub fn ocs(port: u32) -> FlowPlan {
         FlowPlan {

@@ -42,9 +42,12 @@ impl HeldPlans {
 
     /// Puts into `out` (cleared first) the held plans of the flows active
     /// in `view`, in flow-id order, and returns true, if no coflow arrived
-    /// or completed since they were computed and every active flow has one
-    /// (no flow arrived); returns false otherwise (recompute).
-    /// O(active flows + held plans), one merge walk.
+    /// or completed since they were computed, every active flow has one
+    /// (no flow arrived) and one of them moves; returns false otherwise
+    /// (recompute). The last condition keeps the network live: when every
+    /// flow the plans served has left before its coflow completed, the
+    /// held rates would leave the rest waiting with no coflow event to
+    /// come. O(active flows + held plans), one merge walk.
     pub fn still(&self, view: &NetView, out: &mut Vec<(FlowId, FlowPlan)>) -> bool {
         out.clear();
         if !self.valid || !self.coflows.iter().copied().eq(view.coflows.keys().copied()) {
@@ -52,6 +55,7 @@ impl HeldPlans {
         }
         out.reserve(view.flows.len());
         let mut held = self.plans.iter().peekable();
+        let mut moves = view.flows.is_empty();
         for &id in view.flows.keys() {
             loop {
                 match held.peek().map(|&&(f, _)| f.cmp(&id)) {
@@ -60,7 +64,10 @@ impl HeldPlans {
                         held.next();
                     }
                     Some(Ordering::Equal) => {
-                        out.extend(held.next().copied());
+                        if let Some(&(f, plan)) = held.next() {
+                            moves |= plan.moves();
+                            out.push((f, plan));
+                        }
                         break;
                     }
                     // A flow that arrived since: not planned.
@@ -68,7 +75,7 @@ impl HeldPlans {
                 }
             }
         }
-        true
+        moves
     }
 }
 
@@ -145,5 +152,24 @@ mod tests {
         assert_eq!(still(&held, &view(&[(1, 1), (2, 1), (3, 2), (4, 2)])), None);
         held.clear();
         assert_eq!(still(&held, &all), None);
+    }
+
+    #[test]
+    fn held_plans_that_leave_every_active_flow_waiting_are_recomputed() {
+        // Flow 1 was served, flows 2 and 3 held back. While flow 1 is
+        // active the plans stand; once it has left (its coflow still
+        // active) nothing held moves, and the policy must look again.
+        let mut held = HeldPlans::default();
+        let all = view(&[(1, 1), (2, 1), (3, 2)]);
+        held.hold(
+            &all,
+            &[
+                (FlowId(1), FlowPlan::eps_paced(1.0)),
+                (FlowId(2), FlowPlan::WAIT),
+                (FlowId(3), FlowPlan::eps_paced(0.0)),
+            ],
+        );
+        assert!(still(&held, &all).is_some());
+        assert_eq!(still(&held, &view(&[(2, 1), (3, 2)])), None);
     }
 }

@@ -6,7 +6,9 @@
 
 use super::handover_tests::done;
 use super::{FluidNetwork, NetError, NetEvent};
-use ocslab_core::coflow::{self, CoflowPolicy, Decision, FabricParams, NetView, Progress, Triggers};
+use ocslab_core::coflow::{
+    self, CoflowPolicy, Decision, FabricParams, FlowPlan, NetView, Progress, Triggers,
+};
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_core::{Bps, Bytes, HostId, Nanos};
 use std::sync::{Arc, Mutex};
@@ -320,6 +322,68 @@ fn a_coflow_done_policy_is_called_when_a_coflows_last_flow_leaves_only() {
     );
     let calls = log.lock().map(|l| l.clone()).unwrap_or_default();
     assert_eq!(calls, vec![ms(50), ms(400), ms(600)]);
+    assert_eq!(net.stats().policy_calls, 3);
+}
+
+/// Holds flow 2 back at its first call and lets every flow go at later
+/// calls; called at arrivals and when a coflow completes.
+struct HoldsBackOnce(u64);
+
+impl CoflowPolicy for HoldsBackOnce {
+    fn name(&self) -> &'static str {
+        "holds-back-once"
+    }
+    fn uses_ocs(&self) -> bool {
+        false
+    }
+    fn triggers(&self) -> Triggers {
+        Triggers {
+            arrivals: coflow::Arrivals::Every,
+            departures: coflow::Departures::CoflowDone,
+            circuit_up: false,
+        }
+    }
+    fn decide(&mut self, _now: Nanos, view: &NetView, _progress: &dyn Progress) -> Decision {
+        self.0 += 1;
+        let first = self.0 == 1;
+        let plans = view
+            .flows
+            .keys()
+            .map(|&id| match id {
+                FlowId(2) if first => (id, FlowPlan::WAIT),
+                _ => (id, FlowPlan::EPS),
+            })
+            .collect();
+        Decision {
+            plans,
+            ..Decision::default()
+        }
+    }
+}
+
+#[test]
+fn a_policy_that_leaves_every_flow_waiting_is_asked_again() {
+    // Coflow 1: flows 1 and 2, 100 kB each, rack 0 -> 1 and rack 2 -> 3,
+    // each alone on a 1 MB/s uplink. The call at their arrival holds flow
+    // 2 back. Flow 1 leaves at 100 ms; its coflow goes on, so no trigger
+    // calls the policy, and nothing left would ever move. The network
+    // asks again at once, and flow 2 takes 100 ms: done at 200 ms, where
+    // the coflow's completion calls the policy a third time.
+    let mut net = FluidNetwork::on_fabric(fabric(), Box::new(HoldsBackOnce(0)));
+    let ms = Nanos::from_millis;
+    net.add_flows(
+        ms(0),
+        &[
+            flow(1, 1, (0, 0), (1, 0), 100_000),
+            flow(2, 1, (2, 0), (3, 0), 100_000),
+        ],
+    );
+    let mut events = Vec::new();
+    while let Some(t) = net.next_event_at() {
+        events.extend(net.advance_to(t));
+    }
+    let finished: Vec<(u64, Nanos)> = done(events).into_iter().map(|f| (f.0, f.1)).collect();
+    assert_eq!(finished, vec![(1, ms(100)), (2, ms(200))]);
     assert_eq!(net.stats().policy_calls, 3);
 }
 

@@ -87,6 +87,8 @@ pub struct FluidNetwork {
     stale: Vec<(PairKey, FlowId)>,
     now: Nanos,
     wake_at: Option<Nanos>,
+    /// When the policy was last asked.
+    asked_at: Option<Nanos>,
     bundles: Vec<Bundle>,
     bundle_of: BundleIndex,
     free_bundles: Vec<usize>,
@@ -185,6 +187,7 @@ impl FluidNetwork {
             stale: Vec::new(),
             now: Nanos::ZERO,
             wake_at: None,
+            asked_at: None,
             bundles: Vec::new(),
             bundle_of: BundleIndex::new(&fabric),
             free_bundles: Vec::new(),
@@ -445,11 +448,35 @@ impl FluidNetwork {
         }
     }
 
-    /// Solves the rates if flows left since the last solve.
+    /// Solves the rates if flows left since the last solve. If that leaves
+    /// flows that can never move (nothing due: no finish, circuit, slot or
+    /// wake-up), the policy is asked again, once per instant: what its last
+    /// decision held back may move now that the flows it served have left.
+    /// (Varys holds its rates between coflow events, so when a coflow's
+    /// served flows finish before the coflow does, the rest would
+    /// otherwise wait forever.)
     pub fn settle(&mut self) {
         if self.rates_stale {
             self.update_rates();
         }
+        if self.stuck() {
+            self.ask_policy();
+            self.rates_stale = true;
+            self.update_rates();
+        }
+    }
+
+    /// Whether flows are left with nothing due, and the policy (which is
+    /// called) has not been asked at this instant.
+    fn stuck(&self) -> bool {
+        if !self.policy_is_called() || self.asked_at == Some(self.now) || self.view.flows.is_empty() {
+            return false;
+        }
+        let due = self.finishes.peek().is_some()
+            || self.first_clock_finish.is_some()
+            || self.wake_at.is_some()
+            || self.next_slot_at().is_some();
+        !due && self.next_event_at().is_none()
     }
 
     /// Totals so far (bytes count when their flow finishes).
