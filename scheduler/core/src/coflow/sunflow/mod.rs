@@ -117,7 +117,7 @@ impl Pair {
         if nic > 0.0 {
             secs = secs.max(self.busiest_host / nic);
         }
-        if secs.is_nan() || secs <= 0.0 || secs.is_infinite() {
+        if !secs.is_finite() || secs <= 0.0 {
             return self.bytes;
         }
         // Float noise of an exact quotient does not cost a nanosecond.

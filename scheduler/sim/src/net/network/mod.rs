@@ -472,6 +472,7 @@ impl FluidNetwork {
         if !self.policy_is_called() || self.asked_at == Some(self.now) || self.view.flows.is_empty() {
             return false;
         }
+        // The cheap parts of `next_event_at` first: it also scans the circuits.
         let due = self.finishes.peek().is_some()
             || self.first_clock_finish.is_some()
             || self.wake_at.is_some()
