@@ -487,6 +487,177 @@ fn tc_mirred_refuses_two_circuits_on_one_rack_pair() {
     f.down().unwrap();
 }
 
+/// Writes one Ethernet frame straight onto ToR `rack`'s OCS transceiver 0,
+/// as if the ToR had sent it: source MAC `smac`, aimed at ToR `to`'s
+/// transceiver 0, carrying a UDP datagram to its first host's discard port.
+fn frame_onto_the_ocs(f: &Fabric, rack: u32, to: u32, smac: [u8; 6]) {
+    use nix::libc;
+    let dmac = fabric::plan::tor_ocs_mac(to, 0);
+    let mut frame = Vec::with_capacity(60);
+    frame.extend_from_slice(&dmac);
+    frame.extend_from_slice(&smac);
+    frame.extend_from_slice(&[0x08, 0x00]);
+    let (src, dst) = (f.host_addr(h(rack, 0)).octets(), f.host_addr(h(to, 0)).octets());
+    let mut ip = [
+        0x45, 0x08, 0, 46, 0, 0, 0x40, 0, 63, 17, 0, 0, src[0], src[1], src[2], src[3], dst[0], dst[1],
+        dst[2], dst[3],
+    ];
+    let sum = ip
+        .chunks(2)
+        .fold(0u32, |a, w| a + u32::from(u16::from_be_bytes([w[0], w[1]])));
+    let sum = !(((sum & 0xffff) + (sum >> 16)) as u16);
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    frame.extend_from_slice(&ip);
+    frame.extend_from_slice(&[0x30, 0x39, 0, 9, 0, 26, 0, 0]);
+    frame.resize(14 + 46, 0);
+    let tor = &f.plan().namespaces[f.plan().tor_ns(rack)].name;
+    let ns = fabric::netns::NetNs::open(tor).unwrap();
+    let sent = ns
+        .enter(|| -> std::io::Result<isize> {
+            use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+            // SAFETY: socket(2) with constant arguments; a non-negative
+            // result is a descriptor this function then owns.
+            let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: `fd` is open and owned by nothing else.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // SAFETY: all-zero is a valid sockaddr_ll.
+            let mut to: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            to.sll_family = libc::AF_PACKET as u16;
+            to.sll_ifindex = fabric::plan::TOR_OCS_INDEX as i32;
+            to.sll_halen = 6;
+            to.sll_addr[..6].copy_from_slice(&dmac);
+            // SAFETY: the buffer and the address are live locals of the
+            // lengths given.
+            let n = unsafe {
+                libc::sendto(
+                    fd.as_raw_fd(),
+                    frame.as_ptr().cast(),
+                    frame.len(),
+                    0,
+                    (&to as *const libc::sockaddr_ll).cast(),
+                    std::mem::size_of::<libc::sockaddr_ll>() as u32,
+                )
+            };
+            if n < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(n)
+        })
+        .unwrap();
+    match sent {
+        Ok(n) => assert_eq!(n, frame.len() as isize, "a short send"),
+        Err(e) => panic!("writing a frame onto rack {rack}'s transceiver: {e}"),
+    }
+}
+
+/// The OCS judges a packet by the time its ToR sent it on, which the ToR
+/// stamps into the source MAC, not by when the packet reaches the port
+/// (a few µs of kernel path later, where a datacenter has metres of
+/// fibre). Frames are written straight onto rack 0's transceiver, each
+/// stamped and aimed by hand, after rack 0's circuit moved from rack 1 to
+/// rack 2 (dark at `dark_at`, up at `up_at`); the port's counters say which
+/// crossed.
+#[test]
+fn the_ocs_judges_a_packet_by_when_its_tor_sent_it() {
+    if skip("the_ocs_judges_a_packet_by_when_its_tor_sent_it") {
+        return;
+    }
+    let _alone = alone();
+    let f = up(3, 1, 1, Datapath::Ebpf);
+    let ocs = f.ocs().unwrap();
+    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
+        .unwrap();
+    let rec = ocs
+        .set_matching_with_delay(&[circuit(0, 2, 0)], Nanos::from_millis(5))
+        .unwrap();
+    let dark_at = rec.events.iter().find(|e| !e.up).expect("a down event").at;
+    let up_at = rec.up_at();
+    assert!(fabric::clock::now() >= up_at, "a waiting call returns once up");
+    let stamp = |t: u64| ebpf::stamp_mac(Nanos(t));
+    let unstamped = fabric::plan::tor_ocs_mac(0, 0);
+    // (what, aimed at, source MAC, the rack it reaches if it crosses)
+    let ahead = stamp(fabric::clock::now().0 + 2_000_000_000);
+    let cases = [
+        (
+            "sent to rack 1 just before the port went dark",
+            1,
+            stamp(dark_at.0 - 1_000),
+            Some(1),
+        ),
+        (
+            "sent to rack 1 just after the port went dark",
+            1,
+            stamp(dark_at.0 + 1_000),
+            None,
+        ),
+        (
+            "sent to rack 2 while its circuit was dark",
+            2,
+            stamp(up_at.0 - 1_000),
+            None,
+        ),
+        (
+            "sent to rack 2 once its circuit was up",
+            2,
+            stamp(up_at.0 + 1_000),
+            Some(2),
+        ),
+        (
+            "sent to rack 2 before the move",
+            2,
+            stamp(dark_at.0 - 1_000),
+            None,
+        ),
+        // Judged by the port's clock, as a frame no ToR sent: the circuit's rack.
+        ("aimed at rack 1, unstamped", 1, unstamped, Some(2)),
+        ("aimed at rack 1, stamped two seconds ahead", 1, ahead, Some(2)),
+    ];
+    let counters = || ocs.port_stats().unwrap()[0];
+    let delivered = |rack: u32| {
+        f.counters()
+            .unwrap()
+            .ocs_ports
+            .iter()
+            .find(|p| p.rack == rack)
+            .map_or(0, |p| p.to_rack_bytes)
+    };
+    for (what, to, smac, lands) in cases {
+        let before = counters();
+        let to_racks = [delivered(1), delivered(2)];
+        frame_onto_the_ocs(&f, 0, to, smac);
+        assert!(
+            eventually(Duration::from_secs(5), || {
+                let now = counters();
+                now.packets + now.dropped > before.packets + before.dropped
+            }),
+            "{what}: the port never saw the frame"
+        );
+        let after = counters();
+        assert_eq!(
+            (after.packets - before.packets, after.dropped - before.dropped),
+            if lands.is_some() { (1, 0) } else { (0, 1) },
+            "{what}: crossed {}, dropped {}",
+            after.packets - before.packets,
+            after.dropped - before.dropped
+        );
+        // What crosses reaches one rack, and the other sees nothing.
+        let got = |rack: u32| delivered(rack) - to_racks[rack as usize - 1];
+        let want = |rack: u32| if lands == Some(rack) { 60 } else { 0 };
+        assert!(
+            eventually(Duration::from_secs(5), || got(1) == want(1) && got(2) == want(2)),
+            "{what}: racks 1 and 2 got {} and {} bytes, want {} and {}",
+            got(1),
+            got(2),
+            want(1),
+            want(2)
+        );
+    }
+    f.down().unwrap();
+}
+
 /// Down frees every program and map of the run with its namespaces; nothing is
 /// pinned, so nothing else can be left.
 #[test]

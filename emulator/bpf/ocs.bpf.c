@@ -5,9 +5,9 @@
 // Two tc programs share one circuit table:
 //
 // - `ocs_port` runs on the ingress of every OCS port (namespace `ocs`,
-//   interface index OCS_IFINDEX + port). It looks up the port's circuit and
-//   redirects the packet to the output port's egress, or drops it when the
-//   port has no circuit or the circuit is still dark (now < up_at).
+//   interface index OCS_IFINDEX + port). It redirects the packet to the
+//   output port's egress if the port's circuit to it was usable when the
+//   packet left its ToR, and drops it otherwise (no circuit, or dark).
 // - `tor_ingress` runs on the ingress of every ToR downlink (packets from the
 //   rack's hosts). A packet marked for the OCS whose destination is in
 //   another rack leaves through one of the ToR's OCS ports when a usable
@@ -23,6 +23,18 @@
 // - mode ON_DEMAND: circuits[port].out is set and now >= circuits[port].up_at;
 // - mode SCHEDULE: in the slot of a repeating schedule that `now` falls in,
 //   the port has an output and the slot's dark time for it has passed.
+//
+// The ToR-to-OCS hop is a fibre of a few metres, nanoseconds; here it is a
+// few microseconds of kernel path. So that it adds neither dark time nor
+// loss, the OCS judges a packet by the time its ToR sent it on, not by the
+// time it reaches the port: `tor_ingress` writes its clock reading into the
+// packet's source MAC (STAMP_MARK, then the low 40 bits of the time), and
+// `ocs_port` forwards the packet if the output the ToR aimed it at (its
+// destination MAC: the far ToR's transceiver) was the port's usable circuit
+// at that time. An on-demand circuit therefore keeps the output it had
+// before its last reconfiguration (`prev_out`) for packets sent before the
+// port went dark (`down_at`). A packet with no stamp, or one claiming to be
+// older than STAMP_MAX_AGE_NS, is judged by the port's own clock.
 //
 // The Rust side (emulator/src/fabric/ebpf.rs) loads this object with aya,
 // sets the read-only globals below and writes the maps. Rebuild the shipped
@@ -42,6 +54,10 @@
 #define MODE_SCHEDULE 1
 #define OCS_DSCP 2             // TOS 0x08: any circuit of the pair
 #define OCS_WAVELENGTH_DSCP 32 // DSCP 32 + w: the circuit on wavelength w
+#define STAMP_MARK 0x06        // first byte of a stamped source MAC (local, unicast)
+#define STAMP_BITS 40
+#define STAMP_MASK ((1ull << STAMP_BITS) - 1)
+#define STAMP_MAX_AGE_NS 1000000000ull
 
 // Set by the loader before the programs are loaded.
 volatile const __u32 n_ports = 1;      // racks x wavelengths
@@ -51,11 +67,12 @@ volatile const __u32 ocs_ifindex = 10; // OCS port p is interface ocs_ifindex + 
 volatile const __u32 tor_ocs_ifindex = 100; // ToR transceiver w is tor_ocs_ifindex + w
 volatile const __u32 net_base = 0;     // first address of the range, host order
 
-// The on-demand circuit of an input port.
+// The on-demand circuit of an input port, and the one before it.
 struct circuit {
-    __u32 out;     // output port, or NO_PORT
-    __u32 pad;
-    __u64 up_at;   // usable from this time on
+    __u32 out;      // output port, or NO_PORT
+    __u32 prev_out; // the output before the port last went dark, or NO_PORT
+    __u64 up_at;    // `out` is usable from this time on
+    __u64 down_at;  // `prev_out` carried packets sent before this time
 };
 
 // A repeating schedule of matchings. Slot s covers
@@ -147,13 +164,67 @@ static __always_inline __u32 circuit_at(__u32 port, __u64 now)
     return c->out;
 }
 
+// Whether `port` carried packets to `out` at `sent`, a time the packet's
+// ToR read its clock: the current circuit, or on demand the one before it.
+static __always_inline int carried_at(__u32 port, __u32 out, __u64 sent)
+{
+    if (circuit_at(port, sent) == out)
+        return 1;
+    __u32 zero = 0;
+    __u32 *m = bpf_map_lookup_elem(&mode, &zero);
+    if (m && *m == MODE_SCHEDULE)
+        return 0;
+    struct circuit *c = bpf_map_lookup_elem(&circuits, &port);
+    return c && c->prev_out == out && sent < c->down_at;
+}
+
+// The time a packet's ToR stamped in its source MAC, if it is stamped and
+// not older than STAMP_MAX_AGE_NS; else 0.
+static __always_inline __u64 stamp_of(const __u8 *smac, __u64 now)
+{
+    if (smac[0] != STAMP_MARK)
+        return 0;
+    __u64 low = 0;
+    for (int i = 1; i < ETH_ALEN; i++)
+        low = (low << 8) | smac[i];
+    __u64 age = (now - low) & STAMP_MASK;
+    if (age > STAMP_MAX_AGE_NS || age > now)
+        return 0;
+    return now - age;
+}
+
+// The output port a packet's destination MAC names (the far ToR's
+// transceiver: 02:0c:rack:rack:wavelength:01), or NO_PORT.
+static __always_inline __u32 aimed_at(const __u8 *dmac)
+{
+    __u32 rack = ((__u32)dmac[2] << 8) | dmac[3];
+    __u32 w = dmac[4];
+    if (dmac[0] != 0x02 || dmac[1] != 0x0c || dmac[5] != 0x01 || rack >= racks || w >= wavelengths)
+        return NO_PORT;
+    return rack * wavelengths + w;
+}
+
 SEC("classifier")
 int ocs_port(struct __sk_buff *skb)
 {
     __u32 port = skb->ifindex - ocs_ifindex;
     if (port >= n_ports)
         return TC_ACT_SHOT;
-    __u32 out = circuit_at(port, bpf_ktime_get_ns());
+    __u64 now = bpf_ktime_get_ns();
+    __u32 out = NO_PORT;
+    void *data = (void *)(long)skb->data;
+    void *data_end = (void *)(long)skb->data_end;
+    struct ethhdr *eth = data;
+    __u64 sent = 0;
+    if ((void *)(eth + 1) <= data_end)
+        sent = stamp_of(eth->h_source, now);
+    if (sent) {
+        __u32 aim = aimed_at(eth->h_dest);
+        if (aim != NO_PORT && carried_at(port, aim, sent))
+            out = aim;
+    } else {
+        out = circuit_at(port, now);
+    }
     struct port_stats *st = bpf_map_lookup_elem(&stats, &port);
     if (out == NO_PORT || out >= n_ports) {
         if (st)
@@ -225,8 +296,9 @@ int tor_ingress(struct __sk_buff *skb)
         }
     }
 
-    // Forward as the ToR's router would: new MACs, TTL - 1.
-    __u8 smac[ETH_ALEN] = {0x02, 0x0c, src >> 8, src, wl, 0x01};
+    // Forward as the ToR's router would: new MACs, TTL - 1. The source MAC
+    // carries the time the ToR sent the packet on (see the top).
+    __u8 smac[ETH_ALEN] = {STAMP_MARK, now >> 32, now >> 24, now >> 16, now >> 8, now};
     __u8 dmac[ETH_ALEN] = {0x02, 0x0c, dst >> 8, dst, wl, 0x01};
     __u16 old = *(__u16 *)&ip->ttl;
     ip->ttl--;

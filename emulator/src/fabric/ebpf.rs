@@ -15,13 +15,22 @@
 //!
 //! A circuit is one entry of the map `circuits`, indexed by input port
 //! (rack × wavelengths + wavelength): the output port and `up_at`, the
-//! CLOCK_MONOTONIC time from which it carries packets. A reconfiguration
-//! writes only the ports that change (not-all-stop), in two passes so that a
-//! program reading an entry while it is written never sees a usable circuit
-//! early: first every changed port becomes `{none, never}` (dark), then each
-//! new circuit `{out, up_at}` with `up_at` = the end of the first pass + δ.
-//! No rtnl lock is taken and no timer runs: the kernel compares `up_at` with
-//! its clock on every packet.
+//! CLOCK_MONOTONIC time from which it carries packets, and the output it
+//! had before (`prev_out`) with `down_at`, the time it went dark. A
+//! reconfiguration writes only the ports that change (not-all-stop), in two
+//! passes so that a program reading an entry while it is written never sees
+//! a usable circuit early: first every changed port goes dark
+//! (`{none, never}`, its last output kept for packets already sent), then
+//! each new circuit `{out, up_at}` with `up_at` = `down_at` + δ, `down_at`
+//! being the end of the first pass. No rtnl lock is taken and no timer
+//! runs: the kernel compares `up_at` with its clock on every packet.
+//!
+//! The OCS judges a packet by the time its ToR sent it on, which the ToR
+//! writes into the packet's source MAC: the ToR-to-OCS hop, a few metres of
+//! fibre in a datacenter, is a few µs of kernel path here, and judged at
+//! the port it would add that much to every dark time and drop the packets
+//! in flight when a port goes dark. So a packet the ToR sent on before
+//! `down_at` still crosses to `prev_out` (see the C source's header).
 //!
 //! A repeating [`Schedule`] of matchings (a rotor) is written to the maps
 //! `schedule` and `slot_ports`; the map `mode` says which of the two the
@@ -47,21 +56,67 @@ pub use ocslab_core::optical::MAX_SLOTS;
 const MODE_ON_DEMAND: u32 = 0;
 const MODE_SCHEDULE: u32 = 1;
 
+/// The first byte of a source MAC that carries the time its ToR sent the
+/// packet on (`STAMP_MARK` of the C source).
+pub const STAMP_MARK: u8 = 0x06;
+
+/// The source MAC a ToR writes into a packet it sends to the OCS at `sent`
+/// (CLOCK_MONOTONIC): [`STAMP_MARK`], then the low 40 bits of the time in
+/// nanoseconds, most significant first. The OCS port rebuilds the full time
+/// from its own clock (40 bits wrap after 18 minutes; a stamp older than a
+/// second, or ahead of the port's clock, is ignored).
+pub fn stamp_mac(sent: Nanos) -> [u8; 6] {
+    let t = sent.0.to_be_bytes();
+    [STAMP_MARK, t[3], t[4], t[5], t[6], t[7]]
+}
+
 /// `struct circuit` of the C source.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct CircuitEntry {
     out: u32,
-    pad: u32,
+    prev_out: u32,
     up_at: u64,
+    down_at: u64,
 }
 
-/// A port with no circuit, never usable: what a changed port first becomes.
+/// A port with no circuit, never usable, and none before.
 const DARK: CircuitEntry = CircuitEntry {
     out: NO_PORT,
-    pad: 0,
+    prev_out: NO_PORT,
     up_at: u64::MAX,
+    down_at: 0,
 };
+
+impl CircuitEntry {
+    /// What `self` becomes while a reconfiguration changes it, read at
+    /// `now`: dark, with the output that last carried packets kept for
+    /// those sent before the port went dark (`down_at`, set by the second
+    /// pass; until then every such packet). A circuit still dark at `now`
+    /// never carried one, so the output before it stays.
+    fn going_dark(self, now: u64) -> CircuitEntry {
+        let carried = self.out != NO_PORT && self.up_at <= now;
+        CircuitEntry {
+            out: NO_PORT,
+            prev_out: if carried { self.out } else { self.prev_out },
+            up_at: u64::MAX,
+            down_at: if carried { u64::MAX } else { self.down_at },
+        }
+    }
+
+    /// The entry once the port went dark at `dark_at` (ns): `out` usable
+    /// from `up_at` (or dark), the output before kept for packets sent
+    /// before `dark_at`.
+    fn after(dark: CircuitEntry, dark_at: u64, next: Option<(u32, u64)>) -> CircuitEntry {
+        let (out, up_at) = next.unwrap_or((NO_PORT, u64::MAX));
+        CircuitEntry {
+            out,
+            prev_out: dark.prev_out,
+            up_at,
+            down_at: dark.down_at.min(dark_at),
+        }
+    }
+}
 
 /// `struct schedule` of the C source.
 #[repr(C)]
@@ -364,30 +419,35 @@ impl CircuitTable {
     }
 
     /// Not-all-stop reconfiguration of the on-demand table: every port in
-    /// `changed` goes dark now; those in `up` (port, output) carry packets
-    /// from δ after the last of them went dark. Returns (dark at, up at).
+    /// `changed` goes dark now; those in `up` (port, output; each also in
+    /// `changed`) carry packets from δ after the last of them went dark.
+    /// Returns (dark at, up at).
     pub fn reconfigure(
         &mut self,
         changed: &[u32],
         up: &[(u32, u32)],
         delay: Nanos,
     ) -> Result<(Nanos, Nanos), EbpfError> {
+        let now = clock::now().0;
+        let mut dark = Vec::with_capacity(changed.len());
         for &p in changed {
-            self.set_circuit(p, DARK)?;
+            let e = self.circuit(p)?.going_dark(now);
+            self.set_circuit(p, e)?;
+            dark.push((p, e));
         }
         let dark_at = clock::now();
         let up_at = Nanos(dark_at.0.saturating_add(delay.0));
-        for &(p, out) in up {
-            self.set_circuit(
-                p,
-                CircuitEntry {
-                    out,
-                    pad: 0,
-                    up_at: up_at.0,
-                },
-            )?;
+        for (p, e) in dark {
+            let next = up.iter().find(|&&(q, _)| q == p).map(|&(_, out)| (out, up_at.0));
+            self.set_circuit(p, CircuitEntry::after(e, dark_at.0, next))?;
         }
         Ok((dark_at, up_at))
+    }
+
+    fn circuit(&self, port: u32) -> Result<CircuitEntry, EbpfError> {
+        self.circuits
+            .get(&port, 0)
+            .map_err(err(format!("reading the circuit of port {port}")))
     }
 
     /// The on-demand table: (input port, output port) of every circuit,
@@ -395,10 +455,7 @@ impl CircuitTable {
     pub fn circuits(&self) -> Result<Vec<(u32, u32)>, EbpfError> {
         let mut out = Vec::new();
         for p in 0..self.n_ports {
-            let e = self
-                .circuits
-                .get(&p, 0)
-                .map_err(err(format!("reading the circuit of port {p}")))?;
+            let e = self.circuit(p)?;
             if e.out != NO_PORT {
                 out.push((p, e.out));
             }
@@ -478,5 +535,60 @@ impl CircuitTable {
                 }))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(out: u32, prev_out: u32, up_at: u64, down_at: u64) -> CircuitEntry {
+        CircuitEntry {
+            out,
+            prev_out,
+            up_at,
+            down_at,
+        }
+    }
+
+    #[test]
+    fn a_move_keeps_the_circuit_that_carried_packets_until_the_port_went_dark() {
+        // Port reaching output 1 since t = 100; at t = 500 it moves to output 2.
+        let up = entry(1, NO_PORT, 100, 0);
+        let dark = up.going_dark(500);
+        // While the move is written: nothing usable, output 1 kept for
+        // whatever was sent on it.
+        assert_eq!(dark, entry(NO_PORT, 1, u64::MAX, u64::MAX));
+        // Dark at 510, up at 510 + δ.
+        assert_eq!(
+            CircuitEntry::after(dark, 510, Some((2, 1510))),
+            entry(2, 1, 1510, 510)
+        );
+        // A port taken down with nothing after it.
+        assert_eq!(
+            CircuitEntry::after(dark, 510, None),
+            entry(NO_PORT, 1, u64::MAX, 510)
+        );
+    }
+
+    #[test]
+    fn a_circuit_that_never_came_up_leaves_the_one_before_it() {
+        // Moved to output 2 at 510 (up at 1510); moved again at 800, before
+        // 2 carried anything: output 1 still stands for packets sent before 510.
+        let pending = entry(2, 1, 1510, 510);
+        let dark = pending.going_dark(800);
+        assert_eq!(dark, entry(NO_PORT, 1, u64::MAX, 510));
+        assert_eq!(
+            CircuitEntry::after(dark, 805, Some((3, 1805))),
+            entry(3, 1, 1805, 510)
+        );
+    }
+
+    #[test]
+    fn a_stamp_is_the_low_40_bits_of_the_send_time() {
+        let t = Nanos(0x12_3456_789a_bcde);
+        assert_eq!(stamp_mac(t), [STAMP_MARK, 0x56, 0x78, 0x9a, 0xbc, 0xde]);
+        // Locally administered, unicast: never mistaken for a multicast source.
+        assert_eq!(STAMP_MARK & 0b11, 0b10);
     }
 }
