@@ -229,7 +229,71 @@ pub struct DarkFigures {
     /// For each move, the longest time the probe was silent at the gap's
     /// edges (no arrival at all), µs.
     pub silences_us: Vec<f64>,
+    /// Where each gap's excess over δ comes from (eBPF), µs.
+    pub excess: Option<GapExcess>,
 }
+
+/// A measured gap is δ + (the port's dark write to the last old-circuit
+/// packet's send) + (`up_at` to the first new-circuit packet's send) + (how
+/// much longer the new packet took from send to receive than the old one).
+/// The first two are the probe's sampling at the edges, the third the
+/// emulated path's jitter; none is the datapath's, which keeps the port
+/// dark from its write to `up_at` = δ after it. p50 and p99 over the moves
+/// matched to the calls that made them, µs (signed: a packet may leave its
+/// host just before `up_at` and meet the ToR after it).
+#[derive(Clone, Debug, Serialize)]
+pub struct GapExcess {
+    /// Moves matched to their call.
+    pub moves: usize,
+    /// `dark_at` − the last old-circuit packet's send time: p50, p99.
+    pub old_edge_us: (f64, f64),
+    /// The first new-circuit packet's send time − `up_at`: p50, p99.
+    pub new_edge_us: (f64, f64),
+    /// Its send-to-receive time − the old packet's: p50, p99.
+    pub transit_us: (f64, f64),
+}
+
+/// The `q` quantile of `v` (sorted in place), µs from ns; 0 when empty.
+fn quantile_us(v: &mut [i64], q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_unstable();
+    let i = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1;
+    v[i] as f64 / 1_000.0
+}
+
+/// [`GapExcess`] of `moves`, each matched to the call (`dark_at`, `up_at`)
+/// whose `up_at` is the latest at most [`EDGE_SLACK`] after its first new
+/// packet's send time; a move whose old packet left more than that after
+/// the call's `dark_at` is left out (matched to the wrong call).
+fn gap_excess(moves: &[Move], calls: &[(u64, u64)]) -> GapExcess {
+    let (mut old, mut new, mut transit) = (Vec::new(), Vec::new(), Vec::new());
+    for m in moves {
+        let i = calls.partition_point(|&(_, up_at)| up_at <= m.new.0 + EDGE_SLACK.0);
+        let Some(&(dark_at, up_at)) = i.checked_sub(1).and_then(|i| calls.get(i)) else {
+            continue;
+        };
+        if m.old.0 > dark_at + EDGE_SLACK.0 {
+            continue;
+        }
+        let ns = |a: u64, b: u64| a as i64 - b as i64;
+        old.push(ns(dark_at, m.old.0));
+        new.push(ns(m.new.0, up_at));
+        transit.push(ns(m.new.1, m.new.0) - ns(m.old.1, m.old.0));
+    }
+    let q = |v: &mut Vec<i64>| (quantile_us(v, 0.5), quantile_us(v, 0.99));
+    GapExcess {
+        moves: old.len(),
+        old_edge_us: q(&mut old),
+        new_edge_us: q(&mut new),
+        transit_us: q(&mut transit),
+    }
+}
+
+/// How far a gap's edge packet may be sent on the wrong side of its call's
+/// instants and still be matched to it.
+const EDGE_SLACK: Nanos = Nanos(50_000);
 
 /// Reconfigurations made before measuring (one-time kernel allocations).
 const WARMUP_ROUNDS: u32 = 2;
@@ -267,6 +331,8 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let load = CpuLoad::start(spec.load);
     let settle = Duration::from_nanos(spec.delay.0 * 2).max(Duration::from_millis(2));
     let (mut call, mut late) = (histogram()?, histogram()?);
+    // Each measured call's (dark_at, up_at).
+    let mut calls = Vec::new();
     std::thread::sleep(settle);
     let mut measured_from = 0;
     for k in 0..spec.rounds + WARMUP_ROUNDS {
@@ -298,6 +364,9 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         if k >= WARMUP_ROUNDS {
             record(&mut call, rec.call.0.max(1))?;
             record(&mut late, rec.setup_late.0.max(1))?;
+            if let Some(down) = rec.events.iter().find(|e| !e.up) {
+                calls.push((down.at.0, rec.up_at().0));
+            }
         } else {
             measured_from = rec.up_at().0;
         }
@@ -345,6 +414,7 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         gaps_us: moves.iter().map(|m| us(m.dark_ns)).collect(),
         gaps_sent_us: moves.iter().map(|m| us(m.dark_sent_ns)).collect(),
         silences_us: moves.iter().map(|m| us(m.silence_ns)).collect(),
+        excess: ebpf.then(|| gap_excess(&moves, &calls)),
     })
 }
 
@@ -368,8 +438,7 @@ fn move_from_the_probe(
     let (slot, ocs, reached, closing) = (made.clone(), ocs.clone(), reached.clone(), gate.clone());
     let (circuits, new_aim) = (to.0.to_vec(), to.1);
     errand.hand(call_at, move || {
-        let rec = ocs.begin_matching_with_delay(&circuits, delay);
-        reached.store(new_aim, Ordering::Relaxed);
+        let rec = ocs.begin_matching_then(&circuits, delay, || reached.store(new_aim, Ordering::Relaxed));
         let up_at = rec.as_ref().map_or(0, |r| r.up_at().0);
         closing.open_until(Nanos(up_at.max(clock::now().0) + GATE_TAIL.0));
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(rec);
@@ -405,6 +474,10 @@ struct Move {
     /// [`EDGE_PACKETS`] at the old rack and the first at the new one
     /// (`None` when either edge has fewer than two).
     spacing_ns: Option<u64>,
+    /// The last old-circuit packet: (sent, seen), CLOCK_MONOTONIC.
+    old: (u64, u64),
+    /// The first new-circuit packet: the same.
+    new: (u64, u64),
 }
 
 /// The mean time between the first `EDGE_PACKETS` of `edge` (arrival times
@@ -446,6 +519,8 @@ fn dark_moves(arrivals: &[probe::Arrival]) -> Vec<Move> {
                     dark_sent_ns: a.sent.saturating_sub(all[l].sent),
                     silence_ns,
                     spacing_ns: old.zip(new).map(|((t0, n0), (t1, n1))| (t0 + t1) / (n0 + n1)),
+                    old: (all[l].sent, all[l].seen),
+                    new: (a.sent, a.seen),
                 });
             }
         }
@@ -750,6 +825,37 @@ mod tests {
             "no send times in this case"
         );
         assert_eq!(got, vec![(1_000, 720), (2_000, 2_000)]);
+    }
+
+    /// A gap of 1,012 µs at δ = 1 ms is 3 µs at the old edge, 5 µs at the
+    /// new one and 4 µs of transit; a move sent long after its call's
+    /// `dark_at` belongs to no call and is left out.
+    #[test]
+    fn a_gap_splits_into_the_probes_edges_and_the_paths_jitter() {
+        let mv = |old: (u64, u64), new: (u64, u64)| Move {
+            dark_ns: new.1 - old.1,
+            dark_sent_ns: new.0 - old.0,
+            silence_ns: 0,
+            spacing_ns: None,
+            old,
+            new,
+        };
+        let calls = [(10_000_000, 11_000_000), (20_000_000, 21_000_000)];
+        let moves = [
+            // Sent 3 µs before the write, 10 µs in transit; the new packet
+            // 5 µs after up_at, 14 µs in transit.
+            mv((9_997_000, 10_007_000), (11_005_000, 11_019_000)),
+            // The second call: 1 µs, 2 µs, equal transits.
+            mv((19_999_000, 20_009_000), (21_002_000, 21_012_000)),
+            // Its old packet left 200 µs after the second call's write.
+            mv((20_200_000, 20_210_000), (21_002_000, 21_012_000)),
+        ];
+        assert_eq!(moves[0].dark_ns, 1_012_000);
+        let x = gap_excess(&moves, &calls);
+        assert_eq!(x.moves, 2);
+        assert_eq!(x.old_edge_us, (1.0, 3.0));
+        assert_eq!(x.new_edge_us, (2.0, 5.0));
+        assert_eq!(x.transit_us, (0.0, 4.0));
     }
 
     /// The dark-time probe follows `reached` from its next packet on; every

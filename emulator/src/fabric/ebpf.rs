@@ -328,6 +328,12 @@ pub struct CircuitTable {
     schedule: Array<MapData, ScheduleEntry>,
     slot_ports: Array<MapData, SlotPortEntry>,
     stats: PerCpuArray<MapData, PortStats>,
+    /// What this handle last wrote to (or read from) `circuits`, per port:
+    /// a reconfiguration takes each changed port's last output from here
+    /// instead of a system call. Another process's writes since would
+    /// leave it stale, which can only drop packets sent just before a move
+    /// (the port forwards a packet nowhere but where its ToR aimed it).
+    written: Vec<CircuitEntry>,
 }
 
 impl std::fmt::Debug for CircuitTable {
@@ -343,14 +349,17 @@ impl CircuitTable {
         n_ports: u32,
         mut take: impl FnMut(&str) -> Result<Map, EbpfError>,
     ) -> Result<CircuitTable, EbpfError> {
-        Ok(CircuitTable {
+        let mut table = CircuitTable {
             n_ports,
             mode: Array::try_from(take("mode")?).map_err(err("map mode"))?,
             circuits: Array::try_from(take("circuits")?).map_err(err("map circuits"))?,
             schedule: Array::try_from(take("schedule")?).map_err(err("map schedule"))?,
             slot_ports: Array::try_from(take("slot_ports")?).map_err(err("map slot_ports"))?,
             stats: PerCpuArray::try_from(take("stats")?).map_err(err("map stats"))?,
-        })
+            written: Vec::new(),
+        };
+        table.written = (0..n_ports).map(|p| table.circuit(p)).collect::<Result<_, _>>()?;
+        Ok(table)
     }
 
     /// Finds the maps of the program attached to OCS port (0, 0) of
@@ -415,7 +424,11 @@ impl CircuitTable {
     fn set_circuit(&mut self, port: u32, e: CircuitEntry) -> Result<(), EbpfError> {
         self.circuits
             .set(port, e, 0)
-            .map_err(err(format!("writing the circuit of port {port}")))
+            .map_err(err(format!("writing the circuit of port {port}")))?;
+        if let Some(w) = self.written.get_mut(port as usize) {
+            *w = e;
+        }
+        Ok(())
     }
 
     /// Not-all-stop reconfiguration of the on-demand table: every port in
@@ -431,7 +444,8 @@ impl CircuitTable {
         let now = clock::now().0;
         let mut dark = Vec::with_capacity(changed.len());
         for &p in changed {
-            let e = self.circuit(p)?.going_dark(now);
+            let last = self.written.get(p as usize).copied().unwrap_or(DARK);
+            let e = last.going_dark(now);
             self.set_circuit(p, e)?;
             dark.push((p, e));
         }

@@ -248,12 +248,14 @@ impl OcsCore {
 
     /// Applies `circuits` with dark time `delay`. With `wait`, returns once
     /// the new circuits are up; without, on eBPF, as soon as the circuit
-    /// table holds them (the kernel brings them up by itself).
+    /// table holds them (the kernel brings them up by itself). `written`
+    /// runs once the kernel holds the change, before the call logs it.
     fn reconfigure(
         &mut self,
         circuits: &[Circuit],
         delay: Nanos,
         wait: bool,
+        written: impl FnOnce(),
     ) -> Result<Reconfiguration, OcsError> {
         let (racks, ports) = (self.plan.racks(), self.plan.wavelengths());
         let new = match self.backend {
@@ -279,6 +281,7 @@ impl OcsCore {
                 let started = clock::now();
                 let (dark_at, up_at) = table.reconfigure(&changed, &outs, delay)?;
                 let call = Nanos(clock::now().0.saturating_sub(started.0));
+                written();
                 for c in &down {
                     self.current.remove(&(c.src_rack, c.port));
                 }
@@ -317,6 +320,7 @@ impl OcsCore {
                     delay,
                     &mut self.current,
                 )?;
+                written();
                 rec.kept = kept;
                 rec
             }
@@ -489,7 +493,7 @@ impl Ocs {
     pub fn set_matching(&self, circuits: &[Circuit]) -> Result<Reconfiguration, OcsError> {
         let mut core = self.lock();
         let delay = core.delay;
-        core.reconfigure(circuits, delay, true)
+        core.reconfigure(circuits, delay, true, || {})
     }
 
     /// As [`Ocs::set_matching`] with another δ (benchmarks, manual circuits).
@@ -498,7 +502,7 @@ impl Ocs {
         circuits: &[Circuit],
         delay: Nanos,
     ) -> Result<Reconfiguration, OcsError> {
-        self.lock().reconfigure(circuits, delay, true)
+        self.lock().reconfigure(circuits, delay, true, || {})
     }
 
     /// As [`Ocs::set_matching_with_delay`], without waiting for δ where the
@@ -512,7 +516,20 @@ impl Ocs {
         circuits: &[Circuit],
         delay: Nanos,
     ) -> Result<Reconfiguration, OcsError> {
-        self.lock().reconfigure(circuits, delay, false)
+        self.lock().reconfigure(circuits, delay, false, || {})
+    }
+
+    /// As [`Ocs::begin_matching_with_delay`], running `written` as soon as
+    /// the kernel holds the change, before the call logs it and tells its
+    /// subscribers (tens of µs): for a probe that must follow the move
+    /// from the instant it is made.
+    pub fn begin_matching_then(
+        &self,
+        circuits: &[Circuit],
+        delay: Nanos,
+        written: impl FnOnce(),
+    ) -> Result<Reconfiguration, OcsError> {
+        self.lock().reconfigure(circuits, delay, false, written)
     }
 
     /// The circuits configured now, as this handle knows them.

@@ -282,6 +282,26 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
             }
         }
         say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (with the probe running); probe = mean time between circuit arrivals at the gap's edges, median over moves (the resolution); stalls = moves at whose edges the probe itself went silent for over two of one sender's packets; p99 steady = p99 over the other moves".into());
+        for f in &report.dark {
+            if let Some(x) = &f.excess {
+                say(format!(
+                    "{} δ {} µs {}: gap − δ = old edge {:.1} / {:.1} + new edge {:.1} / {:.1} + transit {:.1} / {:.1} µs (p50 / p99 of {} moves)",
+                    f.spec.datapath,
+                    f.delay_us,
+                    if f.spec.load { "busy" } else { "idle" },
+                    x.old_edge_us.0,
+                    x.old_edge_us.1,
+                    x.new_edge_us.0,
+                    x.new_edge_us.1,
+                    x.transit_us.0,
+                    x.transit_us.1,
+                    x.moves
+                ));
+            }
+        }
+        if report.dark.iter().any(|f| f.excess.is_some()) {
+            say("old edge = the port's dark write − the last old-circuit packet's send; new edge = the first new-circuit packet's send − up_at; transit = how much longer that packet took from send to receive than the old one: the probe's sampling and the emulated path's jitter, not the datapath's (it keeps the port dark from its write to up_at = δ later)".into());
+        }
         if let Some(f) = report.dark.first() {
             say(format!(
                 "a probe packet costs a core {:.1} µs through the emulated path; {} probe senders (one per core), sending from {} µs before each call to {} µs after the new circuit is up",
