@@ -33,7 +33,7 @@ pub enum ReplayRunError {
     #[error(transparent)]
     Emu(#[from] EmuError),
     /// The extra scale is not a number >= 1.
-    #[error("--scale must be a number >= 1 (got {0}); it multiplies the topology's scale")]
+    #[error("--scale must be a number >= 1 (got {0:?}); it multiplies the topology's scale")]
     Scale(f64),
 }
 

@@ -381,7 +381,7 @@ impl Topology {
         if !(factor.is_finite() && factor >= 1.0) {
             return Err(src.error(
                 "scale",
-                format!("the extra scale must be a number >= 1 (got {factor})"),
+                format!("the extra scale must be a number >= 1 (got {factor:?})"),
             ));
         }
         let mut raw = self.nominal.clone();
@@ -415,7 +415,7 @@ impl Topology {
             return Err(src.error(
                 "scale",
                 format!(
-                    "must be a number >= 1 (got {}); it divides every rate and size",
+                    "must be a number >= 1 (got {:?}); it divides every rate and size",
                     raw.scale
                 ),
             ));
@@ -906,6 +906,20 @@ elephant_threshold = "10MB"
                 "{bad}: {e}"
             );
             assert!(e.message.contains("power of two"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_scale_below_one_is_printed_as_written_not_in_300_digits() {
+        for (bad, shown) in [
+            ("0", "0.0"),
+            ("-1.5", "-1.5"),
+            ("1e-300", "1e-300"),
+            ("nan", "NaN"),
+        ] {
+            let e = parse(&TINY.replace("scale = 10", &format!("scale = {bad}"))).unwrap_err();
+            assert_eq!((e.field.as_str(), e.line), ("scale", Some(6)), "{bad}: {e}");
+            assert!(e.message.contains(&format!("(got {shown})")), "{bad}: {e}");
         }
     }
 
