@@ -235,28 +235,35 @@ fn a_move_begun_from_the_probe(dp: Datapath) {
         },
     )
     .unwrap();
-    let made: Arc<Mutex<Option<(fabric::Reconfiguration, Nanos)>>> = Arc::default();
-    let (slot, mover) = (made.clone(), ocs.clone());
+    // (the move, when the call returned, when the gate closes)
+    type Made = Option<(fabric::Reconfiguration, Nanos, Nanos)>;
+    let made: Arc<Mutex<Made>> = Arc::default();
+    let (slot, mover, closing) = (made.clone(), ocs.clone(), gate.clone());
     let opened = fabric::clock::now();
     let call_at = Nanos(opened.0 + 5_000_000);
     errand.hand(call_at, move || {
         let rec = mover
             .begin_matching_with_delay(&[circuit(0, 2, 0)], Nanos::from_millis(10))
             .unwrap();
-        *slot.lock().unwrap() = Some((rec, fabric::clock::now()));
+        let returned = fabric::clock::now();
+        // Closed from the sender itself: this test's thread may wait for a
+        // core for a long while under two SCHED_FIFO senders, and a gate
+        // it closed late let thousands of packets through after `until`.
+        let until = Nanos(rec.up_at().0.max(returned.0) + 20_000_000);
+        closing.open_until(until);
+        *slot.lock().unwrap() = Some((rec, returned, until));
     });
-    // Open until the move is made, then for 20 ms of the new circuit.
-    gate.open_until(Nanos(opened.0 + 60_000_000_000));
+    // Open until the move is made, then (the errand says) for 20 ms of the
+    // new circuit.
+    gate.open_between(opened, Nanos(opened.0 + 60_000_000_000));
     let moved = eventually(Duration::from_secs(30), || made.lock().unwrap().is_some());
-    let (rec, returned) = made
+    let (rec, returned, until) = made
         .lock()
         .unwrap()
         .take()
         .expect("the probe's sender made the move");
     assert!(moved);
     let up_at = rec.up_at();
-    let until = Nanos(up_at.0.max(fabric::clock::now().0) + 20_000_000);
-    gate.open_until(until);
     fabric::clock::sleep_until(until);
     let record = probe.finish().unwrap();
     f.down().unwrap();
