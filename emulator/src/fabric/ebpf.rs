@@ -349,17 +349,16 @@ impl CircuitTable {
         n_ports: u32,
         mut take: impl FnMut(&str) -> Result<Map, EbpfError>,
     ) -> Result<CircuitTable, EbpfError> {
-        let mut table = CircuitTable {
+        Ok(CircuitTable {
             n_ports,
             mode: Array::try_from(take("mode")?).map_err(err("map mode"))?,
             circuits: Array::try_from(take("circuits")?).map_err(err("map circuits"))?,
             schedule: Array::try_from(take("schedule")?).map_err(err("map schedule"))?,
             slot_ports: Array::try_from(take("slot_ports")?).map_err(err("map slot_ports"))?,
             stats: PerCpuArray::try_from(take("stats")?).map_err(err("map stats"))?,
-            written: Vec::new(),
-        };
-        table.written = (0..n_ports).map(|p| table.circuit(p)).collect::<Result<_, _>>()?;
-        Ok(table)
+            // `load` writes every port dark next; `find` reads them back.
+            written: vec![DARK; n_ports as usize],
+        })
     }
 
     /// Finds the maps of the program attached to OCS port (0, 0) of
@@ -403,7 +402,7 @@ impl CircuitTable {
             }
         }
         let n_ports = plan.racks() * plan.wavelengths();
-        CircuitTable::from_maps(n_ports, |name| {
+        let mut table = CircuitTable::from_maps(n_ports, |name| {
             let id = *found.get(name).ok_or_else(|| EbpfError {
                 what: format!("program ocs_port has no map {name}"),
                 source: "missing map".into(),
@@ -413,7 +412,9 @@ impl CircuitTable {
                 "stats" => Map::PerCpuArray(data),
                 _ => Map::Array(data),
             })
-        })
+        })?;
+        table.written = (0..n_ports).map(|p| table.circuit(p)).collect::<Result<_, _>>()?;
+        Ok(table)
     }
 
     /// Input ports (racks × wavelengths).

@@ -338,7 +338,7 @@ pub struct Gate(Arc<GateTimes>);
 
 /// From when (0: any time) and until when a [`Gate`] is open.
 #[derive(Debug, Default)]
-pub struct GateTimes {
+struct GateTimes {
     from: AtomicU64,
     until: AtomicU64,
 }
