@@ -374,6 +374,34 @@ fn walk_the_tour(tag: &str, who: Who) {
     }
     let _ = std::fs::remove_file(&file);
 
+    // A move 50 ms ahead: on eBPF the call returns with it dated then (the
+    // kernel makes it); rootless, it is refused.
+    let mut ahead = vec!["ocs", "set", "0:1", "--in", "50ms", "--delay", "1ms", "--json"];
+    ahead.extend_from_slice(&run);
+    if who == Who::Root {
+        let rec = lab.json(&ahead);
+        let started = rec["started"].as_u64().expect("started");
+        let up: Vec<u64> = rec["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["up"] == true)
+            .map(|e| e["at"].as_u64().expect("at"))
+            .collect();
+        assert_eq!(up.len(), 1, "{rec}");
+        let lead = up[0] - started;
+        assert!(
+            (50_000_000..=51_000_000).contains(&lead),
+            "up {lead} ns after the call began: {rec}"
+        );
+    } else {
+        let refused = lab.fails(&ahead);
+        assert!(
+            refused.contains("a move at a set time needs the eBPF datapath"),
+            "{refused}"
+        );
+    }
+
     let user_ns = user_ns_of(holder);
     let mut down = vec!["down", "--json"];
     down.extend_from_slice(&run);

@@ -207,20 +207,37 @@ fn marked_traffic_takes_a_circuit_only_when_it_is_up_tc_mirred() {
     marked_traffic_takes_a_circuit_only_when_it_is_up(Datapath::TcMirred);
 }
 
-/// A move handed to a gated probe's first sender (as `ocslab bench ocs`
-/// makes its moves), begun without waiting for δ = 10 ms: on eBPF the call
-/// returns before the new circuit is up, and the kernel brings it up by
-/// itself at `up_at`; tc-mirred's call returns only once it is up. No
-/// packet crosses the new circuit before `up_at`, many do after, and every
-/// packet was stamped while the gate was open.
-fn a_move_begun_from_the_probe(dp: Datapath) {
-    use std::sync::{Arc, Mutex};
+/// A move written 200 ms ahead of its time, with δ = 20 ms, then marked
+/// probes to racks 1 and 2: the old circuit keeps carrying packets after
+/// the call has returned and until the move, none sent from the move on;
+/// the new one carries packets only from `up_at`, and many then; in
+/// between, both racks' marked packets arrive over EPS. (Written before
+/// the probe starts: under its two SCHED_FIFO senders this thread may wait
+/// for a core for hundreds of ms, which is why the datapath makes the move
+/// by itself.)
+#[test]
+fn a_move_written_ahead_happens_at_its_time() {
+    if skip("a_move_written_ahead_happens_at_its_time") {
+        return;
+    }
     let _alone = alone();
-    let f = up(3, 1, 1, dp);
+    let f = up(3, 1, 1, Datapath::Ebpf);
     let ocs = f.ocs().unwrap();
     ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
         .unwrap();
-    let (gate, errand) = (probe::Gate::default(), probe::Errand::default());
+    let at = Nanos(fabric::clock::now().0 + 200_000_000);
+    let rec = ocs
+        .set_matching_at(&[circuit(0, 2, 0)], at, Nanos::from_millis(20))
+        .unwrap();
+    let returned = fabric::clock::now();
+    let up_at = rec.up_at();
+    assert!(
+        returned < at,
+        "the call returned {} ns after the move",
+        returned.0 - at.0
+    );
+    let down: Vec<Nanos> = rec.events.iter().filter(|e| !e.up).map(|e| e.at).collect();
+    assert_eq!((down, up_at), (vec![at], Nanos(at.0 + 20_000_000)));
     let probe = probe::DarkProbe::start_with(
         &f,
         h(0, 0),
@@ -229,92 +246,84 @@ fn a_move_begun_from_the_probe(dp: Datapath) {
         probe::Sending {
             interval: Duration::from_micros(20),
             senders: 2,
-            gate: Some(gate.clone()),
-            errand: Some(errand.clone()),
             ..Default::default()
         },
     )
     .unwrap();
-    // (the move, when the call returned, when the gate closes)
-    type Made = Option<(fabric::Reconfiguration, Nanos, Nanos)>;
-    let made: Arc<Mutex<Made>> = Arc::default();
-    let (slot, mover, closing) = (made.clone(), ocs.clone(), gate.clone());
-    let opened = fabric::clock::now();
-    let call_at = Nanos(opened.0 + 5_000_000);
-    errand.hand(call_at, move || {
-        let rec = mover
-            .begin_matching_with_delay(&[circuit(0, 2, 0)], Nanos::from_millis(10))
-            .unwrap();
-        let returned = fabric::clock::now();
-        // Closed from the sender itself: this test's thread may wait for a
-        // core for a long while under two SCHED_FIFO senders, and a gate
-        // it closed late let thousands of packets through after `until`.
-        let until = Nanos(rec.up_at().0.max(returned.0) + 20_000_000);
-        closing.open_until(until);
-        *slot.lock().unwrap() = Some((rec, returned, until));
-    });
-    // Open until the move is made, then (the errand says) for 20 ms of the
-    // new circuit.
-    gate.open_between(opened, Nanos(opened.0 + 60_000_000_000));
-    let moved = eventually(Duration::from_secs(30), || made.lock().unwrap().is_some());
-    let (rec, returned, until) = made
-        .lock()
-        .unwrap()
-        .take()
-        .expect("the probe's sender made the move");
-    assert!(moved);
-    let up_at = rec.up_at();
-    fabric::clock::sleep_until(until);
+    fabric::clock::sleep_until(up_at);
+    assert!(
+        probe.wait_sent(STEP_PACKETS, Duration::from_secs(30)),
+        "the probe sends"
+    );
     let record = probe.finish().unwrap();
     f.down().unwrap();
 
-    assert!(
-        rec.started >= call_at,
-        "{dp}: made at {:?}, handed for {call_at:?}",
-        rec.started
+    let over = |dst: usize| {
+        record
+            .arrivals
+            .iter()
+            .filter(move |a| a.dst == dst && a.over_circuit())
+    };
+    let late_on_old = over(0).filter(|a| a.sent >= at.0).count();
+    assert_eq!(
+        late_on_old, 0,
+        "packets sent from the move on crossed the old circuit"
     );
-    match dp {
-        Datapath::Ebpf => assert!(
-            returned < up_at,
-            "eBPF: returned {} ns after up_at",
-            returned.0 - up_at.0
-        ),
-        Datapath::TcMirred => assert!(returned >= up_at, "tc-mirred waits for the circuit"),
+    let kept = over(0).filter(|a| a.sent >= returned.0).count();
+    assert!(
+        kept > 100,
+        "the old circuit carried {kept} packets between the call and the move"
+    );
+    let early_on_new = over(1).filter(|a| a.seen < up_at.0).count();
+    assert_eq!(early_on_new, 0, "packets crossed the new circuit before up_at");
+    let on_new = over(1).count();
+    assert!(on_new > 100, "the new circuit carried {on_new} packets");
+    for dst in [0, 1] {
+        let eps = record
+            .arrivals
+            .iter()
+            .filter(|a| a.dst == dst && !a.over_circuit() && a.sent >= at.0 && a.seen < up_at.0)
+            .count();
+        assert!(
+            eps > 100,
+            "rack {}: {eps} marked packets over EPS while dark",
+            dst + 1
+        );
     }
-    let stamped_outside = record
-        .arrivals
-        .iter()
-        .filter(|a| a.sent < opened.0 || a.sent >= until.0)
-        .count();
-    assert_eq!(stamped_outside, 0, "{dp}: packets stamped outside the open gate");
-    let to_rack_2: Vec<&probe::Arrival> = record
-        .arrivals
-        .iter()
-        .filter(|a| a.over_circuit() && a.dst == 1)
-        .collect();
-    let early = to_rack_2.iter().filter(|a| a.seen < up_at.0).count();
-    assert_eq!(early, 0, "{dp}: packets crossed the new circuit before up_at");
-    assert!(
-        to_rack_2.len() > 100,
-        "{dp}: the new circuit carried {} packets in 20 ms",
-        to_rack_2.len()
-    );
 }
 
+/// tc-mirred times its moves in user space: a move begun without waiting
+/// still returns once the new circuit is up, and one set ahead is refused.
 #[test]
-fn a_move_begun_from_the_probe_ebpf() {
-    if skip("a_move_begun_from_the_probe_ebpf") {
+fn tc_mirred_waits_for_its_moves_and_refuses_one_set_ahead() {
+    if skip("tc_mirred_waits_for_its_moves_and_refuses_one_set_ahead") {
         return;
     }
-    a_move_begun_from_the_probe(Datapath::Ebpf);
-}
-
-#[test]
-fn a_move_begun_from_the_probe_tc_mirred() {
-    if skip("a_move_begun_from_the_probe_tc_mirred") {
-        return;
-    }
-    a_move_begun_from_the_probe(Datapath::TcMirred);
+    let _alone = alone();
+    let f = up(3, 1, 1, Datapath::TcMirred);
+    let ocs = f.ocs().unwrap();
+    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
+        .unwrap();
+    let rec = ocs
+        .begin_matching_with_delay(&[circuit(0, 2, 0)], Nanos::from_millis(10))
+        .unwrap();
+    assert!(
+        fabric::clock::now() >= rec.up_at(),
+        "tc-mirred returns once the circuit is up"
+    );
+    let ahead = ocs.set_matching_at(
+        &[circuit(0, 1, 0)],
+        Nanos(fabric::clock::now().0 + 1_000_000),
+        Nanos(0),
+    );
+    let refused = matches!(ahead, Err(fabric::OcsError::NeedsEbpf(_)));
+    assert_eq!(
+        ocs.circuits(),
+        vec![circuit(0, 2, 0)],
+        "the refused move changed nothing"
+    );
+    f.down().unwrap();
+    assert!(refused, "tc-mirred accepted a move set ahead: {ahead:?}");
 }
 
 /// A 4-rack rotor (rack r reaches r+1, r+2, r+3 in turn, 2 ms slots, δ

@@ -19,10 +19,13 @@
 //     scheduler planned the flow on; while that one is not usable, any other
 //     of the pair (by flow hash), else EPS.
 //
-// A port is usable at time `now` (bpf_ktime_get_ns, CLOCK_MONOTONIC) when
-// - mode ON_DEMAND: circuits[port].out is set and now >= circuits[port].up_at;
-// - mode SCHEDULE: in the slot of a repeating schedule that `now` falls in,
-//   the port has an output and the slot's dark time for it has passed.
+// A port's circuit at time `t` (bpf_ktime_get_ns, CLOCK_MONOTONIC) is
+// - mode ON_DEMAND: `prev_out` while t < `down_at`, then dark until `up_at`,
+//   then `out` (a move written ahead of its `down_at` happens by itself);
+// - mode SCHEDULE: in the slot of a repeating schedule that `t` falls in,
+//   the port's output once the slot's dark time for it has passed.
+// An entry is written whole by user space under its spin lock (BPF_F_LOCK)
+// and read whole under it here, so no program sees half of a move.
 //
 // The ToR-to-OCS hop is a fibre of a few metres, nanoseconds; here it is a
 // few microseconds of kernel path. So that it adds neither dark time nor
@@ -31,9 +34,8 @@
 // packet's source MAC (STAMP_MARK, then the low 40 bits of the time), and
 // `ocs_port` forwards the packet if the output the ToR aimed it at (its
 // destination MAC: the far ToR's transceiver) was the port's usable circuit
-// at that time. An on-demand circuit therefore keeps the output it had
-// before its last reconfiguration (`prev_out`) for packets sent before the
-// port went dark (`down_at`). A packet with no stamp, or one claiming to be
+// at that time: a packet sent before the port went dark (`down_at`) still
+// crosses to `prev_out`. A packet with no stamp, or one claiming to be
 // older than STAMP_MAX_AGE_NS, is judged by the port's own clock.
 //
 // The Rust side (emulator/src/fabric/ebpf.rs) loads this object with aya,
@@ -69,10 +71,12 @@ volatile const __u32 net_base = 0;     // first address of the range, host order
 
 // The on-demand circuit of an input port, and the one before it.
 struct circuit {
+    struct bpf_spin_lock lock;
     __u32 out;      // output port, or NO_PORT
-    __u32 prev_out; // the output before the port last went dark, or NO_PORT
+    __u32 prev_out; // the output until `down_at`, or NO_PORT
+    __u32 pad;
     __u64 up_at;    // `out` is usable from this time on
-    __u64 down_at;  // `prev_out` carried packets sent before this time
+    __u64 down_at;  // the port is dark from this time until `up_at`
 };
 
 // A repeating schedule of matchings. Slot s covers
@@ -159,23 +163,17 @@ static __always_inline __u32 circuit_at(__u32 port, __u64 now)
         return sp->out;
     }
     struct circuit *c = bpf_map_lookup_elem(&circuits, &port);
-    if (!c || c->out == NO_PORT || now < c->up_at)
+    if (!c)
         return NO_PORT;
-    return c->out;
-}
-
-// Whether `port` carried packets to `out` at `sent`, a time the packet's
-// ToR read its clock: the current circuit, or on demand the one before it.
-static __always_inline int carried_at(__u32 port, __u32 out, __u64 sent)
-{
-    if (circuit_at(port, sent) == out)
-        return 1;
-    __u32 zero = 0;
-    __u32 *m = bpf_map_lookup_elem(&mode, &zero);
-    if (m && *m == MODE_SCHEDULE)
-        return 0;
-    struct circuit *c = bpf_map_lookup_elem(&circuits, &port);
-    return c && c->prev_out == out && sent < c->down_at;
+    bpf_spin_lock(&c->lock);
+    __u32 out = c->out, prev_out = c->prev_out;
+    __u64 up_at = c->up_at, down_at = c->down_at;
+    bpf_spin_unlock(&c->lock);
+    if (now < down_at)
+        return prev_out;
+    if (now < up_at)
+        return NO_PORT;
+    return out;
 }
 
 // The time a packet's ToR stamped in its source MAC, if it is stamped and
@@ -220,7 +218,7 @@ int ocs_port(struct __sk_buff *skb)
         sent = stamp_of(eth->h_source, now);
     if (sent) {
         __u32 aim = aimed_at(eth->h_dest);
-        if (aim != NO_PORT && carried_at(port, aim, sent))
+        if (aim != NO_PORT && circuit_at(port, sent) == aim)
             out = aim;
     } else {
         out = circuit_at(port, now);

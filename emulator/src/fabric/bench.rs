@@ -37,9 +37,6 @@ pub enum BenchError {
     /// The benchmark's rotor schedule is invalid (its parameters are).
     #[error(transparent)]
     Schedule(#[from] super::schedule::ScheduleError),
-    /// The probe's sender did not make the move handed to it in time.
-    #[error("the dark-time probe's sender did not make its move within 10 s")]
-    MoveNotMade,
     /// A histogram refused a value.
     #[error("histogram: {0}")]
     Histogram(String),

@@ -9,16 +9,18 @@
 //! (about 5.6 µs here), so two senders on two cores halve the spacing. The
 //! senders take every core while they send, so they send only while a
 //! [`probe::Gate`] is open around the instants measured. On eBPF the bench
-//! hands each move to the first sender ([`probe::Errand`]), which makes it
-//! between two of its packets: a caller on another thread would take a
-//! core from the probe just where it measures. tc-mirred's call needs the
-//! kernel's workers, which senders on every core would starve, so there
-//! the probe has one sender and the bench makes the call.
+//! opens the gate and, once the senders stream, writes the move a little
+//! ahead of its time ([`super::Ocs::set_matching_at`]) from a thread above
+//! their priority; the kernel then makes it with every core probing. A call
+//! made at the move would take a core from the probe just where it
+//! measures. tc-mirred times its moves in user space, and its
+//! call needs the kernel's workers, which senders on every core would
+//! starve, so there the probe has one sender and the bench makes the call.
 //!
 //! - [`dark_time`]: a circuit from rack 0 moves between racks 1 and 2 while
 //!   the probe goes to both back to back, seven packets in eight to the
-//!   rack the circuit reaches: the old one up to the kernel's write, the
-//!   new one from there on. The dark time of a move is the gap between the
+//!   rack the circuit reaches: the old one up to the move, the new one from
+//!   there on. The dark time of a move is the gap between the
 //!   last packet that crossed the old circuit and the first that crossed
 //!   the new one, from the kernel's receive timestamps at the destinations
 //!   (TTL tells the path). Also: how long the reconfiguration call took.
@@ -37,13 +39,12 @@
 //! priority, for as long as the measurement.
 
 use super::bench::{bench_topology, histogram, median, need_root, record, BenchError};
-use super::ocs::{OcsError, Reconfiguration};
 use super::{clock, plan, probe, Circuit, Datapath, Fabric, FabricOptions, Schedule};
 use crate::{Bps, HostId, Nanos};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One busy thread per core at normal priority, until dropped.
@@ -118,13 +119,13 @@ fn senders() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// How long the probe's gate is open before the instants it measures: its
-/// senders wake ([`probe::GATE_POLL`] apart at most) and stream by then.
+/// How long the probe's gate is open before the instants it measures when
+/// nothing waits for its senders (the rotor's bursts, tc-mirred's moves):
+/// they poll the gate [`probe::GATE_POLL`] apart, and on this box a sender
+/// woke up to 250 µs late from that sleep, idle or busy. (tc-mirred's call
+/// needs the kernel's workers, and a lead of 1 ms, which its SCHED_FIFO
+/// sender holds a core through, took its busy calls' p99 to 26–937 ms.)
 pub const GATE_LEAD: Nanos = Nanos(300_000);
-
-/// How long [`dark_time`] waits for its probe's sender to make a move
-/// (beyond δ) before it gives up.
-const MOVE_WAIT: Nanos = Nanos(10_000_000_000);
 
 /// How long the gate stays open after the last instant it measures.
 pub const GATE_TAIL: Nanos = Nanos(100_000);
@@ -145,14 +146,36 @@ fn pct(h: &Histogram<u64>, q: f64) -> f64 {
     us(h.value_at_quantile(q))
 }
 
-/// Aims [`dark_time`]'s probe: seven packets in eight go to the
-/// destination in `reached` (the rack the circuit reaches; the bench moves
-/// the aim to the new rack once the kernel holds the new circuit, or on
-/// tc-mirred just before the call), so the last packets over the old
-/// circuit and the first over the new one come densely; the eighth goes to
-/// the other destination.
-fn aim_at(reached: Arc<AtomicUsize>) -> probe::Aim {
-    Arc::new(move |_, n| reached.load(Ordering::Relaxed) + usize::from(n % 8 == 7))
+/// Where [`dark_time`]'s probe aims: at destination `to` (the rack the
+/// circuit reaches after the move) from `at` on, at the other one before;
+/// one word (`at` << 1 | `to`), so a sender never reads half of a turn.
+#[derive(Debug, Default)]
+struct Turn(AtomicU64);
+
+impl Turn {
+    /// Turns at `at` to `to` (0 or 1).
+    fn set(&self, at: Nanos, to: usize) {
+        self.0.store(at.0 << 1 | (to as u64 & 1), Ordering::Relaxed);
+    }
+
+    /// Where a packet sent at `t` goes.
+    fn aim(&self, t: Nanos) -> usize {
+        let word = self.0.load(Ordering::Relaxed);
+        let to = (word & 1) as usize;
+        if t.0 >= word >> 1 {
+            to
+        } else {
+            1 - to
+        }
+    }
+}
+
+/// Aims [`dark_time`]'s probe: seven packets in eight go to the rack the
+/// circuit reaches at their send time, as `turn` says, so the last packets
+/// over the old circuit and the first over the new one come densely; the
+/// eighth goes to the other destination.
+fn aim_at(turn: Arc<Turn>) -> probe::Aim {
+    Arc::new(move |t, n| turn.aim(t) + usize::from(n % 8 == 7))
 }
 
 /// Circuit arrivals at each edge of a move that time the probe's spacing
@@ -233,12 +256,13 @@ pub struct DarkFigures {
     pub excess: Option<GapExcess>,
 }
 
-/// A measured gap is δ + (the port's dark write to the last old-circuit
-/// packet's send) + (`up_at` to the first new-circuit packet's send) + (how
+/// A measured gap is δ + (the last old-circuit packet's send to the move,
+/// `down_at`) + (`up_at` to the first new-circuit packet's send) + (how
 /// much longer the new packet took from send to receive than the old one).
-/// The first two are the probe's sampling at the edges, the third the
-/// emulated path's jitter; none is the datapath's, which keeps the port
-/// dark from its write to `up_at` = δ after it. p50 and p99 over the moves
+/// The first two are the probe's sampling at the edges and the hop from a
+/// host to its ToR, the third the emulated path's jitter; none is the
+/// datapath's, which keeps the port dark from `down_at` to `up_at` = δ
+/// after it. p50 and p99 over the moves
 /// matched to the calls that made them, µs (signed: a packet may leave its
 /// host just before `up_at` and meet the ToR after it).
 #[derive(Clone, Debug, Serialize)]
@@ -300,7 +324,7 @@ const WARMUP_ROUNDS: u32 = 2;
 
 /// Moves a circuit from rack 0 between racks 1 and 2 and measures the dark
 /// time packets see (see the module doc). The probe runs one sender per
-/// core, dense from [`GATE_LEAD`] before each call to [`GATE_TAIL`] after
+/// core, dense from [`GATE_LEAD`] before each move to [`GATE_TAIL`] after
 /// the new circuit is up, and quiet in between. Needs root.
 pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     need_root()?;
@@ -310,8 +334,8 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let ocs = f.ocs()?;
     ocs.set_matching_with_delay(&[circuit(0, 1)], Nanos(0))?;
     // Rack 1 (destination 0) is reached now; the aim follows each move.
-    let reached = Arc::new(AtomicUsize::new(0));
-    let (gate, errand) = (probe::Gate::default(), probe::Errand::default());
+    let turn = Arc::new(Turn::default());
+    let gate = probe::Gate::default();
     // tc-mirred's call needs the kernel's workers, which probe senders on
     // every core would starve: one sender there, and the call made here.
     let senders = if ebpf { senders() } else { 1 };
@@ -322,10 +346,9 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         plan::OCS_TOS,
         probe::Sending {
             interval: Duration::from_micros(spec.interval_us),
-            aim: Some(aim_at(reached.clone())),
+            aim: Some(aim_at(turn.clone())),
             senders,
             gate: Some(gate.clone()),
-            errand: Some(errand.clone()),
         },
     )?;
     let load = CpuLoad::start(spec.load);
@@ -338,22 +361,28 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     for k in 0..spec.rounds + WARMUP_ROUNDS {
         let to = [circuit(0, if k % 2 == 0 { 2 } else { 1 })];
         let new_aim = to[0].dst_rack as usize - 1;
-        let call_at = Nanos(clock::now().0 + GATE_LEAD.0);
         let rec = if ebpf {
-            move_from_the_probe(
-                &ocs,
-                &errand,
-                &gate,
-                &reached,
-                (&to, new_aim),
-                call_at,
-                spec.delay,
-            )?
+            // Above the senders' priority, so that neither they nor the
+            // load hold this thread back: the gate opens, and once the
+            // senders stream, the move is written MOVE_LEAD ahead. So the
+            // call takes a core from the probe only well before the move,
+            // and the move never comes before the senders do.
+            let rt = clock::Realtime::enter(clock::RECONFIG_PRIORITY);
+            gate.open_until(Nanos(clock::now().0 + STREAM_WAIT.0));
+            stream(&probe, senders);
+            let move_at = Nanos(clock::now().0 + MOVE_LEAD.0);
+            turn.set(move_at, new_aim);
+            let rec = ocs.set_matching_at(&to, move_at, spec.delay)?;
+            let until = Nanos(rec.up_at().0 + GATE_TAIL.0);
+            gate.open_until(until);
+            drop(rt);
+            clock::sleep_until(until);
+            rec
         } else {
             gate.open_until(Nanos(u64::MAX));
-            clock::sleep_until(call_at);
+            clock::sleep_until(Nanos(clock::now().0 + GATE_LEAD.0));
             // The call returns only once the circuit is up: aimed first.
-            reached.store(new_aim, Ordering::Relaxed);
+            turn.set(clock::now(), new_aim);
             let rec = ocs.set_matching_with_delay(&to, spec.delay)?;
             let until = Nanos(rec.up_at().0.max(clock::now().0) + GATE_TAIL.0);
             gate.open_until(until);
@@ -418,45 +447,22 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     })
 }
 
-/// Makes one eBPF move from the probe's first sender ([`probe::Errand`])
-/// at `call_at`, once every sender has streamed for [`GATE_LEAD`]: aimed at
-/// the old rack up to the kernel's write and at the new one (`to.1`) from
-/// there on, so both edges of the gap come densely; the gate closes
-/// [`GATE_TAIL`] after the new circuit is up. Returns once it has.
-fn move_from_the_probe(
-    ocs: &super::Ocs,
-    errand: &probe::Errand,
-    gate: &probe::Gate,
-    reached: &Arc<AtomicUsize>,
-    to: (&[Circuit], usize),
-    call_at: Nanos,
-    delay: Nanos,
-) -> Result<Reconfiguration, BenchError> {
-    // Filled by the errand without a system call: waking this thread from
-    // there would cost the sender's core a few µs at the edge.
-    let made: Arc<Mutex<Option<Result<Reconfiguration, OcsError>>>> = Arc::default();
-    let (slot, ocs, reached, closing) = (made.clone(), ocs.clone(), reached.clone(), gate.clone());
-    let (circuits, new_aim) = (to.0.to_vec(), to.1);
-    errand.hand(call_at, move || {
-        let rec = ocs.begin_matching_then(&circuits, delay, || reached.store(new_aim, Ordering::Relaxed));
-        let up_at = rec.as_ref().map_or(0, |r| r.up_at().0);
-        closing.open_until(Nanos(up_at.max(clock::now().0) + GATE_TAIL.0));
-        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(rec);
-    });
-    // Handed first: once the gate opens, the senders hold every core until
-    // it closes, and this thread runs only then. Open until this thread
-    // gives up, in case the sender comes late; the errand narrows it.
-    let give_up = Nanos(call_at.0 + delay.0 + MOVE_WAIT.0);
-    gate.open_until(give_up);
-    clock::sleep_until(Nanos(call_at.0 + delay.0 + GATE_TAIL.0));
-    loop {
-        if let Some(rec) = made.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return Ok(rec?);
-        }
-        if clock::now() > give_up {
-            return Err(BenchError::MoveNotMade);
-        }
-        std::thread::sleep(probe::GATE_POLL);
+/// How long before an eBPF move [`dark_time`] writes it, the probe's
+/// senders streaming: longer than the call (p99 under 60 µs with the
+/// probe sending), so the move never happens at the write.
+pub const MOVE_LEAD: Nanos = Nanos(300_000);
+
+/// How long [`dark_time`] waits for its probe's senders to stream once
+/// their gate opens (they poll it [`probe::GATE_POLL`] apart, and woke up
+/// to 250 µs late here) before it moves anyway.
+const STREAM_WAIT: Nanos = Nanos(20_000_000);
+
+/// Returns once each of the probe's `senders` has sent a few packets
+/// (on average), or after [`STREAM_WAIT`].
+fn stream(probe: &probe::DarkProbe, senders: usize) {
+    let (from, deadline) = (probe.sent(), clock::now().0 + STREAM_WAIT.0);
+    while probe.sent() < from + 4 * senders as u64 && clock::now().0 < deadline {
+        std::thread::sleep(Duration::from_micros(20));
     }
 }
 
@@ -489,44 +495,69 @@ fn edge_spacing(edge: impl Iterator<Item = u64>) -> Option<(u64, u64)> {
     (n > 0).then(|| (first.abs_diff(last), n))
 }
 
-/// The moves in `arrivals` (kernel receive times): each change of the
-/// receiver reached over a circuit.
+/// The moves in `arrivals`: each change of the receiver reached over a
+/// circuit, in the order the packets were sent (about the order their ToR
+/// judged them in), so that an old-circuit packet the box delivered after
+/// the first new-circuit one makes no move of its own. A lone packet
+/// between two runs to the other receiver is a stray, not two moves: one
+/// the box held between its host and its ToR for longer than δ, so that
+/// the ToR judged it on the other side of a move from its send time. A
+/// move's gap runs from the last kernel receive time of the circuit
+/// packets before it to the first of those after it (0 when they overlap).
 fn dark_moves(arrivals: &[probe::Arrival]) -> Vec<Move> {
     let mut all: Vec<&probe::Arrival> = arrivals.iter().collect();
     all.sort_by_key(|a| a.at_ns);
-    let mut moves = Vec::new();
-    let mut last: Option<usize> = None;
-    for (i, a) in all.iter().enumerate().filter(|(_, a)| a.over_circuit()) {
-        if let Some(l) = last {
-            if all[l].dst != a.dst {
-                // At the two edges of the gap: after the last old packet and
-                // before the first new one.
-                let silence_ns = all[l + 1]
-                    .at_ns
-                    .saturating_sub(all[l].at_ns)
-                    .max(a.at_ns.saturating_sub(all[i - 1].at_ns));
-                let at = |b: &&probe::Arrival, dst: usize| b.over_circuit() && b.dst == dst;
-                let old = edge_spacing(
-                    all[..=l]
-                        .iter()
-                        .rev()
-                        .filter(|b| at(b, all[l].dst))
-                        .map(|b| b.at_ns),
-                );
-                let new = edge_spacing(all[i..].iter().filter(|b| at(b, a.dst)).map(|b| b.at_ns));
-                moves.push(Move {
-                    dark_ns: a.at_ns.saturating_sub(all[l].at_ns),
-                    dark_sent_ns: a.sent.saturating_sub(all[l].sent),
-                    silence_ns,
-                    spacing_ns: old.zip(new).map(|((t0, n0), (t1, n1))| (t0 + t1) / (n0 + n1)),
-                    old: (all[l].sent, all[l].seen),
-                    new: (a.sent, a.seen),
-                });
+    let mut by_send: Vec<usize> = (0..all.len()).filter(|&i| all[i].over_circuit()).collect();
+    by_send.sort_by_key(|&i| (all[i].sent, i));
+    // Runs of one destination in send order: (first, last) index into
+    // `all`, i.e. the run's earliest and latest arrival, and its packets.
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    for i in by_send {
+        match runs.last_mut() {
+            Some(run) if all[run.0].dst == all[i].dst => *run = (run.0.min(i), run.1.max(i), run.2 + 1),
+            _ => {
+                // A lone packet followed by one to the run before it.
+                let lone = runs.len() >= 2 && runs[runs.len() - 1].2 == 1;
+                if lone && all[runs[runs.len() - 2].0].dst == all[i].dst {
+                    runs.pop();
+                    if let Some(run) = runs.last_mut() {
+                        *run = (run.0.min(i), run.1.max(i), run.2 + 1);
+                    }
+                } else {
+                    runs.push((i, i, 1));
+                }
             }
         }
-        last = Some(i);
     }
-    moves
+    let at = |b: &&probe::Arrival, dst: usize| b.over_circuit() && b.dst == dst;
+    runs.windows(2)
+        .map(|w| {
+            let (l, i) = (w[0].1, w[1].0);
+            let (last, first) = (all[l], all[i]);
+            // At the two edges of the gap: after the last old packet and
+            // before the first new one.
+            let after = all.get(l + 1).map_or(0, |b| b.at_ns.saturating_sub(last.at_ns));
+            let before = i
+                .checked_sub(1)
+                .map_or(0, |p| first.at_ns.saturating_sub(all[p].at_ns));
+            let old = edge_spacing(
+                all[..=l]
+                    .iter()
+                    .rev()
+                    .filter(|b| at(b, last.dst))
+                    .map(|b| b.at_ns),
+            );
+            let new = edge_spacing(all[i..].iter().filter(|b| at(b, first.dst)).map(|b| b.at_ns));
+            Move {
+                dark_ns: first.at_ns.saturating_sub(last.at_ns),
+                dark_sent_ns: first.sent.saturating_sub(last.sent),
+                silence_ns: after.max(before),
+                spacing_ns: old.zip(new).map(|((t0, n0), (t1, n1))| (t0 + t1) / (n0 + n1)),
+                old: (last.sent, last.seen),
+                new: (first.sent, first.seen),
+            }
+        })
+        .collect()
 }
 
 /// What one [`rotor`] run is.
@@ -827,6 +858,49 @@ mod tests {
         assert_eq!(got, vec![(1_000, 720), (2_000, 2_000)]);
     }
 
+    /// An old-circuit packet sent before the move but delivered after the
+    /// first new-circuit one: one move, whose gap runs from the last old
+    /// arrival to the first new one, and none back.
+    #[test]
+    fn a_late_old_circuit_packet_makes_no_move_of_its_own() {
+        let a = |sent, at_ns, dst| probe::Arrival {
+            at_ns,
+            dst,
+            ttl: probe::PROBE_TTL - 2,
+            sent,
+            seen: at_ns,
+        };
+        let arrivals = [
+            a(100, 200, 0),
+            a(105, 260, 0), // delivered late, after the first new packet
+            a(110, 212, 1),
+            a(120, 222, 1),
+        ];
+        let moves = dark_moves(&arrivals);
+        let got: Vec<(u64, u64)> = moves.iter().map(|m| (m.dark_ns, m.dark_sent_ns)).collect();
+        assert_eq!(got, vec![(0, 5)], "one move; the old edge overlaps the new one");
+        // A packet sent before the move that its ToR judged after up_at
+        // (held > δ on its way there): a stray, not two moves.
+        let stray = [
+            a(100, 200, 0),
+            a(101, 240, 1),
+            a(105, 205, 0),
+            a(130, 232, 1),
+            a(140, 242, 1),
+        ];
+        let got: Vec<(u64, u64)> = dark_moves(&stray)
+            .iter()
+            .map(|m| (m.dark_ns, m.dark_sent_ns))
+            .collect();
+        assert_eq!(got, vec![(27, 25)]);
+        let in_order = [a(100, 200, 0), a(105, 205, 0), a(110, 212, 1), a(120, 222, 1)];
+        let got: Vec<(u64, u64)> = dark_moves(&in_order)
+            .iter()
+            .map(|m| (m.dark_ns, m.dark_sent_ns))
+            .collect();
+        assert_eq!(got, vec![(7, 5)]);
+    }
+
     /// A gap of 1,012 µs at δ = 1 ms is 3 µs at the old edge, 5 µs at the
     /// new one and 4 µs of transit; a move sent long after its call's
     /// `dark_at` belongs to no call and is left out.
@@ -861,13 +935,18 @@ mod tests {
     /// The dark-time probe follows `reached` from its next packet on; every
     /// eighth packet goes to the other rack.
     #[test]
-    fn the_dark_probe_aims_at_the_rack_the_circuit_reaches() {
-        let reached = Arc::new(AtomicUsize::new(0));
-        let aim = aim_at(reached.clone());
-        let eight = || (0..8).map(|n| aim(Nanos(0), n) % 2).collect::<Vec<usize>>();
-        assert_eq!(eight(), vec![0, 0, 0, 0, 0, 0, 0, 1]);
-        reached.store(1, Ordering::Relaxed);
-        assert_eq!(eight(), vec![1, 1, 1, 1, 1, 1, 1, 0]);
+    fn the_dark_probe_aims_at_the_rack_the_circuit_reaches_at_the_send_time() {
+        let turn = Arc::new(Turn::default());
+        let aim = aim_at(turn.clone());
+        let eight = |t: u64| (0..8).map(|n| aim(Nanos(t), n) % 2).collect::<Vec<usize>>();
+        assert_eq!(eight(0), vec![0, 0, 0, 0, 0, 0, 0, 1]);
+        // The move to destination 1 happens at 1000.
+        turn.set(Nanos(1000), 1);
+        assert_eq!(eight(999), vec![0, 0, 0, 0, 0, 0, 0, 1], "before the move");
+        assert_eq!(eight(1000), vec![1, 1, 1, 1, 1, 1, 1, 0], "from the move on");
+        // And back to destination 0 at 2000.
+        turn.set(Nanos(2000), 0);
+        assert_eq!((eight(1999)[0], eight(2000)[0]), (1, 0));
     }
 
     /// Three 50 µs slots from an epoch at 1 ms, followed 5 µs late: seven

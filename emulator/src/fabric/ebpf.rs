@@ -14,16 +14,16 @@
 //! 16 s more to build and 9 s more to tear down.)
 //!
 //! A circuit is one entry of the map `circuits`, indexed by input port
-//! (rack × wavelengths + wavelength): the output port and `up_at`, the
-//! CLOCK_MONOTONIC time from which it carries packets, and the output it
-//! had before (`prev_out`) with `down_at`, the time it went dark. A
-//! reconfiguration writes only the ports that change (not-all-stop), in two
-//! passes so that a program reading an entry while it is written never sees
-//! a usable circuit early: first every changed port goes dark
-//! (`{none, never}`, its last output kept for packets already sent), then
-//! each new circuit `{out, up_at}` with `up_at` = `down_at` + δ, `down_at`
-//! being the end of the first pass. No rtnl lock is taken and no timer
-//! runs: the kernel compares `up_at` with its clock on every packet.
+//! (rack × wavelengths + wavelength): the output it carries packets to
+//! until `down_at` (`prev_out`), and the output it carries them to from
+//! `up_at` on (`out`), CLOCK_MONOTONIC times; between the two the port is
+//! dark. A reconfiguration writes only the ports that change (not-all-stop),
+//! each entry whole under its BPF spin lock (`BPF_F_LOCK`; the programs read
+//! it under the lock too), with `down_at` the time the move happens and
+//! `up_at` = `down_at` + δ. A move happens now, or at a time ahead
+//! ([`CircuitTable::reconfigure`]): the kernel then switches the port by
+//! itself at `down_at`, on the first packet that reads the entry after it.
+//! No rtnl lock is taken and no timer runs.
 //!
 //! The OCS judges a packet by the time its ToR sent it on, which the ToR
 //! writes into the packet's source MAC: the ToR-to-OCS hop, a few metres of
@@ -74,46 +74,56 @@ pub fn stamp_mac(sent: Nanos) -> [u8; 6] {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct CircuitEntry {
+    /// `struct bpf_spin_lock`: the kernel keeps it, writes skip it.
+    lock: u32,
     out: u32,
     prev_out: u32,
+    pad: u32,
     up_at: u64,
     down_at: u64,
 }
 
 /// A port with no circuit, never usable, and none before.
-const DARK: CircuitEntry = CircuitEntry {
-    out: NO_PORT,
-    prev_out: NO_PORT,
-    up_at: u64::MAX,
-    down_at: 0,
-};
+const DARK: CircuitEntry = CircuitEntry::new(NO_PORT, NO_PORT, u64::MAX, 0);
+
+/// `BPF_F_LOCK`: read or write a map value under its spin lock.
+const BPF_F_LOCK: u64 = 4;
 
 impl CircuitEntry {
-    /// What `self` becomes while a reconfiguration changes it, read at
-    /// `now`: dark, with the output that last carried packets kept for
-    /// those sent before the port went dark (`down_at`, set by the second
-    /// pass; until then every such packet). A circuit still dark at `now`
-    /// never carried one, so the output before it stays.
-    fn going_dark(self, now: u64) -> CircuitEntry {
-        let carried = self.out != NO_PORT && self.up_at <= now;
+    const fn new(out: u32, prev_out: u32, up_at: u64, down_at: u64) -> CircuitEntry {
         CircuitEntry {
-            out: NO_PORT,
-            prev_out: if carried { self.out } else { self.prev_out },
-            up_at: u64::MAX,
-            down_at: if carried { u64::MAX } else { self.down_at },
+            lock: 0,
+            out,
+            prev_out,
+            pad: 0,
+            up_at,
+            down_at,
         }
     }
 
-    /// The entry once the port went dark at `dark_at` (ns): `out` usable
-    /// from `up_at` (or dark), the output before kept for packets sent
-    /// before `dark_at`.
-    fn after(dark: CircuitEntry, dark_at: u64, next: Option<(u32, u64)>) -> CircuitEntry {
+    /// The output the port carries packets to at `t`, as the programs read
+    /// the entry (`circuit_at` of the C source).
+    fn at(&self, t: u64) -> Option<u32> {
+        let out = if t < self.down_at {
+            self.prev_out
+        } else if t < self.up_at {
+            NO_PORT
+        } else {
+            self.out
+        };
+        (out != NO_PORT).then_some(out)
+    }
+
+    /// The entry once the port moves at `at` to `next` (output, `up_at`;
+    /// `None`: dark from then on). Packets sent before `at` still cross to
+    /// the output the port has at `at`; a port already dark then keeps the
+    /// output that carried before it went dark. A move made over one that
+    /// has not happened yet replaces it.
+    fn moved(self, at: u64, next: Option<(u32, u64)>) -> CircuitEntry {
         let (out, up_at) = next.unwrap_or((NO_PORT, u64::MAX));
-        CircuitEntry {
-            out,
-            prev_out: dark.prev_out,
-            up_at,
-            down_at: dark.down_at.min(dark_at),
+        match self.at(at) {
+            Some(carrying) => CircuitEntry::new(out, carrying, up_at, at),
+            None => CircuitEntry::new(out, self.prev_out, up_at, self.down_at.min(at)),
         }
     }
 }
@@ -424,7 +434,7 @@ impl CircuitTable {
 
     fn set_circuit(&mut self, port: u32, e: CircuitEntry) -> Result<(), EbpfError> {
         self.circuits
-            .set(port, e, 0)
+            .set(port, e, BPF_F_LOCK)
             .map_err(err(format!("writing the circuit of port {port}")))?;
         if let Some(w) = self.written.get_mut(port as usize) {
             *w = e;
@@ -433,35 +443,31 @@ impl CircuitTable {
     }
 
     /// Not-all-stop reconfiguration of the on-demand table: every port in
-    /// `changed` goes dark now; those in `up` (port, output; each also in
-    /// `changed`) carry packets from δ after the last of them went dark.
-    /// Returns (dark at, up at).
+    /// `changed` goes dark at `at` (`None`, or a time already past: now);
+    /// those in `up` (port, output; each also in `changed`) carry packets
+    /// from δ after that. Packets their ToRs sent on before `at` still
+    /// cross to the circuits the ports had. Returns (dark at, up at).
     pub fn reconfigure(
         &mut self,
         changed: &[u32],
         up: &[(u32, u32)],
+        at: Option<Nanos>,
         delay: Nanos,
     ) -> Result<(Nanos, Nanos), EbpfError> {
-        let now = clock::now().0;
-        let mut dark = Vec::with_capacity(changed.len());
+        let now = clock::now();
+        let dark_at = at.map_or(now, |at| at.max(now));
+        let up_at = Nanos(dark_at.0.saturating_add(delay.0));
         for &p in changed {
             let last = self.written.get(p as usize).copied().unwrap_or(DARK);
-            let e = last.going_dark(now);
-            self.set_circuit(p, e)?;
-            dark.push((p, e));
-        }
-        let dark_at = clock::now();
-        let up_at = Nanos(dark_at.0.saturating_add(delay.0));
-        for (p, e) in dark {
             let next = up.iter().find(|&&(q, _)| q == p).map(|&(_, out)| (out, up_at.0));
-            self.set_circuit(p, CircuitEntry::after(e, dark_at.0, next))?;
+            self.set_circuit(p, last.moved(dark_at.0, next))?;
         }
         Ok((dark_at, up_at))
     }
 
     fn circuit(&self, port: u32) -> Result<CircuitEntry, EbpfError> {
         self.circuits
-            .get(&port, 0)
+            .get(&port, BPF_F_LOCK)
             .map_err(err(format!("reading the circuit of port {port}")))
     }
 
@@ -558,31 +564,25 @@ mod tests {
     use super::*;
 
     fn entry(out: u32, prev_out: u32, up_at: u64, down_at: u64) -> CircuitEntry {
-        CircuitEntry {
-            out,
-            prev_out,
-            up_at,
-            down_at,
-        }
+        CircuitEntry::new(out, prev_out, up_at, down_at)
     }
 
     #[test]
     fn a_move_keeps_the_circuit_that_carried_packets_until_the_port_went_dark() {
-        // Port reaching output 1 since t = 100; at t = 500 it moves to output 2.
+        // Port reaching output 1 since t = 100; at t = 500 it moves to
+        // output 2, up at 1500.
         let up = entry(1, NO_PORT, 100, 0);
-        let dark = up.going_dark(500);
-        // While the move is written: nothing usable, output 1 kept for
-        // whatever was sent on it.
-        assert_eq!(dark, entry(NO_PORT, 1, u64::MAX, u64::MAX));
-        // Dark at 510, up at 510 + δ.
-        assert_eq!(
-            CircuitEntry::after(dark, 510, Some((2, 1510))),
-            entry(2, 1, 1510, 510)
-        );
+        let moved = up.moved(500, Some((2, 1500)));
+        assert_eq!(moved, entry(2, 1, 1500, 500));
+        assert_eq!(moved.at(499), Some(1), "sent before the move: old circuit");
+        assert_eq!(moved.at(500), None, "dark from the move");
+        assert_eq!(moved.at(1499), None);
+        assert_eq!(moved.at(1500), Some(2), "new circuit from up_at");
         // A port taken down with nothing after it.
+        let down = up.moved(500, None);
         assert_eq!(
-            CircuitEntry::after(dark, 510, None),
-            entry(NO_PORT, 1, u64::MAX, 510)
+            (down.at(499), down.at(500), down.at(u64::MAX - 1)),
+            (Some(1), None, None)
         );
     }
 
@@ -591,12 +591,28 @@ mod tests {
         // Moved to output 2 at 510 (up at 1510); moved again at 800, before
         // 2 carried anything: output 1 still stands for packets sent before 510.
         let pending = entry(2, 1, 1510, 510);
-        let dark = pending.going_dark(800);
-        assert_eq!(dark, entry(NO_PORT, 1, u64::MAX, 510));
-        assert_eq!(
-            CircuitEntry::after(dark, 805, Some((3, 1805))),
-            entry(3, 1, 1805, 510)
-        );
+        assert_eq!(pending.moved(800, Some((3, 1800))), entry(3, 1, 1800, 510));
+    }
+
+    #[test]
+    fn a_move_written_ahead_happens_at_its_time_and_can_be_replaced() {
+        // Output 1 since 100; written at 200, a move to 2 at 1000 (up 2000).
+        let ahead = entry(1, NO_PORT, 100, 0).moved(1000, Some((2, 2000)));
+        assert_eq!(ahead.at(999), Some(1), "the old circuit carries until the move");
+        assert_eq!(ahead.at(1000), None);
+        assert_eq!(ahead.at(2000), Some(2));
+        // Replaced at 600 by a move to 3 at 700 (up 900): output 1 until 700.
+        let replaced = ahead.moved(700, Some((3, 900)));
+        assert_eq!(replaced, entry(3, 1, 900, 700));
+        assert_eq!(replaced.at(2000), Some(3), "the first move never happens");
+    }
+
+    #[test]
+    fn the_entry_is_laid_out_as_the_c_struct() {
+        // struct bpf_spin_lock, two u32s and padding, then two u64s.
+        assert_eq!(std::mem::size_of::<CircuitEntry>(), 32);
+        assert_eq!(std::mem::offset_of!(CircuitEntry, out), 4);
+        assert_eq!(std::mem::offset_of!(CircuitEntry, up_at), 16);
     }
 
     #[test]

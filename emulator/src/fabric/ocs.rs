@@ -8,8 +8,9 @@
 //!
 //! - **eBPF** (root; [`super::ebpf`]): a circuit is an entry of a BPF map
 //!   read by tc programs on every OCS port and ToR downlink. A
-//!   reconfiguration writes the changed entries with `up_at = now + δ`; the
-//!   kernel keeps the port dark until then, per packet. Several circuits
+//!   reconfiguration writes the changed entries to go dark now, or at a
+//!   time ahead ([`Ocs::set_matching_at`]), and come up δ later; the
+//!   kernel switches them and keeps them dark, per packet. Several circuits
 //!   may join one rack pair on different wavelengths (flows spread by hash),
 //!   and the programs can follow a repeating [`Schedule`] by themselves.
 //! - **tc-mirred** (rootless, or on request): a circuit i→j on wavelength w
@@ -42,11 +43,18 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// A [`clock::now`] reading as whole nanoseconds in reports: the human form
+/// of [`Nanos`] keeps four significant decimals, 0.1 ms of a clock reading.
+fn whole_ns<S: serde::Serializer>(t: &Nanos, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(t.0)
+}
+
 /// A circuit went down (its port is dark) or came up, at `at`
 /// ([`clock::now`], CLOCK_MONOTONIC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CircuitEvent {
     /// When the kernel had applied the change.
+    #[serde(serialize_with = "whole_ns")]
     pub at: Nanos,
     /// Sending rack.
     pub src_rack: u32,
@@ -62,6 +70,7 @@ pub struct CircuitEvent {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Reconfiguration {
     /// When the call began ([`clock::now`]).
+    #[serde(serialize_with = "whole_ns")]
     pub started: Nanos,
     /// The delay δ applied.
     pub delay: Nanos,
@@ -98,6 +107,7 @@ impl Reconfiguration {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct ScheduleSummary {
     /// When slot 0 first began ([`clock::now`]).
+    #[serde(serialize_with = "whole_ns")]
     pub epoch: Nanos,
     /// One round of all slots.
     pub period: Nanos,
@@ -246,16 +256,12 @@ impl OcsCore {
         (filters, routes.into_iter().collect())
     }
 
-    /// Applies `circuits` with dark time `delay`. With `wait`, returns once
-    /// the new circuits are up; without, on eBPF, as soon as the circuit
-    /// table holds them (the kernel brings them up by itself). `written`
-    /// runs once the kernel holds the change, before the call logs it.
+    /// Applies `circuits` with dark time `delay`, as `when` says.
     fn reconfigure(
         &mut self,
         circuits: &[Circuit],
         delay: Nanos,
-        wait: bool,
-        written: impl FnOnce(),
+        when: When,
     ) -> Result<Reconfiguration, OcsError> {
         let (racks, ports) = (self.plan.racks(), self.plan.wavelengths());
         let new = match self.backend {
@@ -264,6 +270,9 @@ impl OcsCore {
                     return Err(OcsError::Schedule);
                 }
                 validate_multipath(racks, ports, circuits)?
+            }
+            Backend::TcMirred { .. } if matches!(when, When::At(_)) => {
+                return Err(OcsError::NeedsEbpf("a move at a set time"))
             }
             Backend::TcMirred { .. } => validate(racks, ports, circuits)?,
         };
@@ -279,9 +288,12 @@ impl OcsCore {
                     .map(|c| (port(c), c.dst_rack * ports + c.port))
                     .collect();
                 let started = clock::now();
-                let (dark_at, up_at) = table.reconfigure(&changed, &outs, delay)?;
+                let at = match when {
+                    When::At(at) => Some(at),
+                    When::Now { .. } => None,
+                };
+                let (dark_at, up_at) = table.reconfigure(&changed, &outs, at, delay)?;
                 let call = Nanos(clock::now().0.saturating_sub(started.0));
-                written();
                 for c in &down {
                     self.current.remove(&(c.src_rack, c.port));
                 }
@@ -293,7 +305,7 @@ impl OcsCore {
                     .collect();
                 // The kernel brings the circuits up by itself; a waiting
                 // call still returns when they are, as on the other datapath.
-                if wait && !up.is_empty() {
+                if matches!(when, When::Now { wait: true }) && !up.is_empty() {
                     clock::sleep_until(up_at);
                 }
                 Reconfiguration {
@@ -320,7 +332,6 @@ impl OcsCore {
                     delay,
                     &mut self.current,
                 )?;
-                written();
                 rec.kept = kept;
                 rec
             }
@@ -373,6 +384,17 @@ impl OcsCore {
         self.subscribers
             .retain(|s| rec.events.iter().all(|e| s.send(*e).is_ok()));
     }
+}
+
+/// When a reconfiguration happens.
+#[derive(Clone, Copy)]
+enum When {
+    /// When the call is made; with `wait`, the call returns once the new
+    /// circuits are up, without, on eBPF, once the circuit table holds
+    /// them (the kernel brings them up by itself).
+    Now { wait: bool },
+    /// At this time ([`clock::now`]; eBPF only).
+    At(Nanos),
 }
 
 fn events_of(cs: &[Circuit], at: Nanos, up: bool) -> impl Iterator<Item = CircuitEvent> + '_ {
@@ -493,7 +515,7 @@ impl Ocs {
     pub fn set_matching(&self, circuits: &[Circuit]) -> Result<Reconfiguration, OcsError> {
         let mut core = self.lock();
         let delay = core.delay;
-        core.reconfigure(circuits, delay, true, || {})
+        core.reconfigure(circuits, delay, When::Now { wait: true })
     }
 
     /// As [`Ocs::set_matching`] with another δ (benchmarks, manual circuits).
@@ -502,7 +524,7 @@ impl Ocs {
         circuits: &[Circuit],
         delay: Nanos,
     ) -> Result<Reconfiguration, OcsError> {
-        self.lock().reconfigure(circuits, delay, true, || {})
+        self.lock().reconfigure(circuits, delay, When::Now { wait: true })
     }
 
     /// As [`Ocs::set_matching_with_delay`], without waiting for δ where the
@@ -516,20 +538,25 @@ impl Ocs {
         circuits: &[Circuit],
         delay: Nanos,
     ) -> Result<Reconfiguration, OcsError> {
-        self.lock().reconfigure(circuits, delay, false, || {})
+        self.lock()
+            .reconfigure(circuits, delay, When::Now { wait: false })
     }
 
-    /// As [`Ocs::begin_matching_with_delay`], running `written` as soon as
-    /// the kernel holds the change, before the call logs it and tells its
-    /// subscribers (tens of µs): for a probe that must follow the move
-    /// from the instant it is made.
-    pub fn begin_matching_then(
+    /// Writes a move that happens at `at` ([`clock::now`]; a time already
+    /// past means now), not when the call is made: the changed ports keep
+    /// their circuits until `at`, are dark from then, and the new circuits
+    /// carry packets from `at` + `delay` on. The kernel makes the move by
+    /// itself, so its instant owes nothing to when a thread runs, and
+    /// nothing of the call's own time falls inside it. Returns once the
+    /// circuit table holds it; subscribers get its events now, dated ahead.
+    /// A later call replaces a move that has not happened yet. eBPF only.
+    pub fn set_matching_at(
         &self,
         circuits: &[Circuit],
+        at: Nanos,
         delay: Nanos,
-        written: impl FnOnce(),
     ) -> Result<Reconfiguration, OcsError> {
-        self.lock().reconfigure(circuits, delay, false, written)
+        self.lock().reconfigure(circuits, delay, When::At(at))
     }
 
     /// The circuits configured now, as this handle knows them.

@@ -373,42 +373,6 @@ impl Gate {
 /// packets it needs.
 pub const GATE_POLL: Duration = Duration::from_micros(50);
 
-/// Work handed to a [`DarkProbe`]'s first sender, which runs it between
-/// two of its packets once the clock passes the time given. A move made
-/// there stops no core's probing but for the call itself: on a box with as
-/// many senders as cores, a caller on another thread would take a core
-/// from the probe, from its wake-up to its sleep, just where the probe
-/// measures.
-#[derive(Clone, Default)]
-pub struct Errand(Arc<ErrandSlot>);
-
-#[derive(Default)]
-struct ErrandSlot {
-    /// When the handed work may run ([`super::clock::now`]); 0: none handed.
-    not_before: AtomicU64,
-    work: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
-
-impl Errand {
-    /// Hands `work` to the sender, to run at its first packet from
-    /// `not_before` on (while its gate is open). Replaces work not yet run.
-    pub fn hand(&self, not_before: Nanos, work: impl FnOnce() + Send + 'static) {
-        *self.0.work.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(work));
-        self.0.not_before.store(not_before.0.max(1), Ordering::Release);
-    }
-
-    /// Runs the handed work if it is due at `now`; whether it ran.
-    fn run_due(&self, now: Nanos) -> bool {
-        let due = self.0.not_before.load(Ordering::Acquire);
-        if due == 0 || now.0 < due {
-            return false;
-        }
-        self.0.not_before.store(0, Ordering::Release);
-        let work = self.0.work.lock().unwrap_or_else(|p| p.into_inner()).take();
-        work.map(|work| work()).is_some()
-    }
-}
-
 /// How a [`DarkProbe`] sends.
 #[derive(Clone, Default)]
 pub struct Sending {
@@ -424,8 +388,6 @@ pub struct Sending {
     pub senders: usize,
     /// Send only while this gate is open; `None`: always.
     pub gate: Option<Gate>,
-    /// Work the first sender runs between two packets when handed.
-    pub errand: Option<Errand>,
 }
 
 /// What a [`DarkProbe`] did, from [`DarkProbe::finish`].
@@ -548,6 +510,11 @@ impl DarkProbe {
         })
     }
 
+    /// Packets sent so far, all senders.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
     /// Waits until the probe has sent `more` packets beyond those sent so
     /// far, or `within` has passed; whether it has. A sender the box holds
     /// back (a busy box, another thread's long system call) only makes the
@@ -618,17 +585,12 @@ fn send(
             }
             next = Instant::now().max(next) + sending.interval;
         }
-        // One clock reading opens the gate, makes the errand due and
-        // stamps the packet: every packet is stamped inside an open gate.
+        // One clock reading opens the gate and stamps the packet: every
+        // packet is stamped inside an open gate.
         let t = super::clock::now();
         if let Some(gate) = &sending.gate {
             if !gate.is_open(t) {
                 std::thread::sleep(GATE_POLL);
-                continue;
-            }
-        }
-        if let Some(errand) = sending.errand.as_ref().filter(|_| i == 0) {
-            if errand.run_due(t) {
                 continue;
             }
         }
@@ -742,24 +704,5 @@ mod tests {
         assert!(gate.is_open(Nanos(22)) && !gate.is_open(Nanos(9)));
         gate.close();
         assert!(!gate.is_open(Nanos(15)));
-    }
-
-    #[test]
-    fn an_errand_runs_once_and_not_before_its_time() {
-        let errand = Errand::default();
-        assert!(!errand.run_due(Nanos(5)), "nothing handed");
-        let runs = Arc::new(AtomicU64::new(0));
-        let counted = runs.clone();
-        errand.hand(Nanos(10), move || {
-            counted.fetch_add(1, Ordering::Relaxed);
-        });
-        assert!(!errand.run_due(Nanos(9)), "not before its time");
-        assert_eq!(runs.load(Ordering::Relaxed), 0);
-        assert!(
-            errand.clone().run_due(Nanos(10)),
-            "due at its time, from a clone too"
-        );
-        assert!(!errand.run_due(Nanos(11)), "once");
-        assert_eq!(runs.load(Ordering::Relaxed), 1);
     }
 }

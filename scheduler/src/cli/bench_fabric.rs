@@ -281,7 +281,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 }
             }
         }
-        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (with the probe running); probe = mean time between circuit arrivals at the gap's edges, median over moves (the resolution); stalls = moves at whose edges the probe itself went silent for over two of one sender's packets; p99 steady = p99 over the other moves".into());
+        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (eBPF: written ahead of the move, the probe waiting at its gate; tc-mirred: at the move, the probe sending); probe = mean time between circuit arrivals at the gap's edges, median over moves (the resolution); stalls = moves at whose edges the probe itself went silent for over two of one sender's packets; p99 steady = p99 over the other moves".into());
         for f in &report.dark {
             if let Some(x) = &f.excess {
                 say(format!(
@@ -300,13 +300,14 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
             }
         }
         if report.dark.iter().any(|f| f.excess.is_some()) {
-            say("old edge = the port's dark write − the last old-circuit packet's send; new edge = the first new-circuit packet's send − up_at; transit = how much longer that packet took from send to receive than the old one: the probe's sampling and the emulated path's jitter, not the datapath's (it keeps the port dark from its write to up_at = δ later)".into());
+            say("old edge = the move (down_at) − the last old-circuit packet's send; new edge = the first new-circuit packet's send − up_at; transit = how much longer that packet took from send to receive than the old one: the probe's sampling and the emulated path's jitter, not the datapath's (it keeps the port dark from down_at to up_at = δ later)".into());
         }
         if let Some(f) = report.dark.first() {
             say(format!(
-                "a probe packet costs a core {:.1} µs through the emulated path; {} probe senders (one per core), sending from {} µs before each call to {} µs after the new circuit is up",
+                "a probe packet costs a core {:.1} µs through the emulated path; eBPF: {} probe senders (one per core), each move written {} µs ahead once they stream; tc-mirred: one sender, from {} µs before each call; until {} µs after the new circuit is up",
                 f.probe_send_us,
                 f.probe_senders,
+                bench_ocs::MOVE_LEAD.0 / 1000,
                 bench_ocs::GATE_LEAD.0 / 1000,
                 bench_ocs::GATE_TAIL.0 / 1000
             ));

@@ -96,7 +96,7 @@ pub enum OcsCommand {
     /// Configure the circuits (the whole matching; circuits not listed are
     /// torn down). Changed ports go dark for δ (not-all-stop).
     #[command(
-        after_help = "Examples:\n  ocslab ocs set 0:1 1:0      # racks 0->1 and 1->0 on port 0\n  ocslab ocs set 0:2@1        # rack 0 -> rack 2 on port (wavelength) 1\n  ocslab ocs set              # tear every circuit down"
+        after_help = "Examples:\n  ocslab ocs set 0:1 1:0      # racks 0->1 and 1->0 on port 0\n  ocslab ocs set 0:2@1        # rack 0 -> rack 2 on port (wavelength) 1\n  ocslab ocs set 0:2 --in 5ms # the kernel makes the move 5 ms from now (eBPF)\n  ocslab ocs set              # tear every circuit down"
     )]
     Set {
         /// Circuits SRC:DST or SRC:DST@PORT (racks zero-based).
@@ -104,6 +104,11 @@ pub enum OcsCommand {
         /// Reconfiguration delay (default: the topology's), e.g. 10ms.
         #[arg(long)]
         delay: Option<Nanos>,
+        /// Make the move this long from now, e.g. 5ms, and return at once:
+        /// the changed ports keep their circuits until then, and the
+        /// kernel switches them by itself (eBPF datapath only).
+        #[arg(long = "in", value_name = "DURATION")]
+        after: Option<Nanos>,
         /// The run (needed when several fabrics are up).
         #[arg(long)]
         run: Option<RunId>,
@@ -239,6 +244,7 @@ pub fn ocs(c: OcsCommand) -> Result<ExitCode> {
         OcsCommand::Set {
             circuits,
             delay,
+            after,
             run,
             json,
         } => {
@@ -249,7 +255,13 @@ pub fn ocs(c: OcsCommand) -> Result<ExitCode> {
             let f = attach(run)?;
             let ocs = f.ocs()?;
             let delay = delay.unwrap_or(ocs.delay());
-            let rec = ocs.set_matching_with_delay(&circuits, delay)?;
+            let rec = match after {
+                Some(after) => {
+                    let at = Nanos(ocslab_emulator::fabric::clock::now().0.saturating_add(after.0));
+                    ocs.set_matching_at(&circuits, at, delay)?
+                }
+                None => ocs.set_matching_with_delay(&circuits, delay)?,
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&rec)?);
             } else {
