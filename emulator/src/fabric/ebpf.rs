@@ -102,7 +102,9 @@ impl CircuitEntry {
     }
 
     /// The output the port carries packets to at `t`, as the programs read
-    /// the entry (`circuit_at` of the C source).
+    /// the entry (`circuit_at` of the C source): what the tests hold
+    /// [`CircuitEntry::moved`] to.
+    #[cfg(test)]
     fn at(&self, t: u64) -> Option<u32> {
         let out = if t < self.down_at {
             self.prev_out
@@ -114,16 +116,24 @@ impl CircuitEntry {
         (out != NO_PORT).then_some(out)
     }
 
-    /// The entry once the port moves at `at` to `next` (output, `up_at`;
-    /// `None`: dark from then on). Packets sent before `at` still cross to
-    /// the output the port has at `at`; a port already dark then keeps the
-    /// output that carried before it went dark. A move made over one that
-    /// has not happened yet replaces it.
-    fn moved(self, at: u64, next: Option<(u32, u64)>) -> CircuitEntry {
+    /// The entry, written at `now`, once the port moves at `at` (≥ `now`)
+    /// to `next` (output, `up_at`; `None`: dark from then on). Until `at`
+    /// the port keeps what it has at `now`: its circuit, carrying packets
+    /// until `at`; or, dark, its dark time, which runs on to the new
+    /// `up_at` (the circuit it was coming up to never does). A move not
+    /// yet begun at `now` is replaced: the circuit before it carries on
+    /// until `at`. So packets sent before `now` are judged as before,
+    /// except that a settled circuit counts for every stamp before `at`
+    /// (its ToR sent none on to it before its `up_at`), and no circuit
+    /// carries a packet before δ of dark has passed.
+    fn moved(self, now: u64, at: u64, next: Option<(u32, u64)>) -> CircuitEntry {
         let (out, up_at) = next.unwrap_or((NO_PORT, u64::MAX));
-        match self.at(at) {
-            Some(carrying) => CircuitEntry::new(out, carrying, up_at, at),
-            None => CircuitEntry::new(out, self.prev_out, up_at, self.down_at.min(at)),
+        if now < self.down_at {
+            CircuitEntry::new(out, self.prev_out, up_at, at)
+        } else if now < self.up_at {
+            CircuitEntry::new(out, self.prev_out, up_at, self.down_at)
+        } else {
+            CircuitEntry::new(out, self.out, up_at, at)
         }
     }
 }
@@ -460,7 +470,7 @@ impl CircuitTable {
         for &p in changed {
             let last = self.written.get(p as usize).copied().unwrap_or(DARK);
             let next = up.iter().find(|&&(q, _)| q == p).map(|&(_, out)| (out, up_at.0));
-            self.set_circuit(p, last.moved(dark_at.0, next))?;
+            self.set_circuit(p, last.moved(now.0, dark_at.0, next))?;
         }
         Ok((dark_at, up_at))
     }
@@ -572,14 +582,14 @@ mod tests {
         // Port reaching output 1 since t = 100; at t = 500 it moves to
         // output 2, up at 1500.
         let up = entry(1, NO_PORT, 100, 0);
-        let moved = up.moved(500, Some((2, 1500)));
+        let moved = up.moved(500, 500, Some((2, 1500)));
         assert_eq!(moved, entry(2, 1, 1500, 500));
         assert_eq!(moved.at(499), Some(1), "sent before the move: old circuit");
         assert_eq!(moved.at(500), None, "dark from the move");
         assert_eq!(moved.at(1499), None);
         assert_eq!(moved.at(1500), Some(2), "new circuit from up_at");
         // A port taken down with nothing after it.
-        let down = up.moved(500, None);
+        let down = up.moved(500, 500, None);
         assert_eq!(
             (down.at(499), down.at(500), down.at(u64::MAX - 1)),
             (Some(1), None, None)
@@ -589,22 +599,91 @@ mod tests {
     #[test]
     fn a_circuit_that_never_came_up_leaves_the_one_before_it() {
         // Moved to output 2 at 510 (up at 1510); moved again at 800, before
-        // 2 carried anything: output 1 still stands for packets sent before 510.
+        // 2 carried anything: output 1 still stands for packets sent before
+        // 510, and the port stays dark until the new up_at.
         let pending = entry(2, 1, 1510, 510);
-        assert_eq!(pending.moved(800, Some((3, 1800))), entry(3, 1, 1800, 510));
+        assert_eq!(pending.moved(800, 800, Some((3, 1800))), entry(3, 1, 1800, 510));
+        // The same written at 800 for 2000 (after 2 would have come up):
+        // 2 never does; dark from 510 to 3000.
+        let later = pending.moved(800, 2000, Some((3, 3000)));
+        assert_eq!(later, entry(3, 1, 3000, 510));
+        assert_eq!(
+            (later.at(509), later.at(1600), later.at(3000)),
+            (Some(1), None, Some(3))
+        );
     }
 
     #[test]
     fn a_move_written_ahead_happens_at_its_time_and_can_be_replaced() {
         // Output 1 since 100; written at 200, a move to 2 at 1000 (up 2000).
-        let ahead = entry(1, NO_PORT, 100, 0).moved(1000, Some((2, 2000)));
+        let ahead = entry(1, NO_PORT, 100, 0).moved(200, 1000, Some((2, 2000)));
         assert_eq!(ahead.at(999), Some(1), "the old circuit carries until the move");
         assert_eq!(ahead.at(1000), None);
         assert_eq!(ahead.at(2000), Some(2));
         // Replaced at 600 by a move to 3 at 700 (up 900): output 1 until 700.
-        let replaced = ahead.moved(700, Some((3, 900)));
-        assert_eq!(replaced, entry(3, 1, 900, 700));
-        assert_eq!(replaced.at(2000), Some(3), "the first move never happens");
+        let sooner = ahead.moved(600, 700, Some((3, 900)));
+        assert_eq!(sooner, entry(3, 1, 900, 700));
+        assert_eq!(sooner.at(2000), Some(3), "the first move never happens");
+        // Replaced at 600 by a move at 2500, after the first would have
+        // come up: output 1 carries until 2500, 2 never.
+        let later = ahead.moved(600, 2500, Some((3, 3500)));
+        assert_eq!(
+            (later.at(2400), later.at(2500), later.at(3500)),
+            (Some(1), None, Some(3))
+        );
+    }
+
+    /// Random sequences of moves, now or ahead, over a port of four
+    /// outputs, against what a port may do: from each write on, it keeps
+    /// what it had at the write until the move (its circuit, or dark),
+    /// then is dark for at least δ before the new circuit.
+    #[test]
+    fn no_sequence_of_moves_lets_a_circuit_skip_its_dark_time() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..2_000 {
+            let mut e = DARK;
+            let mut now = 1_000;
+            for _ in 0..20 {
+                now += rand(300);
+                let at = now + if rand(2) == 0 { 0 } else { rand(600) };
+                let delay = rand(200);
+                let next = (rand(5) > 0).then(|| (rand(4) as u32, at + delay));
+                let had = e.at(now);
+                let moved = e.moved(now, at, next);
+                for t in (now..at + delay + 50).step_by(7) {
+                    let got = moved.at(t);
+                    let allowed = if t < at {
+                        // Dark now stays dark; a circuit now carries on.
+                        had.is_none() && got.is_none() || got == had
+                    } else if t < at + delay {
+                        got.is_none()
+                    } else {
+                        got == next.map(|(o, _)| o)
+                    };
+                    assert!(
+                        allowed,
+                        "{e:?} moved at {now} for {at} to {next:?}: {got:?} at {t}, had {had:?}"
+                    );
+                }
+                // Stamps before the write read as they did, or as the
+                // circuit the port had settled on.
+                for t in (now.saturating_sub(400)..now).step_by(5) {
+                    assert!(
+                        moved.at(t) == e.at(t) || had.is_some() && now >= e.up_at && moved.at(t) == had,
+                        "{e:?} moved at {now}: stamp {t} read {:?}, was {:?}",
+                        moved.at(t),
+                        e.at(t)
+                    );
+                }
+                e = moved;
+            }
+        }
     }
 
     #[test]

@@ -549,7 +549,9 @@ impl Ocs {
     /// itself, so its instant owes nothing to when a thread runs, and
     /// nothing of the call's own time falls inside it. Returns once the
     /// circuit table holds it; subscribers get its events now, dated ahead.
-    /// A later call replaces a move that has not happened yet. eBPF only.
+    /// A later call replaces a move not yet complete (a port not yet dark
+    /// keeps its circuit until the new move; one already dark stays dark
+    /// until the new circuit comes up). eBPF only.
     pub fn set_matching_at(
         &self,
         circuits: &[Circuit],
