@@ -324,8 +324,10 @@ const WARMUP_ROUNDS: u32 = 2;
 
 /// Moves a circuit from rack 0 between racks 1 and 2 and measures the dark
 /// time packets see (see the module doc). The probe runs one sender per
-/// core, dense from [`GATE_LEAD`] before each move to [`GATE_TAIL`] after
-/// the new circuit is up, and quiet in between. Needs root.
+/// core (one on tc-mirred), dense from before each move (eBPF: from
+/// [`MOVE_LEAD`] before, once they stream; tc-mirred: [`GATE_LEAD`]) to
+/// [`GATE_TAIL`] after the new circuit is up, and quiet in between. Needs
+/// root.
 pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     need_root()?;
     let ebpf = spec.datapath == Datapath::Ebpf;
