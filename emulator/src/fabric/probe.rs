@@ -334,37 +334,21 @@ pub type Aim = Arc<dyn Fn(Nanos, u64) -> usize + Send + Sync>;
 /// ([`GATE_POLL`] at a time) otherwise. A probe dense only around the
 /// instants it measures leaves the box free the rest of the time.
 #[derive(Clone, Debug, Default)]
-pub struct Gate(Arc<GateTimes>);
-
-/// From when (0: any time) and until when a [`Gate`] is open.
-#[derive(Debug, Default)]
-struct GateTimes {
-    from: AtomicU64,
-    until: AtomicU64,
-}
+pub struct Gate(Arc<AtomicU64>);
 
 impl Gate {
     /// Lets the senders send until `t` ([`super::clock::now`]).
     pub fn open_until(&self, t: Nanos) {
-        self.0.until.store(t.0, Ordering::Release);
-    }
-
-    /// Lets the senders send packets stamped from `from` until `until`: a
-    /// sender that read the clock just before the gate opened does not
-    /// send that packet.
-    pub fn open_between(&self, from: Nanos, until: Nanos) {
-        // `from` first: a sender that sees the new `until` sees it too.
-        self.0.from.store(from.0, Ordering::Relaxed);
-        self.0.until.store(until.0, Ordering::Release);
+        self.0.store(t.0, Ordering::Release);
     }
 
     /// Stops the senders at their next packet.
     pub fn close(&self) {
-        self.0.until.store(0, Ordering::Release);
+        self.0.store(0, Ordering::Release);
     }
 
     fn is_open(&self, now: Nanos) -> bool {
-        now.0 < self.0.until.load(Ordering::Acquire) && now.0 >= self.0.from.load(Ordering::Relaxed)
+        now.0 < self.0.load(Ordering::Acquire)
     }
 }
 
@@ -691,18 +675,5 @@ mod tests {
         assert!(!gate.is_open(Nanos(60)), "opening again narrows it too");
         gate.close();
         assert!(!gate.is_open(Nanos(1)));
-    }
-
-    #[test]
-    fn a_gate_opened_between_two_times_lets_only_packets_stamped_between_them() {
-        let gate = Gate::default();
-        assert!(!gate.is_open(Nanos(5)), "closed until opened");
-        gate.open_between(Nanos(10), Nanos(20));
-        let open: Vec<u64> = (0..30).filter(|&t| gate.is_open(Nanos(t))).collect();
-        assert_eq!(open, (10..20).collect::<Vec<_>>());
-        gate.open_until(Nanos(25));
-        assert!(gate.is_open(Nanos(22)) && !gate.is_open(Nanos(9)));
-        gate.close();
-        assert!(!gate.is_open(Nanos(15)));
     }
 }
