@@ -697,6 +697,31 @@ fn teardown_leaves_no_bpf_program_or_map() {
     assert!(freed, "left: {:?}", ebpf::still_loaded(&ids));
 }
 
+/// The run's reconfiguration log, `ocs.jsonl`, is opened once: when the
+/// run directory is removed while the owner still reconfigures (Ctrl-C
+/// tears a bench down from its signal thread as its main thread goes on),
+/// later lines do not create the file again, and so cannot keep the
+/// directory from being removed.
+#[test]
+fn reconfigurations_after_the_log_is_removed_do_not_make_it_again() {
+    if skip("reconfigurations_after_the_log_is_removed_do_not_make_it_again") {
+        return;
+    }
+    let _alone = alone();
+    let f = up(3, 1, 1, Datapath::TcMirred);
+    let ocs = f.ocs().unwrap();
+    let log = fabric::run_dir(f.run_id()).join("ocs.jsonl");
+    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
+        .unwrap();
+    let logged = std::fs::read_to_string(&log).expect("the first move is logged");
+    assert_eq!(logged.lines().count(), 1, "{logged}");
+    std::fs::remove_file(&log).unwrap();
+    ocs.set_matching_with_delay(&[circuit(0, 2, 0)], Nanos(0))
+        .unwrap();
+    assert!(!log.exists(), "a later move made {} again", log.display());
+    f.down().unwrap();
+}
+
 /// `ocslab up` on a topology with `[ocs.schedule]` (lab-rotor.toml): the
 /// eBPF datapath follows it from the start; tc-mirred refuses it, and the
 /// refused run leaves no namespace or run directory behind.

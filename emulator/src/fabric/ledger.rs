@@ -321,9 +321,10 @@ pub fn remove_run(run: RunId) -> Result<Teardown, LedgerError> {
         }
     }
     let dir = run_dir(run);
-    // A writer still at work in the directory (an owner being torn down
-    // from its own signal thread logs its reconfigurations there) can fill
-    // it again between the walk and the last rmdir: try a few times.
+    // An owner torn down from its own signal thread may still be writing
+    // here (a build saving its ledger) between the walk and the last
+    // rmdir: try a few times. Its reconfiguration log cannot: it is opened
+    // once, and later lines go to the unlinked file.
     let mut tries = 0;
     let had_dir = loop {
         match std::fs::remove_dir_all(&dir) {

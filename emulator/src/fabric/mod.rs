@@ -604,13 +604,23 @@ impl Fabric {
             backend,
             current: ocs::Matching::new(),
             delay: self.topo.reconfig_delay,
-            log: Some(ledger::run_dir(self.run_id()).join("ocs.jsonl")),
+            log: self.open_ocs_log(),
             subscribers: Vec::new(),
         };
         core.current = core.read_kernel()?;
         let o = Ocs::new(core);
         *slot = Some(o.clone());
         Ok(o)
+    }
+
+    /// Opens `ocs.jsonl` in the run directory for appending; `None`, with a
+    /// warning, if it cannot be opened.
+    fn open_ocs_log(&self) -> Option<std::fs::File> {
+        let path = ledger::run_dir(self.run_id()).join("ocs.jsonl");
+        let opened = std::fs::OpenOptions::new().create(true).append(true).open(&path);
+        opened
+            .inspect_err(|e| tracing::warn!("reconfigurations not logged to {}: {e}", path.display()))
+            .ok()
     }
 
     /// The kernel ids of the eBPF datapath's programs and maps (owner of an

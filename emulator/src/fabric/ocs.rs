@@ -38,7 +38,6 @@ use ocslab_core::optical::Schedule;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -157,7 +156,12 @@ pub(crate) struct OcsCore {
     pub(crate) backend: Backend,
     pub(crate) current: Matching,
     pub(crate) delay: Nanos,
-    pub(crate) log: Option<PathBuf>,
+    /// The run's reconfiguration log, opened once: a teardown that
+    /// removes the run directory while this process still reconfigures
+    /// (from its own signal thread) unlinks it, and later lines go to the
+    /// unlinked file instead of creating it again in a directory being
+    /// removed.
+    pub(crate) log: Option<std::fs::File>,
     pub(crate) subscribers: Vec<mpsc::Sender<CircuitEvent>>,
 }
 
@@ -370,15 +374,10 @@ impl OcsCore {
             datapath = %rec.datapath,
             "OCS reconfigured"
         );
-        if let Some(path) = &self.log {
+        if let Some(file) = &mut self.log {
             let line = serde_json::to_string(rec).unwrap_or_default();
-            let written = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .and_then(|mut f| writeln!(f, "{line}"));
-            if let Err(e) = written {
-                tracing::warn!("cannot log reconfiguration to {}: {e}", path.display());
+            if let Err(e) = writeln!(file, "{line}") {
+                tracing::warn!("cannot log a reconfiguration: {e}");
             }
         }
         self.subscribers
