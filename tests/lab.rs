@@ -582,12 +582,74 @@ fn down_after_a_sigkilled_rootless_holder_leaves_nothing() {
     assert_eq!(lab.json(&["status", "--json"]), Value::Array(vec![]));
 }
 
+/// The run `pid` owns, if any, and whether it is up (or still building).
+fn run_of(pid: u32) -> Option<(ocslab_emulator::fabric::RunId, bool)> {
+    use ocslab_emulator::fabric::ledger::{list_runs, Ledger, RunState};
+    list_runs().into_iter().find_map(|r| {
+        let l = Ledger::load(r).ok().filter(|l| l.owner_pid == pid)?;
+        Some((r, l.state == RunState::Up))
+    })
+}
+
 /// The run `pid` owns and has brought up, if any.
 fn up_run_of(pid: u32) -> Option<ocslab_emulator::fabric::RunId> {
-    use ocslab_emulator::fabric::ledger::{list_runs, Ledger, RunState};
-    list_runs()
-        .into_iter()
-        .find(|&r| Ledger::load(r).is_ok_and(|l| l.owner_pid == pid && l.state == RunState::Up))
+    run_of(pid).filter(|&(_, up)| up).map(|(r, _)| r)
+}
+
+/// Ctrl-C at the first moment `ocslab demo` owns a run: while it builds
+/// its lab or starts the agents, before its emulation loop (which handles
+/// Ctrl-C itself) runs. The demo exits 130 and leaves neither a namespace
+/// nor a run directory. Before, a Ctrl-C there ended it at once and left
+/// both; and a teardown from the signal thread could run beside the build
+/// and miss the namespaces made after it listed them.
+#[test]
+fn a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind() {
+    use ocslab_emulator::fabric::ledger::{namespaces_of, run_dir};
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!(
+            "skipping a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind: not root (CI is root)"
+        );
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ocslab-demo-sigint-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let mut demo = Command::new(built_ocslab())
+        .args(["demo", "--out"])
+        .arg(dir.join("out"))
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start ocslab demo");
+    let pid = demo.id();
+    // Polled every millisecond: the lab builds in tens of them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut run = run_of(pid);
+    while run.is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+        run = run_of(pid);
+    }
+    let Some((run, up)) = run else {
+        let _ = demo.kill();
+        panic!("the demo never owned a run");
+    };
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT the demo");
+    let out = demo.wait_with_output().expect("the demo ends");
+    let said = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("signalled with run {run} {}", if up { "up" } else { "building" });
+    assert_eq!(out.status.code(), Some(130), "{said}");
+    assert!(!run_dir(run).exists(), "run directory left: {said}");
+    assert_eq!(
+        namespaces_of(run, None),
+        Vec::<String>::new(),
+        "namespaces left: {said}"
+    );
 }
 
 /// Ctrl-C in the middle of a bench that builds a fabric (`ocslab bench ocs`,

@@ -102,6 +102,7 @@ fn main() -> ExitCode {
         Command::Agent(a) => Ok(ocslab_agent::cli::main_with(a, args.verbose)),
         Command::Completions(a) => cli::completions::run(a, &mut Cli::command()),
     };
+    cli::interrupt::wait_if_ending();
     match result {
         Ok(code) => code,
         Err(e) => {

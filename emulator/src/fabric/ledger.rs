@@ -21,8 +21,10 @@ use super::netns;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
+use std::cell::Cell;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 /// Where run directories live.
@@ -344,10 +346,51 @@ pub fn remove_run(run: RunId) -> Result<Teardown, LedgerError> {
     })
 }
 
+/// Fabric work of this process: building a run, tearing one down, starting
+/// a process inside one. Each holds it shared ([`work`]);
+/// [`remove_own_runs`] takes it whole, and for good.
+static WORK: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    /// How many [`Work`] guards this thread holds (a teardown inside a
+    /// build takes none of its own: a second shared hold could wait behind
+    /// a teardown waiting for the first).
+    static WORK_HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A shared hold on this process's fabric work (see [`work`]).
+pub(crate) struct Work {
+    _shared: Option<RwLockReadGuard<'static, ()>>,
+}
+
+/// Holds this process's fabric work shared until the guard drops, waiting
+/// if [`remove_own_runs`] has begun (it then ends the process). A teardown
+/// on a signal therefore never runs beside a build, which would make
+/// namespaces after the teardown listed them, nor beside another
+/// teardown of the same run.
+pub(crate) fn work() -> Work {
+    let outer = WORK_HELD.with(|n| {
+        n.set(n.get() + 1);
+        n.get() == 1
+    });
+    Work {
+        _shared: outer.then(|| WORK.read().unwrap_or_else(PoisonError::into_inner)),
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        WORK_HELD.with(|n| n.set(n.get() - 1));
+    }
+}
+
 /// Removes every run whose ledger names this process as its owner: what a
-/// command ended by a signal tears down before it exits. A run still being
-/// reserved (no ledger yet) is left to [`cleanup_stale`].
+/// command ended by a signal tears down just before it exits. It waits for
+/// a build, teardown or process start under way in this process to end,
+/// and keeps any more from starting, for good: call it only on the way
+/// out.
 pub fn remove_own_runs() -> Result<Vec<Teardown>, LedgerError> {
+    std::mem::forget(WORK.write().unwrap_or_else(PoisonError::into_inner));
     let me = std::process::id();
     let started = process_start(me);
     let mut out = Vec::new();

@@ -275,6 +275,7 @@ impl Fabric {
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("<topology {}>", topo.name)));
         topo.check_emulable(&file)?;
+        let work = ledger::work();
         let run = ledger::reserve_run_id(opts.run_id)?;
         let built = Self::build(topo, run, &opts);
         if built.is_err() {
@@ -282,6 +283,7 @@ impl Fabric {
                 tracing::error!("cleaning up after a failed build of run {run}: {e}");
             }
         }
+        drop(work);
         let fabric = built?;
         // A topology's `[ocs.schedule]`: the OCS follows it from the start.
         if let Some(schedule) = &topo.ocs_schedule {
@@ -488,6 +490,7 @@ impl Fabric {
     /// Starts `cmd` inside host `h`'s network namespace (the child enters it
     /// with `setns` between fork and exec; nothing else changes).
     pub fn spawn_in(&self, h: HostId, mut cmd: Command) -> Result<Child, FabricError> {
+        let _work = ledger::work();
         self.enter_host_before_exec(h, &mut cmd)?;
         cmd.spawn().map_err(|source| FabricError::Spawn {
             host: h,
@@ -671,6 +674,7 @@ impl Fabric {
             return Ok(Teardown::default());
         }
         self.torn_down = true;
+        let _work = ledger::work();
         // Close our own references first so the kernel can free the namespaces.
         *self.ocs.lock().unwrap_or_else(|p| p.into_inner()) = None;
         *self.table.lock().unwrap_or_else(|p| p.into_inner()) = None;

@@ -25,14 +25,11 @@ pub enum BenchCommand {
     Agents(super::bench_agents::AgentsArgs),
 }
 
-/// Runs a benchmark. Those that build fabrics as root tear them down when
-/// a signal ends them ([`super::interrupt`]); rootless ones build inside a
-/// user namespace, which ends with the process, and must enter it while
-/// the process has one thread.
+/// Runs a benchmark. Those that build fabrics tear them down when a signal
+/// ends them ([`super::interrupt::tear_down_on_signal_as_root`]).
 pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
-    let builds_fabrics = !matches!(cmd, BenchCommand::Sim(_));
-    if builds_fabrics && nix::unistd::geteuid().is_root() {
-        super::interrupt::tear_down_on_signal()?;
+    if !matches!(cmd, BenchCommand::Sim(_)) {
+        super::interrupt::tear_down_on_signal_as_root()?;
     }
     match cmd {
         BenchCommand::Fabric(a) => super::bench_fabric::fabric(a),

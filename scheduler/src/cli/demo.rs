@@ -70,6 +70,9 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     if let Some(f) = a.jitter {
         return jitter(&a, f);
     }
+    if !a.sim {
+        super::interrupt::tear_down_on_signal_as_root()?;
+    }
     let mut driver: Box<dyn Driver> = if a.sim {
         Box::new(super::sim::simulator(a.payload_rates))
     } else {

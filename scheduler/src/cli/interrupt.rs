@@ -1,12 +1,20 @@
-//! What a command that builds fabrics does when a signal ends it: SIGINT,
-//! SIGTERM and SIGHUP are blocked in every thread and taken by one thread,
-//! which removes every run this process owns (its namespaces, the
+//! What a command that builds fabrics as root does when a signal ends it:
+//! SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by one
+//! thread, which removes every run this process owns (its namespaces, the
 //! processes in them, its run directory) and exits with 128 + the signal's
-//! number, as a shell expects of a process a signal ended.
+//! number, as a shell expects of a process a signal ended. A build or
+//! teardown under way finishes first, and none starts after
+//! ([`ledger::remove_own_runs`]); the main thread, if it gets to the end
+//! of its command meanwhile, waits for the exit ([`wait_if_ending`]).
 
 use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use ocslab_emulator::fabric::ledger;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once a signal began the teardown: the process ends from the signal
+/// thread.
+static ENDING: AtomicBool = AtomicBool::new(false);
 
 /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, and so in
 /// every thread it starts from now on; returns them, to wait for. Call it
@@ -31,6 +39,7 @@ pub fn tear_down_on_signal() -> Result<()> {
             let Ok(sig) = signals.wait() else {
                 return;
             };
+            ENDING.store(true, Ordering::SeqCst);
             eprintln!("{sig}: tearing down what this command built");
             match ledger::remove_own_runs() {
                 Ok(runs) => {
@@ -48,4 +57,24 @@ pub fn tear_down_on_signal() -> Result<()> {
         })
         .context("starting the signal thread")?;
     Ok(())
+}
+
+/// [`tear_down_on_signal`] when this process is root: a rootless command
+/// builds its fabrics inside a user namespace that ends with the process,
+/// and must enter it while the process still has one thread.
+pub fn tear_down_on_signal_as_root() -> Result<()> {
+    if nix::unistd::geteuid().is_root() {
+        tear_down_on_signal()?;
+    }
+    Ok(())
+}
+
+/// Once a signal began the teardown, never returns: the signal thread
+/// ends the process when the teardown is done. A command that ends on its
+/// own meanwhile (its fabric vanished under it) calls this before it
+/// exits, so that its exit does not cut the teardown short.
+pub fn wait_if_ending() {
+    while ENDING.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
 }

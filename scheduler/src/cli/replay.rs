@@ -76,6 +76,9 @@ struct Report<'a> {
 
 /// Runs `ocslab replay`.
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
+    if a.emulate {
+        super::interrupt::tear_down_on_signal_as_root()?;
+    }
     let bar = Progress::counting(0, a.json, "coflows", false);
     bar.set_message(format!("replay under {}", a.coflow_scheduler));
     let spec = replay::ReplaySpec {

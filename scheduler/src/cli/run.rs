@@ -64,6 +64,7 @@ pub struct RunArgs {
 
 /// Runs `ocslab run`.
 pub fn run(a: RunArgs) -> Result<ExitCode> {
+    super::interrupt::tear_down_on_signal_as_root()?;
     let mut exp = Experiment::load(&a.experiment)?;
     for spec in &a.perturb {
         let p = crate::perturb::Perturbation::parse_cli(spec, &exp.topology)
