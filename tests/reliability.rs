@@ -1,5 +1,7 @@
 //! Kill loops: each command is SIGKILLed at a seeded random moment, then
-//! `ocslab down` runs, and nothing of the run may be left: no namespace, no
+//! `ocslab down` runs; or it gets SIGINT, SIGTERM or SIGHUP there, and
+//! cleans up by itself with no `ocslab down`. Either way nothing of the
+//! run may be left: no namespace, no
 //! interface in the box's namespace, no BPF program, no ocslab or agent
 //! process, no run directory under `/run/ocslab`, no `ocslab-*` entry in the
 //! temporary directory (agent credentials once stayed there), and no results folder that
@@ -129,6 +131,16 @@ impl Leftovers {
     }
 }
 
+/// How a round ends its command.
+#[derive(Clone, Copy, Debug)]
+enum Ending {
+    /// SIGKILL, then `ocslab down`: what a crash leaves, cleaned up.
+    Killed,
+    /// SIGINT, SIGTERM and SIGHUP in turn: the command tears down what it
+    /// built and exits 128 + the signal (or 0, had it finished).
+    Signalled,
+}
+
 /// A command to kill, and how long into it the kill may come.
 struct Target {
     name: &'static str,
@@ -164,10 +176,11 @@ fn files_under(dir: &Path) -> BTreeSet<String> {
 
 /// Runs `rounds` kill rounds of `t`; returns how many the command finished
 /// before its kill.
-fn kill_loop(t: &Target, rounds: u64, seed: u64) -> u64 {
+fn kill_loop(t: &Target, how: Ending, rounds: u64, seed: u64) -> u64 {
+    use nix::sys::signal::Signal;
     let ocslab = binary("ocslab");
     let before = Leftovers::now();
-    let mut moments = Moments(seed ^ t.name.len() as u64);
+    let mut moments = Moments(seed ^ t.name.len() as u64 ^ ((how as u64) << 32));
     let mut finished = 0;
     for round in 0..rounds {
         let at = t.window.mul_f64(moments.next_fraction());
@@ -181,16 +194,29 @@ fn kill_loop(t: &Target, rounds: u64, seed: u64) -> u64 {
         // The kill moment is the experiment's input, not a synchronisation.
         std::thread::sleep(at);
         let done_before = child.try_wait().expect("poll").is_some();
-        let _ = child.kill();
-        child.wait().expect("reap");
+        let signal = match how {
+            Ending::Killed => Signal::SIGKILL,
+            Ending::Signalled => [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP][round as usize % 3],
+        };
+        // The child is not reaped yet, so its pid is still its own.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal);
+        let status = child.wait().expect("reap");
         finished += u64::from(done_before);
-        let what = format!("{} round {round} (seed {seed}), SIGKILL at {at:?}", t.name);
-        let down = Command::new(&ocslab).arg("down").output().expect("ocslab down");
-        assert!(
-            down.status.success(),
-            "{what}: ocslab down failed: {}",
-            String::from_utf8_lossy(&down.stderr)
-        );
+        let what = format!("{} round {round} (seed {seed}), {signal} at {at:?}", t.name);
+        match how {
+            Ending::Killed => {
+                let down = Command::new(&ocslab).arg("down").output().expect("ocslab down");
+                assert!(
+                    down.status.success(),
+                    "{what}: ocslab down failed: {}",
+                    String::from_utf8_lossy(&down.stderr)
+                );
+            }
+            Ending::Signalled => assert!(
+                status.code() == Some(128 + signal as i32) || (done_before && status.success()),
+                "{what}: ended with {status}"
+            ),
+        }
         // The kernel destroys a removed namespace, and with it the tc
         // filters that hold the BPF programs, in a worker of its own: wait
         // for that, up to a bound.
@@ -214,7 +240,7 @@ fn kill_loop(t: &Target, rounds: u64, seed: u64) -> u64 {
         }
     }
     eprintln!(
-        "{}: {rounds} kills in [0, {:?}], {finished} after the command ended, nothing left",
+        "{}: {rounds} kills ({how:?}) in [0, {:?}], {finished} after the command ended, nothing left",
         t.name, t.window
     );
     finished
@@ -266,7 +292,7 @@ fn a_killed_replay_leaves_a_complete_folder_or_none() {
         results: Some((out, "summary.json")),
         complete_files: Some(complete),
     };
-    kill_loop(&t, rounds * 10, seed);
+    kill_loop(&t, Ending::Killed, rounds * 10, seed);
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -284,19 +310,13 @@ fn a_killed_up_leaves_nothing_after_down() {
         results: None,
         complete_files: None,
     };
-    kill_loop(&t, rounds, seed);
+    kill_loop(&t, Ending::Killed, rounds, seed);
 }
 
-#[test]
-fn a_killed_emulated_replay_leaves_nothing_after_down() {
-    if ocslab_tests::skip("a_killed_emulated_replay_leaves_nothing_after_down") {
-        return;
-    }
-    let _one = one_loop();
-    let dir = scratch("replay-emu");
-    let out = dir.join("out");
-    let (rounds, seed) = ocslab_tests::kill_rounds();
-    let t = Target {
+/// `ocslab replay --emulate` of FB2010's first three coflows on lab.toml,
+/// writing to `out`.
+fn emulated_replay(out: &Path) -> Target {
+    Target {
         name: "replay --emulate",
         args: [
             "replay",
@@ -312,20 +332,14 @@ fn a_killed_emulated_replay_leaves_nothing_after_down() {
         .map(String::from)
         .to_vec(),
         window: Duration::from_secs(16),
-        results: Some((out, "summary.json")),
+        results: Some((out.to_path_buf(), "summary.json")),
         complete_files: None,
-    };
-    kill_loop(&t, rounds, seed);
-    std::fs::remove_dir_all(&dir).ok();
+    }
 }
 
-#[test]
-fn a_killed_run_leaves_nothing_after_down() {
-    if ocslab_tests::skip("a_killed_run_leaves_nothing_after_down") {
-        return;
-    }
-    let _one = one_loop();
-    let dir = scratch("run");
+/// `ocslab run` of six generated jobs on tiny.toml (its experiment file
+/// written into `dir`), writing to `dir/out`.
+fn emulated_run(dir: &Path) -> Target {
     let exp = dir.join("kill-loop.toml");
     std::fs::write(
         &exp,
@@ -337,8 +351,7 @@ fn a_killed_run_leaves_nothing_after_down() {
     )
     .expect("write experiment");
     let out = dir.join("out");
-    let (rounds, seed) = ocslab_tests::kill_rounds();
-    let t = Target {
+    Target {
         name: "run",
         args: vec![
             "run".into(),
@@ -350,27 +363,82 @@ fn a_killed_run_leaves_nothing_after_down() {
         window: Duration::from_secs(8),
         results: Some((out, "summary.json")),
         complete_files: None,
-    };
-    kill_loop(&t, rounds, seed);
+    }
+}
+
+/// `ocslab demo`, writing to `out`.
+fn demo(out: &Path) -> Target {
+    Target {
+        name: "demo",
+        args: vec!["demo".into(), "--out".into(), out.display().to_string()],
+        window: Duration::from_secs(12),
+        results: Some((out.to_path_buf(), "demo.json")),
+        complete_files: None,
+    }
+}
+
+/// Runs `rounds` rounds of the loop `test` names on the target `make`
+/// builds in a scratch directory of its own (root only: these build
+/// fabrics).
+fn fabric_loop(test: &str, how: Ending, make: impl FnOnce(&Path) -> Target) {
+    if ocslab_tests::skip(test) {
+        return;
+    }
+    let _one = one_loop();
+    let dir = scratch(test);
+    let (rounds, seed) = ocslab_tests::kill_rounds();
+    kill_loop(&make(&dir), how, rounds, seed);
     std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
+fn a_killed_emulated_replay_leaves_nothing_after_down() {
+    fabric_loop(
+        "a_killed_emulated_replay_leaves_nothing_after_down",
+        Ending::Killed,
+        |d| emulated_replay(&d.join("out")),
+    );
+}
+
+#[test]
+fn an_emulated_replay_ended_by_a_signal_leaves_nothing() {
+    fabric_loop(
+        "an_emulated_replay_ended_by_a_signal_leaves_nothing",
+        Ending::Signalled,
+        |d| emulated_replay(&d.join("out")),
+    );
+}
+
+#[test]
+fn a_killed_run_leaves_nothing_after_down() {
+    fabric_loop(
+        "a_killed_run_leaves_nothing_after_down",
+        Ending::Killed,
+        emulated_run,
+    );
+}
+
+#[test]
+fn a_run_ended_by_a_signal_leaves_nothing() {
+    fabric_loop(
+        "a_run_ended_by_a_signal_leaves_nothing",
+        Ending::Signalled,
+        emulated_run,
+    );
+}
+
+#[test]
 fn a_killed_demo_leaves_nothing_after_down() {
-    if ocslab_tests::skip("a_killed_demo_leaves_nothing_after_down") {
-        return;
-    }
-    let _one = one_loop();
-    let dir = scratch("demo");
-    let out = dir.join("out");
-    let (rounds, seed) = ocslab_tests::kill_rounds();
-    let t = Target {
-        name: "demo",
-        args: vec!["demo".into(), "--out".into(), out.display().to_string()],
-        window: Duration::from_secs(12),
-        results: Some((out, "demo.json")),
-        complete_files: None,
-    };
-    kill_loop(&t, rounds, seed);
-    std::fs::remove_dir_all(&dir).ok();
+    fabric_loop("a_killed_demo_leaves_nothing_after_down", Ending::Killed, |d| {
+        demo(&d.join("out"))
+    });
+}
+
+#[test]
+fn a_demo_ended_by_a_signal_leaves_nothing() {
+    fabric_loop(
+        "a_demo_ended_by_a_signal_leaves_nothing",
+        Ending::Signalled,
+        |d| demo(&d.join("out")),
+    );
 }
