@@ -324,9 +324,10 @@ pub fn remove_run(run: RunId) -> Result<Teardown, LedgerError> {
     }
     let dir = run_dir(run);
     // An owner torn down from its own signal thread may still be writing
-    // here (a build saving its ledger) between the walk and the last
-    // rmdir: try a few times. Its reconfiguration log cannot: it is opened
-    // once, and later lines go to the unlinked file.
+    // here (a lab writing its agents' credentials) between the walk and
+    // the last rmdir: try a few times. A build cannot (it holds [`work`]),
+    // nor its reconfiguration log (opened once: later lines go to the
+    // unlinked file).
     let mut tries = 0;
     let had_dir = loop {
         match std::fs::remove_dir_all(&dir) {

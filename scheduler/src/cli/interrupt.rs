@@ -5,7 +5,8 @@
 //! number, as a shell expects of a process a signal ended. A build or
 //! teardown under way finishes first, and none starts after
 //! ([`ledger::remove_own_runs`]); the main thread, if it gets to the end
-//! of its command meanwhile, waits for the exit ([`wait_if_ending`]).
+//! of its command meanwhile, waits for the exit ([`wait_if_ending`]). A
+//! second signal exits at once.
 
 use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
@@ -40,7 +41,19 @@ pub fn tear_down_on_signal() -> Result<()> {
                 return;
             };
             ENDING.store(true, Ordering::SeqCst);
-            eprintln!("{sig}: tearing down what this command built");
+            eprintln!("{sig}: tearing down what this command built (again to stop at once)");
+            // A second signal ends the process without waiting for the
+            // teardown (which waits for a build under way to end).
+            let _ = std::thread::Builder::new()
+                .name("signals-2".into())
+                .spawn(move || {
+                    if let Ok(sig) = signals.wait() {
+                        eprintln!(
+                            "{sig}: stopping before the teardown is done; `ocslab down` removes what is left"
+                        );
+                        std::process::exit(128 + sig as i32);
+                    }
+                });
             match ledger::remove_own_runs() {
                 Ok(runs) => {
                     for t in runs {
