@@ -596,6 +596,27 @@ fn up_run_of(pid: u32) -> Option<ocslab_emulator::fabric::RunId> {
     run_of(pid).filter(|&(_, up)| up).map(|(r, _)| r)
 }
 
+/// Sends SIGINT to `child`, which owns `run` and pipes its stderr, and
+/// checks that it exits 130, as a process a SIGINT ended, leaving neither
+/// a namespace nor the run directory of `run`.
+fn interrupt_and_check_nothing_left(child: std::process::Child, run: ocslab_emulator::fabric::RunId) {
+    use ocslab_emulator::fabric::ledger::{namespaces_of, run_dir};
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT the command");
+    let out = child.wait_with_output().expect("the command ends");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{said}");
+    assert!(!run_dir(run).exists(), "run directory left: {said}");
+    assert_eq!(
+        namespaces_of(run, None),
+        Vec::<String>::new(),
+        "namespaces left: {said}"
+    );
+}
+
 /// Ctrl-C at the first moment `ocslab demo` owns a run: while it builds
 /// its lab or starts the agents, before its emulation loop (which handles
 /// Ctrl-C itself) runs. The demo exits 130 and leaves neither a namespace
@@ -604,7 +625,6 @@ fn up_run_of(pid: u32) -> Option<ocslab_emulator::fabric::RunId> {
 /// and miss the namespaces made after it listed them.
 #[test]
 fn a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind() {
-    use ocslab_emulator::fabric::ledger::{namespaces_of, run_dir};
     if !nix::unistd::geteuid().is_root() {
         eprintln!(
             "skipping a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind: not root (CI is root)"
@@ -634,22 +654,9 @@ fn a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind() {
         let _ = demo.kill();
         panic!("the demo never owned a run");
     };
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("SIGINT the demo");
-    let out = demo.wait_with_output().expect("the demo ends");
-    let said = String::from_utf8_lossy(&out.stderr);
+    eprintln!("signalling with run {run} {}", if up { "up" } else { "building" });
+    interrupt_and_check_nothing_left(demo, run);
     let _ = std::fs::remove_dir_all(&dir);
-    eprintln!("signalled with run {run} {}", if up { "up" } else { "building" });
-    assert_eq!(out.status.code(), Some(130), "{said}");
-    assert!(!run_dir(run).exists(), "run directory left: {said}");
-    assert_eq!(
-        namespaces_of(run, None),
-        Vec::<String>::new(),
-        "namespaces left: {said}"
-    );
 }
 
 /// Ctrl-C in the middle of a bench that builds a fabric (`ocslab bench ocs`,
@@ -659,7 +666,6 @@ fn a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind() {
 /// once and left both until `ocslab down`.
 #[test]
 fn a_bench_ended_by_ctrl_c_leaves_nothing_behind() {
-    use ocslab_emulator::fabric::ledger::{namespaces_of, run_dir};
     if !nix::unistd::geteuid().is_root() {
         eprintln!("skipping a_bench_ended_by_ctrl_c_leaves_nothing_behind: not root (CI is root)");
         return;
@@ -686,18 +692,5 @@ fn a_bench_ended_by_ctrl_c_leaves_nothing_behind() {
         let _ = bench.kill();
     }
     let run = run.expect("the bench brought its fabric up");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("SIGINT the bench");
-    let out = bench.wait_with_output().expect("the bench ends");
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{said}");
-    assert!(!run_dir(run).exists(), "run directory left: {said}");
-    assert_eq!(
-        namespaces_of(run, None),
-        Vec::<String>::new(),
-        "namespaces left: {said}"
-    );
+    interrupt_and_check_nothing_left(bench, run);
 }

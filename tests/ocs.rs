@@ -55,6 +55,16 @@ fn circuit(src_rack: u32, dst_rack: u32, port: u32) -> Circuit {
     }
 }
 
+/// 3 racks of 1 host ([`up`], one OCS port each) on `dp`, with a circuit
+/// from rack 0 to rack 1 set at δ = 0; and its OCS.
+fn three_racks_joined_0_to_1(dp: Datapath) -> (Fabric, fabric::Ocs) {
+    let f = up(3, 1, 1, dp);
+    let ocs = f.ocs().unwrap();
+    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
+        .unwrap();
+    (f, ocs)
+}
+
 /// Probe packets sent after each step of a test (at 10-20 µs apart, about
 /// 30 ms of them).
 const STEP_PACKETS: u64 = 1_000;
@@ -70,10 +80,7 @@ const STEP_PACKETS: u64 = 1_000;
 /// at times holds the sender back for tens of ms.
 fn marked_traffic_takes_a_circuit_only_when_it_is_up(dp: Datapath) {
     let _alone = alone();
-    let f = up(3, 1, 1, dp);
-    let ocs = f.ocs().unwrap();
-    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
-        .unwrap();
+    let (f, ocs) = three_racks_joined_0_to_1(dp);
     let probe = probe::DarkProbe::start(
         &f,
         h(0, 0),
@@ -221,10 +228,7 @@ fn a_move_written_ahead_happens_at_its_time() {
         return;
     }
     let _alone = alone();
-    let f = up(3, 1, 1, Datapath::Ebpf);
-    let ocs = f.ocs().unwrap();
-    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
-        .unwrap();
+    let (f, ocs) = three_racks_joined_0_to_1(Datapath::Ebpf);
     let at = Nanos(fabric::clock::now().0 + 200_000_000);
     let rec = ocs
         .set_matching_at(&[circuit(0, 2, 0)], at, Nanos::from_millis(20))
@@ -300,10 +304,7 @@ fn tc_mirred_waits_for_its_moves_and_refuses_one_set_ahead() {
         return;
     }
     let _alone = alone();
-    let f = up(3, 1, 1, Datapath::TcMirred);
-    let ocs = f.ocs().unwrap();
-    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
-        .unwrap();
+    let (f, ocs) = three_racks_joined_0_to_1(Datapath::TcMirred);
     let rec = ocs
         .begin_matching_with_delay(&[circuit(0, 2, 0)], Nanos::from_millis(10))
         .unwrap();
@@ -582,10 +583,7 @@ fn the_ocs_judges_a_packet_by_when_its_tor_sent_it() {
         return;
     }
     let _alone = alone();
-    let f = up(3, 1, 1, Datapath::Ebpf);
-    let ocs = f.ocs().unwrap();
-    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
-        .unwrap();
+    let (f, ocs) = three_racks_joined_0_to_1(Datapath::Ebpf);
     let rec = ocs
         .set_matching_with_delay(&[circuit(0, 2, 0)], Nanos::from_millis(5))
         .unwrap();
@@ -708,11 +706,8 @@ fn reconfigurations_after_the_log_is_removed_do_not_make_it_again() {
         return;
     }
     let _alone = alone();
-    let f = up(3, 1, 1, Datapath::TcMirred);
-    let ocs = f.ocs().unwrap();
+    let (f, ocs) = three_racks_joined_0_to_1(Datapath::TcMirred);
     let log = fabric::run_dir(f.run_id()).join("ocs.jsonl");
-    ocs.set_matching_with_delay(&[circuit(0, 1, 0)], Nanos(0))
-        .unwrap();
     let logged = std::fs::read_to_string(&log).expect("the first move is logged");
     assert_eq!(logged.lines().count(), 1, "{logged}");
     std::fs::remove_file(&log).unwrap();

@@ -353,9 +353,10 @@ pub fn remove_run(run: RunId) -> Result<Teardown, LedgerError> {
 static WORK: RwLock<()> = RwLock::new(());
 
 thread_local! {
-    /// How many [`Work`] guards this thread holds (a teardown inside a
-    /// build takes none of its own: a second shared hold could wait behind
-    /// a teardown waiting for the first).
+    /// How many [`Work`] guards this thread holds: only the first takes
+    /// the lock. A second shared hold in the same thread (say, a
+    /// half-built fabric dropped inside a build) would otherwise wait
+    /// behind a teardown that waits for the first.
     static WORK_HELD: Cell<u32> = const { Cell::new(0) };
 }
 
