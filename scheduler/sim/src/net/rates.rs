@@ -66,6 +66,12 @@ impl Rates {
         }
     }
 
+    /// Whether slots are solved in classes (a flow's bundle key then names
+    /// its coflow's class).
+    pub(super) fn by_classes(&self) -> bool {
+        matches!(self, Rates::Classes(_))
+    }
+
     /// The class of `coflow`'s bundles, if rates are solved by classes.
     pub(super) fn class_of(&mut self, coflow: CoflowId) -> Option<ClassId> {
         match self {

@@ -88,3 +88,52 @@ fn a_cap_on_a_flow_of_weight_three_is_shared_by_the_three() {
     net.sync_progress();
     assert_eq!(net.stats().eps_bytes, Bytes(360_000));
 }
+
+/// Gives flow 1 the plan of its script at each call, one call a second.
+struct Script(Vec<FlowPlan>, usize);
+
+impl CoflowPolicy for Script {
+    fn name(&self) -> &'static str {
+        "script"
+    }
+    fn decide(&mut self, now: Nanos, _view: &NetView, _progress: &dyn Progress) -> Decision {
+        let plan = self.0[self.1.min(self.0.len() - 1)];
+        self.1 += 1;
+        Decision {
+            plans: vec![(FlowId(1), plan)],
+            wake_at: Some(now + Nanos::from_millis(1_000)),
+            ..Decision::default()
+        }
+    }
+}
+
+#[test]
+fn a_plan_given_again_keeps_the_rate_it_gave_whatever_the_weight() {
+    // Weight 3: a cap of 1,000,001 bit/s is 333,333 per unit, 999,999 in
+    // all. Given again, a plan leaves the flow as it is; a new one moves it.
+    let paced = |bps: f64| FlowPlan::eps_paced(bps / 8.0);
+    let script = vec![
+        paced(1_000_001.0),
+        paced(1_000_001.0),
+        FlowPlan::WAIT,
+        FlowPlan::WAIT,
+        paced(1_000_001.0),
+        paced(2_000_000.0),
+        FlowPlan::EPS,
+        FlowPlan::EPS,
+    ];
+    let mut net = FluidNetwork::on_fabric(fabric(), Box::new(Script(script, 0)));
+    net.add_flows(Nanos::ZERO, &[weighted(1, 1 << 40, 3)]);
+    let mut rates = Vec::new();
+    for call in 0..8 {
+        net.advance_to(ms(500 + 1_000 * call));
+        net.sync_progress();
+        let f = net.view().flows.get(&FlowId(1)).expect("active flow");
+        rates.push((f.rate_bytes_per_s * 8.0).round() as u64);
+    }
+    // Unpaced, the flow takes all of EPS (1 MB/s).
+    assert_eq!(
+        rates,
+        [999_999, 999_999, 0, 0, 999_999, 1_999_998, 8_000_000, 8_000_000]
+    );
+}

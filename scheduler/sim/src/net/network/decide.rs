@@ -54,11 +54,20 @@ impl FluidNetwork {
         let fabric = self.view.fabric;
         let mut planned = std::mem::take(&mut self.planning);
         planned.clear();
+        let classless = !self.rates.by_classes();
         for (i, &(id, plan)) in decision.plans.iter().enumerate() {
             self.read_ahead(&decision.plans, i);
             let Some(f) = self.view.flows.get(&id) else {
                 continue;
             };
+            // A plan the flow already follows moves nothing (most of
+            // Varys' and Aalo's plans at a call: the flows they keep waiting).
+            if classless && follows(f, plan.admissible(f, &fabric)) {
+                if f.path != Path::Eps || f.cap.is_some() {
+                    planned.push(id);
+                }
+                continue;
+            }
             let key = plan_key(&fabric, &mut self.rates, f, plan);
             if key != default_key(&mut self.rates, &f.spec) {
                 planned.push(id);
@@ -163,6 +172,15 @@ fn plan_key(fabric: &FabricParams, rates: &mut Rates, f: &FlowView, plan: FlowPl
         plan.cap.map(|c| Bps(c.0 / weight)),
         rates.class_of(f.spec.coflow),
     )
+}
+
+/// Whether flow `f` follows `plan` (admissible) already: its bundle's
+/// key is the one [`plan_key`] makes of `plan`, as [`FluidNetwork::move_flow`]
+/// keeps `f.path` and `f.cap` (the bundle's cap per unit of weight times the
+/// weight), when rates are not solved by classes.
+fn follows(f: &FlowView, plan: FlowPlan) -> bool {
+    let weight = u64::from(f.spec.shares());
+    f.path == plan.path && f.cap == plan.cap.map(|c| Bps((c.0 / weight).saturating_mul(weight)))
 }
 
 /// The key of a flow no policy has planned: EPS, no cap (in its

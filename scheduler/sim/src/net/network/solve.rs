@@ -8,6 +8,7 @@ use crate::net::clocks::{drop_stale, Clock, NextFinishes};
 use crate::net::levels::Bottleneck;
 use crate::net::links::{LinkId, LinkMap, Links};
 use crate::net::maxmin::Demand;
+use crate::net::prefetch::{prefetch, READ_AHEAD};
 use ocslab_core::coflow::{CircuitView, Path};
 use ocslab_core::{Bps, HostId, Nanos};
 use std::cmp::Reverse;
@@ -38,8 +39,12 @@ impl FluidNetwork {
         // Each bundle once: the dirty ones, then those the solve moved.
         // A bundle stays dirty until the end: it tells the ones already taken.
         let mut touched = std::mem::take(&mut self.dirty);
+        touched.sort_unstable();
         let mode = self.circuit_mode();
-        for &b in &touched {
+        for (i, &b) in touched.iter().enumerate() {
+            if let Some(&ahead) = touched.get(i + READ_AHEAD) {
+                prefetch(&self.bundles[ahead].key);
+            }
             let bundle = &mut self.bundles[b];
             let (demand, class) = match bundle.key {
                 Some(k) if bundle.count > 0 => {
@@ -83,7 +88,10 @@ impl FluidNetwork {
             }
         }
         self.changes = changes;
-        for &b in &touched {
+        for (i, &b) in touched.iter().enumerate() {
+            if let Some(&ahead) = touched.get(i + READ_AHEAD) {
+                prefetch(&self.bundles[ahead]);
+            }
             let bundle = &mut self.bundles[b];
             bundle.dirty = false;
             bundle.generation = bundle.generation.wrapping_add(1);
