@@ -29,7 +29,7 @@ use crate::emu;
 use crate::model::coflow::{Coflow, CoflowId, FlowId as NetFlowId, FlowSpec as NetFlowSpec};
 use hdrhistogram::Histogram;
 use ocslab_agent::control::{ControlError, ControlServer, Event, ServerConfig};
-use ocslab_agent::launch::{agent_binary, AgentLaunch};
+use ocslab_agent::launch::{agent_program, AgentLaunch};
 use ocslab_agent::protocol::{
     AgentMsg, Command, FlowDone, FlowId, FlowSpec, JobId, PartitionId, Path, Transport,
 };
