@@ -79,7 +79,10 @@ impl FluidNetwork {
             self.clocks[l as usize].set_level(now, self.rates.level(l));
             Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
         }
-        for &b in &changes.slots {
+        for (i, &b) in changes.slots.iter().enumerate() {
+            if let Some(&ahead) = changes.slots.get(i + READ_AHEAD) {
+                prefetch(&self.bundles[ahead as usize]);
+            }
             let b = b as usize;
             self.rehome(b);
             if !self.bundles[b].dirty {
