@@ -247,26 +247,31 @@ impl Sunflow {
         let mut joined = false;
         // The kept coflows that may have lost an elephant since they were
         // last looked at (in id order): gone, joined by flows, or with
-        // fewer active elephants than kept.
-        let mut lost: Vec<CoflowId> = Vec::new();
+        // fewer active elephants than kept; each with how many of its kept
+        // elephants left. Every active elephant of a coflow that is not
+        // stale is kept, so that is the difference of the counts.
+        let mut lost: Vec<(CoflowId, usize)> = Vec::new();
+        let left = |kept: &Kept, active: usize| kept.elephants.checked_sub(active).unwrap_or(usize::MAX);
         for (&id, kept) in &mut self.coflows {
             match view.coflows.get(&id) {
                 None => {
                     finished = true;
-                    lost.push(id);
+                    lost.push((id, kept.elephants));
                 }
                 Some(cv) if cv.known_bytes != kept.known => {
                     joined = true;
-                    lost.push(id);
                     kept.known = cv.known_bytes;
                     // By identity: an elephant may have left as another
                     // joined, leaving the count as it was.
                     if view.flows_of(id).any(|f| f.elephant && !kept.holds(f)) {
                         kept.stale = true;
                         arrived = true;
+                        lost.push((id, usize::MAX));
+                    } else {
+                        lost.push((id, left(kept, cv.elephants())));
                     }
                 }
-                Some(cv) if cv.elephants() != kept.elephants => lost.push(id),
+                Some(cv) if cv.elephants() != kept.elephants => lost.push((id, left(kept, cv.elephants()))),
                 Some(_) => {}
             }
         }
@@ -290,8 +295,10 @@ impl Sunflow {
             return (arrived, finished);
         }
         // Elephants only leave while their pair's circuit carries them,
-        // and only the coflows in `lost` lost any.
-        if lost.is_empty() {
+        // and only the coflows in `lost` lost any: the search ends when
+        // every one that left is found.
+        let mut unfound = lost.iter().fold(0usize, |sum, &(_, n)| sum.saturating_add(n));
+        if unfound == 0 {
             return (arrived, finished);
         }
         let mut carrying: Vec<(u32, u32)> =
@@ -299,11 +306,18 @@ impl Sunflow {
         carrying.sort_unstable();
         carrying.dedup();
         for pair in carrying {
+            if unfound == 0 {
+                break;
+            }
             let Some(chain) = self.owners.get_mut(&pair) else {
                 continue;
             };
             while let Some(&c) = chain.first() {
-                if lost.binary_search(&c).is_err() {
+                let Ok(at) = lost.binary_search_by_key(&c, |&(id, _)| id) else {
+                    break;
+                };
+                let missing = &mut lost[at].1;
+                if *missing == 0 {
                     break;
                 }
                 let Some(kept) = self.coflows.get_mut(&c) else {
@@ -316,7 +330,12 @@ impl Sunflow {
                 };
                 let before = p.flows.len();
                 p.flows.retain(|id| view.flows.contains_key(id));
-                kept.elephants -= before - p.flows.len();
+                let found = before - p.flows.len();
+                kept.elephants -= found;
+                if *missing != usize::MAX {
+                    *missing = missing.saturating_sub(found);
+                    unfound = unfound.saturating_sub(found);
+                }
                 if !p.flows.is_empty() {
                     break;
                 }

@@ -63,7 +63,7 @@ impl Driver {
         };
         let c = f.spec.coflow;
         let empty = self.view.coflows.get_mut(&c).is_some_and(|cv| {
-            cv.flows.remove(&FlowId(id));
+            cv.remove_flow(&FlowId(id), f.elephant);
             cv.flows.is_empty()
         });
         if empty {
@@ -301,4 +301,32 @@ fn a_reservation_lasts_as_long_as_the_pairs_busiest_host_needs() {
     );
     let first = d.call(&mut s, ms(0));
     assert_eq!(first.wake_at, Some(ms(2_010)));
+}
+
+/// Elephants of one coflow that leave on two circuits at once are both
+/// found, though the coflow stays (a mouse of it is still sending): its
+/// elephants are all done, so Sunflow plans again, and the coflow waiting
+/// behind it on the second pair takes that pair's circuit, already up.
+#[test]
+fn elephants_leaving_on_two_circuits_at_once_are_both_found() {
+    let mut d = Driver::new();
+    let mut s = Sunflow::default();
+    d.add(ms(0), 1, 1, 0, 1, MB);
+    d.add(ms(0), 2, 1, 1, 2, MB);
+    d.add(ms(0), 3, 1, 2, 0, 1_000);
+    d.add(ms(0), 4, 2, 1, 2, 3 * MB);
+    d.call(&mut s, ms(0));
+    assert_eq!(d.circuits(), vec![(0, 1, 10), (1, 2, 10)]);
+    assert_eq!(d.plan(1, 1, 2), Some(FlowPlan::ocs(0)));
+    assert_eq!(d.plan(2, 1, 2), Some(FlowPlan::WAIT));
+    // Both elephants of coflow 1 are done at δ + 1 s; its mouse is not.
+    d.done(1);
+    d.done(2);
+    let replans = s.replans();
+    let dec = d.call(&mut s, ms(1_010));
+    assert_eq!(s.replans(), replans + 1, "coflow 1's elephants are all done");
+    assert!(dec.circuits.is_empty(), "1 → 2 is already up");
+    assert_eq!(d.plan(2, 1, 2), Some(FlowPlan::ocs(0)), "{:?}", d.plans);
+    assert_eq!(d.plan(1, 0, 1), None);
+    assert_eq!(d.plan(1, 1, 2), None);
 }
