@@ -248,15 +248,16 @@ impl Sunflow {
         // The kept coflows that may have lost an elephant since they were
         // last looked at (in id order): gone, joined by flows, or with
         // fewer active elephants than kept; each with how many of its kept
-        // elephants left. Every active elephant of a coflow that is not
-        // stale is kept, so that is the difference of the counts.
-        let mut lost: Vec<(CoflowId, usize)> = Vec::new();
-        let left = |kept: &Kept, active: usize| kept.elephants.checked_sub(active).unwrap_or(usize::MAX);
+        // elephants left (`None`: not known). Every active elephant of a
+        // coflow that is not stale is kept, so that is the difference of
+        // the counts.
+        let mut lost: Vec<(CoflowId, Option<usize>)> = Vec::new();
+        let left = |kept: &Kept, active: usize| kept.elephants.checked_sub(active);
         for (&id, kept) in &mut self.coflows {
             match view.coflows.get(&id) {
                 None => {
                     finished = true;
-                    lost.push((id, kept.elephants));
+                    lost.push((id, Some(kept.elephants)));
                 }
                 Some(cv) if cv.known_bytes != kept.known => {
                     joined = true;
@@ -266,7 +267,7 @@ impl Sunflow {
                     if view.flows_of(id).any(|f| f.elephant && !kept.holds(f)) {
                         kept.stale = true;
                         arrived = true;
-                        lost.push((id, usize::MAX));
+                        lost.push((id, None));
                     } else {
                         lost.push((id, left(kept, cv.elephants())));
                     }
@@ -297,8 +298,8 @@ impl Sunflow {
         // Elephants only leave while their pair's circuit carries them,
         // and only the coflows in `lost` lost any: the search ends when
         // every one that left is found.
-        let mut unfound = lost.iter().fold(0usize, |sum, &(_, n)| sum.saturating_add(n));
-        if unfound == 0 {
+        let mut unfound: Option<usize> = lost.iter().map(|&(_, n)| n).sum();
+        if unfound == Some(0) {
             return (arrived, finished);
         }
         let mut carrying: Vec<(u32, u32)> =
@@ -306,7 +307,7 @@ impl Sunflow {
         carrying.sort_unstable();
         carrying.dedup();
         for pair in carrying {
-            if unfound == 0 {
+            if unfound == Some(0) {
                 break;
             }
             let Some(chain) = self.owners.get_mut(&pair) else {
@@ -317,7 +318,7 @@ impl Sunflow {
                     break;
                 };
                 let missing = &mut lost[at].1;
-                if *missing == 0 {
+                if *missing == Some(0) {
                     break;
                 }
                 let Some(kept) = self.coflows.get_mut(&c) else {
@@ -332,9 +333,11 @@ impl Sunflow {
                 p.flows.retain(|id| view.flows.contains_key(id));
                 let found = before - p.flows.len();
                 kept.elephants -= found;
-                if *missing != usize::MAX {
-                    *missing = missing.saturating_sub(found);
-                    unfound = unfound.saturating_sub(found);
+                if let Some(m) = missing {
+                    *m = m.saturating_sub(found);
+                }
+                if let Some(u) = &mut unfound {
+                    *u = u.saturating_sub(found);
                 }
                 if !p.flows.is_empty() {
                     break;
