@@ -25,6 +25,14 @@ pub(super) fn prefetch<T>(r: &T) {
     let _ = r;
 }
 
+/// Each of `items` with the one [`READ_AHEAD`] places after it (`None`
+/// for the last few): for a loop over indices into scattered records
+/// that asks ([`prefetch`]) for the record it will read a few turns on.
+pub(super) fn with_ahead<T: Copy>(items: &[T]) -> impl Iterator<Item = (T, Option<T>)> + '_ {
+    let ahead = items.iter().skip(READ_AHEAD).copied().map(Some);
+    items.iter().copied().zip(ahead.chain(std::iter::repeat(None)))
+}
+
 /// Items a [`Window`] holds: the one being read and the
 /// `2 × READ_AHEAD` after it.
 const WINDOW: usize = 2 * READ_AHEAD + 1;
@@ -69,6 +77,18 @@ impl<I: Iterator<Item: Copy>> Window<I> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_item_comes_with_the_one_read_ahead_of_it() {
+        let items: Vec<u32> = (0..20).collect();
+        let pairs: Vec<(u32, Option<u32>)> = with_ahead(&items).collect();
+        assert_eq!(pairs.len(), items.len());
+        for (i, &(x, ahead)) in pairs.iter().enumerate() {
+            assert_eq!(x, items[i]);
+            assert_eq!(ahead, items.get(i + READ_AHEAD).copied());
+        }
+        assert_eq!(with_ahead::<u32>(&[]).count(), 0);
+    }
 
     #[test]
     fn a_window_gives_each_item_in_reach_and_takes_each_once() {

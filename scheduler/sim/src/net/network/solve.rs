@@ -8,7 +8,7 @@ use crate::net::clocks::{drop_stale, Clock, NextFinishes};
 use crate::net::levels::Bottleneck;
 use crate::net::links::{LinkId, LinkMap, Links};
 use crate::net::maxmin::Demand;
-use crate::net::prefetch::{prefetch, READ_AHEAD};
+use crate::net::prefetch::{prefetch, with_ahead};
 use ocslab_core::coflow::{CircuitView, Path};
 use ocslab_core::{Bps, HostId, Nanos};
 use std::cmp::Reverse;
@@ -41,8 +41,8 @@ impl FluidNetwork {
         let mut touched = std::mem::take(&mut self.dirty);
         touched.sort_unstable();
         let mode = self.circuit_mode();
-        for (i, &b) in touched.iter().enumerate() {
-            if let Some(&ahead) = touched.get(i + READ_AHEAD) {
+        for (b, ahead) in with_ahead(&touched) {
+            if let Some(ahead) = ahead {
                 prefetch(&self.bundles[ahead].key);
             }
             let bundle = &mut self.bundles[b];
@@ -79,8 +79,8 @@ impl FluidNetwork {
             self.clocks[l as usize].set_level(now, self.rates.level(l));
             Self::clock_due(&mut self.clocks, &mut self.clocks_due, l);
         }
-        for (i, &b) in changes.slots.iter().enumerate() {
-            if let Some(&ahead) = changes.slots.get(i + READ_AHEAD) {
+        for (b, ahead) in with_ahead(&changes.slots) {
+            if let Some(ahead) = ahead {
                 prefetch(&self.bundles[ahead as usize]);
             }
             let b = b as usize;
@@ -91,8 +91,8 @@ impl FluidNetwork {
             }
         }
         self.changes = changes;
-        for (i, &b) in touched.iter().enumerate() {
-            if let Some(&ahead) = touched.get(i + READ_AHEAD) {
+        for (b, ahead) in with_ahead(&touched) {
+            if let Some(ahead) = ahead {
                 prefetch(&self.bundles[ahead]);
             }
             let bundle = &mut self.bundles[b];
