@@ -619,19 +619,6 @@ fn demo_sim_jitter_draws_twins_of_the_demo() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// The built `ocslab` binary beside this test's own (target/release).
-fn ocslab_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
-    let bin = dir.join("ocslab");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build the binaries first (scripts/test does: cargo build --release --workspace --bins)",
-        bin.display()
-    );
-    bin
-}
-
 /// Writes tiny.toml with `from` replaced by `to`; returns the file and the
 /// 1-based line of the replacement.
 fn bad_tiny(dir: &Path, name: &str, from: &str, to: &str) -> (PathBuf, usize) {
@@ -649,7 +636,7 @@ fn bad_tiny(dir: &Path, name: &str, from: &str, to: &str) -> (PathBuf, usize) {
 
 /// Runs `ocslab ARGS`; returns (success, stdout, stderr).
 fn ocslab(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
-    let out = std::process::Command::new(ocslab_bin())
+    let out = std::process::Command::new(ocslab_tests::built_binary("ocslab"))
         .args(args)
         .output()
         .expect("run ocslab");

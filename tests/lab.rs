@@ -101,22 +101,6 @@ fn user_args(uid: u32) -> Vec<String> {
     ]
 }
 
-/// The built `ocslab` beside this test's own binary (target/release).
-fn built_ocslab() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .join("ocslab");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build the binaries first (scripts/test does)",
-        bin.display()
-    );
-    bin
-}
-
 impl Lab {
     fn new(tag: &str, who: Who) -> Lab {
         let dir = std::env::temp_dir().join(format!("ocslab-lab-{tag}-{}", std::process::id()));
@@ -128,7 +112,7 @@ impl Lab {
         let mut lab = Lab {
             who,
             dir: dir.clone(),
-            bin: built_ocslab(),
+            bin: ocslab_tests::built_binary("ocslab"),
             topo,
             runs: Default::default(),
         };
@@ -634,7 +618,7 @@ fn a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind() {
     let dir = std::env::temp_dir().join(format!("ocslab-demo-sigint-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
-    let mut demo = Command::new(built_ocslab())
+    let mut demo = Command::new(ocslab_tests::built_binary("ocslab"))
         .args(["demo", "--out"])
         .arg(dir.join("out"))
         .current_dir(&dir)
@@ -670,7 +654,7 @@ fn a_bench_ended_by_ctrl_c_leaves_nothing_behind() {
         eprintln!("skipping a_bench_ended_by_ctrl_c_leaves_nothing_behind: not root (CI is root)");
         return;
     }
-    let mut bench = Command::new(built_ocslab())
+    let mut bench = Command::new(ocslab_tests::built_binary("ocslab"))
         .args([
             "bench",
             "ocs",

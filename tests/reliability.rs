@@ -41,24 +41,6 @@ impl Moments {
     }
 }
 
-fn release_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf()
-}
-
-fn binary(name: &str) -> PathBuf {
-    let bin = release_dir().join(name);
-    assert!(
-        bin.is_file(),
-        "{} is missing: build the binaries first (scripts/test does)",
-        bin.display()
-    );
-    bin
-}
-
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ocslab-kill-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -106,7 +88,10 @@ impl Leftovers {
     }
 
     fn now() -> Leftovers {
-        let ours = [binary("ocslab"), binary("ocslab-agent")];
+        let ours = [
+            ocslab_tests::built_binary("ocslab"),
+            ocslab_tests::built_binary("ocslab-agent"),
+        ];
         let processes = names_in("/proc", |n| n.parse::<u32>().is_ok())
             .into_iter()
             .filter_map(|pid| {
@@ -178,7 +163,7 @@ fn files_under(dir: &Path) -> BTreeSet<String> {
 /// before its kill.
 fn kill_loop(t: &Target, how: Ending, rounds: u64, seed: u64) -> u64 {
     use nix::sys::signal::Signal;
-    let ocslab = binary("ocslab");
+    let ocslab = ocslab_tests::built_binary("ocslab");
     let before = Leftovers::now();
     let mut moments = Moments(seed ^ t.name.len() as u64 ^ ((how as u64) << 32));
     let mut finished = 0;
@@ -272,7 +257,7 @@ fn a_killed_replay_leaves_a_complete_folder_or_none() {
     // The window is 1.25 times one whole run: most kills come during it,
     // some after it ended.
     let start = std::time::Instant::now();
-    let whole = Command::new(binary("ocslab"))
+    let whole = Command::new(ocslab_tests::built_binary("ocslab"))
         .args(&args)
         .output()
         .expect("replay");

@@ -7,6 +7,7 @@
 use ocslab_emulator::fabric::{probe, Fabric};
 use ocslab_emulator::{HostId, Topology};
 use std::path::{Path, PathBuf};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 /// Why this process cannot build a kernel fabric, or `None` if it can.
@@ -41,27 +42,50 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// The `ocslab-agent` binary, built if this test run did not build it
-/// (`cargo test` builds only the binaries of the package under test).
+/// The workspace binary `name` (`ocslab`, `ocslab-agent`) of this test's
+/// own profile (target/release beside target/release/deps). The first call
+/// in a test process brings the workspace's binaries up to date as
+/// `scripts/test` builds them (`cargo build --workspace --bins`, so with
+/// the same features, and nothing rebuilt when they are current): `cargo
+/// test` builds only the binaries of the package under test, and a test
+/// must not run one older than the code it tests.
+pub fn built_binary(name: &str) -> PathBuf {
+    static BUILT: Once = Once::new();
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    BUILT.call_once(|| {
+        // The dev profile builds into target/debug; the others into their name.
+        let profile = match dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => "dev",
+            Some(p) => p,
+            None => "release",
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = std::process::Command::new(cargo);
+        build
+            .args(["build", "--quiet", "--profile", profile, "--workspace", "--bins"])
+            .current_dir(workspace_root());
+        // `cargo test` gives its tests the package's variables; a build
+        // script that watches one (ring's watches CARGO_MANIFEST_DIR) would
+        // run again, and everything above it would be rebuilt, here and
+        // again by the next build outside.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if key == "CARGO_MANIFEST_DIR" || key == "CARGO_MANIFEST_PATH" || key.starts_with("CARGO_PKG_") {
+                build.env_remove(key.as_ref());
+            }
+        }
+        let status = build.status().expect("run cargo build");
+        assert!(status.success(), "building the workspace's binaries failed");
+    });
+    let bin = dir.join(name);
+    assert!(bin.is_file(), "{} is missing after building it", bin.display());
+    bin
+}
+
+/// The `ocslab-agent` binary ([`built_binary`]).
 pub fn agent_binary() -> PathBuf {
-    if let Some(p) = ocslab_agent::launch::agent_binary() {
-        return p;
-    }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "ocslab-agent",
-            "--bin",
-            "ocslab-agent",
-        ])
-        .current_dir(workspace_root())
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building ocslab-agent failed");
-    ocslab_agent::launch::agent_binary().expect("ocslab-agent after building it")
+    built_binary("ocslab-agent")
 }
 
 /// Path of a shipped topology file, e.g. `topology_path("tiny")`.
