@@ -190,19 +190,33 @@ impl SparePlans {
 /// The standing pair plans a driver keeps: the table [`Decision::pair_changes`]
 /// are applied to, by (coflow, source rack, destination rack).
 ///
-/// A vector in pair order, read by binary search. A re-plan changes
-/// every pair of the coflows it plans (tens of thousands at once on
-/// FB2010), so a large batch of changes is sorted and merged with the
-/// table in one pass; a small one (a call between plans: a few pairs'
-/// circuit came or went) is applied in place, a cleared pair left as a
-/// hole until holes outnumber live pairs.
+/// Two vectors in pair order, the pairs packed into one `u128` each
+/// ([`pack`]) apart from their plans, read by binary search: a probe reads
+/// 16 bytes and compares once. A re-plan changes every pair of the
+/// coflows it plans (tens of thousands at once on FB2010), so a large batch
+/// of changes is sorted and merged with the table in one pass; a small one
+/// (a call between plans: a few pairs' circuit came or went) is applied in
+/// place, a cleared pair left as a hole until holes outnumber live pairs.
 #[derive(Clone, Debug, Default)]
 pub struct PairPlans {
-    /// (pair, plan) in pair order; `None`: a pair cleared since the
-    /// vector was last compacted.
-    entries: Vec<(PairKey, Option<FlowPlan>)>,
+    /// The pairs, packed, in order.
+    keys: Vec<u128>,
+    /// Each pair's plan; `None`: a pair cleared since the vectors were
+    /// last compacted.
+    plans: Vec<Option<FlowPlan>>,
     /// Pairs with a plan.
     live: usize,
+}
+
+/// A pair as one number whose order is the pair's: coflow, then source
+/// rack, then destination rack.
+fn pack((coflow, src, dst): PairKey) -> u128 {
+    (u128::from(coflow.0) << 64) | (u128::from(src) << 32) | u128::from(dst)
+}
+
+/// The pair [`pack`] made `key` of.
+fn unpack(key: u128) -> PairKey {
+    (CoflowId((key >> 64) as u64), (key >> 32) as u32, key as u32)
 }
 
 impl PartialEq for PairPlans {
@@ -219,7 +233,7 @@ impl PairPlans {
     /// it had, is not listed), in pair order, each with its plan now
     /// (`None`: no plan).
     pub fn apply(&mut self, changes: &[PairPlan]) -> Vec<(PairKey, Option<FlowPlan>)> {
-        if changes.len().saturating_mul(8) < self.entries.len() {
+        if changes.len().saturating_mul(8) < self.keys.len() {
             self.apply_in_place(changes)
         } else {
             self.apply_merged(changes)
@@ -236,8 +250,8 @@ impl PairPlans {
         // a pair's changes in the order they were made).
         before.sort_by_key(|&(pair, _)| pair);
         before.dedup_by_key(|&mut (pair, _)| pair);
-        if self.entries.len() > 2 * self.live + 64 {
-            self.entries.retain(|(_, plan)| plan.is_some());
+        if self.keys.len() > 2 * self.live + 64 {
+            self.compact();
         }
         before
             .into_iter()
@@ -250,20 +264,36 @@ impl PairPlans {
 
     /// Sets `pair`'s plan to `plan` and returns the one it had.
     fn set(&mut self, pair: PairKey, plan: Option<FlowPlan>) -> Option<FlowPlan> {
-        match self.entries.binary_search_by_key(&pair, |&(k, _)| k) {
+        let key = pack(pair);
+        match self.keys.binary_search(&key) {
             Ok(i) => {
-                let old = std::mem::replace(&mut self.entries[i].1, plan);
+                let old = std::mem::replace(&mut self.plans[i], plan);
                 self.live = self.live + usize::from(plan.is_some()) - usize::from(old.is_some());
                 old
             }
             Err(i) => {
                 if plan.is_some() {
-                    self.entries.insert(i, (pair, plan));
+                    self.keys.insert(i, key);
+                    self.plans.insert(i, plan);
                     self.live += 1;
                 }
                 None
             }
         }
+    }
+
+    /// Drops the holes cleared pairs left.
+    fn compact(&mut self) {
+        let mut kept = 0;
+        for i in 0..self.keys.len() {
+            if self.plans[i].is_some() {
+                self.keys[kept] = self.keys[i];
+                self.plans[kept] = self.plans[i];
+                kept += 1;
+            }
+        }
+        self.keys.truncate(kept);
+        self.plans.truncate(kept);
     }
 
     /// [`PairPlans::apply`] as one merge of the sorted changes (each
@@ -276,15 +306,18 @@ impl PairPlans {
             .collect();
         last.sort_unstable_by_key(|&(pair, i, _)| (pair, std::cmp::Reverse(i)));
         last.dedup_by_key(|&mut (pair, _, _)| pair);
-        let old = std::mem::take(&mut self.entries);
-        let mut table = Vec::with_capacity(old.len() + last.len());
+        let (old_keys, old_plans) = (std::mem::take(&mut self.keys), std::mem::take(&mut self.plans));
+        let mut keys = Vec::with_capacity(old_keys.len() + last.len());
+        let mut plans = Vec::with_capacity(keys.capacity());
         let mut changed = Vec::new();
         let mut news = last.into_iter().peekable();
-        for (pair, had) in old {
+        for (key, had) in old_keys.into_iter().zip(old_plans) {
+            let pair = unpack(key);
             while let Some((new, _, plan)) = news.next_if(|&(new, _, _)| new < pair) {
                 if plan.is_some() {
                     changed.push((new, plan));
-                    table.push((new, plan));
+                    keys.push(pack(new));
+                    plans.push(plan);
                 }
             }
             let now = match news.next_if(|&(new, _, _)| new == pair) {
@@ -297,17 +330,20 @@ impl PairPlans {
                 None => had,
             };
             if now.is_some() {
-                table.push((pair, now));
+                keys.push(key);
+                plans.push(now);
             }
         }
         for (new, _, plan) in news {
             if plan.is_some() {
                 changed.push((new, plan));
-                table.push((new, plan));
+                keys.push(pack(new));
+                plans.push(plan);
             }
         }
-        self.live = table.len();
-        self.entries = table;
+        self.live = keys.len();
+        self.keys = keys;
+        self.plans = plans;
         changed
     }
 
@@ -323,10 +359,10 @@ impl PairPlans {
 
     /// The standing plan of `pair` (coflow, source rack, destination rack), if any.
     pub fn get(&self, pair: PairKey) -> Option<FlowPlan> {
-        self.entries
-            .binary_search_by_key(&pair, |&(k, _)| k)
+        self.keys
+            .binary_search(&pack(pair))
             .ok()
-            .and_then(|i| self.entries[i].1)
+            .and_then(|i| self.plans[i])
     }
 
     /// How many pairs have a plan.
@@ -341,16 +377,21 @@ impl PairPlans {
 
     /// The standing plans, in pair order.
     pub fn iter(&self) -> impl Iterator<Item = (PairKey, FlowPlan)> + '_ {
-        self.entries.iter().filter_map(|&(k, p)| Some((k, p?)))
+        self.keys
+            .iter()
+            .zip(&self.plans)
+            .filter_map(|(&k, &p)| Some((unpack(k), p?)))
     }
 
     /// The standing plans of `coflow`'s pairs, by (source rack, destination rack).
     pub fn of_coflow(&self, coflow: CoflowId) -> impl Iterator<Item = ((u32, u32), FlowPlan)> + '_ {
-        let start = self.entries.partition_point(|&((c, _, _), _)| c < coflow);
-        self.entries[start..]
+        let start = self.keys.partition_point(|&k| k < pack((coflow, 0, 0)));
+        self.keys[start..]
             .iter()
-            .take_while(move |&&((c, _, _), _)| c == coflow)
-            .filter_map(|&((_, i, j), p)| Some(((i, j), p?)))
+            .zip(&self.plans[start..])
+            .map(|(&k, &p)| (unpack(k), p))
+            .take_while(move |&((c, _, _), _)| c == coflow)
+            .filter_map(|((_, i, j), p)| Some(((i, j), p?)))
     }
 }
 
@@ -442,7 +483,7 @@ mod tests {
                     PairPlan::new(pair, plan)
                 })
                 .collect();
-            if n * 8 < table.entries.len() {
+            if n * 8 < table.keys.len() {
                 in_place += 1;
             } else {
                 merged += 1;
