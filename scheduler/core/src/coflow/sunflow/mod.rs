@@ -52,6 +52,7 @@
 //! flows or has fewer active elephants than it kept, and at those pairs
 //! only where such a coflow holds the circuit.
 
+mod pairs;
 mod rack_set;
 pub mod solver;
 #[cfg(test)]
@@ -66,6 +67,7 @@ use crate::model::coflow::{CoflowId, FlowId};
 use crate::net::fasthash::FastMap;
 use crate::HostId;
 use crate::{Bytes, Nanos};
+use pairs::Pairs;
 use solver::{Circuits, PairDemand};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -132,7 +134,7 @@ struct Kept {
     /// Its bytes known at the last call (flows that joined change it).
     known: Bytes,
     /// Its active elephants, by (source rack, destination rack).
-    pairs: BTreeMap<(u32, u32), Pair>,
+    pairs: Pairs,
     /// How many there are.
     elephants: usize,
     /// Elephants joined since it was read: read it whole at the next plan.
@@ -142,14 +144,12 @@ struct Kept {
 impl Kept {
     /// Coflow `id`'s elephants in `view`, with their bytes left.
     fn read(id: CoflowId, known: Bytes, view: &NetView, progress: &dyn Progress) -> Kept {
-        let mut pairs: BTreeMap<(u32, u32), Pair> = BTreeMap::new();
         let mut elephants = 0;
-        for f in view.flows_of(id).filter(|f| f.elephant) {
-            let p = pairs.entry((f.spec.src.rack, f.spec.dst.rack)).or_default();
-            p.flows.push(f.spec.id);
+        let mut pairs = Pairs::of(view.flows_of(id).filter(|f| f.elephant).map(|f| {
             elephants += 1;
-        }
-        for p in pairs.values_mut() {
+            ((f.spec.src.rack, f.spec.dst.rack), f.spec.id)
+        }));
+        for p in pairs.iter_mut() {
             p.read(view, progress);
         }
         Kept {
@@ -163,7 +163,7 @@ impl Kept {
     /// Whether `f` is one of its kept elephants.
     fn holds(&self, f: &FlowView) -> bool {
         self.pairs
-            .get(&(f.spec.src.rack, f.spec.dst.rack))
+            .get((f.spec.src.rack, f.spec.dst.rack))
             .is_some_and(|p| p.flows.contains(&f.spec.id))
     }
 }
@@ -325,7 +325,7 @@ impl Sunflow {
                     chain.remove(0);
                     continue;
                 };
-                let Some(p) = kept.pairs.get_mut(&pair) else {
+                let Some(p) = kept.pairs.get_mut(pair) else {
                     chain.remove(0);
                     continue;
                 };
@@ -342,7 +342,7 @@ impl Sunflow {
                 if !p.flows.is_empty() {
                     break;
                 }
-                kept.pairs.remove(&pair);
+                kept.pairs.remove(pair);
                 chain.remove(0);
                 dirty.push(pair);
                 gone.push((c, pair.0, pair.1));
@@ -364,7 +364,7 @@ impl Sunflow {
         moved.extend(view.circuits.values().map(|c| (c.src_rack, c.dst_rack)));
         for pair in moved {
             for c in self.owners.get(&pair).into_iter().flatten() {
-                let Some(p) = coflows.get_mut(c).and_then(|k| k.pairs.get_mut(&pair)) else {
+                let Some(p) = coflows.get_mut(c).and_then(|k| k.pairs.get_mut(pair)) else {
                     continue;
                 };
                 p.read(view, progress);
@@ -396,12 +396,12 @@ impl Sunflow {
             let mut send = vec![0.0f64; racks];
             let mut receive = vec![0.0f64; racks];
             let mut alpha = |k: &Kept| {
-                for (&(i, j), p) in &k.pairs {
+                for ((i, j), p) in k.pairs.iter() {
                     send[i as usize % racks] += p.bytes;
                     receive[j as usize % racks] += p.bytes;
                 }
                 let mut most = 0.0f64;
-                for &(i, j) in k.pairs.keys() {
+                for (i, j) in k.pairs.keys() {
                     let (i, j) = (i as usize % racks, j as usize % racks);
                     most = most.max(send[i]).max(receive[j]);
                     send[i] = 0.0;
@@ -421,7 +421,7 @@ impl Sunflow {
         let mut layers: Vec<Vec<PairDemand>> = Vec::with_capacity(self.order.len());
         for &c in &self.order {
             let mut layer = Vec::new();
-            for (&(src, dst), p) in &coflows[&c].pairs {
+            for ((src, dst), p) in coflows[&c].pairs.iter() {
                 let chain = self.owners.entry((src, dst)).or_default();
                 if chain.is_empty() {
                     layer.push(PairDemand {
@@ -508,7 +508,7 @@ impl CoflowPolicy for Sunflow {
             // order: one pass through both finds them.
             let mut planned = self.plans.iter().map(|(key, _)| key).peekable();
             for (&c, k) in &self.coflows {
-                for &(i, j) in k.pairs.keys() {
+                for (i, j) in k.pairs.keys() {
                     let key = (c, i, j);
                     while let Some(gone) = planned.next_if(|&p| p < key) {
                         changes.push(PairPlan::new(gone, None));
