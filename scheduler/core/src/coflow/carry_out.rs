@@ -82,6 +82,9 @@ pub fn set_up_circuits<S: CircuitSwitch + ?Sized>(
             let key = (c.src_rack, c.port);
             if into.is_none() && c.dst_rack == s.dst_rack && c.port == s.port {
                 into = Some(key);
+                if !per_pair {
+                    break; // a receiving side takes one circuit
+                }
             } else if per_pair && c.src_rack == s.src_rack && c.dst_rack == s.dst_rack {
                 same_pair.push(key);
             }

@@ -242,21 +242,21 @@ impl PairPlans {
 
     /// [`PairPlans::apply`] one change at a time, by binary search.
     fn apply_in_place(&mut self, changes: &[PairPlan]) -> Vec<(PairKey, Option<FlowPlan>)> {
-        let mut before: Vec<(PairKey, Option<FlowPlan>)> = changes
+        // Each change with the plan it replaced; a stable sort keeps a
+        // pair's changes in the order they were made.
+        let mut made: Vec<(PairKey, Option<FlowPlan>, Option<FlowPlan>)> = changes
             .iter()
-            .map(|c| (c.pair(), self.set(c.pair(), c.plan)))
+            .map(|c| (c.pair(), self.set(c.pair(), c.plan), c.plan))
             .collect();
-        // Each pair's plan before its first change (a stable sort keeps
-        // a pair's changes in the order they were made).
-        before.sort_by_key(|&(pair, _)| pair);
-        before.dedup_by_key(|&mut (pair, _)| pair);
+        made.sort_by_key(|&(pair, _, _)| pair);
         if self.keys.len() > 2 * self.live + 64 {
             self.compact();
         }
-        before
-            .into_iter()
-            .filter_map(|(pair, old)| {
-                let now = self.get(pair);
+        // A pair's plan before its first change, and after its last.
+        made.chunk_by(|a, b| a.0 == b.0)
+            .filter_map(|group| {
+                let (pair, old, _) = group[0];
+                let now = group[group.len() - 1].2;
                 (now != old).then_some((pair, now))
             })
             .collect()

@@ -137,6 +137,9 @@ struct Queue {
     /// less than sifting each through the heap.
     sealed: Vec<(u64, u64)>,
     popped: usize,
+    /// Whether pushes go to `sealed` until [`Queue::seal`] (a queue made
+    /// by [`Queue::sealing`]); otherwise, and after, to the heap.
+    collecting: bool,
     /// The events pushed since, by (time, sequence).
     heap: BinaryHeap<Reverse<(u64, u64)>>,
     events: Vec<(f64, Event)>,
@@ -147,15 +150,25 @@ impl Queue {
         let seq = self.events.len() as u64;
         self.events.push((at, e));
         // Times are finite and non-negative: their bits order as they do.
-        self.heap.push(Reverse((at.max(0.0).to_bits(), seq)));
+        let key = (at.max(0.0).to_bits(), seq);
+        if self.collecting {
+            self.sealed.push(key);
+        } else {
+            self.heap.push(Reverse(key));
+        }
     }
-    /// Moves the events pushed so far out of the heap, sorted.
+    /// A queue whose first events are all pushed, then sealed, before any
+    /// is read.
+    fn sealing() -> Queue {
+        Queue {
+            collecting: true,
+            ..Queue::default()
+        }
+    }
+    /// Sorts the events pushed so far; those pushed later go through the heap.
     fn seal(&mut self) {
-        debug_assert!(self.sealed.is_empty(), "a queue is sealed once");
-        self.sealed = std::mem::take(&mut self.heap)
-            .into_iter()
-            .map(|Reverse(k)| k)
-            .collect();
+        debug_assert!(self.collecting, "a queue made to be sealed, sealed once");
+        self.collecting = false;
         self.sealed.sort_unstable();
         self.popped = 0;
     }
@@ -540,7 +553,7 @@ impl Booked {
         };
         let send = sockets(&mut demands.iter().map(|d| d.src).collect());
         let receive = sockets(&mut demands.iter().map(|d| d.dst).collect());
-        let mut queue = Queue::default();
+        let mut queue = Queue::sealing();
         let mut idle = Vec::new();
         for (side, sockets, booked) in [
             (Side::Send, &send, &self.send),
@@ -783,7 +796,7 @@ mod tests {
     #[test]
     fn a_sealed_queue_pops_by_time_then_push_order() {
         let end = |src| Event::End { src, dst: 0 };
-        let mut q = Queue::default();
+        let mut q = Queue::sealing();
         for (at, src) in [(2.0, 0), (1.0, 1), (2.0, 2), (0.5, 3)] {
             q.push(at, end(src));
         }
