@@ -70,7 +70,7 @@ use crate::{Bytes, Nanos};
 use pairs::Pairs;
 use solver::{Circuits, PairDemand};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A coflow's elephants between two racks.
 #[derive(Clone, Debug, Default)]
@@ -84,12 +84,20 @@ struct Pair {
     busiest_host: f64,
 }
 
+/// Scratch space of [`Pair::read`]: bytes per sending and per receiving
+/// host of one pair (a rack holds a few hosts).
+#[derive(Clone, Debug, Default)]
+struct HostBytes {
+    sends: Vec<(HostId, f64)>,
+    receives: Vec<(HostId, f64)>,
+}
+
 impl Pair {
     /// Reads the bytes left of its flows in `view`.
-    fn read(&mut self, view: &NetView, progress: &dyn Progress) {
-        // Bytes per sending and per receiving host (a rack holds a few).
-        let mut sends: Vec<(HostId, f64)> = Vec::new();
-        let mut receives: Vec<(HostId, f64)> = Vec::new();
+    fn read(&mut self, view: &NetView, progress: &dyn Progress, hosts: &mut HostBytes) {
+        let HostBytes { sends, receives } = hosts;
+        sends.clear();
+        receives.clear();
         let add =
             |hosts: &mut Vec<(HostId, f64)>, h: HostId, b: f64| match hosts.iter_mut().find(|(x, _)| *x == h)
             {
@@ -100,10 +108,14 @@ impl Pair {
         for f in self.flows.iter().filter_map(|id| view.flows.get(id)) {
             let left = progress.remaining_bytes(f);
             self.bytes += left;
-            add(&mut sends, f.spec.src, left);
-            add(&mut receives, f.spec.dst, left);
+            add(sends, f.spec.src, left);
+            add(receives, f.spec.dst, left);
         }
-        self.busiest_host = sends.iter().chain(&receives).map(|&(_, b)| b).fold(0.0, f64::max);
+        self.busiest_host = sends
+            .iter()
+            .chain(receives.iter())
+            .map(|&(_, b)| b)
+            .fold(0.0, f64::max);
     }
 
     /// What the pair asks of the solver: the time it needs on its circuit
@@ -143,14 +155,20 @@ struct Kept {
 
 impl Kept {
     /// Coflow `id`'s elephants in `view`, with their bytes left.
-    fn read(id: CoflowId, known: Bytes, view: &NetView, progress: &dyn Progress) -> Kept {
+    fn read(
+        id: CoflowId,
+        known: Bytes,
+        view: &NetView,
+        progress: &dyn Progress,
+        hosts: &mut HostBytes,
+    ) -> Kept {
         let mut elephants = 0;
         let mut pairs = Pairs::of(view.flows_of(id).filter(|f| f.elephant).map(|f| {
             elephants += 1;
             ((f.spec.src.rack, f.spec.dst.rack), f.spec.id)
         }));
         for p in pairs.iter_mut() {
-            p.read(view, progress);
+            p.read(view, progress, hosts);
         }
         Kept {
             known,
@@ -186,14 +204,20 @@ pub struct Sunflow {
     /// Per rack pair, the coflows with elephants on it, in priority order:
     /// the first owns the pair's circuit.
     owners: FastMap<(u32, u32), Vec<CoflowId>>,
-    /// Circuits of the current plan still to set up, by when.
-    batches: VecDeque<(Nanos, Vec<CircuitSetup>)>,
+    /// Circuits of the current plan, by when they are set up; those before
+    /// `next_setup` are done.
+    setups: Vec<(Nanos, CircuitSetup)>,
+    next_setup: usize,
     /// When the current plan ends (`None`: no plan).
     plan_end: Option<Nanos>,
     /// The pair plans as the driver holds them.
     plans: PairPlans,
     /// Plans made so far.
     replans: u64,
+    /// Scratch space of reading a pair's bytes.
+    hosts: HostBytes,
+    /// Scratch space of a plan: one layer of pairs per coflow.
+    layers: Vec<Vec<PairDemand>>,
 }
 
 /// A switch that notes the rack pairs whose circuit changed, and the
@@ -367,7 +391,7 @@ impl Sunflow {
                 let Some(p) = coflows.get_mut(c).and_then(|k| k.pairs.get_mut(pair)) else {
                     continue;
                 };
-                p.read(view, progress);
+                p.read(view, progress, &mut self.hosts);
             }
         }
         self.moved
@@ -376,7 +400,7 @@ impl Sunflow {
             if coflows.contains_key(&id) || self.mice.get(&id) == Some(&cv.known_bytes) {
                 continue;
             }
-            let k = Kept::read(id, cv.known_bytes, view, progress);
+            let k = Kept::read(id, cv.known_bytes, view, progress, &mut self.hosts);
             if k.pairs.is_empty() {
                 self.mice.insert(id, cv.known_bytes);
             } else {
@@ -418,9 +442,10 @@ impl Sunflow {
         for chain in self.owners.values_mut() {
             chain.clear();
         }
-        let mut layers: Vec<Vec<PairDemand>> = Vec::with_capacity(self.order.len());
-        for &c in &self.order {
-            let mut layer = Vec::new();
+        let mut layers = std::mem::take(&mut self.layers);
+        layers.resize_with(self.order.len(), Vec::new);
+        for (layer, &c) in layers.iter_mut().zip(&self.order) {
+            layer.clear();
             for ((src, dst), p) in coflows[&c].pairs.iter() {
                 let chain = self.owners.entry((src, dst)).or_default();
                 if chain.is_empty() {
@@ -432,7 +457,6 @@ impl Sunflow {
                 }
                 chain.push(c);
             }
-            layers.push(layer);
         }
         self.owners.retain(|_, chain| !chain.is_empty());
         self.coflows = coflows;
@@ -445,19 +469,17 @@ impl Sunflow {
                 delta: fabric.reconfig_delay.as_secs_f64(),
             },
         );
-        self.batches.clear();
-        for r in &plan.reserved {
-            let at = now + Nanos::from_secs_f64(r.start);
+        self.layers = layers;
+        self.setups.clear();
+        self.next_setup = 0;
+        self.setups.extend(plan.reserved.iter().map(|r| {
             let setup = CircuitSetup {
                 src_rack: r.src,
                 dst_rack: r.dst,
                 port: r.port,
             };
-            match self.batches.back_mut() {
-                Some((t, setups)) if *t == at => setups.push(setup),
-                _ => self.batches.push_back((at, vec![setup])),
-            }
-        }
+            (now + Nanos::from_secs_f64(r.start), setup)
+        }));
         self.plan_end = (!plan.reserved.is_empty()).then(|| now + Nanos::from_secs_f64(plan.horizon));
     }
 
@@ -528,15 +550,12 @@ impl CoflowPolicy for Sunflow {
         }
         // Reservations that start now; those whose circuit is already up
         // (or coming up) need no setup.
-        let mut starting: Vec<CircuitSetup> = Vec::new();
-        while let Some((at, _)) = self.batches.front() {
-            if *at > now {
-                break;
-            }
-            if let Some((_, setups)) = self.batches.pop_front() {
-                starting.extend(setups);
-            }
-        }
+        let due = self.setups[self.next_setup..].partition_point(|&(at, _)| at <= now);
+        let starting: Vec<CircuitSetup> = self.setups[self.next_setup..][..due]
+            .iter()
+            .map(|&(_, setup)| setup)
+            .collect();
+        self.next_setup += due;
         // The circuits as they will be (a copy only if some are set up).
         let mut changed = Changed::default();
         let mut after = Cow::Borrowed(&view.circuits);
@@ -569,9 +588,9 @@ impl CoflowPolicy for Sunflow {
         }
         let pair_changes = self.plans.apply_changes(&changes);
         let wake_at = self
-            .batches
-            .front()
-            .map(|b| b.0)
+            .setups
+            .get(self.next_setup)
+            .map(|&(at, _)| at)
             .into_iter()
             .chain(self.plan_end)
             .filter(|&t| t > now)
