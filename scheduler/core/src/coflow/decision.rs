@@ -191,7 +191,7 @@ impl SparePlans {
 /// are applied to, by (coflow, source rack, destination rack).
 ///
 /// Two vectors in pair order, the pairs packed into one `u128` each
-/// ([`pack`]) apart from their plans, read by binary search: a probe reads
+/// (`pack`) apart from their plans, read by binary search: a probe reads
 /// 16 bytes and compares once. A re-plan changes every pair of the
 /// coflows it plans (tens of thousands at once on FB2010), so a large batch
 /// of changes is sorted and merged with the table in one pass; a small one
