@@ -102,7 +102,7 @@ fn goodput_through_a_shaped_uplink_matches_its_rate() {
     let f = up_tiny();
     // Host NICs are 100 Mbit/s, the uplink 50 Mbit/s: the uplink is the bottleneck.
     let rate = f.topology().uplink_rate.0 as f64;
-    let g = unstolen(5, || {
+    let timed = unstolen(5, || {
         goodput(
             &f,
             h(0, 0),
@@ -113,18 +113,21 @@ fn goodput_through_a_shaped_uplink_matches_its_rate() {
         )
         .unwrap()
     });
+    f.down().unwrap();
+    let g = timed.value;
     let allowed = rate * TCP_PAYLOAD_EFFICIENCY;
     let err = (g - allowed).abs() / allowed;
     eprintln!(
         "uplink {rate} bit/s: goodput {g:.0} bit/s, {:.1}% from {allowed:.0}",
         err * 100.0
     );
-    assert!(
-        err < 0.05,
-        "goodput {g:.0} bit/s is {:.1}% from {allowed:.0}",
-        err * 100.0
-    );
-    f.down().unwrap();
+    if timed.timing_judgeable("goodput_through_a_shaped_uplink_matches_its_rate") {
+        assert!(
+            err < 0.05,
+            "goodput {g:.0} bit/s is {:.1}% from {allowed:.0}",
+            err * 100.0
+        );
+    }
 }
 
 #[test]
@@ -148,7 +151,7 @@ fn two_way_goodput_through_a_shaped_uplink_matches_its_rate_each_way() {
             tos: None,
         },
     ];
-    let g = unstolen(5, || {
+    let timed = unstolen(5, || {
         probe::tcp_goodputs(
             &f,
             &streams,
@@ -158,9 +161,10 @@ fn two_way_goodput_through_a_shaped_uplink_matches_its_rate_each_way() {
         .unwrap()
     });
     f.down().unwrap();
+    let g = timed.value.as_slice();
     let allowed = rate * TCP_PAYLOAD_EFFICIENCY;
     let err: Vec<f64> = g.iter().map(|g| (g - allowed) / allowed).collect();
-    for ((s, g), e) in streams.iter().zip(&g).zip(&err) {
+    for ((s, g), e) in streams.iter().zip(g).zip(&err) {
         eprintln!(
             "{} -> {} with traffic the other way: {g:.0} bit/s, {:+.1}% from {allowed:.0}",
             s.from,
@@ -174,7 +178,10 @@ fn two_way_goodput_through_a_shaped_uplink_matches_its_rate_each_way() {
     // first, and 11 runs gave each direction −0.6% to +0.1%
     // (`docs/fabric.md`, "Two-way traffic"). An ACK-heavy reverse stream
     // may cost a forward stream at most 3% of what the rate allows.
-    for ((s, g), e) in streams.iter().zip(&g).zip(&err) {
+    if !timed.timing_judgeable("two_way_goodput_through_a_shaped_uplink_matches_its_rate_each_way") {
+        return;
+    }
+    for ((s, g), e) in streams.iter().zip(g).zip(&err) {
         assert!(
             e.abs() < 0.03,
             "{} -> {}: goodput {g:.0} bit/s is {:+.1}% from {allowed:.0}",
@@ -205,7 +212,7 @@ fn a_udp_flood_takes_no_more_than_its_share_of_a_shaped_uplink() {
         to: h(1, 0),
         tos: None,
     };
-    let (tcp, udp) = unstolen(3, || {
+    let timed = unstolen(5, || {
         probe::tcp_goodput_beside_udp_flood(
             &f,
             &stream,
@@ -216,6 +223,7 @@ fn a_udp_flood_takes_no_more_than_its_share_of_a_shaped_uplink() {
         .unwrap()
     });
     f.down().unwrap();
+    let (tcp, udp) = timed.value;
     let allowed = rate * TCP_PAYLOAD_EFFICIENCY;
     eprintln!(
         "uplink {rate} bit/s: TCP {tcp:.0} bit/s ({:.1}% of {allowed:.0}), UDP {udp:.0} bit/s received",
@@ -225,6 +233,9 @@ fn a_udp_flood_takes_no_more_than_its_share_of_a_shaped_uplink() {
     // however hard UDP pushes: 50.3% against UDP's 50.5%. In one FIFO
     // (`flow_queues = 1`) the flood fills the queue TCP's packets must
     // wait in and drop from, and TCP got 0.0–0.2% of the link (3 runs).
+    if !timed.timing_judgeable("a_udp_flood_takes_no_more_than_its_share_of_a_shaped_uplink") {
+        return;
+    }
     assert!(
         tcp > 0.4 * allowed,
         "TCP got {tcp:.0} bit/s of {allowed:.0} beside the flood"
