@@ -17,7 +17,7 @@ use ocslab_agent::protocol::{
     Path, ReduceInput, ReduceTask, TaskFailure, TaskId, TaskOutput, Transport, PROTOCOL_VERSION,
 };
 use ocslab_emulator::{Bps, Bytes, HostId, Nanos};
-use ocslab_tests::agent_binary;
+use ocslab_tests::{agent_binary, unstolen_async};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path as FsPath, PathBuf};
@@ -382,42 +382,58 @@ async fn pacing_holds_a_flow_to_its_rate() {
     let mut lab = Lab::new(2, |_| Faults::default()).await;
     let (src, dst) = (host(0), host(1));
     // Created held at 10 Mbit/s, re-rated to 50 Mbit/s, then released: the
-    // rate in force when it sends is the last one set.
+    // rate in force when it sends is the last one set. A new flow per
+    // attempt (`unstolen_async`).
     let rate = Bps(50_000_000);
     let bytes = 7_500_000; // 1.2 s at 50 Mbit/s
-    let mut spec = flow_spec(&lab, 1, partition(0, 1), bytes, dst);
-    spec.rate = Some(Bps(10_000_000));
-    spec.held = true;
-    lab.send(src, Command::StartFlow(spec));
-    lab.send(
-        src,
-        Command::SetRate {
-            flow: FlowId(1),
-            rate: Some(rate),
-        },
-    );
-    lab.send(src, Command::ReleaseFlow { flow: FlowId(1) });
-    let mut done = None;
-    lab.until(|_, msg| {
-        if let AgentMsg::FlowDone(d) = msg {
-            done = Some(d.clone());
-        }
-        done.is_some()
+    let timed = unstolen_async(3, async |attempt| {
+        let flow = FlowId(attempt as u64);
+        let mut spec = flow_spec(&lab, flow.0, partition(0, 1), bytes, dst);
+        spec.rate = Some(Bps(10_000_000));
+        spec.held = true;
+        lab.send(src, Command::StartFlow(spec));
+        lab.send(
+            src,
+            Command::SetRate {
+                flow,
+                rate: Some(rate),
+            },
+        );
+        lab.send(src, Command::ReleaseFlow { flow });
+        let mut done = None;
+        lab.until(|_, msg| {
+            if let AgentMsg::FlowDone(d) = msg {
+                if d.flow == flow {
+                    done = Some(d.clone());
+                }
+            }
+            done.is_some()
+        })
+        .await;
+        done.expect("flow report")
     })
     .await;
-    let d = done.expect("flow report");
+    lab.stop().await;
+    let d = &timed.value;
     assert!(d.ok);
     let secs = (d.end - d.start).as_secs_f64();
     let measured = bytes as f64 * 8.0 / secs;
     let err = measured / rate.0 as f64 - 1.0;
     eprintln!("paced at {rate}: measured {measured:.0} bit/s over {secs:.3} s");
+    // Time the box lost can only make it slower.
     assert!(secs >= 1.0, "measured over {secs} s");
     assert!(
-        err.abs() < 0.03,
+        err < 0.03,
         "paced at {rate}, measured {measured:.0} bit/s ({:+.2}%)",
         err * 100.0
     );
-    lab.stop().await;
+    if timed.timing_judgeable("pacing_holds_a_flow_to_its_rate") {
+        assert!(
+            err.abs() < 0.03,
+            "paced at {rate}, measured {measured:.0} bit/s ({:+.2}%)",
+            err * 100.0
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

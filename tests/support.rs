@@ -186,32 +186,73 @@ impl<T> Timed<T> {
 /// lost more, the one that lost least is returned, marked so that its
 /// timing is not judged ([`Timed::timing_judgeable`]).
 pub fn unstolen<T>(attempts: usize, mut measure: impl FnMut() -> T) -> Timed<T> {
-    let mut least: Option<(Duration, T)> = None;
+    let mut tries = Attempts::default();
     for attempt in 1..=attempts.max(1) {
         let before = cpu_steal();
         let value = measure();
+        if let Some(counted) = tries.counts(attempt, before, value) {
+            return counted;
+        }
+    }
+    tries.least()
+}
+
+/// [`unstolen`] for a measurement that awaits (`measure` is given the
+/// attempt's number, from 1).
+pub async fn unstolen_async<T>(attempts: usize, mut measure: impl AsyncFnMut(usize) -> T) -> Timed<T> {
+    let mut tries = Attempts::default();
+    for attempt in 1..=attempts.max(1) {
+        let before = cpu_steal();
+        let value = measure(attempt).await;
+        if let Some(counted) = tries.counts(attempt, before, value) {
+            return counted;
+        }
+    }
+    tries.least()
+}
+
+/// The attempts of [`unstolen`] so far: the one the hypervisor took least from.
+struct Attempts<T> {
+    least: Option<(Duration, T)>,
+}
+
+impl<T> Default for Attempts<T> {
+    fn default() -> Self {
+        Attempts { least: None }
+    }
+}
+
+impl<T> Attempts<T> {
+    /// Attempt `attempt` measured `value`, with the steal count at
+    /// `before` when it started: the measurement to judge if it counts.
+    fn counts(&mut self, attempt: usize, before: Option<Duration>, value: T) -> Option<Timed<T>> {
         let (Some(before), Some(after)) = (before, cpu_steal()) else {
-            return Timed {
+            return Some(Timed {
                 value,
                 stolen_from_every_attempt: None,
-            };
+            });
         };
         let stolen = after.saturating_sub(before);
         if stolen <= MAX_STEAL {
-            return Timed {
+            return Some(Timed {
                 value,
                 stolen_from_every_attempt: None,
-            };
+            });
         }
         eprintln!("attempt {attempt}: the hypervisor took {stolen:?} of CPU time during the measurement");
-        if least.as_ref().is_none_or(|(l, _)| stolen < *l) {
-            least = Some((stolen, value));
+        if self.least.as_ref().is_none_or(|(l, _)| stolen < *l) {
+            self.least = Some((stolen, value));
         }
+        None
     }
-    let (stolen, value) = least.expect("at least one attempt");
-    Timed {
-        value,
-        stolen_from_every_attempt: Some(stolen),
+
+    /// The attempt that lost least, when none counted.
+    fn least(self) -> Timed<T> {
+        let (stolen, value) = self.least.expect("at least one attempt");
+        Timed {
+            value,
+            stolen_from_every_attempt: Some(stolen),
+        }
     }
 }
 
