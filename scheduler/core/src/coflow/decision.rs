@@ -15,6 +15,7 @@
 //! call that changes a few reservations costs a few entries, however many
 //! pairs are planned.
 
+use crate::coflow::sorted_table::SortedTable;
 use crate::coflow::view::Path;
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::{Bps, Nanos};
@@ -190,23 +191,14 @@ impl SparePlans {
 /// The standing pair plans a driver keeps: the table [`Decision::pair_changes`]
 /// are applied to, by (coflow, source rack, destination rack).
 ///
-/// Two vectors in pair order, the pairs packed into one `u128` each
-/// (`pack`) apart from their plans, read by binary search: a probe reads
-/// 16 bytes and compares once. A re-plan changes every pair of the
-/// coflows it plans (tens of thousands at once on FB2010), so a large batch
-/// of changes is sorted and merged with the table in one pass; a small one
-/// (a call between plans: a few pairs' circuit came or went) is applied in
-/// place, a cleared pair left as a hole until holes outnumber live pairs.
+/// A [`SortedTable`] in pair order, each pair packed into one `u128`
+/// (`pack`): a probe reads 16 bytes and compares once. A re-plan changes
+/// every pair of the coflows it plans (tens of thousands at once on
+/// FB2010), so a large batch of changes is sorted and merged with the
+/// table in one pass; a small one (a call between plans: a few pairs'
+/// circuit came or went) is applied in place.
 #[derive(Clone, Debug, Default)]
-pub struct PairPlans {
-    /// The pairs, packed, in order.
-    keys: Vec<u128>,
-    /// Each pair's plan; `None`: a pair cleared since the vectors were
-    /// last compacted.
-    plans: Vec<Option<FlowPlan>>,
-    /// Pairs with a plan.
-    live: usize,
-}
+pub struct PairPlans(SortedTable<u128, FlowPlan>);
 
 /// A pair as one number whose order is the pair's: coflow, then source
 /// rack, then destination rack.
@@ -233,7 +225,7 @@ impl PairPlans {
     /// it had, is not listed), in pair order, each with its plan now
     /// (`None`: no plan).
     pub fn apply(&mut self, changes: &[PairPlan]) -> Vec<(PairKey, Option<FlowPlan>)> {
-        if changes.len().saturating_mul(8) < self.keys.len() {
+        if changes.len().saturating_mul(8) < self.0.len() {
             self.apply_in_place(changes)
         } else {
             self.apply_merged(changes)
@@ -246,12 +238,10 @@ impl PairPlans {
         // pair's changes in the order they were made.
         let mut made: Vec<(PairKey, Option<FlowPlan>, Option<FlowPlan>)> = changes
             .iter()
-            .map(|c| (c.pair(), self.set(c.pair(), c.plan), c.plan))
+            .map(|c| (c.pair(), self.0.set(pack(c.pair()), c.plan), c.plan))
             .collect();
         made.sort_by_key(|&(pair, _, _)| pair);
-        if self.keys.len() > 2 * self.live + 64 {
-            self.compact();
-        }
+        self.0.compact_if_sparse();
         // A pair's plan before its first change, and after its last.
         made.chunk_by(|a, b| a.0 == b.0)
             .filter_map(|group| {
@@ -260,40 +250,6 @@ impl PairPlans {
                 (now != old).then_some((pair, now))
             })
             .collect()
-    }
-
-    /// Sets `pair`'s plan to `plan` and returns the one it had.
-    fn set(&mut self, pair: PairKey, plan: Option<FlowPlan>) -> Option<FlowPlan> {
-        let key = pack(pair);
-        match self.keys.binary_search(&key) {
-            Ok(i) => {
-                let old = std::mem::replace(&mut self.plans[i], plan);
-                self.live = self.live + usize::from(plan.is_some()) - usize::from(old.is_some());
-                old
-            }
-            Err(i) => {
-                if plan.is_some() {
-                    self.keys.insert(i, key);
-                    self.plans.insert(i, plan);
-                    self.live += 1;
-                }
-                None
-            }
-        }
-    }
-
-    /// Drops the holes cleared pairs left.
-    fn compact(&mut self) {
-        let mut kept = 0;
-        for i in 0..self.keys.len() {
-            if self.plans[i].is_some() {
-                self.keys[kept] = self.keys[i];
-                self.plans[kept] = self.plans[i];
-                kept += 1;
-            }
-        }
-        self.keys.truncate(kept);
-        self.plans.truncate(kept);
     }
 
     /// [`PairPlans::apply`] as one merge of the sorted changes (each
@@ -306,44 +262,37 @@ impl PairPlans {
             .collect();
         last.sort_unstable_by_key(|&(pair, i, _)| (pair, std::cmp::Reverse(i)));
         last.dedup_by_key(|&mut (pair, _, _)| pair);
-        let (old_keys, old_plans) = (std::mem::take(&mut self.keys), std::mem::take(&mut self.plans));
-        let mut keys = Vec::with_capacity(old_keys.len() + last.len());
-        let mut plans = Vec::with_capacity(keys.capacity());
+        let mut merged = Vec::with_capacity(self.0.len() + last.len());
         let mut changed = Vec::new();
         let mut news = last.into_iter().peekable();
-        for (key, had) in old_keys.into_iter().zip(old_plans) {
+        for (key, had) in self.0.take_entries() {
             let pair = unpack(key);
             while let Some((new, _, plan)) = news.next_if(|&(new, _, _)| new < pair) {
-                if plan.is_some() {
-                    changed.push((new, plan));
-                    keys.push(pack(new));
-                    plans.push(plan);
+                if let Some(plan) = plan {
+                    changed.push((new, Some(plan)));
+                    merged.push((pack(new), plan));
                 }
             }
             let now = match news.next_if(|&(new, _, _)| new == pair) {
                 Some((_, _, plan)) => {
-                    if plan != had {
+                    if plan != Some(had) {
                         changed.push((pair, plan));
                     }
                     plan
                 }
-                None => had,
+                None => Some(had),
             };
-            if now.is_some() {
-                keys.push(key);
-                plans.push(now);
+            if let Some(now) = now {
+                merged.push((key, now));
             }
         }
         for (new, _, plan) in news {
-            if plan.is_some() {
-                changed.push((new, plan));
-                keys.push(pack(new));
-                plans.push(plan);
+            if let Some(plan) = plan {
+                changed.push((new, Some(plan)));
+                merged.push((pack(new), plan));
             }
         }
-        self.live = keys.len();
-        self.keys = keys;
-        self.plans = plans;
+        self.0 = SortedTable::from_sorted(merged);
         changed
     }
 
@@ -359,39 +308,31 @@ impl PairPlans {
 
     /// The standing plan of `pair` (coflow, source rack, destination rack), if any.
     pub fn get(&self, pair: PairKey) -> Option<FlowPlan> {
-        self.keys
-            .binary_search(&pack(pair))
-            .ok()
-            .and_then(|i| self.plans[i])
+        self.0.get(pack(pair)).copied()
     }
 
     /// How many pairs have a plan.
     pub fn len(&self) -> usize {
-        self.live
+        self.0.len()
     }
 
     /// Whether no pair has a plan.
     pub fn is_empty(&self) -> bool {
-        self.live == 0
+        self.0.is_empty()
     }
 
     /// The standing plans, in pair order.
     pub fn iter(&self) -> impl Iterator<Item = (PairKey, FlowPlan)> + '_ {
-        self.keys
-            .iter()
-            .zip(&self.plans)
-            .filter_map(|(&k, &p)| Some((unpack(k), p?)))
+        self.0.iter().map(|(k, &p)| (unpack(k), p))
     }
 
     /// The standing plans of `coflow`'s pairs, by (source rack, destination rack).
     pub fn of_coflow(&self, coflow: CoflowId) -> impl Iterator<Item = ((u32, u32), FlowPlan)> + '_ {
-        let start = self.keys.partition_point(|&k| k < pack((coflow, 0, 0)));
-        self.keys[start..]
-            .iter()
-            .zip(&self.plans[start..])
-            .map(|(&k, &p)| (unpack(k), p))
+        self.0
+            .iter_from(pack((coflow, 0, 0)))
+            .map(|(k, &p)| (unpack(k), p))
             .take_while(move |&((c, _, _), _)| c == coflow)
-            .filter_map(|((_, i, j), p)| Some(((i, j), p?)))
+            .map(|((_, i, j), p)| ((i, j), p))
     }
 }
 
@@ -483,7 +424,7 @@ mod tests {
                     PairPlan::new(pair, plan)
                 })
                 .collect();
-            if n * 8 < table.keys.len() {
+            if n * 8 < table.len() {
                 in_place += 1;
             } else {
                 merged += 1;

@@ -45,6 +45,7 @@ pub mod java_random;
 pub mod lower_bound;
 pub mod priority;
 pub mod sincronia;
+pub mod sorted_table;
 pub mod sunflow;
 pub mod sunflow_np;
 pub mod varys;
