@@ -145,6 +145,11 @@ pub fn cpu_steal() -> Option<Duration> {
 /// for the measurement to count ([`unstolen`]).
 pub const MAX_STEAL: Duration = Duration::from_millis(100);
 
+/// CPU time the hypervisor took since [`cpu_steal`] read `before`.
+fn stolen_since(before: Option<Duration>) -> Option<Duration> {
+    Some(cpu_steal()?.saturating_sub(before?))
+}
+
 /// A timed measurement taken by [`unstolen`], and whether the box ran for it.
 pub struct Timed<T> {
     /// What the measurement returned.
@@ -190,7 +195,7 @@ pub fn unstolen<T>(attempts: usize, mut measure: impl FnMut() -> T) -> Timed<T> 
     for attempt in 1..=attempts.max(1) {
         let before = cpu_steal();
         let value = measure();
-        if let Some(counted) = tries.counts(attempt, before, value) {
+        if let Some(counted) = tries.counts(attempt, stolen_since(before), value) {
             return counted;
         }
     }
@@ -204,7 +209,7 @@ pub async fn unstolen_async<T>(attempts: usize, mut measure: impl AsyncFnMut(usi
     for attempt in 1..=attempts.max(1) {
         let before = cpu_steal();
         let value = measure(attempt).await;
-        if let Some(counted) = tries.counts(attempt, before, value) {
+        if let Some(counted) = tries.counts(attempt, stolen_since(before), value) {
             return counted;
         }
     }
@@ -223,22 +228,16 @@ impl<T> Default for Attempts<T> {
 }
 
 impl<T> Attempts<T> {
-    /// Attempt `attempt` measured `value`, with the steal count at
-    /// `before` when it started: the measurement to judge if it counts.
-    fn counts(&mut self, attempt: usize, before: Option<Duration>, value: T) -> Option<Timed<T>> {
-        let (Some(before), Some(after)) = (before, cpu_steal()) else {
+    /// Attempt `attempt` measured `value` while the hypervisor took
+    /// `stolen` (`None`: unknown, and then it counts): the measurement to
+    /// judge if it counts.
+    fn counts(&mut self, attempt: usize, stolen: Option<Duration>, value: T) -> Option<Timed<T>> {
+        let Some(stolen) = stolen.filter(|&s| s > MAX_STEAL) else {
             return Some(Timed {
                 value,
                 stolen_from_every_attempt: None,
             });
         };
-        let stolen = after.saturating_sub(before);
-        if stolen <= MAX_STEAL {
-            return Some(Timed {
-                value,
-                stolen_from_every_attempt: None,
-            });
-        }
         eprintln!("attempt {attempt}: the hypervisor took {stolen:?} of CPU time during the measurement");
         if self.least.as_ref().is_none_or(|(l, _)| stolen < *l) {
             self.least = Some((stolen, value));
@@ -276,4 +275,40 @@ pub fn eventually(within: Duration, cond: impl Fn() -> bool) -> bool {
 pub fn kill_rounds() -> (u64, u64) {
     let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
     (env("OCSLAB_KILL_ROUNDS", 3), env("OCSLAB_KILL_SEED", 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first attempt the hypervisor took at most [`MAX_STEAL`] from is
+    /// judged; an unknown steal counts; when every attempt lost more, the
+    /// one that lost least comes back, its timing not to be judged.
+    #[test]
+    fn only_an_attempt_the_box_ran_for_is_judged_on_its_timing() {
+        let ms = Duration::from_millis;
+        let mut tries = Attempts::default();
+        assert!(tries.counts(1, Some(ms(300)), "a").is_none());
+        let judged = tries
+            .counts(2, Some(MAX_STEAL), "b")
+            .expect("at most MAX_STEAL counts");
+        assert_eq!(judged.value, "b");
+        assert!(judged.timing_judgeable("test"));
+
+        let mut tries = Attempts::default();
+        assert!(tries
+            .counts(1, None, "unknown")
+            .is_some_and(|t| t.timing_judgeable("test")));
+
+        let mut tries = Attempts::default();
+        for (attempt, (stolen, value)) in [(300, "a"), (200, "b"), (250, "c")].into_iter().enumerate() {
+            assert!(tries.counts(attempt + 1, Some(ms(stolen)), value).is_none());
+        }
+        let least = tries.least();
+        assert_eq!(
+            (least.value, least.stolen_from_every_attempt),
+            ("b", Some(ms(200)))
+        );
+        assert!(!least.timing_judgeable("test"));
+    }
 }
