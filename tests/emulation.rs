@@ -197,11 +197,12 @@ fn a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model() {
         row.measured, row.predicted, row.ratio
     );
     assert!(row.predicted >= Nanos::from_millis(1000), "{}", row.predicted);
-    if !timed.timing_judgeable("a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model") {
-        return;
-    }
+    // Time the box lost can only lengthen the CCT: a shuffle faster than
+    // the model fails whether or not the timing is judged.
+    let judged =
+        timed.timing_judgeable("a_shuffle_arrives_verified_and_its_cct_is_within_10pc_of_the_fluid_model");
     assert!(
-        (row.ratio - 1.0).abs() <= 0.10,
+        row.ratio >= 0.90 && (!judged || row.ratio <= 1.10),
         "measured {} vs predicted {}: ratio {:.3}",
         row.measured,
         row.predicted,

@@ -162,9 +162,9 @@ pub struct Timed<T> {
 impl<T> Timed<T> {
     /// Whether `test` may judge this measurement's timing: false (and said
     /// on stderr) when the hypervisor took more than [`MAX_STEAL`] from
-    /// every attempt. What the timing does not decide (bytes verified,
-    /// paths taken, a lower bound that lost time cannot break) is judged
-    /// either way.
+    /// every attempt. What lost time cannot cause (bytes verified, paths
+    /// taken, a flow faster than its rate or a CCT below its lower bound)
+    /// is judged either way.
     pub fn timing_judgeable(&self, test: &str) -> bool {
         match self.stolen_from_every_attempt {
             None => true,

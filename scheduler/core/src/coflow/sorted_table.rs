@@ -48,20 +48,16 @@ impl<K: Ord + Copy, V> SortedTable<K, V> {
         }
     }
 
-    /// Where `key`'s value is, if it has one.
-    fn position(&self, key: K) -> Option<usize> {
-        let at = self.keys.binary_search(&key).ok()?;
-        self.values[at].is_some().then_some(at)
-    }
-
     /// The value of `key`, if any.
     pub fn get(&self, key: K) -> Option<&V> {
-        self.position(key).and_then(|at| self.values[at].as_ref())
+        let at = self.keys.binary_search(&key).ok()?;
+        self.values[at].as_ref()
     }
 
     /// The value of `key`, if any, to change.
     pub fn get_mut(&mut self, key: K) -> Option<&mut V> {
-        self.position(key).and_then(|at| self.values[at].as_mut())
+        let at = self.keys.binary_search(&key).ok()?;
+        self.values[at].as_mut()
     }
 
     /// Sets `key`'s value (`None`: takes it out, leaving a hole) and
