@@ -347,6 +347,9 @@ fn solver_line(s: &SolveStats) -> String {
             s.departures_at_caps
         );
     }
+    if s.solves_at_caps > 0 {
+        line += &format!(", {} left every slot at its cap (the caps fit)", s.solves_at_caps);
+    }
     if s.local_solves > 0 {
         line += &format!(
             ", {:.0} % on the changed slots' links alone",
@@ -394,11 +397,13 @@ mod tests {
         let capped = SolveStats {
             solves: 10,
             departures_at_caps: 7,
+            solves_at_caps: 2,
             ..SolveStats::default()
         };
         assert_eq!(
             solver_line(&capped),
-            "10 solves, 7 only took departures off links at caps"
+            "10 solves, 7 only took departures off links at caps, \
+             2 left every slot at its cap (the caps fit)"
         );
         let rows = SolveStats {
             solves: 200,

@@ -141,6 +141,9 @@ pub struct SolveStats {
     /// Solves that only took departed slots off their links, every slot
     /// being at its cap.
     pub departures_at_caps: u64,
+    /// Solves in which every demand was capped and the caps fit on every
+    /// link, which left every slot at its cap without a filling.
+    pub solves_at_caps: u64,
     /// Resumed solves that froze the rest of the links by following the
     /// last one's order (`LinkLevels::follow_last_order`), and those that
     /// tried and went back to the heap.

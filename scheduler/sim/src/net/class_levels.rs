@@ -276,6 +276,7 @@ impl ClassLevels {
             s.freezes += t.freezes;
             s.freezes_repeated += t.freezes_repeated;
             s.departures_at_caps += t.departures_at_caps;
+            s.solves_at_caps += t.solves_at_caps;
             s.orders_followed += t.orders_followed;
             s.orders_left += t.orders_left;
             s.row_solves += t.row_solves;

@@ -33,6 +33,18 @@ impl CapOrder {
         self.live = self.live.saturating_sub(1);
     }
 
+    /// Drops the stale entries once they outnumber the live ones (as
+    /// [`CapOrder::sorted`] does), without sorting: for solves that walk
+    /// no caps, so that the entries of caps moved call after call do not
+    /// pile up.
+    pub(super) fn drop_stale(&mut self, holds: impl Fn(u64, u32) -> bool) {
+        if self.entries.len() > 2 * self.live + 64 {
+            self.entries.retain(|&(bits, slot)| holds(bits, slot));
+            self.live = self.entries.len();
+            self.sorted = false;
+        }
+    }
+
     /// The entries by (cap, slot), each once, of which `holds(cap bits,
     /// slot)` tells the live ones. Sorted again, the stale ones dropped,
     /// only if something was added out of order since the last call or

@@ -27,7 +27,11 @@
 //! rounding (the property test below). The cap first: a policy whose caps
 //! fill a link exactly (Varys' MADD gives its bottleneck flows all of it)
 //! then leaves every slot at its cap, and the departures until its next
-//! call take the fast path (`LinkLevels::solve_departures_at_caps`).
+//! call take the fast path (`LinkLevels::solve_departures_at_caps`). The
+//! call itself, which moves thousands of caps, needs no filling either
+//! when every demand is capped and the caps fit on every link, kept as
+//! exact sums of whole bits per second per link (`fit.rs`,
+//! `LinkLevels::solve_at_caps`): the caps are then the max-min allocation.
 //!
 //! A freeze sums the weights it takes on each other link, then charges
 //! each link once (level × weight). So when no demand is capped and the
@@ -60,6 +64,7 @@
 //! filling.
 
 mod caps;
+mod fit;
 mod local;
 mod rows;
 
@@ -69,6 +74,7 @@ use super::links::{LinkId, Links};
 use super::maxmin::{share, share_key, top_link, Demand, ShareHeap};
 use super::pair_matrix::PairMatrix;
 use caps::CapOrder;
+use fit::CapSums;
 use rows::Rows;
 use std::cmp::Reverse;
 
@@ -140,6 +146,12 @@ pub struct LinkLevels {
     at: Vec<[u32; 4]>,
     /// Capped slots by (cap, slot).
     capped: CapOrder,
+    /// Whether every demand is capped and the caps fit, per link in whole
+    /// bits per second ([`LinkLevels::solve_at_caps`]).
+    cap_sums: CapSums,
+    /// Whether solves may take that short way (always, but in tests that
+    /// compare with fillings).
+    at_caps: bool,
     /// Σ weight of the slots on each link.
     weight: Vec<f64>,
     /// The slots between two hosts, on a fabric whose ToR links never bind.
@@ -238,6 +250,8 @@ impl LinkLevels {
         let binds: Vec<bool> = (0..n).map(|l| binds.get(l).copied().unwrap_or(true)).collect();
         LinkLevels {
             capacity: capacity.to_vec(),
+            cap_sums: CapSums::new(capacity, &binds),
+            at_caps: true,
             bind_end: binds.iter().rposition(|&b| b).map_or(0, |l| l + 1),
             binds,
             on_link: vec![Vec::new(); n],
@@ -289,6 +303,14 @@ impl LinkLevels {
     /// next class.
     pub fn solving_locally(mut self) -> LinkLevels {
         self.solves_locally = true;
+        self
+    }
+
+    /// With `false`, no solve takes the short way of caps that fit
+    /// ([`LinkLevels::solve_at_caps`]).
+    #[cfg(test)]
+    fn solving_at_caps(mut self, at_caps: bool) -> LinkLevels {
+        self.at_caps = at_caps;
         self
     }
 
@@ -383,10 +405,12 @@ impl LinkLevels {
         }
         self.capped.drop_one();
         self.capped.insert(new.cap.max(0.0), slot as u32);
+        self.cap_sums.recap(&old, &new);
         true
     }
 
     fn attach(&mut self, slot: usize, d: Demand) {
+        self.cap_sums.add(&d);
         let entry = Entry::of(slot as u32, d);
         let pair = self.pair_of(&d);
         match (pair, self.pairs.as_mut()) {
@@ -444,6 +468,7 @@ impl LinkLevels {
     }
 
     fn detach(&mut self, slot: usize, d: Demand) {
+        self.cap_sums.remove(&d);
         let paired = match self.pairs.as_mut() {
             Some(pairs) if pairs.holds(slot) => {
                 let (i, j) = pairs.remove(slot, d.weight);
@@ -488,6 +513,7 @@ impl LinkLevels {
         let l = link as usize;
         if self.capacity[l].to_bits() != capacity.to_bits() {
             self.capacity[l] = capacity;
+            self.cap_sums.set_capacity(link, capacity, self.binds[l]);
             self.log.invalidate();
             self.all_capped = false;
             self.recapacitated = true;
@@ -561,6 +587,10 @@ impl LinkLevels {
         }
         if self.all_capped && self.pending.iter().all(|&s| self.demand[s as usize].is_none()) {
             self.solve_departures_at_caps();
+            return;
+        }
+        if self.at_caps && self.all_capped && !recapacitated && self.cap_sums.fit() {
+            self.solve_at_caps();
             return;
         }
         if self.solves_locally && !recapacitated && self.solve_locally() {
@@ -1001,6 +1031,52 @@ impl LinkLevels {
         self.changes.slots.sort_unstable();
         self.stats.solves += 1;
         self.stats.departures_at_caps += 1;
+        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
+    }
+
+    /// Every demand is capped, the caps fit on every link
+    /// ([`CapSums::fit`]) and every slot was at its cap after the last
+    /// solve: every slot stays at its cap and no link gets a level, which
+    /// is what a filling would find (it meets every cap before any link's
+    /// share falls below it), without one. Varys' and Aalo's calls, which
+    /// move thousands of caps at once, end here. Only the changed slots
+    /// are reported; the loads of their links are the caps' sums.
+    fn solve_at_caps(&mut self) {
+        // The links whose load changed, each once (`taken` marks them).
+        let (taken, touched) = (&mut self.taken, &mut self.touched);
+        let old = self.solved.iter().map(|(_, d)| d);
+        let new = self
+            .pending
+            .iter()
+            .filter_map(|&s| self.demand[s as usize].as_ref());
+        for d in old.chain(new) {
+            for &l in d.links.as_slice() {
+                if taken[l as usize] == 0 {
+                    taken[l as usize] = 1;
+                    touched.push(l);
+                }
+            }
+        }
+        for &l in &self.touched {
+            self.load[l as usize] = self.cap_sums.load(l);
+            self.taken[l as usize] = 0;
+        }
+        self.touched.clear();
+        for &s in &self.pending {
+            let s = s as usize;
+            self.is_pending[s] = false;
+            self.bottleneck[s] = match self.demand[s] {
+                Some(_) => Bottleneck::Cap,
+                None => Bottleneck::Idle,
+            };
+            self.changes.slots.push(s as u32);
+        }
+        self.pending.clear();
+        self.solved.clear();
+        self.changes.slots.sort_unstable();
+        self.capped.drop_stale(|bits, s| capped_at(&self.demand, bits, s));
+        self.stats.solves += 1;
+        self.stats.solves_at_caps += 1;
         self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
     }
 

@@ -627,12 +627,7 @@ fn solves_from_rows_equal_fillings_over_slots_bit_for_bit() {
                 rows.set(s, next);
                 slots.set(s, next);
             }
-            if rng.random_bool(0.05) {
-                let l = rng.random_range(0..links as LinkId);
-                let c = rng.random_range(10.0..100.0);
-                rows.set_capacity(l, c);
-                slots.set_capacity(l, c);
-            }
+            move_a_capacity(&mut rng, 0.05, 10.0..100.0, [&mut rows, &mut slots]);
             solve_both_alike(
                 &mut rows,
                 &mut slots,
@@ -645,5 +640,90 @@ fn solves_from_rows_equal_fillings_over_slots_bit_for_bit() {
         assert!(r.row_solves > 100 && r.row_moves > 0, "seed {seed}: {r:?}");
         assert_eq!(s.row_solves, 0);
         assert!(r.demands_filled < s.demands_filled, "seed {seed}: {r:?} {s:?}");
+    }
+}
+
+/// Caps as Varys and Aalo set them (whole bits per second), moving in
+/// place, arriving and leaving, now and then one uncapped or over what a
+/// link carries, on links some of which never bind and whose capacities
+/// change: a solver that leaves every slot at its cap when the caps fit
+/// reports the same changes and gives every rate, bottleneck, level and
+/// load bit for bit as one that fills every time, and takes that short
+/// way in most solves.
+#[test]
+fn caps_that_fit_keep_every_slot_at_its_cap_as_a_filling_does() {
+    for seed in 0..20 {
+        let mut rng = ChaCha8Rng::seed_from_u64(900 + seed);
+        let links = 12;
+        let capacity: Vec<f64> = (0..links).map(|_| rng.random_range(60.0..100.0)).collect();
+        let binds: Vec<bool> = (0..links).map(|l| l % 5 != 4).collect();
+        let mut short = LinkLevels::new(&capacity, &binds);
+        let mut filling = LinkLevels::new(&capacity, &binds).solving_at_caps(false);
+        let n = 30;
+        let mut current: Vec<Option<Demand>> = vec![None; n];
+        // Whole bits per second: a multiple of 1/8 byte per second.
+        let whole = |rng: &mut ChaCha8Rng, most: f64| (rng.random_range(0.0..most) * 8.0).floor() / 8.0;
+        for step in 0..300 {
+            // Five steps in fifty may add an uncapped demand or one that
+            // fills a link alone; the step after them caps those again.
+            let odd = step % 50 < 5;
+            let mut sets: Vec<(usize, Option<Demand>)> = Vec::new();
+            if step % 50 == 5 {
+                for (s, d) in current.iter().enumerate() {
+                    if let Some(d) = d.filter(|d| d.cap > 6.0) {
+                        sets.push((s, Some(Demand { cap: 1.0, ..d })));
+                    }
+                }
+            }
+            for _ in 0..rng.random_range(1..=6) {
+                let s = rng.random_range(0..n);
+                let next = match (current[s], rng.random_range(0..20)) {
+                    (_, 0) => None,
+                    (Some(d), 1..=12) if d.cap.is_finite() => Some(Demand {
+                        cap: whole(&mut rng, 3.0),
+                        ..d
+                    }),
+                    (_, 13) if odd => Some(demand(&mut rng, &binds)).map(|d| Demand {
+                        cap: f64::INFINITY,
+                        ..d
+                    }),
+                    (_, 14) if odd => Some(demand(&mut rng, &binds)).map(|d| Demand {
+                        cap: 100.0,
+                        weight: 1,
+                        ..d
+                    }),
+                    _ => Some(demand(&mut rng, &binds)).map(|d| Demand {
+                        cap: whole(&mut rng, 3.0),
+                        ..d
+                    }),
+                };
+                sets.push((s, next));
+                current[s] = next;
+            }
+            for (s, next) in sets {
+                current[s] = next;
+                short.set(s, next);
+                filling.set(s, next);
+            }
+            move_a_capacity(&mut rng, 0.03, 60.0..100.0, [&mut short, &mut filling]);
+            let why = format!("seed {seed}, step {step}");
+            solve_both_alike(&mut short, &mut filling, n, links, &why);
+        }
+        let (s, f) = (short.stats(), filling.stats());
+        assert_eq!(f.solves_at_caps, 0);
+        assert!(2 * s.solves_at_caps > s.solves, "seed {seed}: {s:?}");
+        assert!(s.demands_filled < f.demands_filled, "seed {seed}: {s:?} {f:?}");
+    }
+}
+
+/// With probability `p`, one link (the same in both) of two solvers over
+/// the same links gets a new capacity drawn from `range`.
+fn move_a_capacity(rng: &mut ChaCha8Rng, p: f64, range: std::ops::Range<f64>, solvers: [&mut LinkLevels; 2]) {
+    if rng.random_bool(p) {
+        let l = rng.random_range(0..solvers[0].capacity.len() as LinkId);
+        let c = rng.random_range(range);
+        for lv in solvers {
+            lv.set_capacity(l, c);
+        }
     }
 }
