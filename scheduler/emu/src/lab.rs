@@ -23,7 +23,7 @@ use ocslab_emulator::{HostId, Topology};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::unix::fs::DirBuilderExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
 
@@ -96,6 +96,22 @@ impl Drop for Agents {
 
 /// A directory removed on drop (the run's agent credentials).
 struct OwnedDir(PathBuf);
+
+impl OwnedDir {
+    /// Makes folder `name` inside `parent`, which must exist (a folder
+    /// left from before is taken over). Never `parent` itself: a Ctrl-C
+    /// while the lab starts tears the run down from the signal thread,
+    /// run directory included, and a folder made again here after that
+    /// would be left behind.
+    fn inside(parent: &Path, name: &str) -> Result<OwnedDir, EmuError> {
+        let dir = parent.join(name);
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => Ok(OwnedDir(dir)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(OwnedDir(dir)),
+            Err(e) => Err(EmuError::Setup(format!("creating {}: {e}", dir.display()))),
+        }
+    }
+}
 
 impl Drop for OwnedDir {
     fn drop(&mut self) {
@@ -174,14 +190,10 @@ impl Lab {
         };
         // In the run's directory, which `ocslab down` removes after a crash
         // (and a rootless run's private /run takes with it).
-        let dir =
-            ocslab_emulator::fabric::run_dir(fabric.run_id()).join(format!("emu-{}", std::process::id()));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| EmuError::Setup(format!("creating {}: {e}", dir.display())))?;
-        let creds_dir = OwnedDir(dir);
+        let creds_dir = OwnedDir::inside(
+            &ocslab_emulator::fabric::run_dir(fabric.run_id()),
+            &format!("emu-{}", std::process::id()),
+        )?;
         let config = ServerConfig {
             heartbeat_interval: cfg.heartbeat,
             dead_after: cfg.dead_after,
@@ -374,5 +386,34 @@ impl Lab {
             .await
             .map_err(|e| EmuError::Internal(e.to_string()))??;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The agents' credentials folder goes inside the run directory only
+    /// while that exists: once a Ctrl-C teardown has removed it, starting
+    /// a lab fails instead of making it again (and leaving it behind).
+    #[test]
+    fn the_credentials_folder_never_makes_the_run_directory_again() {
+        let scratch = std::env::temp_dir().join(format!("ocslab-owned-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&scratch);
+        let run = scratch.join("run");
+        assert!(
+            OwnedDir::inside(&run, "emu-1").is_err(),
+            "made without its run directory"
+        );
+        assert!(!run.exists(), "the run directory was made again");
+
+        std::fs::create_dir_all(&run).expect("the run directory");
+        let creds = OwnedDir::inside(&run, "emu-1").expect("inside the run directory");
+        assert!(run.join("emu-1").is_dir());
+        let again = OwnedDir::inside(&run, "emu-1").expect("taken over");
+        drop(again);
+        drop(creds);
+        assert!(!run.join("emu-1").exists(), "removed when dropped");
+        std::fs::remove_dir_all(&scratch).expect("clean up");
     }
 }
