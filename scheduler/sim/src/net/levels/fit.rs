@@ -116,10 +116,14 @@ fn limit(capacity: f64, binds: bool) -> u128 {
 /// Demand `d`'s cap times its weight in bits per second, if it is capped
 /// at a whole number of bits per second (below 2^64).
 fn whole_bits(d: &Demand) -> Option<u128> {
+    // (NaN: `max` gives 0; infinite or 2^64 and up: not below 2^64.)
     let bits = d.cap.max(0.0) * 8.0;
-    (bits.is_finite() && bits.fract() == 0.0 && bits < 2f64.powi(64))
-        .then(|| bits as u128 * u128::from(d.weight))
+    let whole = bits as u64;
+    (bits < TWO_TO_THE_64 && whole as f64 == bits).then(|| u128::from(whole) * u128::from(d.weight))
 }
+
+/// 2^64, the first cap in bits per second [`whole_bits`] leaves out.
+const TWO_TO_THE_64: f64 = 18_446_744_073_709_551_616.0;
 
 #[cfg(test)]
 mod tests {
@@ -158,11 +162,12 @@ mod tests {
     }
 
     #[test]
-    fn an_uncapped_demand_or_a_cap_in_fractions_of_a_bit_does_not_fit() {
+    fn an_uncapped_demand_or_a_cap_not_in_whole_bits_below_2_to_the_64_does_not_fit() {
         let mut sums = CapSums::new(&[100.0], &[true]);
         let uncapped = Demand::new(Links::new(&[0]).expect("links"));
         let fraction = capped(&[0], 1.0 / 3.0, 1);
-        for d in [uncapped, fraction] {
+        let huge = capped(&[0], TWO_TO_THE_64 / 8.0, 1);
+        for d in [uncapped, fraction, huge] {
             sums.add(&d);
             assert!(!sums.fit(), "{d:?}");
             sums.remove(&d);
