@@ -33,12 +33,17 @@ impl CapOrder {
         self.live = self.live.saturating_sub(1);
     }
 
+    /// Whether stale entries have come to outnumber the live ones.
+    fn mostly_stale(&self) -> bool {
+        self.entries.len() > 2 * self.live + 64
+    }
+
     /// Drops the stale entries once they outnumber the live ones (as
     /// [`CapOrder::sorted`] does), without sorting: for solves that walk
     /// no caps, so that the entries of caps moved call after call do not
     /// pile up.
     pub(super) fn drop_stale(&mut self, holds: impl Fn(u64, u32) -> bool) {
-        if self.entries.len() > 2 * self.live + 64 {
+        if self.mostly_stale() {
             self.entries.retain(|&(bits, slot)| holds(bits, slot));
             self.live = self.entries.len();
             self.sorted = false;
@@ -51,7 +56,7 @@ impl CapOrder {
     /// stale entries have come to outnumber live ones; otherwise stale
     /// entries may remain, and the caller skips them.
     pub(super) fn sorted(&mut self, holds: impl Fn(u64, u32) -> bool) -> &[(u64, u32)] {
-        if !self.sorted || self.entries.len() > 2 * self.live + 64 {
+        if !self.sorted || self.mostly_stale() {
             self.entries.retain(|&(bits, slot)| holds(bits, slot));
             self.entries.sort_unstable();
             self.entries.dedup();

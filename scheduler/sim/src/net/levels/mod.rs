@@ -1021,16 +1021,26 @@ impl LinkLevels {
                 self.load[l as usize] = (self.load[l as usize] - total).max(0.0);
             }
         }
+        self.report_pending_at_caps();
+        self.stats.departures_at_caps += 1;
+    }
+
+    /// The end of a solve that left every slot at its cap: each pending
+    /// slot is at its cap, or idle if it has no demand, and is reported.
+    fn report_pending_at_caps(&mut self) {
         for &s in &self.pending {
-            self.is_pending[s as usize] = false;
-            self.bottleneck[s as usize] = Bottleneck::Idle;
-            self.changes.slots.push(s);
+            let s = s as usize;
+            self.is_pending[s] = false;
+            self.bottleneck[s] = match self.demand[s] {
+                Some(_) => Bottleneck::Cap,
+                None => Bottleneck::Idle,
+            };
+            self.changes.slots.push(s as u32);
         }
         self.pending.clear();
         self.solved.clear();
         self.changes.slots.sort_unstable();
         self.stats.solves += 1;
-        self.stats.departures_at_caps += 1;
         self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
     }
 
@@ -1062,22 +1072,9 @@ impl LinkLevels {
             self.taken[l as usize] = 0;
         }
         self.touched.clear();
-        for &s in &self.pending {
-            let s = s as usize;
-            self.is_pending[s] = false;
-            self.bottleneck[s] = match self.demand[s] {
-                Some(_) => Bottleneck::Cap,
-                None => Bottleneck::Idle,
-            };
-            self.changes.slots.push(s as u32);
-        }
-        self.pending.clear();
-        self.solved.clear();
-        self.changes.slots.sort_unstable();
+        self.report_pending_at_caps();
         self.capped.drop_stale(|bits, s| capped_at(&self.demand, bits, s));
-        self.stats.solves += 1;
         self.stats.solves_at_caps += 1;
-        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
     }
 
     /// Brings the solver's state to where the last solve's order stops
