@@ -12,10 +12,15 @@
 //! opens the gate and, once the senders stream, writes the move a little
 //! ahead of its time ([`super::Ocs::set_matching_at`]) from a thread above
 //! their priority; the kernel then makes it with every core probing. A call
-//! made at the move would take a core from the probe just where it
-//! measures. tc-mirred times its moves in user space, and its
-//! call needs the kernel's workers, which senders on every core would
-//! starve, so there the probe has one sender and the bench makes the call.
+//! made at the move would take a core from the probe just where it measures.
+//! Since such a move's instants are known ahead, each sender also times one
+//! packet to reach its ToR just before the port goes dark and one just after
+//! the new circuit is up ([`probe::Align`], `Edges`), and the rotor's probe
+//! does the same at every window's edges: the edges are then sampled at the
+//! hop's jitter, not at the senders' phase. tc-mirred times its moves in user
+//! space, and its call needs the kernel's workers, which senders on every
+//! core would starve, so there the probe has one sender and the bench makes
+//! the call.
 //!
 //! - [`dark_time`]: a circuit from rack 0 moves between racks 1 and 2 while
 //!   the probe goes to both back to back, seven packets in eight to the
@@ -173,10 +178,70 @@ impl Turn {
 /// Aims [`dark_time`]'s probe: seven packets in eight go to the rack the
 /// circuit reaches at their send time, as `turn` says, so the last packets
 /// over the old circuit and the first over the new one come densely; the
-/// eighth goes to the other destination.
+/// eighth goes to the other destination, unless it is aligned to an edge
+/// of the move.
 fn aim_at(turn: Arc<Turn>) -> probe::Aim {
-    Arc::new(move |t, n| turn.aim(t) + usize::from(n % 8 == 7))
+    Arc::new(move |t, n, aligned| turn.aim(t) + usize::from(n % 8 == 7 && !aligned))
 }
+
+/// The instants [`dark_time`]'s probe aligns packets to around a move:
+/// each sender sends one to reach its ToR before the port goes dark and one
+/// to reach it after the new circuit is up (see [`probe::Align`]). The
+/// packet takes [`TOR_HOP`] from its send call to the ToR's clock reading,
+/// which judges it, so a sender sends the hop's longest before the first
+/// edge and its shortest before the second, and sender `i` [`EDGE_STAGGER`]
+/// × `i` further out: one sender held back there, or a hop longer than
+/// the range, leaves the other's packet close by. Two words written apart:
+/// a sender that reads them mid-write aligns one packet amiss, no more.
+#[derive(Debug, Default)]
+struct Edges {
+    /// When the port goes dark (ns, the ToR's clock).
+    down_at: AtomicU64,
+    /// When the new circuit is up.
+    up_at: AtomicU64,
+}
+
+impl Edges {
+    /// Aligns to a move dark at `down_at` and up at `up_at`.
+    fn set(&self, down_at: Nanos, up_at: Nanos) {
+        self.down_at.store(down_at.0, Ordering::Relaxed);
+        self.up_at.store(up_at.0, Ordering::Relaxed);
+    }
+
+    /// The next instant ahead of `t` at which sender `i` sends: the last
+    /// send meant to cross the old circuit, then the first meant to cross
+    /// the new one.
+    fn next(&self, t: Nanos, i: usize) -> Option<Nanos> {
+        let down_at = Nanos(self.down_at.load(Ordering::Relaxed));
+        let up_at = Nanos(self.up_at.load(Ordering::Relaxed));
+        [send_before(down_at, i), send_after(up_at, i)]
+            .into_iter()
+            .find(|&at| at > t)
+    }
+}
+
+/// When sender `i` of a probe sends the last packet meant to reach its ToR
+/// before `edge` (see [`Edges`]).
+fn send_before(edge: Nanos, i: usize) -> Nanos {
+    Nanos(edge.0.saturating_sub(TOR_HOP.1 .0 + i as u64 * EDGE_STAGGER.0))
+}
+
+/// When sender `i` sends the first packet meant to reach its ToR after
+/// `edge`.
+fn send_after(edge: Nanos, i: usize) -> Nanos {
+    Nanos((edge.0 + i as u64 * EDGE_STAGGER.0).saturating_sub(TOR_HOP.0 .0))
+}
+
+/// From a probe packet's send call to its ToR's clock reading, shortest
+/// and longest: 2.2–4.0 µs of kernel path here (a veth, a softirq). From
+/// the aligned packets themselves: every one sent 2.2 µs before a circuit
+/// came up crossed it in the runs behind docs/fabric.md, and those sent
+/// 3.2 µs before a port went dark crossed in about half of the runs.
+pub const TOR_HOP: (Nanos, Nanos) = (Nanos(2_200), Nanos(4_000));
+
+/// How much further from an edge each next sender of the probe sends, so
+/// that it covers the hop's tail and the other sender's holdups.
+pub const EDGE_STAGGER: Nanos = Nanos(2_000);
 
 /// Circuit arrivals at each edge of a move that time the probe's spacing
 /// there.
@@ -206,9 +271,9 @@ pub struct DarkFigures {
     pub delay_us: f64,
     /// Dark gaps the probe saw (one per measured move, when it saw them all).
     pub gaps_measured: usize,
-    /// Moves at whose edges the probe itself was silent for more than two
-    /// of one sender's packets (`probe_send_us`): every sender stalled
-    /// there, not the datapath.
+    /// Moves at whose edges the probe itself was silent for more than
+    /// three of one sender's packets (`probe_send_us`): every sender
+    /// stalled there, not the datapath.
     pub stalled_moves: usize,
     /// Dark time p99 over the other moves, µs.
     pub dark_p99_steady_us: f64,
@@ -319,6 +384,13 @@ fn gap_excess(moves: &[Move], calls: &[(u64, u64)]) -> GapExcess {
 /// instants and still be matched to it.
 const EDGE_SLACK: Nanos = Nanos(50_000);
 
+/// How many of one sender's packets the probe may be silent for at a gap's
+/// edge before the move counts as a stall: a sender holding a packet for
+/// an edge (less than 1.5 packets, see [`probe::Align`]), then the packet,
+/// and the first packet over a circuit just up, which the kernel takes
+/// longer over (2–3 µs more here after δ = 10 ms).
+const STALL_PACKETS: f64 = 3.0;
+
 /// Reconfigurations made before measuring (one-time kernel allocations).
 const WARMUP_ROUNDS: u32 = 2;
 
@@ -336,11 +408,16 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let ocs = f.ocs()?;
     ocs.set_matching_with_delay(&[circuit(0, 1)], Nanos(0))?;
     // Rack 1 (destination 0) is reached now; the aim follows each move.
-    let turn = Arc::new(Turn::default());
+    let (turn, edges) = (Arc::new(Turn::default()), Arc::new(Edges::default()));
     let gate = probe::Gate::default();
     // tc-mirred's call needs the kernel's workers, which probe senders on
     // every core would starve: one sender there, and the call made here.
     let senders = if ebpf { senders() } else { 1 };
+    // Only eBPF's moves are known ahead, to the ns.
+    let align: Option<probe::Align> = ebpf.then(|| {
+        let edges = edges.clone();
+        Arc::new(move |t, i| edges.next(t, i)) as probe::Align
+    });
     let probe = probe::DarkProbe::start_with(
         &f,
         HostId::new(0, 0),
@@ -351,6 +428,7 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
             aim: Some(aim_at(turn.clone())),
             senders,
             gate: Some(gate.clone()),
+            align,
         },
     )?;
     let load = CpuLoad::start(spec.load);
@@ -375,6 +453,7 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
             let move_at = Nanos(clock::now().0 + MOVE_LEAD.0);
             turn.set(move_at, new_aim);
             let rec = ocs.set_matching_at(&to, move_at, spec.delay)?;
+            edges.set(move_at, rec.up_at());
             let until = Nanos(rec.up_at().0 + GATE_TAIL.0);
             gate.open_until(until);
             drop(rt);
@@ -415,7 +494,7 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let (mut dark, mut steady) = (histogram()?, histogram()?);
     for m in &moves {
         record(&mut dark, m.dark_ns)?;
-        if us(m.silence_ns) <= 2.0 * probe_send_us {
+        if us(m.silence_ns) <= STALL_PACKETS * probe_send_us {
             record(&mut steady, m.dark_ns)?;
         }
     }
@@ -633,6 +712,7 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
             aim: Some(follow(schedule.clone(), epoch, Nanos(spec.delay.0 / 2))),
             senders,
             gate: Some(gate.clone()),
+            align: Some(window_edges(schedule.clone(), epoch)),
             ..probe::Sending::default()
         },
     )?;
@@ -731,15 +811,38 @@ fn rotor_schedule(racks: u32, slot: Nanos, delay: Nanos) -> Result<Schedule, Ben
 /// next slot's dark time. The eighth packet goes to another rack in turn;
 /// those must take EPS.
 fn follow(schedule: Schedule, epoch: Nanos, lag: Nanos) -> probe::Aim {
-    Arc::new(move |now: Nanos, n: u64| {
+    Arc::new(move |now: Nanos, n: u64, aligned: bool| {
         let (slot, _) = schedule.slot_at(Nanos(now.0.saturating_sub(epoch.0 + lag.0)));
-        // The eighth packets go in turn to the two other racks.
+        // The eighth packets go in turn to the two other racks, unless
+        // aligned to a window's edge.
         let k = n + 1;
-        if k.is_multiple_of(8) {
+        if k.is_multiple_of(8) && !aligned {
             slot + 1 + (k as usize / 8) % 2
         } else {
             slot
         }
+    })
+}
+
+/// Aligns [`rotor`]'s probe (see [`Edges`]): each sender sends a packet to
+/// reach rack 0's ToR just after each usable window of rack 0's port opens
+/// and one just before it closes, times after `epoch`.
+fn window_edges(schedule: Schedule, epoch: Nanos) -> probe::Align {
+    Arc::new(move |t: Nanos, i: usize| {
+        let (slot, into) = schedule.slot_at(Nanos(t.0.checked_sub(epoch.0)?));
+        let start = t.0 - into.0;
+        let next = start + schedule.slots()[slot].length.0;
+        // This slot's window, then the next slot's.
+        let window = |start: u64, s: usize| {
+            let this = &schedule.slots()[s];
+            [
+                send_after(Nanos(start + this.ports[0].dark.0), i),
+                send_before(Nanos(start + this.length.0), i),
+            ]
+        };
+        let [a, b] = window(start, slot);
+        let [c, d] = window(next, (slot + 1) % schedule.slots().len());
+        [a, b, c, d].into_iter().find(|&at| at > t)
     })
 }
 
@@ -940,7 +1043,11 @@ mod tests {
     fn the_dark_probe_aims_at_the_rack_the_circuit_reaches_at_the_send_time() {
         let turn = Arc::new(Turn::default());
         let aim = aim_at(turn.clone());
-        let eight = |t: u64| (0..8).map(|n| aim(Nanos(t), n) % 2).collect::<Vec<usize>>();
+        let eight = |t: u64| {
+            (0..8)
+                .map(|n| aim(Nanos(t), n, false) % 2)
+                .collect::<Vec<usize>>()
+        };
         assert_eq!(eight(0), vec![0, 0, 0, 0, 0, 0, 0, 1]);
         // The move to destination 1 happens at 1000.
         turn.set(Nanos(1000), 1);
@@ -949,6 +1056,62 @@ mod tests {
         // And back to destination 0 at 2000.
         turn.set(Nanos(2000), 0);
         assert_eq!((eight(1999)[0], eight(2000)[0]), (1, 0));
+        // A packet aligned to an edge is never the eighth.
+        assert_eq!(
+            (aim(Nanos(1999), 7, true) % 2, aim(Nanos(2000), 7, true) % 2),
+            (1, 0)
+        );
+    }
+
+    /// Each sender's packets reach their ToR (2.2–4.0 µs after the send)
+    /// before the port goes dark and after the new circuit is up, the
+    /// second sender 2 µs further out than the first.
+    #[test]
+    fn the_probe_aligns_a_packet_to_each_edge_of_a_move() {
+        let us = |n: f64| Nanos((n * 1_000.0) as u64);
+        let edges = Edges::default();
+        assert_eq!(edges.next(us(5.0), 0), None, "no move set");
+        edges.set(us(100.0), us(110.0));
+        let sends = |i: usize| {
+            let mut t = Nanos(0);
+            std::iter::from_fn(|| {
+                t = edges.next(t, i)?;
+                Some(t)
+            })
+            .collect::<Vec<Nanos>>()
+        };
+        assert_eq!(sends(0), vec![us(96.0), us(107.8)]);
+        assert_eq!(sends(1), vec![us(94.0), us(109.8)]);
+        for i in 0..2 {
+            let s = sends(i);
+            for hop in [TOR_HOP.0, TOR_HOP.1] {
+                let at_tor = |t: Nanos| t.0 + hop.0;
+                assert!(at_tor(s[0]) <= us(100.0).0 && at_tor(s[1]) >= us(110.0).0);
+            }
+        }
+        assert_eq!(edges.next(us(107.8), 0), None, "nothing after the move");
+    }
+
+    /// The rotor's probe sends just after each window of rack 0's port
+    /// opens (δ into its slot) and just before it closes, slot after slot.
+    #[test]
+    fn the_rotor_probe_aligns_a_packet_to_each_edge_of_a_window() {
+        let us = |n: f64| Nanos((n * 1_000.0) as u64);
+        let schedule = rotor_schedule(4, us(50.0), us(10.0)).expect("a valid rotor");
+        let align = window_edges(schedule, us(1_000.0));
+        assert_eq!(align(us(999.0), 0), None, "before the epoch");
+        let mut t = us(1_000.0);
+        let sends: Vec<Nanos> = (0..7)
+            .map(|_| {
+                t = align(t, 0).expect("an edge ahead");
+                t
+            })
+            .collect();
+        // Open at 1,010, close at 1,050; then 1,060 and 1,100; then the
+        // third slot, and the next period's first.
+        let want = [1_007.8, 1_046.0, 1_057.8, 1_096.0, 1_107.8, 1_146.0, 1_157.8];
+        assert_eq!(sends, want.map(us).to_vec());
+        assert_eq!(align(us(1_046.0), 1), Some(us(1_059.8)), "sender 1 further out");
     }
 
     /// Three 50 µs slots from an epoch at 1 ms, followed 5 µs late: seven
@@ -963,7 +1126,7 @@ mod tests {
             (0..8)
                 .map(|_| {
                     n += 1;
-                    aim(t, n - 1) % 3
+                    aim(t, n - 1, false) % 3
                 })
                 .collect::<Vec<usize>>()
         };

@@ -8,8 +8,9 @@
 //!   sender floods the links it crosses (the flow queues' fairness);
 //! - [`DarkProbe`]: a paced UDP stream, marked for the OCS, from one host
 //!   to hosts of other racks, in turn or aimed by the caller, from one
-//!   sender or several, always or while a [`Gate`] is open
-//!   ([`DarkProbe::start_with`]). One receiver thread reads the kernel's
+//!   sender or several, always or while a [`Gate`] is open, at their own
+//!   pace or with packets timed to instants the caller names ([`Align`];
+//!   [`DarkProbe::start_with`]). One receiver thread reads the kernel's
 //!   receive timestamps (`SO_TIMESTAMPNS`) and each packet's TTL
 //!   (`IP_RECVTTL`): a packet that crossed a circuit passed two routers
 //!   (TTL 62), one that took EPS passed three (TTL 61). The gaps between the
@@ -325,9 +326,24 @@ impl Arrival {
 
 /// Picks a [`DarkProbe`] packet's destination (an index into its
 /// destinations, taken modulo their number) from the time it is sent
-/// ([`super::clock::now`], CLOCK_MONOTONIC) and its number among its
-/// sender's packets. Shared by every sender of the probe.
-pub type Aim = Arc<dyn Fn(Nanos, u64) -> usize + Send + Sync>;
+/// ([`super::clock::now`], CLOCK_MONOTONIC), its number among its
+/// sender's packets, and whether it was held for an instant of the
+/// probe's [`Align`]. Shared by every sender of the probe.
+pub type Aim = Arc<dyn Fn(Nanos, u64, bool) -> usize + Send + Sync>;
+
+/// Tells a [`DarkProbe`] sender, from the time and its number, the instant
+/// it should send a packet at, if there is one ahead: an instant the caller
+/// measures at, such as just before a circuit goes dark. Shared by every
+/// sender of the probe; `None` when nothing is ahead.
+///
+/// A sender waits for that instant only when its next packet might
+/// otherwise come after it: when the instant is nearer than one and a half
+/// of what a packet costs it (a packet may cost more than the mean). So a
+/// held packet waits less than 1.5 packets' cost: it moves a sample onto
+/// the instant rather than adding one, and the stream elsewhere is as it
+/// was. A datapath that switched at another time than the instant still
+/// shows, one packet's spacing later.
+pub type Align = Arc<dyn Fn(Nanos, usize) -> Option<Nanos> + Send + Sync>;
 
 /// Opens a [`DarkProbe`]'s senders for a while: they send while the clock
 /// is before the time the gate was last opened until, and sleep
@@ -372,6 +388,8 @@ pub struct Sending {
     pub senders: usize,
     /// Send only while this gate is open; `None`: always.
     pub gate: Option<Gate>,
+    /// Instants to send at; `None`: the senders keep their own pace.
+    pub align: Option<Align>,
 }
 
 /// What a [`DarkProbe`] did, from [`DarkProbe::finish`].
@@ -555,6 +573,9 @@ fn send(
 ) -> io::Result<(u64, u64)> {
     let _rt = super::clock::Realtime::enter(super::clock::PROBE_PRIORITY);
     let (mut sent, mut busy, mut n) = (0u64, 0u64, 0u64);
+    // What a packet costs this sender, ns: the last one, and a running mean
+    // (see `Align`). Nothing is held before the first packet.
+    let (mut last_cost, mut cost) = (0u64, 0u64);
     let mut next = Instant::now();
     let mut payload = [0u8; 64];
     while !stop.load(Ordering::Relaxed) {
@@ -571,15 +592,22 @@ fn send(
         }
         // One clock reading opens the gate and stamps the packet: every
         // packet is stamped inside an open gate.
-        let t = super::clock::now();
+        let mut t = super::clock::now();
         if let Some(gate) = &sending.gate {
             if !gate.is_open(t) {
                 std::thread::sleep(GATE_POLL);
                 continue;
             }
         }
+        let mut aligned = false;
+        if let Some(at) = sending.align.as_ref().and_then(|align| align(t, i)) {
+            if holds_for(t, at, cost, last_cost) {
+                t = spin_until(at);
+                aligned = true;
+            }
+        }
         let d = match &sending.aim {
-            Some(aim) => aim(t, n),
+            Some(aim) => aim(t, n, aligned),
             None => i + n as usize,
         };
         n += 1;
@@ -589,9 +617,41 @@ fn send(
             sent += 1;
             sent_so_far.fetch_add(1, Ordering::Relaxed);
         }
-        busy += super::clock::now().0.saturating_sub(t.0);
+        last_cost = super::clock::now().0.saturating_sub(t.0);
+        busy += last_cost;
+        cost = if cost == 0 {
+            last_cost
+        } else {
+            cost - cost / COST_WEIGHT + last_cost / COST_WEIGHT
+        };
     }
     Ok((sent, busy))
+}
+
+/// Whether a sender at `t` holds its next packet for `at` (see [`Align`]),
+/// from what its packets cost it (ns): the running mean and the last one.
+/// Held if the next packet might come after `at`: a packet may cost more
+/// than the mean, so half a packet more. The smaller of the two costs, so
+/// that a holdup (one packet that took long) does not make a long hold,
+/// and nothing is held before a first packet has been timed.
+fn holds_for(t: Nanos, at: Nanos, cost: u64, last_cost: u64) -> bool {
+    at > t && at.0 - t.0 < cost.min(last_cost) * 3 / 2
+}
+
+/// A sender's running mean of what a packet costs it weighs the last
+/// packet by one in this many.
+const COST_WEIGHT: u64 = 8;
+
+/// Spins until the clock reads `at` or later; returns that reading. No
+/// pause hint: a hypervisor may take a vCPU that pauses in a loop for one
+/// waiting on a lock, and hand it back late.
+fn spin_until(at: Nanos) -> Nanos {
+    loop {
+        let now = super::clock::now();
+        if now >= at {
+            return now;
+        }
+    }
 }
 
 /// Reads every socket until it is empty, then pauses. Once the sender has
@@ -662,6 +722,24 @@ fn receive(sockets: &[UdpSocket], sent_all: &AtomicBool) -> io::Result<Vec<Arriv
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sender_holds_a_packet_only_for_an_instant_its_next_packet_would_pass() {
+        let (t, cost) = (Nanos(1_000_000), 6_000);
+        let ahead = |ns: u64| Nanos(t.0 + ns);
+        assert!(holds_for(t, ahead(5_000), cost, cost), "sooner than one packet");
+        assert!(
+            holds_for(t, ahead(8_000), cost, cost),
+            "within half a packet more"
+        );
+        assert!(!holds_for(t, ahead(9_000), cost, cost), "a packet can come first");
+        assert!(!holds_for(t, t, cost, cost), "not an instant already here");
+        assert!(
+            !holds_for(t, ahead(20_000), cost, 50_000),
+            "a holdup makes no long hold"
+        );
+        assert!(!holds_for(t, ahead(1_000), 0, 0), "nothing timed yet");
+    }
 
     #[test]
     fn a_gate_is_open_until_the_time_it_was_last_opened_until() {

@@ -281,7 +281,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 }
             }
         }
-        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (eBPF: written ahead of the move, the probe waiting at its gate; tc-mirred: at the move, the probe sending); probe = mean time between circuit arrivals at the gap's edges, median over moves (the resolution); stalls = moves at whose edges the probe itself went silent for over two of one sender's packets; p99 steady = p99 over the other moves".into());
+        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (eBPF: written ahead of the move, the probe waiting at its gate; tc-mirred: at the move, the probe sending); probe = mean time between circuit arrivals at the gap's edges, median over moves (the resolution); stalls = moves at whose edges the probe itself went silent for over three of one sender's packets; p99 steady = p99 over the other moves".into());
         for f in &report.dark {
             if let Some(x) = &f.excess {
                 say(format!(
@@ -304,10 +304,13 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
         }
         if let Some(f) = report.dark.first() {
             say(format!(
-                "a probe packet costs a core {:.1} µs through the emulated path; eBPF: {} probe senders (one per core), each move written {} µs ahead once they stream; tc-mirred: one sender, from {} µs before each call; until {} µs after the new circuit is up",
+                "a probe packet costs a core {:.1} µs through the emulated path; eBPF: {} probe senders (one per core), each move written {} µs ahead once they stream, and sender i times one packet to reach its ToR before the port goes dark and one after the new circuit is up, taking the send-to-ToR hop as {:.1}–{:.1} µs, {:.1}·i µs further out (the rotor's probe does the same at every window's edges); tc-mirred: one sender, from {} µs before each call; until {} µs after the new circuit is up",
                 f.probe_send_us,
                 f.probe_senders,
                 bench_ocs::MOVE_LEAD.0 / 1000,
+                bench_ocs::TOR_HOP.0 .0 as f64 / 1e3,
+                bench_ocs::TOR_HOP.1 .0 as f64 / 1e3,
+                bench_ocs::EDGE_STAGGER.0 as f64 / 1e3,
                 bench_ocs::GATE_LEAD.0 / 1000,
                 bench_ocs::GATE_TAIL.0 / 1000
             ));
