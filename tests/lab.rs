@@ -580,9 +580,30 @@ fn up_run_of(pid: u32) -> Option<ocslab_emulator::fabric::RunId> {
     run_of(pid).filter(|&(_, up)| up).map(|(r, _)| r)
 }
 
+/// Pids of processes whose command line names `dir` (agents name their
+/// run's credentials folder) and that still run: not a zombie, and still
+/// in a network namespace (a process leaves its namespaces early in its
+/// exit, so one the teardown killed is not counted while it finishes).
+fn processes_naming(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| alive(pid) && std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .collect()
+}
+
 /// Sends SIGINT to `child`, which owns `run` and pipes its stderr, and
 /// checks that it exits 130, as a process a SIGINT ended, leaving neither
-/// a namespace nor the run directory of `run`.
+/// a namespace nor the run directory of `run`, nor a process it started
+/// (one started beside the teardown would run on in the removed
+/// namespace).
 fn interrupt_and_check_nothing_left(child: std::process::Child, run: ocslab_emulator::fabric::RunId) {
     use ocslab_emulator::fabric::ledger::{namespaces_of, run_dir};
     nix::sys::signal::kill(
@@ -599,6 +620,11 @@ fn interrupt_and_check_nothing_left(child: std::process::Child, run: ocslab_emul
         Vec::<String>::new(),
         "namespaces left: {said}"
     );
+    assert_eq!(
+        processes_naming(&run_dir(run)),
+        Vec::<u32>::new(),
+        "processes of run {run} left: {said}"
+    );
 }
 
 /// Ctrl-C at the first moment `ocslab demo` owns a run: while it builds
@@ -609,13 +635,33 @@ fn interrupt_and_check_nothing_left(child: std::process::Child, run: ocslab_emul
 /// and miss the namespaces made after it listed them.
 #[test]
 fn a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind() {
+    interrupt_the_demo(
+        "a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind",
+        false,
+    );
+}
+
+/// Ctrl-C at the first moment the demo's fabric is up, while it writes its
+/// agents' credentials and starts them: no agent starts beside the
+/// teardown (one could run on in a removed namespace), and the
+/// credentials' writer cannot make the run directory again once the
+/// teardown removed it (CI saw that directory left once).
+#[test]
+fn a_demo_ended_by_ctrl_c_while_its_agents_start_leaves_nothing_behind() {
+    interrupt_the_demo(
+        "a_demo_ended_by_ctrl_c_while_its_agents_start_leaves_nothing_behind",
+        true,
+    );
+}
+
+/// Starts `ocslab demo`, sends SIGINT as soon as it owns a run (and, if
+/// `when_up`, that run is up), and checks what it leaves.
+fn interrupt_the_demo(test: &str, when_up: bool) {
     if !nix::unistd::geteuid().is_root() {
-        eprintln!(
-            "skipping a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind: not root (CI is root)"
-        );
+        eprintln!("skipping {test}: not root (CI is root)");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("ocslab-demo-sigint-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("ocslab-demo-sigint-{}-{when_up}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let mut demo = Command::new(ocslab_tests::built_binary("ocslab"))
@@ -629,14 +675,18 @@ fn a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind() {
     let pid = demo.id();
     // Polled every millisecond: the lab builds in tens of them.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let ready = |r: &Option<(ocslab_emulator::fabric::RunId, bool)>| r.is_some_and(|(_, up)| up || !when_up);
     let mut run = run_of(pid);
-    while run.is_none() && std::time::Instant::now() < deadline {
+    while !ready(&run) && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
         run = run_of(pid);
     }
-    let Some((run, up)) = run else {
+    let Some((run, up)) = run.filter(|_| ready(&run)) else {
         let _ = demo.kill();
-        panic!("the demo never owned a run");
+        panic!(
+            "the demo never owned a run{}",
+            if when_up { " that was up" } else { "" }
+        );
     };
     eprintln!("signalling with run {run} {}", if up { "up" } else { "building" });
     interrupt_and_check_nothing_left(demo, run);

@@ -90,10 +90,18 @@ impl AgentLaunch {
         };
         let ns_fd = ns.as_ref().map(|f| f.as_raw_fd());
         // SAFETY: between fork and exec only async-signal-safe system calls
-        // are made (setns, dup2, fcntl), on descriptors kept open by `self`
-        // and `ns` for the duration of spawn.
+        // are made (pthread_sigmask, setns, dup2, fcntl), on descriptors
+        // kept open by `self` and `ns` for the duration of spawn.
         unsafe {
             cmd.pre_exec(move || {
+                // A scheduler that takes Ctrl-C in one thread blocks the
+                // ending signals in all; the agent would inherit that mask
+                // and ignore the SIGTERM of a teardown.
+                nix::sys::signal::pthread_sigmask(
+                    nix::sys::signal::SigmaskHow::SIG_SETMASK,
+                    Some(&nix::sys::signal::SigSet::empty()),
+                    None,
+                )?;
                 if let Some(fd) = ns_fd {
                     if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
                         return Err(std::io::Error::last_os_error());
@@ -121,4 +129,43 @@ impl AgentLaunch {
 
 fn open(p: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(p).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::sys::signal::{SigSet, Signal};
+
+    /// A scheduler blocks SIGTERM in every thread to take it in one; the
+    /// agents it starts must still end on a teardown's SIGTERM.
+    #[test]
+    fn an_agent_starts_with_no_signal_blocked() {
+        let out = std::env::temp_dir().join(format!("ocslab-launch-mask-{}", std::process::id()));
+        let mut term = SigSet::empty();
+        term.add(Signal::SIGTERM);
+        term.thread_block().expect("block SIGTERM here");
+        let launch = AgentLaunch {
+            // bash, not dash: dash clears the mask it inherits.
+            binary: PathBuf::from("/bin/bash"),
+            binary_args: vec![
+                "-c".into(),
+                format!("grep '^SigBlk:' /proc/self/status > {}", out.display()),
+            ],
+            host: HostId::new(0, 0),
+            data_addr: "127.0.0.1:0".parse().expect("literal"),
+            scheduler: "127.0.0.1:9".parse().expect("literal"),
+            run_dir: std::env::temp_dir(),
+            slots: 1,
+            control_socket: None,
+            netns: None,
+            extra_args: Vec::new(),
+        };
+        let status = launch.spawn().and_then(|mut c| c.wait());
+        term.thread_unblock().expect("unblock SIGTERM here");
+        assert!(status.expect("the child ran").success());
+        let line = std::fs::read_to_string(&out).expect("the child wrote its mask");
+        let _ = std::fs::remove_file(&out);
+        let mask = u64::from_str_radix(line.trim_start_matches("SigBlk:").trim(), 16).expect("a hex mask");
+        assert_eq!(mask, 0, "signals blocked in the child: {line}");
+    }
 }

@@ -113,12 +113,14 @@ impl AgentCredentials {
         })
     }
 
-    /// Writes them to `run_dir` (created if missing; the key with mode 0600).
+    /// Writes them to `run_dir`, the key with mode 0600. The directory
+    /// must exist: it is never made here, so a writer racing the removal
+    /// of a run directory (a teardown on Ctrl-C while a lab starts) fails
+    /// instead of making the directory again and leaving it behind.
     pub fn write(&self, run_dir: &Path) -> Result<(), CredentialError> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let err = |path: PathBuf| move |source| CredentialError::File { path, source };
-        std::fs::create_dir_all(run_dir).map_err(err(run_dir.to_path_buf()))?;
         for (name, bytes, mode) in [
             (CA_FILE, &self.ca[..], 0o644),
             (AGENT_CERT_FILE, &self.cert[..], 0o644),
@@ -238,7 +240,15 @@ mod tests {
     #[test]
     fn credentials_round_trip_through_a_run_directory() {
         let dir = std::env::temp_dir().join(format!("ocslab-cred-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         let auth = RunAuthority::generate().unwrap();
+        let missing = auth.agent_credentials().write(&dir);
+        assert!(
+            matches!(&missing, Err(CredentialError::File { path, .. }) if path.starts_with(&dir)),
+            "a missing run directory is not made: {missing:?}"
+        );
+        assert!(!dir.exists());
+        std::fs::create_dir(&dir).unwrap();
         auth.agent_credentials().write(&dir).unwrap();
         let loaded = AgentCredentials::load(&dir).unwrap();
         assert_eq!(loaded.cert, auth.agent.cert);

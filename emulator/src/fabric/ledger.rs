@@ -278,23 +278,27 @@ pub fn pids_in_user_ns(user_ns: u64) -> Vec<i32> {
     netns::pids_in_ns("user", &[user_ns])
 }
 
-/// SIGTERM to what `find` lists, then SIGKILL to what it still lists after
-/// `grace`; returns how many were found at first.
+/// SIGTERM to what `find` lists (and to what it lists later, as processes
+/// fork while they end), then SIGKILL to what it still lists after
+/// `grace`; returns how many it listed in all.
 fn end_processes(find: impl Fn() -> Vec<i32>, grace: Duration) -> usize {
-    let pids = find();
-    for &p in &pids {
-        let _ = kill(Pid::from_raw(p), Signal::SIGTERM);
-    }
+    let mut signalled = std::collections::BTreeSet::new();
     let deadline = Instant::now() + grace;
-    let mut left = pids.clone();
+    let mut left = find();
     while !left.is_empty() && Instant::now() < deadline {
+        for &p in &left {
+            if signalled.insert(p) {
+                let _ = kill(Pid::from_raw(p), Signal::SIGTERM);
+            }
+        }
         std::thread::sleep(Duration::from_millis(5));
         left = find();
     }
     for &p in &left {
+        signalled.insert(p);
         let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
     }
-    pids.len()
+    signalled.len()
 }
 
 /// Removes run `run`: ends its processes, removes its namespaces and its
@@ -325,15 +329,19 @@ pub fn remove_run(run: RunId) -> Result<Teardown, LedgerError> {
     let dir = run_dir(run);
     // An owner torn down from its own signal thread may still be writing
     // here (a lab writing its agents' credentials) between the walk and
-    // the last rmdir: try a few times. A build cannot (it holds [`work`]),
-    // nor its reconfiguration log (opened once: later lines go to the
-    // unlinked file).
+    // the last rmdir: try again for a while. Such a writer never makes a
+    // directory, so once this one is gone it stays gone. A build cannot
+    // (it holds [`work`]), nor its reconfiguration log (opened once:
+    // later lines go to the unlinked file).
     let mut tries = 0;
     let had_dir = loop {
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => break true,
             Err(e) if e.kind() == io::ErrorKind::NotFound => break false,
-            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty && tries < 10 => tries += 1,
+            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(1));
+            }
             Err(e) => return Err(lerr("removing", &dir)(e)),
         }
     };
@@ -361,7 +369,7 @@ thread_local! {
 }
 
 /// A shared hold on this process's fabric work (see [`work`]).
-pub(crate) struct Work {
+pub struct Work {
     _shared: Option<RwLockReadGuard<'static, ()>>,
 }
 
@@ -369,8 +377,10 @@ pub(crate) struct Work {
 /// if [`remove_own_runs`] has begun (it then ends the process). A teardown
 /// on a signal therefore never runs beside a build, which would make
 /// namespaces after the teardown listed them, nor beside another
-/// teardown of the same run.
-pub(crate) fn work() -> Work {
+/// teardown of the same run, nor beside the start of a process in one of
+/// its namespaces, which would outlive it: hold it around any such start
+/// not made by `Fabric::spawn_in` (which holds it itself).
+pub fn work() -> Work {
     let outer = WORK_HELD.with(|n| {
         n.set(n.get() + 1);
         n.get() == 1

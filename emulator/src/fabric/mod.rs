@@ -488,7 +488,8 @@ impl Fabric {
     }
 
     /// Starts `cmd` inside host `h`'s network namespace (the child enters it
-    /// with `setns` between fork and exec; nothing else changes).
+    /// with `setns` between fork and exec, and blocks no signal; nothing
+    /// else changes).
     pub fn spawn_in(&self, h: HostId, mut cmd: Command) -> Result<Child, FabricError> {
         let _work = ledger::work();
         self.enter_host_before_exec(h, &mut cmd)?;
@@ -516,11 +517,18 @@ impl Fabric {
     /// and exec.
     fn enter_host_before_exec(&self, h: HostId, cmd: &mut Command) -> Result<(), FabricError> {
         let fd = self.host_netns(h)?.raw_fd();
-        // SAFETY: the closure only calls setns(2), which is async-signal-safe,
-        // on a descriptor this handle keeps open while `cmd` is spawned or
-        // exec'd from it.
+        // SAFETY: the closure only calls pthread_sigmask(3) and setns(2),
+        // which are async-signal-safe, the latter on a descriptor this
+        // handle keeps open while `cmd` is spawned or exec'd from it.
         unsafe {
             cmd.pre_exec(move || {
+                // The caller may block the signals that end it (to take
+                // them in one thread); the child must not inherit that.
+                nix::sys::signal::pthread_sigmask(
+                    nix::sys::signal::SigmaskHow::SIG_SETMASK,
+                    Some(&nix::sys::signal::SigSet::empty()),
+                    None,
+                )?;
                 if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }

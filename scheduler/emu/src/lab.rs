@@ -238,6 +238,9 @@ impl Lab {
             extra_args: self.launcher.agent_args.clone(),
             binary_args: self.launcher.binary_args.clone(),
         };
+        // Not beside a teardown on a signal: an agent started after it
+        // listed the run's processes would outlive the run.
+        let _work = ocslab_emulator::fabric::ledger::work();
         let child = launch.spawn().map_err(|e| {
             EmuError::Setup(format!(
                 "starting {} for {h}: {e}",
