@@ -492,12 +492,24 @@ fn down_removes_every_namespace_process_and_file_of_the_run() {
     assert!(names.iter().all(|n| netns::list_named().contains(n)));
     let mut sleeper = Command::new("sleep");
     sleeper.arg("600");
-    let mut child = f.spawn_in(h(1, 1), sleeper).unwrap();
+    // Started as a command that takes its signals in one thread starts it,
+    // with SIGTERM blocked: the child must not inherit that.
+    let mut term = nix::sys::signal::SigSet::empty();
+    term.add(nix::sys::signal::Signal::SIGTERM);
+    term.thread_block().unwrap();
+    let child = f.spawn_in(h(1, 1), sleeper);
+    term.thread_unblock().unwrap();
+    let mut child = child.unwrap();
     let t = f.down().unwrap();
     assert_eq!(t.namespaces, names.len());
     assert_eq!(t.processes, 1, "the process inside host r1h1 is ended");
     let status = child.wait().unwrap();
-    assert!(!status.success());
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(nix::sys::signal::Signal::SIGTERM as i32),
+        "ended by the teardown's SIGTERM: {status}"
+    );
     assert!(
         netns::list_named().iter().all(|n| !run.owns_netns(n)),
         "a namespace of {run} remains"
