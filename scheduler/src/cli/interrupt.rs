@@ -6,7 +6,10 @@
 //! teardown under way finishes first, and none starts after
 //! ([`ledger::remove_own_runs`]); the main thread, if it gets to the end
 //! of its command meanwhile, waits for the exit ([`wait_if_ending`]). A
-//! second signal exits at once.
+//! second signal exits at once. The processes such a command starts in its
+//! hosts (agents, commands) clear the mask before exec, so the teardown's
+//! SIGTERM ends them, and start only while no teardown runs
+//! ([`ledger::work`]), so none outlives its run.
 
 use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
