@@ -94,14 +94,7 @@ impl AgentLaunch {
         // kept open by `self` and `ns` for the duration of spawn.
         unsafe {
             cmd.pre_exec(move || {
-                // A scheduler that takes Ctrl-C in one thread blocks the
-                // ending signals in all; the agent would inherit that mask
-                // and ignore the SIGTERM of a teardown.
-                nix::sys::signal::pthread_sigmask(
-                    nix::sys::signal::SigmaskHow::SIG_SETMASK,
-                    Some(&nix::sys::signal::SigSet::empty()),
-                    None,
-                )?;
+                ocslab_emulator::fabric::child::unblock_all_signals()?;
                 if let Some(fd) = ns_fd {
                     if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
                         return Err(std::io::Error::last_os_error());

@@ -27,6 +27,7 @@
 pub mod apply;
 pub mod bench;
 pub mod bench_ocs;
+pub mod child;
 pub mod clock;
 pub mod counters;
 pub mod ebpf;
@@ -522,13 +523,7 @@ impl Fabric {
         // handle keeps open while `cmd` is spawned or exec'd from it.
         unsafe {
             cmd.pre_exec(move || {
-                // The caller may block the signals that end it (to take
-                // them in one thread); the child must not inherit that.
-                nix::sys::signal::pthread_sigmask(
-                    nix::sys::signal::SigmaskHow::SIG_SETMASK,
-                    Some(&nix::sys::signal::SigSet::empty()),
-                    None,
-                )?;
+                child::unblock_all_signals()?;
                 if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
