@@ -492,8 +492,8 @@ fn down_removes_every_namespace_process_and_file_of_the_run() {
     assert!(names.iter().all(|n| netns::list_named().contains(n)));
     let mut sleeper = Command::new("sleep");
     sleeper.arg("600");
-    // Started as a command that takes its signals in one thread starts it,
-    // with SIGTERM blocked: the child must not inherit that.
+    // Started from a thread with SIGTERM blocked, as a command that takes
+    // its signals in one thread starts it: the child must not inherit that.
     let mut term = nix::sys::signal::SigSet::empty();
     term.add(nix::sys::signal::Signal::SIGTERM);
     term.thread_block().unwrap();

@@ -645,7 +645,7 @@ fn a_demo_ended_by_ctrl_c_while_it_builds_leaves_nothing_behind() {
 /// agents' credentials and starts them: no agent starts beside the
 /// teardown (one could run on in a removed namespace), and the
 /// credentials' writer cannot make the run directory again once the
-/// teardown removed it (CI saw that directory left once).
+/// teardown removed it.
 #[test]
 fn a_demo_ended_by_ctrl_c_while_its_agents_start_leaves_nothing_behind() {
     interrupt_the_demo(
@@ -675,13 +675,13 @@ fn interrupt_the_demo(test: &str, when_up: bool) {
     let pid = demo.id();
     // Polled every millisecond: the lab builds in tens of them.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let ready = |r: &Option<(ocslab_emulator::fabric::RunId, bool)>| r.is_some_and(|(_, up)| up || !when_up);
-    let mut run = run_of(pid);
-    while !ready(&run) && std::time::Instant::now() < deadline {
+    let ready = || run_of(pid).filter(|&(_, up)| up || !when_up);
+    let mut run = ready();
+    while run.is_none() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
-        run = run_of(pid);
+        run = ready();
     }
-    let Some((run, up)) = run.filter(|_| ready(&run)) else {
+    let Some((run, up)) = run else {
         let _ = demo.kill();
         panic!(
             "the demo never owned a run{}",
