@@ -330,7 +330,8 @@ fn tc_mirred_waits_for_its_moves_and_refuses_one_set_ahead() {
 /// A 4-rack rotor (rack r reaches r+1, r+2, r+3 in turn, 2 ms slots, δ
 /// 200 µs) followed by the datapath alone: every probe packet that crossed a
 /// circuit to rack j was decided inside one of the (0, j) slots, after its
-/// dark time; every pair is served; other packets fall back to EPS.
+/// dark time; none that took EPS was decided inside one; every pair is
+/// served; other packets fall back to EPS.
 #[test]
 fn a_rotor_schedule_serves_each_pair_only_in_its_slots() {
     if skip("a_rotor_schedule_serves_each_pair_only_in_its_slots") {
@@ -384,14 +385,17 @@ fn a_rotor_schedule_serves_each_pair_only_in_its_slots() {
         served[a.dst] += 1;
     }
     assert!(served.iter().all(|&n| n > 20), "every pair is served: {served:?}");
-    assert!(
-        arrivals
-            .iter()
-            .filter(|a| !a.over_circuit() && a.sent >= epoch.0)
-            .count()
-            > 20,
-        "outside its slots marked traffic takes EPS"
-    );
+    let mut on_eps = 0;
+    for a in arrivals.iter().filter(|a| !a.over_circuit() && a.sent >= epoch.0) {
+        // Decided at some time in [sent, seen]: if all of it lies in one
+        // of the pair's usable windows, the circuit should have taken it.
+        let want = a.dst as u32 + 1;
+        let (sent, seen) = (Nanos(a.sent - epoch.0), Nanos(a.seen - epoch.0));
+        let inside = schedule.holding_window(0, 0, want, sent, seen);
+        assert!(inside.is_none(), "a packet to rack {want} took EPS inside its pair's usable window {inside:?} (sent {} ns, seen {} ns after the epoch)", sent.0, seen.0);
+        on_eps += 1;
+    }
+    assert!(on_eps > 20, "outside its slots marked traffic takes EPS");
     assert!(stats[0].packets as usize >= served.iter().sum::<usize>());
 }
 

@@ -33,9 +33,10 @@
 //!   and by the probe in bursts, which sends most packets to the rack of
 //!   the slot in progress. Each probe packet that crossed a circuit is
 //!   placed in its pair's slot from its send and receive times; the
-//!   figures are the packets outside their slots (violations) and how far
-//!   the first and last packet of each slot inside a burst are from the
-//!   slot's usable window.
+//!   figures are the packets outside their slots (violations), the packets
+//!   that took EPS while their pair's circuit was usable from their send to
+//!   their receive time, and how far the first and last packet of each
+//!   slot inside a burst are from the slot's usable window.
 //! - [`call_latency`]: how long a reconfiguration call spends changing the
 //!   kernel, with no probe traffic (δ = 0, so no call waits).
 //! - [`circuit_goodput`]: one marked TCP stream through one circuit.
@@ -674,6 +675,12 @@ pub struct RotorFigures {
     /// Of those, packets that crossed outside their pair's usable window
     /// (no instant between their send and receive times falls in one).
     pub violations: usize,
+    /// Probe packets that took EPS.
+    pub eps_packets: usize,
+    /// Of those, packets that took EPS inside their pair's usable window
+    /// (every instant between their send and receive times falls in one):
+    /// the circuit was not there when the schedule says it was.
+    pub eps_inside: usize,
     /// |first packet's send time − window open|, p50 / p99 / max, µs.
     pub open_error_us: [f64; 3],
     /// window close − last packet's send time, p50 / p99 / max, µs.
@@ -738,12 +745,22 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
     let period = schedule.period().0;
     // Per window: the first and last circuit packet's send times, and how many.
     let mut windows: std::collections::BTreeMap<(u64, usize), (u64, u64, u64)> = Default::default();
-    let (mut circuit_packets, mut violations) = (0, 0);
+    let (mut circuit_packets, mut violations, mut eps_packets, mut eps_inside) = (0, 0, 0, 0);
     let mut transit = histogram()?;
-    for a in arrivals.iter().filter(|a| a.over_circuit() && a.sent >= epoch.0) {
-        circuit_packets += 1;
+    for a in arrivals.iter().filter(|a| a.sent >= epoch.0) {
         let want = a.dst as u32 + 1;
         let (sent, seen) = (a.sent - epoch.0, a.seen - epoch.0);
+        if !a.over_circuit() {
+            eps_packets += 1;
+            if schedule
+                .holding_window(0, 0, want, Nanos(sent), Nanos(seen))
+                .is_some()
+            {
+                eps_inside += 1;
+            }
+            continue;
+        }
+        circuit_packets += 1;
         record(&mut transit, seen.saturating_sub(sent).max(1))?;
         match schedule.usable_window(0, 0, want, Nanos(sent), Nanos(seen)) {
             Some(w) => {
@@ -782,6 +799,8 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
         probe_senders: senders,
         circuit_packets,
         violations,
+        eps_packets,
+        eps_inside,
         open_error_us: three(&open),
         close_error_us: three(&close),
         probe_spacing_us: pct(&spacing, 0.5),

@@ -341,9 +341,9 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 load,
             })?;
             say(format!(
-                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); schedule set in {:.1} µs",
+                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; {} on EPS, {} of them inside their pair's window; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); schedule set in {:.1} µs",
                 r.racks, a.rotor_slot_us, a.rotor_delay_us, if load { "busy" } else { "idle" },
-                r.windows_seen, r.windows_measured, r.circuit_packets, r.violations,
+                r.windows_seen, r.windows_measured, r.circuit_packets, r.violations, r.eps_packets, r.eps_inside,
                 r.open_error_us[0], r.open_error_us[1], r.open_error_us[2],
                 r.close_error_us[0], r.close_error_us[1], r.close_error_us[2],
                 r.probe_spacing_us, r.transit_p50_us, r.set_schedule_us

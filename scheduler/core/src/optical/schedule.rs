@@ -235,6 +235,24 @@ impl Schedule {
         None
     }
 
+    /// The usable window of the circuit from port (`rack`, `w`) to rack
+    /// `dst` that holds every instant of `[from, to]`, as
+    /// [`Schedule::usable_window`] names it: where a packet seen only
+    /// between those two times must have been switched to `dst`. `None`:
+    /// some instant of `[from, to]` is outside every such window.
+    pub fn holding_window(
+        &self,
+        rack: u32,
+        w: u32,
+        dst: u32,
+        from: Nanos,
+        to: Nanos,
+    ) -> Option<(u64, usize)> {
+        // A window is one span of time: it holds both ends, or not all.
+        let first = self.usable_window(rack, w, dst, from, from)?;
+        (self.usable_window(rack, w, dst, to, to) == Some(first)).then_some(first)
+    }
+
     /// Reads a schedule file (the TOML of [`RawSchedule`]) for a fabric of
     /// `racks` × `wavelengths` with δ = `delay` (the topology's unless the
     /// file sets `delay`). Errors name `path` and the field.
@@ -405,6 +423,16 @@ mod tests {
             None,
             "another pair's slot"
         );
+        // A span all inside one window, or not.
+        let spans = [
+            (61, 70, Some((0, 1)), "inside"),
+            (55, 70, None, "starts dark"),
+            (90, 101, None, "ends after the close"),
+            (61, 215, None, "two windows, with slots between"),
+        ];
+        for (from, to, want, why) in spans {
+            assert_eq!(s.holding_window(0, 0, 2, us(from), us(to)), want, "{why}");
+        }
     }
 
     #[test]
