@@ -206,6 +206,38 @@ fn marked_traffic_takes_a_circuit_only_when_it_is_up_ebpf() {
     marked_traffic_takes_a_circuit_only_when_it_is_up(Datapath::Ebpf);
 }
 
+/// At δ = 50 µs, as `ocslab bench ocs` drives the eBPF datapath: a circuit
+/// of rack 0 moves 20 times between racks 1 and 2, each move written ahead,
+/// while a probe sender per core streams marked packets at the rack the
+/// circuit reaches and times some to each edge of the dark time. Judged
+/// on each packet's send-to-receive span against the move's `down_at` and
+/// `up_at`: none crossed a port while it was dark, none took EPS while its
+/// circuit was up, and packets sent inside the dark times fell back to EPS
+/// (so the probe did look there).
+#[test]
+fn at_fifty_microseconds_no_packet_crosses_a_dark_port() {
+    if skip("at_fifty_microseconds_no_packet_crosses_a_dark_port") {
+        return;
+    }
+    let _alone = alone();
+    let f = fabric::bench_ocs::dark_time(fabric::bench_ocs::DarkSpec {
+        datapath: Datapath::Ebpf,
+        delay: Nanos(50_000),
+        rounds: 20,
+        interval_us: 0,
+        load: false,
+    })
+    .unwrap();
+    let p = f.paths;
+    assert!(p.circuit_packets > 1_000, "{p:?}");
+    assert_eq!(p.circuit_outside, 0, "packets crossed a dark port: {p:?}");
+    assert_eq!(p.eps_inside, 0, "packets took EPS with their circuit up: {p:?}");
+    assert!(
+        f.eps_while_dark > 0,
+        "no marked packet fell back to EPS in 20 dark times"
+    );
+}
+
 #[test]
 fn marked_traffic_takes_a_circuit_only_when_it_is_up_tc_mirred() {
     if skip("marked_traffic_takes_a_circuit_only_when_it_is_up_tc_mirred") {

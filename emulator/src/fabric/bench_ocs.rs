@@ -28,14 +28,17 @@
 //!   there on. The dark time of a move is the gap between the
 //!   last packet that crossed the old circuit and the first that crossed
 //!   the new one, from the kernel's receive timestamps at the destinations
-//!   (TTL tells the path). Also: how long the reconfiguration call took.
+//!   (TTL tells the path). Every packet's path is also checked against
+//!   each move's `down_at` and `up_at` ([`PathCheck`]). Also: how long
+//!   the reconfiguration call took.
 //! - [`rotor`]: a 4-rack rotor schedule followed by the datapath alone,
 //!   and by the probe in bursts, which sends most packets to the rack of
 //!   the slot in progress. Each probe packet that crossed a circuit is
 //!   placed in its pair's slot from its send and receive times; the
-//!   figures are the packets outside their slots (violations), the packets
-//!   that took EPS while their pair's circuit was usable from their send to
-//!   their receive time, and how far the first and last packet of each
+//!   figures are the packets on the wrong path ([`PathCheck`]: circuit
+//!   packets outside their slots, and packets that took EPS while their
+//!   pair's circuit was usable from their send to their receive time), and
+//!   how far the first and last packet of each
 //!   slot inside a burst are from the slot's usable window.
 //! - [`call_latency`]: how long a reconfiguration call spends changing the
 //!   kernel, with no probe traffic (δ = 0, so no call waits).
@@ -249,6 +252,96 @@ pub const EDGE_STAGGER: Nanos = Nanos(2_000);
 /// there.
 const EDGE_PACKETS: usize = 8;
 
+/// A probe's packets checked against when their circuits were usable. The
+/// datapath decides a packet's path at some instant between its send time
+/// and its kernel receive timestamp, so a packet is on the wrong path only
+/// if no instant of that span could have given it: one that crossed a
+/// circuit when none to its rack was usable at any of them, or one that
+/// took EPS when a circuit to its rack was usable at all of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PathCheck {
+    /// Probe packets that crossed a circuit.
+    pub circuit_packets: usize,
+    /// Of those, packets no instant of whose span had a circuit to their
+    /// rack usable: they crossed a dark port.
+    pub circuit_outside: usize,
+    /// Probe packets that took EPS.
+    pub eps_packets: usize,
+    /// Of those, packets every instant of whose span had a circuit to
+    /// their rack usable: the circuit was not there when it should have been.
+    pub eps_inside: usize,
+    /// How far the worst of the packets on the wrong path lay from an
+    /// instant that would have made its path right, ns: its span's
+    /// distance from its rack's nearest usable span (circuit), or its depth
+    /// inside one (EPS). The datapath's edge was at least that far off.
+    /// Measured by [`dark_time`]; 0 in [`rotor`]'s figures.
+    pub wrong_by_ns: u64,
+}
+
+impl PathCheck {
+    /// Counts a packet that crossed a circuit, `outside` every usable span.
+    fn count_circuit(&mut self, outside: bool) {
+        self.circuit_packets += 1;
+        self.circuit_outside += usize::from(outside);
+    }
+
+    /// Counts a packet that took EPS, `inside` one usable span.
+    fn count_eps(&mut self, inside: bool) {
+        self.eps_packets += 1;
+        self.eps_inside += usize::from(inside);
+    }
+
+    /// Packets on the wrong path.
+    pub fn wrong(&self) -> usize {
+        self.circuit_outside + self.eps_inside
+    }
+}
+
+/// When a circuit from rack 0 to each probe destination was usable in a
+/// [`dark_time`] run, as (destination, from, until): destination `first.0`
+/// from `first.1`, then each move's from its `up_at` to the next move's
+/// `down_at` (the last one's for good). `moves` are (destination,
+/// down_at, up_at) in order.
+fn usable_spans(first: (usize, u64), moves: &[(usize, u64, u64)]) -> Vec<(usize, u64, u64)> {
+    let until = |k: usize| moves.get(k).map_or(u64::MAX, |m| m.1);
+    std::iter::once((first.0, first.1, until(0)))
+        .chain(
+            moves
+                .iter()
+                .enumerate()
+                .map(|(k, &(dst, _, up_at))| (dst, up_at, until(k + 1))),
+        )
+        .collect()
+}
+
+/// Checks each of `arrivals` against `spans` (see [`usable_spans`]).
+fn check_paths(arrivals: &[probe::Arrival], spans: &[(usize, u64, u64)]) -> PathCheck {
+    let mut check = PathCheck::default();
+    for a in arrivals {
+        let mine = spans.iter().filter(|s| s.0 == a.dst);
+        let wrong_by = if a.over_circuit() {
+            // Its span's distance from each usable span (0: they meet).
+            let apart = |&(_, from, until): &(usize, u64, u64)| {
+                from.saturating_sub(a.seen)
+                    .max((a.sent + 1).saturating_sub(until))
+            };
+            let by = mine.map(apart).min();
+            check.count_circuit(by != Some(0));
+            by.unwrap_or(0)
+        } else {
+            // How deep inside a usable span its whole span lies.
+            let inside = |&(_, from, until): &(usize, u64, u64)| {
+                (a.sent >= from && a.seen < until).then(|| (a.sent - from).min(until - 1 - a.seen) + 1)
+            };
+            let by = mine.filter_map(inside).max();
+            check.count_eps(by.is_some());
+            by.unwrap_or(0)
+        };
+        check.wrong_by_ns = check.wrong_by_ns.max(wrong_by);
+    }
+    check
+}
+
 /// What one [`dark_time`] run is.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct DarkSpec {
@@ -273,6 +366,15 @@ pub struct DarkFigures {
     pub delay_us: f64,
     /// Dark gaps the probe saw (one per measured move, when it saw them all).
     pub gaps_measured: usize,
+    /// The probe's packets on the right and the wrong path, for when each
+    /// move's circuits were usable (`down_at`, `up_at`): whatever its
+    /// timing shows of the gaps, a packet that crossed a port while it was
+    /// dark shows here.
+    pub paths: PathCheck,
+    /// Packets to a move's new rack that took EPS inside its dark time
+    /// (send to receive): marked traffic falling back while the port is
+    /// dark, and the probe looking inside the dark time.
+    pub eps_while_dark: usize,
     /// Moves at whose edges the probe itself was silent for more than
     /// three of one sender's packets (`probe_send_us`): every sender
     /// stalled there, not the datapath.
@@ -439,7 +541,9 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     // Each measured call's (dark_at, up_at).
     let mut calls = Vec::new();
     std::thread::sleep(settle);
-    let mut measured_from = 0;
+    // Where the circuit went and when it was dark: (destination, down_at, up_at).
+    let mut moved = Vec::new();
+    let mut measured_from = (0, 0);
     for k in 0..spec.rounds + WARMUP_ROUNDS {
         let to = [circuit(0, if k % 2 == 0 { 2 } else { 1 })];
         let new_aim = to[0].dst_rack as usize - 1;
@@ -478,9 +582,10 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
             record(&mut late, rec.setup_late.0.max(1))?;
             if let Some(down) = rec.events.iter().find(|e| !e.up) {
                 calls.push((down.at.0, rec.up_at().0));
+                moved.push((new_aim, down.at.0, rec.up_at().0));
             }
         } else {
-            measured_from = rec.up_at().0;
+            measured_from = (new_aim, rec.up_at().0);
         }
         // Quiet on the new circuit before the next move.
         std::thread::sleep(settle);
@@ -490,7 +595,17 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let probe_send_us = us(probed.sending.0) / probed.sent.max(1) as f64;
     f.down()?;
     let mut arrivals = probed.arrivals;
-    arrivals.retain(|a| a.sent >= measured_from);
+    arrivals.retain(|a| a.sent >= measured_from.1);
+    let paths = check_paths(&arrivals, &usable_spans(measured_from, &moved));
+    let eps_while_dark = arrivals
+        .iter()
+        .filter(|a| !a.over_circuit())
+        .filter(|a| {
+            moved
+                .iter()
+                .any(|&(dst, down_at, up_at)| a.dst == dst && a.sent >= down_at && a.seen < up_at)
+        })
+        .count();
     let moves = dark_moves(&arrivals);
     let spacing = median(moves.iter().filter_map(|m| m.spacing_ns).map(us).collect());
     let (mut dark, mut steady) = (histogram()?, histogram()?);
@@ -507,6 +622,8 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         spec,
         delay_us,
         gaps_measured: moves.len(),
+        paths,
+        eps_while_dark,
         stalled_moves: moves.len() - steady.len() as usize,
         dark_p99_steady_us: pct(&steady, 0.99),
         dark_min_us: us(dark.min()),
@@ -670,17 +787,9 @@ pub struct RotorFigures {
     pub windows_measured: usize,
     /// Probe senders (one per core).
     pub probe_senders: usize,
-    /// Probe packets that crossed a circuit.
-    pub circuit_packets: usize,
-    /// Of those, packets that crossed outside their pair's usable window
-    /// (no instant between their send and receive times falls in one).
-    pub violations: usize,
-    /// Probe packets that took EPS.
-    pub eps_packets: usize,
-    /// Of those, packets that took EPS inside their pair's usable window
-    /// (every instant between their send and receive times falls in one):
-    /// the circuit was not there when the schedule says it was.
-    pub eps_inside: usize,
+    /// The probe's packets on the right and the wrong path, for the
+    /// pairs' usable windows.
+    pub paths: PathCheck,
     /// |first packet's send time − window open|, p50 / p99 / max, µs.
     pub open_error_us: [f64; 3],
     /// window close − last packet's send time, p50 / p99 / max, µs.
@@ -745,31 +854,24 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
     let period = schedule.period().0;
     // Per window: the first and last circuit packet's send times, and how many.
     let mut windows: std::collections::BTreeMap<(u64, usize), (u64, u64, u64)> = Default::default();
-    let (mut circuit_packets, mut violations, mut eps_packets, mut eps_inside) = (0, 0, 0, 0);
+    let mut paths = PathCheck::default();
     let mut transit = histogram()?;
     for a in arrivals.iter().filter(|a| a.sent >= epoch.0) {
         let want = a.dst as u32 + 1;
         let (sent, seen) = (a.sent - epoch.0, a.seen - epoch.0);
         if !a.over_circuit() {
-            eps_packets += 1;
-            if schedule
-                .holding_window(0, 0, want, Nanos(sent), Nanos(seen))
-                .is_some()
-            {
-                eps_inside += 1;
-            }
+            let inside = schedule.holding_window(0, 0, want, Nanos(sent), Nanos(seen));
+            paths.count_eps(inside.is_some());
             continue;
         }
-        circuit_packets += 1;
         record(&mut transit, seen.saturating_sub(sent).max(1))?;
-        match schedule.usable_window(0, 0, want, Nanos(sent), Nanos(seen)) {
-            Some(w) => {
-                let e = windows.entry(w).or_insert((sent, sent, 0));
-                e.0 = e.0.min(sent);
-                e.1 = e.1.max(sent);
-                e.2 += 1;
-            }
-            None => violations += 1,
+        let window = schedule.usable_window(0, 0, want, Nanos(sent), Nanos(seen));
+        paths.count_circuit(window.is_none());
+        if let Some(w) = window {
+            let e = windows.entry(w).or_insert((sent, sent, 0));
+            e.0 = e.0.min(sent);
+            e.1 = e.1.max(sent);
+            e.2 += 1;
         }
     }
     let (mut open, mut close, mut spacing) = (histogram()?, histogram()?, histogram()?);
@@ -797,10 +899,7 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
         windows_seen: windows.len(),
         windows_measured,
         probe_senders: senders,
-        circuit_packets,
-        violations,
-        eps_packets,
-        eps_inside,
+        paths,
         open_error_us: three(&open),
         close_error_us: three(&close),
         probe_spacing_us: pct(&spacing, 0.5),
@@ -949,6 +1048,59 @@ pub fn circuit_goodput(datapath: Datapath, load: bool) -> Result<GoodputFigure, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A circuit to destination 0 from 100, dark from 1,000 to 1,010
+    /// while it moves to destination 1, dark again from 2,000 to 2,010 while
+    /// it moves back. Each packet is judged on its whole send-to-receive
+    /// span: a path is wrong only if no instant of it could have given it.
+    #[test]
+    fn a_packet_is_on_the_wrong_path_only_if_no_instant_of_its_span_allows_it() {
+        let spans = usable_spans((0, 100), &[(1, 1_000, 1_010), (0, 2_000, 2_010)]);
+        assert_eq!(
+            spans,
+            vec![(0, 100, 1_000), (1, 1_010, 2_000), (0, 2_010, u64::MAX)]
+        );
+        let (circuit, eps) = (probe::PROBE_TTL - 2, probe::PROBE_TTL - 3);
+        let a = |dst, ttl, sent, seen| probe::Arrival {
+            at_ns: seen,
+            dst,
+            ttl,
+            sent,
+            seen,
+        };
+        // (packet, wrong?)
+        let cases = [
+            (a(0, circuit, 500, 504), false),     // old circuit, up
+            (a(0, circuit, 998, 1_003), false),   // decided maybe before the port went dark
+            (a(0, circuit, 1_001, 1_005), true),  // old circuit, dark all through
+            (a(1, circuit, 1_004, 1_009), true),  // new circuit before its up_at
+            (a(1, circuit, 1_006, 1_012), false), // maybe decided after up_at
+            (a(1, eps, 1_002, 1_008), false),     // fell back while dark
+            (a(1, eps, 1_012, 1_016), true),      // EPS with the circuit up all through
+            (a(0, eps, 1_500, 1_504), false),     // the other rack: no circuit
+            (a(0, eps, 1_998, 2_003), false),     // maybe decided after the move
+            (a(0, circuit, 3_000, 3_004), false), // moved back, up for good
+        ];
+        for (p, wrong) in cases {
+            assert_eq!(check_paths(&[p], &spans).wrong(), usize::from(wrong), "{p:?}");
+        }
+        let all: Vec<probe::Arrival> = cases.iter().map(|c| c.0).collect();
+        let check = check_paths(&all, &spans);
+        assert_eq!(
+            check,
+            PathCheck {
+                circuit_packets: 6,
+                circuit_outside: 2,
+                eps_packets: 4,
+                eps_inside: 1,
+                // The circuit packets are 2 ns (1,001 against the last
+                // usable 999) and 1 ns (1,009 against 1,010) from a usable
+                // span; the EPS packet lies 3 ns inside one (1,012 against
+                // the first usable 1,010, and one more to leave it).
+                wrong_by_ns: 3,
+            }
+        );
+    }
 
     #[test]
     fn a_move_is_the_gap_between_circuit_arrivals_at_two_racks() {

@@ -236,7 +236,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
     };
     if a.parts.contains(&Part::Dark) {
         say(format!(
-            "{:<9} {:>8} {:<5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>8}",
+            "{:<9} {:>8} {:<5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>10} {:>9} {:>9} {:>8}",
             "datapath",
             "δ µs",
             "load",
@@ -246,6 +246,8 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
             "p99 µs",
             "max µs",
             "target",
+            "stalls",
+            "p99 steady",
             "call p50",
             "call p99",
             "probe µs"
@@ -282,6 +284,21 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
             }
         }
         say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (eBPF: written ahead of the move, the probe waiting at its gate; tc-mirred: at the move, the probe sending); probe = mean time between circuit arrivals at the gap's edges, median over moves (the resolution); stalls = moves at whose edges the probe itself went silent for over three of one sender's packets; p99 steady = p99 over the other moves".into());
+        for f in &report.dark {
+            let p = &f.paths;
+            say(format!(
+                "{} δ {} µs {}: {} of {} circuit packets crossed while their port was dark; {} of {} EPS packets took EPS while their circuit was up (worst {:.1} µs inside the wrong side of an edge); {} fell back to EPS inside a dark time",
+                f.spec.datapath,
+                f.delay_us,
+                if f.spec.load { "busy" } else { "idle" },
+                p.circuit_outside,
+                p.circuit_packets,
+                p.eps_inside,
+                p.eps_packets,
+                p.wrong_by_ns as f64 / 1e3,
+                f.eps_while_dark
+            ));
+        }
         for f in &report.dark {
             if let Some(x) = &f.excess {
                 say(format!(
@@ -343,7 +360,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
             say(format!(
                 "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; {} on EPS, {} of them inside their pair's window; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); schedule set in {:.1} µs",
                 r.racks, a.rotor_slot_us, a.rotor_delay_us, if load { "busy" } else { "idle" },
-                r.windows_seen, r.windows_measured, r.circuit_packets, r.violations, r.eps_packets, r.eps_inside,
+                r.windows_seen, r.windows_measured, r.paths.circuit_packets, r.paths.circuit_outside, r.paths.eps_packets, r.paths.eps_inside,
                 r.open_error_us[0], r.open_error_us[1], r.open_error_us[2],
                 r.close_error_us[0], r.close_error_us[1], r.close_error_us[2],
                 r.probe_spacing_us, r.transit_p50_us, r.set_schedule_us
