@@ -116,32 +116,25 @@ fn marked_traffic_takes_a_circuit_only_when_it_is_up(dp: Datapath) {
                 "eBPF: up_at is δ after the port went dark"
             );
         }
-        moves.push((to, dark_at, up_at));
+        moves.push((to as usize - 1, dark_at, up_at));
     }
     let arrivals = probe.finish().unwrap().arrivals;
     f.down().unwrap();
 
-    // When a circuit to each rack was usable: rack 1 until the first move,
-    // then each move's rack from its up_at to the next move's dark_at.
-    let mut usable: Vec<(u32, u64, u64)> = vec![(1, 0, moves[0].1)];
-    for (k, &(to, _, up_at)) in moves.iter().enumerate() {
-        usable.push((to, up_at, moves.get(k + 1).map_or(u64::MAX, |m| m.1)));
-    }
+    // When a circuit to each destination (rack d + 1) was usable: rack 1
+    // until the first move, then each move's from its up_at to the next
+    // move's dark_at.
+    let usable = fabric::bench_ocs::usable_spans((0, 0), &moves);
+    let paths = fabric::bench_ocs::check_paths(&arrivals, &usable);
+    assert_eq!(
+        paths.circuit_outside, 0,
+        "{dp}: packets crossed a circuit while none to their rack was usable, the worst {} ns off ({paths:?}; usable {usable:?})",
+        paths.wrong_by_ns
+    );
     let rack = |a: &probe::Arrival| a.dst as u32 + 1;
-    for a in arrivals.iter().filter(|a| a.over_circuit()) {
-        let ok = usable
-            .iter()
-            .any(|&(r, from, until)| r == rack(a) && a.sent < until && a.seen >= from);
-        assert!(
-            ok,
-            "{dp}: a packet to rack {} crossed a circuit while none to it was usable (sent {} ns, seen {} ns; usable {usable:?})",
-            rack(a),
-            a.sent,
-            a.seen
-        );
-    }
     // Each move's circuit: the windows after the first.
-    for (k, &(to, up_at, until)) in usable[1..].iter().enumerate() {
+    for (k, &(d, up_at, until)) in usable[1..].iter().enumerate() {
+        let to = d as u32 + 1;
         let carried = arrivals
             .iter()
             .filter(|a| a.over_circuit() && rack(a) == to && a.sent >= up_at && a.sent < until)

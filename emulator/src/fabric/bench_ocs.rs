@@ -297,12 +297,12 @@ impl PathCheck {
     }
 }
 
-/// When a circuit from rack 0 to each probe destination was usable in a
-/// [`dark_time`] run, as (destination, from, until): destination `first.0`
-/// from `first.1`, then each move's from its `up_at` to the next move's
-/// `down_at` (the last one's for good). `moves` are (destination,
-/// down_at, up_at) in order.
-fn usable_spans(first: (usize, u64), moves: &[(usize, u64, u64)]) -> Vec<(usize, u64, u64)> {
+/// When a circuit from a probe's rack to each of its destinations was
+/// usable while one circuit moved between them (as in [`dark_time`]), as
+/// (destination, from, until): destination `first.0` from `first.1`, then
+/// each move's from its `up_at` to the next move's `down_at` (the last
+/// one's for good). `moves` are (destination, down_at, up_at) in order.
+pub fn usable_spans(first: (usize, u64), moves: &[(usize, u64, u64)]) -> Vec<(usize, u64, u64)> {
     let until = |k: usize| moves.get(k).map_or(u64::MAX, |m| m.1);
     std::iter::once((first.0, first.1, until(0)))
         .chain(
@@ -315,7 +315,7 @@ fn usable_spans(first: (usize, u64), moves: &[(usize, u64, u64)]) -> Vec<(usize,
 }
 
 /// Checks each of `arrivals` against `spans` (see [`usable_spans`]).
-fn check_paths(arrivals: &[probe::Arrival], spans: &[(usize, u64, u64)]) -> PathCheck {
+pub fn check_paths(arrivals: &[probe::Arrival], spans: &[(usize, u64, u64)]) -> PathCheck {
     let mut check = PathCheck::default();
     for a in arrivals {
         let mine = spans.iter().filter(|s| s.0 == a.dst);
@@ -538,10 +538,9 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let load = CpuLoad::start(spec.load);
     let settle = Duration::from_nanos(spec.delay.0 * 2).max(Duration::from_millis(2));
     let (mut call, mut late) = (histogram()?, histogram()?);
-    // Each measured call's (dark_at, up_at).
-    let mut calls = Vec::new();
     std::thread::sleep(settle);
-    // Where the circuit went and when it was dark: (destination, down_at, up_at).
+    // Each measured move: where the circuit went and when it was dark,
+    // (destination, down_at, up_at).
     let mut moved = Vec::new();
     let mut measured_from = (0, 0);
     for k in 0..spec.rounds + WARMUP_ROUNDS {
@@ -581,7 +580,6 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
             record(&mut call, rec.call.0.max(1))?;
             record(&mut late, rec.setup_late.0.max(1))?;
             if let Some(down) = rec.events.iter().find(|e| !e.up) {
-                calls.push((down.at.0, rec.up_at().0));
                 moved.push((new_aim, down.at.0, rec.up_at().0));
             }
         } else {
@@ -643,7 +641,13 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         gaps_us: moves.iter().map(|m| us(m.dark_ns)).collect(),
         gaps_sent_us: moves.iter().map(|m| us(m.dark_sent_ns)).collect(),
         silences_us: moves.iter().map(|m| us(m.silence_ns)).collect(),
-        excess: ebpf.then(|| gap_excess(&moves, &calls)),
+        excess: ebpf.then(|| {
+            let calls: Vec<(u64, u64)> = moved
+                .iter()
+                .map(|&(_, down_at, up_at)| (down_at, up_at))
+                .collect();
+            gap_excess(&moves, &calls)
+        }),
     })
 }
 
