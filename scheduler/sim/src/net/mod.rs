@@ -42,6 +42,8 @@ pub mod pair_matrix;
 mod pairs;
 mod prefetch;
 mod rates;
+#[cfg(test)]
+mod reference_tests;
 pub mod replay;
 mod slots;
 mod split;

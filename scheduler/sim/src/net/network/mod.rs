@@ -51,7 +51,9 @@ use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
 pub(crate) use bundles::OcsShare;
-use bundles::{sent_since_join, Bundle, BundleIndex, BundleKey, FlowProgress, LiveProgress};
+use bundles::{
+    done_at_event, sent_since_join, Bundle, BundleIndex, BundleKey, FlowProgress, LiveProgress, SAME_EVENT,
+};
 use circuits::{circuit_event, FluidOcs};
 use decide::default_key;
 use ocslab_core::coflow::id_index::IdIndex;
@@ -724,8 +726,10 @@ impl FluidNetwork {
         let now = self.now;
         let mut due = std::mem::take(&mut self.due);
         due.clear();
+        // Bundles whose first finish comes within `SAME_EVENT` too
+        // ([`done_at_event`]).
         while let Some((t, b)) = self.finishes.peek() {
-            if t > now {
+            if t > now + SAME_EVENT {
                 break;
             }
             self.finishes.pop();
@@ -747,7 +751,8 @@ impl FluidNetwork {
             while let Some(&Reverse((bits, _, ix, stamp))) = bundle.members.peek() {
                 let finish = f64::from_bits(bits);
                 if all_live || self.slots[ix].stamp == stamp {
-                    if finish - service > bundle.slack(&self.clocks, now, finish) {
+                    let slack = bundle.slack(&self.clocks, now, finish);
+                    if !done_at_event(finish - service, slack, bundle.rate(&self.clocks)) {
                         break;
                     }
                     done.push(ix);
@@ -797,15 +802,17 @@ impl FluidNetwork {
     }
 
     /// Adds to `due` the bundles on link clocks whose first member is done
-    /// now; those clocks' next finishes are recomputed at the next refresh.
+    /// now ([`done_at_event`]); those clocks' next finishes are recomputed
+    /// at the next refresh.
     fn due_on_clocks(&mut self, due: &mut Vec<usize>) {
         let now = self.now;
-        if self.first_clock_finish.is_none_or(|t| t > now) {
+        let within = now + SAME_EVENT;
+        if self.first_clock_finish.is_none_or(|t| t > within) {
             return;
         }
         let mut clocks = std::mem::take(&mut self.clocks_now);
         clocks.clear();
-        self.clock_next.take_due(now, &mut clocks);
+        self.clock_next.take_due(within, &mut clocks);
         for &li in &clocks {
             let l = li as LinkId;
             // The bundles on this clock whose first member is due.
@@ -814,7 +821,8 @@ impl FluidNetwork {
                 let bundle = &self.bundles[b];
                 if bundle.generation == g && bundle.clock == Some(l) {
                     let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
-                    if remaining > bundle.slack(&self.clocks, now, bundle.min_finish) {
+                    let slack = bundle.slack(&self.clocks, now, bundle.min_finish);
+                    if !done_at_event(remaining, slack, bundle.rate(&self.clocks)) {
                         break;
                     }
                     due.push(b);
