@@ -9,13 +9,15 @@
 //! definition, and steps every flow's bytes left to the next event. Under
 //! `fair` (max-min), `fair-split` (each link split equally), `fifo` and
 //! `sincronia` (strict priority between coflows in the policy's order,
-//! max-min inside one) the two must finish every flow at the same time.
+//! max-min inside one), and under `fair` with the circuits following a
+//! random rotor schedule, the two must finish every flow at the same time.
 
 use super::{FluidNetwork, NetEvent};
 use ocslab_core::coflow::sincronia::bssi;
 use ocslab_core::coflow::{self, FabricParams, NetView};
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_core::net::links::LinkId;
+use ocslab_core::optical::{Circuit, Schedule};
 use ocslab_core::{Bps, Bytes, HostId, Nanos};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -53,6 +55,9 @@ impl Sharing {
 struct Flow {
     id: FlowId,
     coflow: CoflowId,
+    src: HostId,
+    dst: HostId,
+    /// The links it crosses now.
     links: Vec<LinkId>,
     weight: f64,
     left: f64,
@@ -70,6 +75,8 @@ struct Reference {
     /// (to tell when one completes).
     order: Vec<CoflowId>,
     live: usize,
+    /// The rotor the circuits follow, if any (one OCS port per rack).
+    schedule: Option<Schedule>,
 }
 
 impl Reference {
@@ -191,6 +198,42 @@ impl Reference {
         self.order = bssi(&demands);
     }
 
+    /// Under a schedule, the next instant after `now` (seconds) at which a
+    /// circuit goes down or comes up: a slot's start, or δ after it.
+    fn next_edge(&self, now: f64) -> f64 {
+        let Some(schedule) = &self.schedule else {
+            return f64::INFINITY;
+        };
+        let period = schedule.period().as_secs_f64();
+        let first = (now / period).floor();
+        let delay = schedule.delay().as_secs_f64();
+        (0..2)
+            .flat_map(|k| (0..schedule.slots().len()).map(move |s| (k, s)))
+            .flat_map(|(k, s)| {
+                let start = (first + f64::from(k)) * period + schedule.slot_start(s).as_secs_f64();
+                [start, start + delay]
+            })
+            .filter(|&t| t > now)
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Under a schedule, each flow between racks crosses its rack pair's
+    /// circuit while it is up at `now`, and EPS otherwise.
+    fn route(&mut self, view: &NetView, now: f64) {
+        let Some(schedule) = &self.schedule else {
+            return;
+        };
+        let t = Nanos((now * 1e9).round() as u64);
+        for f in &mut self.active {
+            let path = if f.src.rack != f.dst.rack && schedule.reaches(f.src.rack, 0, t) == Some(f.dst.rack) {
+                view.links.ocs_path(f.src, f.dst, 0)
+            } else {
+                view.links.eps_path(f.src, f.dst)
+            };
+            f.links = path.as_slice().to_vec();
+        }
+    }
+
     /// Runs `arrivals` (time in seconds, flows) to the end; each flow's
     /// finish time in seconds.
     fn run(&mut self, view: &NetView, arrivals: &[(f64, Vec<FlowSpec>)]) -> BTreeMap<FlowId, f64> {
@@ -207,6 +250,8 @@ impl Reference {
                     self.active.push(Flow {
                         id: spec.id,
                         coflow: spec.coflow,
+                        src: spec.src,
+                        dst: spec.dst,
                         links: view.links.eps_path(spec.src, spec.dst).as_slice().to_vec(),
                         weight: f64::from(spec.shares()),
                         left: spec.bytes.0 as f64,
@@ -220,6 +265,7 @@ impl Reference {
             if self.active.is_empty() && next == arrivals.len() {
                 return done;
             }
+            self.route(view, now);
             let rate = self.rates();
             let finish = self
                 .active
@@ -228,10 +274,10 @@ impl Reference {
                 .filter(|(_, &r)| r > 0.0)
                 .map(|(f, &r)| f.left / r)
                 .fold(f64::INFINITY, f64::min);
-            let until = match arrivals.get(next) {
-                Some(&(at, _)) => at.min(now + finish),
-                None => now + finish,
-            };
+            let mut until = (now + finish).min(self.next_edge(now));
+            if let Some(&(at, _)) = arrivals.get(next) {
+                until = until.min(at);
+            }
             assert!(until.is_finite(), "no flow moves and none arrives");
             let step = until - now;
             now = until;
@@ -272,6 +318,42 @@ fn random_fabric(rng: &mut ChaCha8Rng) -> FabricParams {
         elephant_threshold: Bytes(u64::MAX),
         scale: 1.0,
     }
+}
+
+/// `fabric` with one OCS port per rack (125 Mbit/s–2 Gbit/s) and a random
+/// rotor for it: 1–4 slots of 1–20 ms, each a random matching (a random
+/// permutation of the racks, less its fixed points), δ of 0, 0.1 or 1 ms.
+fn with_random_rotor(rng: &mut ChaCha8Rng, fabric: FabricParams) -> (FabricParams, Schedule) {
+    let delay = Nanos([0, 100_000, 1_000_000][rng.random_range(0..3)]);
+    let slots: Vec<(Nanos, Vec<Circuit>)> = (0..rng.random_range(1..=4))
+        .map(|_| {
+            let mut to: Vec<u32> = (0..fabric.racks).collect();
+            for i in (1..to.len()).rev() {
+                to.swap(i, rng.random_range(0..=i));
+            }
+            let circuits = (0..fabric.racks)
+                .filter(|&r| to[r as usize] != r)
+                .map(|r| Circuit {
+                    src_rack: r,
+                    dst_rack: to[r as usize],
+                    port: 0,
+                })
+                .collect();
+            (
+                Nanos::from_micros(rng.random_range(1_000..=20_000)) + delay,
+                circuits,
+            )
+        })
+        .collect();
+    let fabric = FabricParams {
+        ocs_ports: 1,
+        ocs_port_rate: Bps(rng.random_range(1..=16) * 125_000_000),
+        reconfig_delay: delay,
+        elephant_threshold: Bytes(0),
+        ..fabric
+    };
+    let schedule = Schedule::new(fabric.racks, 1, &slots, delay).expect("a valid rotor");
+    (fabric, schedule)
 }
 
 /// 1–10 coflows of 1–30 flows each (weight 1–3), joining in 1–4 batches
@@ -344,16 +426,24 @@ fn network_finishes(net: &mut FluidNetwork, arrivals: &[(Nanos, Vec<FlowSpec>)])
 }
 
 /// Runs 1,000 random cases under `sharing` in both simulators, with
-/// `tied` of the flows of a size shared by others, and checks that every
-/// flow finishes in both, within a microsecond and a millionth of each
-/// other.
-fn check_against_reference(sharing: Sharing, tied: f64) {
+/// `tied` of the flows of a size shared by others, and with a random rotor
+/// if `rotor`; checks that every flow finishes in both, within a
+/// microsecond and a millionth of each other.
+fn check_against_reference(sharing: Sharing, tied: f64, rotor: bool) {
     for seed in 0..1000u64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let fabric = random_fabric(&mut rng);
+        let mut fabric = random_fabric(&mut rng);
+        let mut schedule = None;
+        if rotor {
+            let (f, s) = with_random_rotor(&mut rng, fabric);
+            (fabric, schedule) = (f, Some(s));
+        }
         let arrivals = random_workload(&mut rng, &fabric, tied);
         let policy = coflow::by_name(sharing.policy()).expect("a known policy");
         let mut net = FluidNetwork::on_fabric(fabric, policy);
+        if let Some(s) = &schedule {
+            net.follow_schedule(s.clone());
+        }
         let got = network_finishes(&mut net, &arrivals);
         let view = NetView::new(fabric);
         let mut reference = Reference {
@@ -363,6 +453,7 @@ fn check_against_reference(sharing: Sharing, tied: f64) {
             arrival: BTreeMap::new(),
             order: Vec::new(),
             live: 0,
+            schedule,
         };
         let secs: Vec<(f64, Vec<FlowSpec>)> = arrivals
             .iter()
@@ -389,17 +480,17 @@ fn check_against_reference(sharing: Sharing, tied: f64) {
 
 #[test]
 fn max_min_fair_sharing_finishes_every_flow_when_the_definition_does() {
-    check_against_reference(Sharing::MaxMin, 0.9);
+    check_against_reference(Sharing::MaxMin, 0.9, false);
 }
 
 #[test]
 fn an_equal_split_of_each_link_finishes_every_flow_when_the_definition_does() {
-    check_against_reference(Sharing::Split, 0.9);
+    check_against_reference(Sharing::Split, 0.9, false);
 }
 
 #[test]
 fn fifo_finishes_every_flow_when_strict_priority_by_definition_does() {
-    check_against_reference(Sharing::Fifo, 0.9);
+    check_against_reference(Sharing::Fifo, 0.9, false);
 }
 
 /// Sizes drawn at random only: BSSI compares bytes left, and on exact ties
@@ -407,5 +498,12 @@ fn fifo_finishes_every_flow_when_strict_priority_by_definition_does() {
 /// answer.
 #[test]
 fn sincronia_finishes_every_flow_when_bssi_by_definition_does() {
-    check_against_reference(Sharing::Bssi, 0.0);
+    check_against_reference(Sharing::Bssi, 0.0, false);
+}
+
+/// Under a rotor each flow between racks changes links at every edge of
+/// its pair's windows: the circuit while it is up, EPS otherwise.
+#[test]
+fn max_min_fair_sharing_under_a_rotor_finishes_every_flow_when_the_definition_does() {
+    check_against_reference(Sharing::MaxMin, 0.9, true);
 }
