@@ -9,14 +9,15 @@
 //! definition, and steps every flow's bytes left to the next event. Under
 //! `fair` (max-min), `fair-split` (each link split equally), `fifo` and
 //! `sincronia` (strict priority between coflows in the policy's order,
-//! max-min inside one), and under `fair` with the circuits following a
-//! random rotor schedule, the two must finish every flow at the same time.
+//! max-min inside one), under `fair` with the circuits following a random
+//! rotor schedule, and under `fair` and `fifo` with links failing for a
+//! while, the two must finish every flow at the same time.
 
 use super::{FluidNetwork, NetEvent};
 use ocslab_core::coflow::sincronia::bssi;
 use ocslab_core::coflow::{self, FabricParams, NetView};
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
-use ocslab_core::net::links::LinkId;
+use ocslab_core::net::links::{LinkId, LinkKind};
 use ocslab_core::optical::{Circuit, Schedule};
 use ocslab_core::{Bps, Bytes, HostId, Nanos};
 use rand::{Rng, SeedableRng};
@@ -34,8 +35,8 @@ enum Sharing {
     /// Coflows in arrival order (then id), each max-min fair on what the
     /// ones before it left.
     Fifo,
-    /// The same in BSSI order, computed again when a coflow arrives or
-    /// completes.
+    /// The same in BSSI order, computed again when a coflow arrives, gains
+    /// flows or completes.
     Bssi,
 }
 
@@ -57,7 +58,9 @@ struct Flow {
     coflow: CoflowId,
     src: HostId,
     dst: HostId,
-    /// The links it crosses now.
+    /// The links it crosses now, and of those the ones that can limit it
+    /// (a ToR link as fast as its rack's hosts together cannot).
+    route: Vec<LinkId>,
     links: Vec<LinkId>,
     weight: f64,
     left: f64,
@@ -77,14 +80,28 @@ struct Reference {
     live: usize,
     /// The rotor the circuits follow, if any (one OCS port per rack).
     schedule: Option<Schedule>,
+    /// Links down from the first time to the second (seconds); a flow
+    /// whose route crosses a link that is down waits.
+    failures: Vec<(f64, f64, LinkId)>,
 }
 
 impl Reference {
-    /// Each active flow's rate (bytes per second), as `active` lists them.
-    fn rates(&self) -> Vec<f64> {
+    /// Whether flow `f` waits at `now`: its route crosses a link that is down.
+    fn waits(&self, f: &Flow, now: f64) -> bool {
+        self.failures
+            .iter()
+            .any(|&(from, to, l)| from <= now && now < to && f.route.contains(&l))
+    }
+
+    /// Each active flow's rate (bytes per second) at `now`, as `active`
+    /// lists them.
+    fn rates(&self, now: f64) -> Vec<f64> {
+        let moving: Vec<usize> = (0..self.active.len())
+            .filter(|&i| !self.waits(&self.active[i], now))
+            .collect();
         match self.sharing {
             Sharing::MaxMin => {
-                let all: Vec<usize> = (0..self.active.len()).collect();
+                let all = moving;
                 let mut residual = self.capacity.clone();
                 let mut rate = vec![0.0; self.active.len()];
                 self.max_min(&all, &mut residual, &mut rate);
@@ -92,22 +109,21 @@ impl Reference {
             }
             Sharing::Split => {
                 let mut weight = vec![0.0; self.capacity.len()];
-                for f in &self.active {
-                    for &l in &f.links {
-                        weight[l as usize] += f.weight;
+                for &i in &moving {
+                    for &l in &self.active[i].links {
+                        weight[l as usize] += self.active[i].weight;
                     }
                 }
-                self.active
-                    .iter()
-                    .map(|f| {
-                        let part = f
-                            .links
+                let mut rate = vec![0.0; self.active.len()];
+                for &i in &moving {
+                    let f = &self.active[i];
+                    rate[i] = f.weight
+                        * f.links
                             .iter()
                             .map(|&l| self.capacity[l as usize] / weight[l as usize])
                             .fold(f64::INFINITY, f64::min);
-                        part * f.weight
-                    })
-                    .collect()
+                }
+                rate
             }
             Sharing::Fifo | Sharing::Bssi => {
                 let order: Vec<CoflowId> = if self.sharing == Sharing::Fifo {
@@ -118,7 +134,9 @@ impl Reference {
                 let mut residual = self.capacity.clone();
                 let mut rate = vec![0.0; self.active.len()];
                 for c in order {
-                    let mine: Vec<usize> = (0..self.active.len())
+                    let mine: Vec<usize> = moving
+                        .iter()
+                        .copied()
                         .filter(|&i| self.active[i].coflow == c)
                         .collect();
                     self.max_min(&mine, &mut residual, &mut rate);
@@ -225,12 +243,13 @@ impl Reference {
         };
         let t = Nanos((now * 1e9).round() as u64);
         for f in &mut self.active {
-            let path = if f.src.rack != f.dst.rack && schedule.reaches(f.src.rack, 0, t) == Some(f.dst.rack) {
-                view.links.ocs_path(f.src, f.dst, 0)
-            } else {
-                view.links.eps_path(f.src, f.dst)
-            };
-            f.links = path.as_slice().to_vec();
+            (f.route, f.links) =
+                if f.src.rack != f.dst.rack && schedule.reaches(f.src.rack, 0, t) == Some(f.dst.rack) {
+                    let path = view.links.ocs_path(f.src, f.dst, 0).as_slice().to_vec();
+                    (path.clone(), path)
+                } else {
+                    eps(view, f.src, f.dst)
+                };
         }
     }
 
@@ -252,7 +271,8 @@ impl Reference {
                         coflow: spec.coflow,
                         src: spec.src,
                         dst: spec.dst,
-                        links: view.links.eps_path(spec.src, spec.dst).as_slice().to_vec(),
+                        route: eps(view, spec.src, spec.dst).0,
+                        links: eps(view, spec.src, spec.dst).1,
                         weight: f64::from(spec.shares()),
                         left: spec.bytes.0 as f64,
                     });
@@ -266,7 +286,7 @@ impl Reference {
                 return done;
             }
             self.route(view, now);
-            let rate = self.rates();
+            let rate = self.rates(now);
             let finish = self
                 .active
                 .iter()
@@ -274,7 +294,13 @@ impl Reference {
                 .filter(|(_, &r)| r > 0.0)
                 .map(|(f, &r)| f.left / r)
                 .fold(f64::INFINITY, f64::min);
-            let mut until = (now + finish).min(self.next_edge(now));
+            let toggle = self
+                .failures
+                .iter()
+                .flat_map(|&(from, to, _)| [from, to])
+                .filter(|&t| t > now)
+                .fold(f64::INFINITY, f64::min);
+            let mut until = (now + finish).min(self.next_edge(now)).min(toggle);
             if let Some(&(at, _)) = arrivals.get(next) {
                 until = until.min(at);
             }
@@ -298,6 +324,15 @@ impl Reference {
             }
         }
     }
+}
+
+/// The links a flow from `src` to `dst` crosses over EPS, and of those the
+/// ones that can limit it.
+fn eps(view: &NetView, src: HostId, dst: HostId) -> (Vec<LinkId>, Vec<LinkId>) {
+    (
+        view.links.eps_route(src, dst).as_slice().to_vec(),
+        view.links.eps_path(src, dst).as_slice().to_vec(),
+    )
 }
 
 /// A random fabric of 2–8 racks of 1–4 hosts (125 Mbit/s–1 Gbit/s)
@@ -402,8 +437,47 @@ fn random_workload(rng: &mut ChaCha8Rng, fabric: &FabricParams, tied: f64) -> Ve
     batches.into_iter().collect()
 }
 
-/// Each flow's finish time in the network, its flows added at their times.
-fn network_finishes(net: &mut FluidNetwork, arrivals: &[(Nanos, Vec<FlowSpec>)]) -> BTreeMap<FlowId, Nanos> {
+/// 1–3 windows of 1–200 ms, starting within 0.3 s, in which a link is
+/// down: a host's NIC either way, a ToR link either way, or (with
+/// circuits) a rack's OCS port; each on a link of its own.
+fn random_failures(rng: &mut ChaCha8Rng, fabric: &FabricParams) -> Vec<(Nanos, Nanos, LinkKind)> {
+    let mut windows: Vec<(Nanos, Nanos, LinkKind)> = Vec::new();
+    for _ in 0..rng.random_range(1..=3) {
+        let rack = rng.random_range(0..fabric.racks);
+        let host = HostId::new(rack, rng.random_range(0..fabric.hosts_per_rack));
+        let kind = match rng.random_range(0..if fabric.ocs_ports > 0 { 5 } else { 4 }) {
+            0 => LinkKind::HostUp(host),
+            1 => LinkKind::HostDown(host),
+            2 => LinkKind::TorUp(rack),
+            3 => LinkKind::TorDown(rack),
+            _ => LinkKind::OcsPort { rack, port: 0 },
+        };
+        let from = Nanos::from_micros(rng.random_range(0..300_000));
+        let to = from + Nanos::from_micros(rng.random_range(1_000..=200_000));
+        if windows.iter().all(|w| w.2 != kind) {
+            windows.push((from, to, kind));
+        }
+    }
+    windows
+}
+
+/// Each flow's finish time in the network, its flows added and its links
+/// taken down and up at their times.
+fn network_finishes(
+    net: &mut FluidNetwork,
+    arrivals: &[(Nanos, Vec<FlowSpec>)],
+    failures: &[(Nanos, Nanos, LinkKind)],
+) -> BTreeMap<FlowId, Nanos> {
+    enum Change<'a> {
+        Join(&'a [FlowSpec]),
+        Link(LinkKind, bool),
+    }
+    let mut changes: Vec<(Nanos, Change)> = arrivals.iter().map(|(t, f)| (*t, Change::Join(f))).collect();
+    for &(from, to, kind) in failures {
+        changes.push((from, Change::Link(kind, false)));
+        changes.push((to, Change::Link(kind, true)));
+    }
+    changes.sort_by_key(|c| c.0);
     let mut done = BTreeMap::new();
     let mut record = |events: Vec<NetEvent>| {
         for e in events {
@@ -412,12 +486,15 @@ fn network_finishes(net: &mut FluidNetwork, arrivals: &[(Nanos, Vec<FlowSpec>)])
             }
         }
     };
-    for (at, flows) in arrivals {
-        while let Some(t) = net.next_event_at().filter(|t| t < at) {
+    for (at, change) in changes {
+        while let Some(t) = net.next_event_at().filter(|&t| t < at) {
             record(net.advance_to(t));
         }
-        record(net.advance_to(*at));
-        net.add_flows(*at, flows);
+        record(net.advance_to(at));
+        match change {
+            Change::Join(flows) => net.add_flows(at, flows),
+            Change::Link(kind, up) => net.set_link(at, kind, up),
+        }
     }
     while let Some(t) = net.next_event_at() {
         record(net.advance_to(t));
@@ -425,26 +502,41 @@ fn network_finishes(net: &mut FluidNetwork, arrivals: &[(Nanos, Vec<FlowSpec>)])
     done
 }
 
-/// Runs 1,000 random cases under `sharing` in both simulators, with
-/// `tied` of the flows of a size shared by others, and with a random rotor
-/// if `rotor`; checks that every flow finishes in both, within a
+/// What a random case has beside its fabric and workload.
+#[derive(Clone, Copy, Debug)]
+struct Variant {
+    /// The share of flows of a size others share.
+    tied: f64,
+    /// Circuits following a random rotor.
+    rotor: bool,
+    /// Links down for a while.
+    failures: bool,
+}
+
+/// Runs 1,000 random cases of `variant` under `sharing` in both
+/// simulators; checks that every flow finishes in both, within a
 /// microsecond and a millionth of each other.
-fn check_against_reference(sharing: Sharing, tied: f64, rotor: bool) {
+fn check_against_reference(sharing: Sharing, variant: Variant) {
     for seed in 0..1000u64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut fabric = random_fabric(&mut rng);
         let mut schedule = None;
-        if rotor {
+        if variant.rotor {
             let (f, s) = with_random_rotor(&mut rng, fabric);
             (fabric, schedule) = (f, Some(s));
         }
-        let arrivals = random_workload(&mut rng, &fabric, tied);
+        let arrivals = random_workload(&mut rng, &fabric, variant.tied);
+        let failures = if variant.failures {
+            random_failures(&mut rng, &fabric)
+        } else {
+            Vec::new()
+        };
         let policy = coflow::by_name(sharing.policy()).expect("a known policy");
         let mut net = FluidNetwork::on_fabric(fabric, policy);
         if let Some(s) = &schedule {
             net.follow_schedule(s.clone());
         }
-        let got = network_finishes(&mut net, &arrivals);
+        let got = network_finishes(&mut net, &arrivals, &failures);
         let view = NetView::new(fabric);
         let mut reference = Reference {
             sharing,
@@ -454,6 +546,12 @@ fn check_against_reference(sharing: Sharing, tied: f64, rotor: bool) {
             order: Vec::new(),
             live: 0,
             schedule,
+            failures: failures
+                .iter()
+                .filter_map(|&(from, to, kind)| {
+                    Some((from.as_secs_f64(), to.as_secs_f64(), view.links.id(kind)?))
+                })
+                .collect(),
         };
         let secs: Vec<(f64, Vec<FlowSpec>)> = arrivals
             .iter()
@@ -465,32 +563,40 @@ fn check_against_reference(sharing: Sharing, tied: f64, rotor: bool) {
         assert_eq!(
             got.len(),
             flows,
-            "seed {seed}: {sharing:?}: the network finished {} of {flows} flows",
+            "seed {seed}: {sharing:?}, {variant:?}: the network finished {} of {flows} flows",
             got.len()
         );
         for (id, &t) in &want {
             let at = got[id].as_secs_f64();
             assert!(
                 (at - t).abs() <= 1e-6 + 1e-6 * t,
-                "seed {seed}, {sharing:?}, {fabric:?}: flow {id:?} done at {at:.9} s, the reference says {t:.9} s\n{arrivals:?}"
+                "seed {seed}, {sharing:?}, {variant:?}, {fabric:?}: flow {id:?} done at {at:.9} s, the reference says {t:.9} s\n{arrivals:?}\n{failures:?}"
             );
         }
     }
 }
 
+/// Most flows of a size others share, so that many finish together; no
+/// circuits, no failures.
+const TIED: Variant = Variant {
+    tied: 0.9,
+    rotor: false,
+    failures: false,
+};
+
 #[test]
 fn max_min_fair_sharing_finishes_every_flow_when_the_definition_does() {
-    check_against_reference(Sharing::MaxMin, 0.9, false);
+    check_against_reference(Sharing::MaxMin, TIED);
 }
 
 #[test]
 fn an_equal_split_of_each_link_finishes_every_flow_when_the_definition_does() {
-    check_against_reference(Sharing::Split, 0.9, false);
+    check_against_reference(Sharing::Split, TIED);
 }
 
 #[test]
 fn fifo_finishes_every_flow_when_strict_priority_by_definition_does() {
-    check_against_reference(Sharing::Fifo, 0.9, false);
+    check_against_reference(Sharing::Fifo, TIED);
 }
 
 /// Sizes drawn at random only: BSSI compares bytes left, and on exact ties
@@ -498,12 +604,31 @@ fn fifo_finishes_every_flow_when_strict_priority_by_definition_does() {
 /// answer.
 #[test]
 fn sincronia_finishes_every_flow_when_bssi_by_definition_does() {
-    check_against_reference(Sharing::Bssi, 0.0, false);
+    check_against_reference(Sharing::Bssi, Variant { tied: 0.0, ..TIED });
 }
 
 /// Under a rotor each flow between racks changes links at every edge of
 /// its pair's windows: the circuit while it is up, EPS otherwise.
 #[test]
 fn max_min_fair_sharing_under_a_rotor_finishes_every_flow_when_the_definition_does() {
-    check_against_reference(Sharing::MaxMin, 0.9, true);
+    check_against_reference(Sharing::MaxMin, Variant { rotor: true, ..TIED });
+}
+
+/// A flow whose route crosses a link that is down waits, under max-min
+/// and strict priority, with and without a rotor.
+#[test]
+fn flows_across_a_failed_link_wait_as_the_definition_says() {
+    let failing = Variant {
+        failures: true,
+        ..TIED
+    };
+    check_against_reference(Sharing::MaxMin, failing);
+    check_against_reference(Sharing::Fifo, failing);
+    check_against_reference(
+        Sharing::MaxMin,
+        Variant {
+            rotor: true,
+            ..failing
+        },
+    );
 }
