@@ -15,7 +15,9 @@
 
 use super::{FluidNetwork, NetEvent};
 use ocslab_core::coflow::sincronia::bssi;
-use ocslab_core::coflow::{self, FabricParams, NetView};
+use ocslab_core::coflow::{
+    self, CoflowPolicy, Decision, FabricParams, FlowPlan, NetView, Path, Progress, Triggers,
+};
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_core::net::links::{LinkId, LinkKind};
 use ocslab_core::optical::{Circuit, Schedule};
@@ -63,6 +65,8 @@ struct Flow {
     route: Vec<LinkId>,
     links: Vec<LinkId>,
     weight: f64,
+    /// Its pacing cap per unit of weight (bytes per second; infinite if none).
+    cap: f64,
     left: f64,
 }
 
@@ -83,6 +87,8 @@ struct Reference {
     /// Links down from the first time to the second (seconds); a flow
     /// whose route crosses a link that is down waits.
     failures: Vec<(f64, f64, LinkId)>,
+    /// Whether flows are paced at [`cap_of`] ([`CapsById`]).
+    caps: bool,
 }
 
 impl Reference {
@@ -148,10 +154,13 @@ impl Reference {
 
     /// Progressive filling of the flows `which` on `residual`, which loses
     /// what they take: raise every unfrozen flow's rate per unit of weight
-    /// together; when a link is full, freeze the flows crossing it.
+    /// together; when a link is full, freeze the flows crossing it, and
+    /// when a flow reaches its cap, freeze it.
     fn max_min(&self, which: &[usize], residual: &mut [f64], rate: &mut [f64]) {
         let mut frozen = vec![false; self.active.len()];
         let mut left = which.len();
+        // The rate per unit of weight of every flow not frozen yet.
+        let mut level = 0.0;
         while left > 0 {
             let mut weight = vec![0.0; self.capacity.len()];
             for &i in which.iter().filter(|&&i| !frozen[i]) {
@@ -159,24 +168,36 @@ impl Reference {
                     weight[l as usize] += self.active[i].weight;
                 }
             }
-            let (full, level) = (0..self.capacity.len())
+            let (full, by_link) = (0..self.capacity.len())
                 .filter(|&l| weight[l] > 0.0)
                 .map(|l| (l, residual[l].max(0.0) / weight[l]))
                 .fold(
                     (usize::MAX, f64::INFINITY),
                     |best, x| if x.1 < best.1 { x } else { best },
                 );
-            assert!(full != usize::MAX, "an unfrozen flow crosses no link");
+            let by_cap = which
+                .iter()
+                .filter(|&&i| !frozen[i])
+                .map(|&i| self.active[i].cap - level)
+                .fold(f64::INFINITY, f64::min);
+            let step = by_link.min(by_cap);
+            assert!(
+                step.is_finite(),
+                "an unfrozen flow crosses no link and has no cap"
+            );
+            level += step;
             for &i in which {
                 if frozen[i] {
                     continue;
                 }
                 let f = &self.active[i];
-                rate[i] += level * f.weight;
+                rate[i] += step * f.weight;
                 for &l in &f.links {
-                    residual[l as usize] -= level * f.weight;
+                    residual[l as usize] -= step * f.weight;
                 }
-                if f.links.contains(&(full as LinkId)) {
+                let at_link = by_link <= by_cap && f.links.contains(&(full as LinkId));
+                let at_cap = f.cap.is_finite() && f.cap - level <= 1e-12 * f.cap;
+                if at_link || at_cap {
                     frozen[i] = true;
                     left -= 1;
                 }
@@ -274,6 +295,14 @@ impl Reference {
                         route: eps(view, spec.src, spec.dst).0,
                         links: eps(view, spec.src, spec.dst).1,
                         weight: f64::from(spec.shares()),
+                        cap: self
+                            .caps
+                            .then(|| cap_of(spec))
+                            .flatten()
+                            .map_or(f64::INFINITY, |c| {
+                                // Per unit of weight, in whole bits per second.
+                                (c.0 / u64::from(spec.shares())) as f64 / 8.0
+                            }),
                         left: spec.bytes.0 as f64,
                     });
                 }
@@ -502,6 +531,59 @@ fn network_finishes(
     done
 }
 
+/// The pacing cap of flow `spec`, from its id: none for a third of the
+/// flows, else 50 Mbit/s–1 Gbit/s for all its weight together.
+fn cap_of(spec: &FlowSpec) -> Option<Bps> {
+    let draw = spec.id.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 34;
+    (!draw.is_multiple_of(3)).then(|| Bps(50_000_000 + draw % 950_000_000))
+}
+
+/// Paces every flow at [`cap_of`] over EPS, as Varys and Aalo cap flows,
+/// at every coflow event (a flow that joins gets its cap at once); if
+/// `fifo`, also orders the coflows as FIFO does, for strict priority
+/// between them with caps inside each.
+struct CapsById {
+    fifo: bool,
+}
+
+impl CoflowPolicy for CapsById {
+    fn name(&self) -> &'static str {
+        "caps-by-id"
+    }
+    fn triggers(&self) -> Triggers {
+        Triggers::COFLOW_EVENTS
+    }
+    fn orders_coflows(&self) -> bool {
+        self.fifo
+    }
+    fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
+        let order = if self.fifo {
+            coflow::fifo::Fifo.decide(now, view, progress).order
+        } else {
+            Vec::new()
+        };
+        let plans = view
+            .flows
+            .values()
+            .filter_map(|f| {
+                let cap = cap_of(&f.spec)?;
+                Some((
+                    f.spec.id,
+                    FlowPlan {
+                        path: Path::Eps,
+                        cap: Some(cap),
+                    },
+                ))
+            })
+            .collect();
+        Decision {
+            plans,
+            order,
+            ..Decision::default()
+        }
+    }
+}
+
 /// What a random case has beside its fabric and workload.
 #[derive(Clone, Copy, Debug)]
 struct Variant {
@@ -511,6 +593,8 @@ struct Variant {
     rotor: bool,
     /// Links down for a while.
     failures: bool,
+    /// Flows paced at [`cap_of`] (under max-min and FIFO).
+    caps: bool,
 }
 
 /// Runs 1,000 random cases of `variant` under `sharing` in both
@@ -531,7 +615,13 @@ fn check_against_reference(sharing: Sharing, variant: Variant) {
         } else {
             Vec::new()
         };
-        let policy = coflow::by_name(sharing.policy()).expect("a known policy");
+        let policy: Box<dyn CoflowPolicy> = if variant.caps {
+            let fifo = sharing == Sharing::Fifo;
+            assert!(fifo || sharing == Sharing::MaxMin, "caps under {sharing:?}");
+            Box::new(CapsById { fifo })
+        } else {
+            coflow::by_name(sharing.policy()).expect("a known policy")
+        };
         let mut net = FluidNetwork::on_fabric(fabric, policy);
         if let Some(s) = &schedule {
             net.follow_schedule(s.clone());
@@ -552,6 +642,7 @@ fn check_against_reference(sharing: Sharing, variant: Variant) {
                     Some((from.as_secs_f64(), to.as_secs_f64(), view.links.id(kind)?))
                 })
                 .collect(),
+            caps: variant.caps,
         };
         let secs: Vec<(f64, Vec<FlowSpec>)> = arrivals
             .iter()
@@ -582,6 +673,7 @@ const TIED: Variant = Variant {
     tied: 0.9,
     rotor: false,
     failures: false,
+    caps: false,
 };
 
 #[test]
@@ -631,4 +723,21 @@ fn flows_across_a_failed_link_wait_as_the_definition_says() {
             ..failing
         },
     );
+}
+
+/// Flows paced below their fair share keep to their caps, and what they
+/// leave goes to the others (the rates Varys and Aalo set), with and
+/// without links failing, and under strict priority between coflows.
+#[test]
+fn capped_flows_share_as_max_min_with_caps_says() {
+    let capped = Variant { caps: true, ..TIED };
+    check_against_reference(Sharing::MaxMin, capped);
+    check_against_reference(
+        Sharing::MaxMin,
+        Variant {
+            failures: true,
+            ..capped
+        },
+    );
+    check_against_reference(Sharing::Fifo, capped);
 }
