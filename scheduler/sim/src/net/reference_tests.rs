@@ -16,7 +16,7 @@
 use super::{FluidNetwork, NetEvent};
 use ocslab_core::coflow::sincronia::bssi;
 use ocslab_core::coflow::{
-    self, CoflowPolicy, Decision, FabricParams, FlowPlan, NetView, Path, Progress, Triggers,
+    self, CircuitSetup, CoflowPolicy, Decision, FabricParams, FlowPlan, NetView, Path, Progress, Triggers,
 };
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
 use ocslab_core::net::links::{LinkId, LinkKind};
@@ -64,6 +64,8 @@ struct Flow {
     /// (a ToR link as fast as its rack's hosts together cannot).
     route: Vec<LinkId>,
     links: Vec<LinkId>,
+    /// Planned onto a circuit that is not up yet.
+    held: bool,
     weight: f64,
     /// Its pacing cap per unit of weight (bytes per second; infinite if none).
     cap: f64,
@@ -84,6 +86,9 @@ struct Reference {
     live: usize,
     /// The rotor the circuits follow, if any (one OCS port per rack).
     schedule: Option<Schedule>,
+    /// Circuits asked for at the first call ([`OnDemand`]): the rack
+    /// pairs, and when they are up (seconds).
+    on_demand: Option<(Vec<(u32, u32)>, f64)>,
     /// Links down from the first time to the second (seconds); a flow
     /// whose route crosses a link that is down waits.
     failures: Vec<(f64, f64, LinkId)>,
@@ -92,11 +97,14 @@ struct Reference {
 }
 
 impl Reference {
-    /// Whether flow `f` waits at `now`: its route crosses a link that is down.
+    /// Whether flow `f` waits at `now`: its circuit is not up yet, or its
+    /// route crosses a link that is down.
     fn waits(&self, f: &Flow, now: f64) -> bool {
-        self.failures
-            .iter()
-            .any(|&(from, to, l)| from <= now && now < to && f.route.contains(&l))
+        f.held
+            || self
+                .failures
+                .iter()
+                .any(|&(from, to, l)| from <= now && now < to && f.route.contains(&l))
     }
 
     /// Each active flow's rate (bytes per second) at `now`, as `active`
@@ -237,9 +245,13 @@ impl Reference {
         self.order = bssi(&demands);
     }
 
-    /// Under a schedule, the next instant after `now` (seconds) at which a
-    /// circuit goes down or comes up: a slot's start, or δ after it.
+    /// The next instant after `now` (seconds) at which a circuit goes down
+    /// or comes up: under a schedule a slot's start, or δ after it; on
+    /// demand, when the circuits asked for are up.
     fn next_edge(&self, now: f64) -> f64 {
+        if let Some((_, up_at)) = &self.on_demand {
+            return if *up_at > now { *up_at } else { f64::INFINITY };
+        }
         let Some(schedule) = &self.schedule else {
             return f64::INFINITY;
         };
@@ -257,8 +269,20 @@ impl Reference {
     }
 
     /// Under a schedule, each flow between racks crosses its rack pair's
-    /// circuit while it is up at `now`, and EPS otherwise.
+    /// circuit while it is up at `now`, and EPS otherwise. On demand, a flow
+    /// of a pair with a circuit is held until it is up, then crosses it.
     fn route(&mut self, view: &NetView, now: f64) {
+        if let Some((pairs, up_at)) = &self.on_demand {
+            for f in &mut self.active {
+                f.held = false;
+                if pairs.contains(&(f.src.rack, f.dst.rack)) {
+                    f.held = now < *up_at;
+                    let path = view.links.ocs_path(f.src, f.dst, 0).as_slice().to_vec();
+                    (f.route, f.links) = (path.clone(), path);
+                }
+            }
+            return;
+        }
         let Some(schedule) = &self.schedule else {
             return;
         };
@@ -294,6 +318,7 @@ impl Reference {
                         dst: spec.dst,
                         route: eps(view, spec.src, spec.dst).0,
                         links: eps(view, spec.src, spec.dst).1,
+                        held: false,
                         weight: f64::from(spec.shares()),
                         cap: self
                             .caps
@@ -384,6 +409,19 @@ fn random_fabric(rng: &mut ChaCha8Rng) -> FabricParams {
     }
 }
 
+/// A random matching of `racks` racks, as (sending, receiving) rack pairs:
+/// a random permutation less its fixed points.
+fn random_matching(rng: &mut ChaCha8Rng, racks: u32) -> Vec<(u32, u32)> {
+    let mut to: Vec<u32> = (0..racks).collect();
+    for i in (1..to.len()).rev() {
+        to.swap(i, rng.random_range(0..=i));
+    }
+    (0..racks)
+        .filter(|&r| to[r as usize] != r)
+        .map(|r| (r, to[r as usize]))
+        .collect()
+}
+
 /// `fabric` with one OCS port per rack (125 Mbit/s–2 Gbit/s) and a random
 /// rotor for it: 1–4 slots of 1–20 ms, each a random matching (a random
 /// permutation of the racks, less its fixed points), δ of 0, 0.1 or 1 ms.
@@ -391,15 +429,11 @@ fn with_random_rotor(rng: &mut ChaCha8Rng, fabric: FabricParams) -> (FabricParam
     let delay = Nanos([0, 100_000, 1_000_000][rng.random_range(0..3)]);
     let slots: Vec<(Nanos, Vec<Circuit>)> = (0..rng.random_range(1..=4))
         .map(|_| {
-            let mut to: Vec<u32> = (0..fabric.racks).collect();
-            for i in (1..to.len()).rev() {
-                to.swap(i, rng.random_range(0..=i));
-            }
-            let circuits = (0..fabric.racks)
-                .filter(|&r| to[r as usize] != r)
-                .map(|r| Circuit {
-                    src_rack: r,
-                    dst_rack: to[r as usize],
+            let circuits = random_matching(rng, fabric.racks)
+                .into_iter()
+                .map(|(src_rack, dst_rack)| Circuit {
+                    src_rack,
+                    dst_rack,
                     port: 0,
                 })
                 .collect();
@@ -584,6 +618,63 @@ impl CoflowPolicy for CapsById {
     }
 }
 
+/// Asks at its first call for a circuit on port 0 for each rack pair of
+/// `pairs`, and plans every flow of those pairs onto its circuit (it
+/// waits until the circuit is up); the others take EPS.
+struct OnDemand {
+    pairs: Vec<(u32, u32)>,
+}
+
+impl CoflowPolicy for OnDemand {
+    fn name(&self) -> &'static str {
+        "on-demand"
+    }
+    fn uses_ocs(&self) -> bool {
+        true
+    }
+    fn triggers(&self) -> Triggers {
+        Triggers::COFLOW_EVENTS
+    }
+    fn decide(&mut self, _now: Nanos, view: &NetView, _progress: &dyn Progress) -> Decision {
+        let circuits = self
+            .pairs
+            .iter()
+            .filter(|&&(i, j)| view.circuit(i, j, 0).is_none())
+            .map(|&(src_rack, dst_rack)| CircuitSetup {
+                src_rack,
+                dst_rack,
+                port: 0,
+            })
+            .collect();
+        let plans = view
+            .flows
+            .values()
+            .filter(|f| self.pairs.contains(&(f.spec.src.rack, f.spec.dst.rack)))
+            .map(|f| (f.spec.id, FlowPlan::ocs(0)))
+            .collect();
+        Decision {
+            circuits,
+            plans,
+            ..Decision::default()
+        }
+    }
+}
+
+/// `fabric` with one OCS port per rack (125 Mbit/s–2 Gbit/s), δ of 0, 0.1,
+/// 1 or 10 ms, and the rack pairs of a random matching to join by
+/// circuits.
+fn with_random_circuits(rng: &mut ChaCha8Rng, fabric: FabricParams) -> (FabricParams, Vec<(u32, u32)>) {
+    let pairs = random_matching(rng, fabric.racks);
+    let fabric = FabricParams {
+        ocs_ports: 1,
+        ocs_port_rate: Bps(rng.random_range(1..=16) * 125_000_000),
+        reconfig_delay: Nanos([0, 100_000, 1_000_000, 10_000_000][rng.random_range(0..4)]),
+        elephant_threshold: Bytes(0),
+        ..fabric
+    };
+    (fabric, pairs)
+}
+
 /// What a random case has beside its fabric and workload.
 #[derive(Clone, Copy, Debug)]
 struct Variant {
@@ -595,6 +686,8 @@ struct Variant {
     failures: bool,
     /// Flows paced at [`cap_of`] (under max-min and FIFO).
     caps: bool,
+    /// Circuits on demand ([`OnDemand`], under max-min only).
+    on_demand: bool,
 }
 
 /// Runs 1,000 random cases of `variant` under `sharing` in both
@@ -609,13 +702,21 @@ fn check_against_reference(sharing: Sharing, variant: Variant) {
             let (f, s) = with_random_rotor(&mut rng, fabric);
             (fabric, schedule) = (f, Some(s));
         }
+        let mut pairs = None;
+        if variant.on_demand {
+            let (f, p) = with_random_circuits(&mut rng, fabric);
+            (fabric, pairs) = (f, Some(p));
+        }
         let arrivals = random_workload(&mut rng, &fabric, variant.tied);
         let failures = if variant.failures {
             random_failures(&mut rng, &fabric)
         } else {
             Vec::new()
         };
-        let policy: Box<dyn CoflowPolicy> = if variant.caps {
+        let policy: Box<dyn CoflowPolicy> = if let Some(pairs) = &pairs {
+            assert_eq!(sharing, Sharing::MaxMin, "circuits on demand under {sharing:?}");
+            Box::new(OnDemand { pairs: pairs.clone() })
+        } else if variant.caps {
             let fifo = sharing == Sharing::Fifo;
             assert!(fifo || sharing == Sharing::MaxMin, "caps under {sharing:?}");
             Box::new(CapsById { fifo })
@@ -636,6 +737,11 @@ fn check_against_reference(sharing: Sharing, variant: Variant) {
             order: Vec::new(),
             live: 0,
             schedule,
+            // Asked for at the first call, at the first flows' arrival.
+            on_demand: pairs.map(|p| {
+                let first = arrivals.first().map_or(0.0, |a| a.0.as_secs_f64());
+                (p, first + fabric.reconfig_delay.as_secs_f64())
+            }),
             failures: failures
                 .iter()
                 .filter_map(|&(from, to, kind)| {
@@ -674,6 +780,7 @@ const TIED: Variant = Variant {
     rotor: false,
     failures: false,
     caps: false,
+    on_demand: false,
 };
 
 #[test]
@@ -740,4 +847,22 @@ fn capped_flows_share_as_max_min_with_caps_says() {
         },
     );
     check_against_reference(Sharing::Fifo, capped);
+}
+
+/// Flows planned onto a circuit wait for its δ and then cross it, with
+/// and without links (OCS ports among them) failing.
+#[test]
+fn flows_on_circuits_asked_for_wait_for_delta_as_the_definition_says() {
+    let circuits = Variant {
+        on_demand: true,
+        ..TIED
+    };
+    check_against_reference(Sharing::MaxMin, circuits);
+    check_against_reference(
+        Sharing::MaxMin,
+        Variant {
+            failures: true,
+            ..circuits
+        },
+    );
 }
