@@ -807,14 +807,18 @@ fn sincronia_finishes_every_flow_when_bssi_by_definition_does() {
 }
 
 /// Under a rotor each flow between racks changes links at every edge of
-/// its pair's windows: the circuit while it is up, EPS otherwise.
+/// its pair's windows: the circuit while it is up, EPS otherwise; under
+/// max-min, an equal split of each link and FIFO order.
 #[test]
-fn max_min_fair_sharing_under_a_rotor_finishes_every_flow_when_the_definition_does() {
-    check_against_reference(Sharing::MaxMin, Variant { rotor: true, ..TIED });
+fn sharing_under_a_rotor_finishes_every_flow_when_the_definition_does() {
+    let rotor = Variant { rotor: true, ..TIED };
+    check_against_reference(Sharing::MaxMin, rotor);
+    check_against_reference(Sharing::Split, rotor);
+    check_against_reference(Sharing::Fifo, rotor);
 }
 
-/// A flow whose route crosses a link that is down waits, under max-min
-/// and strict priority, with and without a rotor.
+/// A flow whose route crosses a link that is down waits, under every
+/// sharing rule, and under max-min with a rotor.
 #[test]
 fn flows_across_a_failed_link_wait_as_the_definition_says() {
     let failing = Variant {
@@ -822,7 +826,9 @@ fn flows_across_a_failed_link_wait_as_the_definition_says() {
         ..TIED
     };
     check_against_reference(Sharing::MaxMin, failing);
+    check_against_reference(Sharing::Split, failing);
     check_against_reference(Sharing::Fifo, failing);
+    check_against_reference(Sharing::Bssi, Variant { tied: 0.0, ..failing });
     check_against_reference(
         Sharing::MaxMin,
         Variant {
