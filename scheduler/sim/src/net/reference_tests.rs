@@ -9,9 +9,10 @@
 //! definition, and steps every flow's bytes left to the next event. Under
 //! `fair` (max-min), `fair-split` (each link split equally), `fifo` and
 //! `sincronia` (strict priority between coflows in the policy's order,
-//! max-min inside one), under `fair` with the circuits following a random
-//! rotor schedule, and under `fair` and `fifo` with links failing for a
-//! while, the two must finish every flow at the same time.
+//! max-min inside one) and `varys` (its paper's pseudocode), with the
+//! circuits following a random rotor, with links failing for a while,
+//! with pacing caps and with circuits asked for on demand, the two must
+//! finish every flow at the same time.
 
 use super::{FluidNetwork, NetEvent};
 use ocslab_core::coflow::sincronia::bssi;
@@ -86,10 +87,8 @@ struct Reference {
     /// Each coflow's arrival: its first flow's, kept when all its flows
     /// are done and more join later.
     arrival: BTreeMap<CoflowId, f64>,
-    /// The BSSI order as last computed, and how many coflows it ordered
-    /// (to tell when one completes).
+    /// The BSSI order as last computed.
     order: Vec<CoflowId>,
-    live: usize,
     /// The rotor the circuits follow, if any (one OCS port per rack).
     schedule: Option<Schedule>,
     /// Circuits asked for at the first call ([`OnDemand`]): the rack
@@ -121,10 +120,9 @@ impl Reference {
             .collect();
         match self.sharing {
             Sharing::MaxMin | Sharing::Varys => {
-                let all = moving;
                 let mut residual = self.capacity.clone();
                 let mut rate = vec![0.0; self.active.len()];
-                self.max_min(&all, &mut residual, &mut rate);
+                self.max_min(&moving, &mut residual, &mut rate);
                 rate
             }
             Sharing::Split => {
@@ -323,7 +321,6 @@ impl Reference {
                 (c, on.into_iter().collect())
             })
             .collect();
-        self.live = demands.len();
         self.order = bssi(&demands);
     }
 
@@ -359,8 +356,7 @@ impl Reference {
                 f.held = false;
                 if pairs.contains(&(f.src.rack, f.dst.rack)) {
                     f.held = now < *up_at;
-                    let path = view.links.ocs_path(f.src, f.dst, 0).as_slice().to_vec();
-                    (f.route, f.links) = (path.clone(), path);
+                    (f.route, f.links) = ocs(view, f.src, f.dst);
                 }
             }
             return;
@@ -372,8 +368,7 @@ impl Reference {
         for f in &mut self.active {
             (f.route, f.links) =
                 if f.src.rack != f.dst.rack && schedule.reaches(f.src.rack, 0, t) == Some(f.dst.rack) {
-                    let path = view.links.ocs_path(f.src, f.dst, 0).as_slice().to_vec();
-                    (path.clone(), path)
+                    ocs(view, f.src, f.dst)
                 } else {
                     eps(view, f.src, f.dst)
                 };
@@ -386,7 +381,7 @@ impl Reference {
         let mut done = BTreeMap::new();
         let mut next = 0;
         let mut now = 0.0;
-        // Varys plans again: a coflow completed.
+        // A coflow completed at the last step: BSSI and Varys plan again.
         let mut completed = false;
         loop {
             let mut coflows_changed = false;
@@ -395,13 +390,14 @@ impl Reference {
                 coflows_changed = true;
                 for spec in &arrivals[next].1 {
                     self.arrival.entry(spec.coflow).or_insert(now);
+                    let (route, links) = eps(view, spec.src, spec.dst);
                     self.active.push(Flow {
                         id: spec.id,
                         coflow: spec.coflow,
                         src: spec.src,
                         dst: spec.dst,
-                        route: eps(view, spec.src, spec.dst).0,
-                        links: eps(view, spec.src, spec.dst).1,
+                        route,
+                        links,
                         held: false,
                         weight: f64::from(spec.shares()),
                         cap: self
@@ -417,15 +413,16 @@ impl Reference {
                 }
                 next += 1;
             }
-            if self.sharing == Sharing::Bssi && coflows_changed {
-                self.reorder();
-            }
             if self.active.is_empty() && next == arrivals.len() {
                 return done;
             }
             self.route(view, now);
-            if self.sharing == Sharing::Varys && (coflows_changed || std::mem::take(&mut completed)) {
-                self.varys();
+            if coflows_changed || completed {
+                match self.sharing {
+                    Sharing::Bssi => self.reorder(),
+                    Sharing::Varys => self.varys(),
+                    _ => {}
+                }
             }
             let mut rate = self.rates(now);
             if self.sharing == Sharing::Varys && rate.iter().all(|&r| r == 0.0) {
@@ -453,14 +450,12 @@ impl Reference {
             assert!(until.is_finite(), "no flow moves and none arrives");
             let step = until - now;
             now = until;
-            let mut gone = false;
             for (f, &r) in self.active.iter_mut().zip(&rate) {
                 // Within a thousandth of a byte of its end, a flow is done
                 // (the flow that set the step is at 0 up to rounding).
                 f.left -= r * step;
                 if r > 0.0 && f.left <= 1e-3 {
                     done.insert(f.id, now);
-                    gone = true;
                 }
             }
             let left_now: Vec<CoflowId> = self
@@ -470,13 +465,9 @@ impl Reference {
                 .map(|f| f.coflow)
                 .collect();
             self.active.retain(|f| !done.contains_key(&f.id));
-            completed |= left_now
+            completed = left_now
                 .iter()
                 .any(|c| self.active.iter().all(|f| f.coflow != *c));
-            // A coflow completed: BSSI orders again.
-            if gone && self.sharing == Sharing::Bssi && self.by_arrival().len() != self.live {
-                self.reorder();
-            }
         }
     }
 }
@@ -488,6 +479,13 @@ fn eps(view: &NetView, src: HostId, dst: HostId) -> (Vec<LinkId>, Vec<LinkId>) {
         view.links.eps_route(src, dst).as_slice().to_vec(),
         view.links.eps_path(src, dst).as_slice().to_vec(),
     )
+}
+
+/// The links a flow from `src` to `dst` crosses over the circuit on port
+/// 0, all of which can limit it (as [`eps`] gives them).
+fn ocs(view: &NetView, src: HostId, dst: HostId) -> (Vec<LinkId>, Vec<LinkId>) {
+    let path = view.links.ocs_path(src, dst, 0).as_slice().to_vec();
+    (path.clone(), path)
 }
 
 /// A random fabric of 2–8 racks of 1–4 hosts (125 Mbit/s–1 Gbit/s)
@@ -847,7 +845,6 @@ fn check_against_reference(sharing: Sharing, variant: Variant) {
             active: Vec::new(),
             arrival: BTreeMap::new(),
             order: Vec::new(),
-            live: 0,
             schedule,
             // Asked for at the first call, at the first flows' arrival.
             on_demand: pairs.map(|p| {

@@ -272,6 +272,25 @@ impl Bundle {
         let scale = self.clock.map_or(0.0, |l| clocks[l as usize].value(now).abs());
         done_within(finish.abs().max(scale))
     }
+    /// Whether a member whose service is `remaining` short of `finish` is
+    /// done at an event at `now`: within [`Bundle::slack`] of its finish,
+    /// or finishing less than [`SAME_EVENT`] after the event at the
+    /// bundle's rate.
+    ///
+    /// Event times are whole nanoseconds, each rounded up from the finish
+    /// it stands for, and every flow moves at its old rate until the
+    /// rounded time. So two finishes that coincide in exact arithmetic land
+    /// a few nanoseconds apart, one more for each rate change the flows
+    /// went through. Taking only the first, the event would leave the other
+    /// a crumb of bytes, and if it took that flow's rate away (a coflow
+    /// ahead of it in a strict order taking what the finished flow freed on
+    /// its link), the flow would wait with its crumb for as long as the
+    /// rate stayed away (0.08 B for 150 ms in a case of `reference_tests`
+    /// without this rule).
+    pub(super) fn done_at_event(&self, clocks: &[Clock], now: Nanos, finish: f64, remaining: f64) -> bool {
+        let slack = self.slack(clocks, now, finish);
+        remaining <= slack || remaining - slack < self.rate(clocks) * SAME_EVENT.as_secs_f64()
+    }
     /// When its first member finishes at its current rate ([`eta`]), if it moves.
     pub(super) fn first_finish(&self, clocks: &[Clock], now: Nanos) -> Option<Nanos> {
         let remaining = self.min_finish - self.service(clocks, now);
@@ -468,24 +487,5 @@ pub(super) fn done_within(finish: f64) -> f64 {
     1e-6 + finish * 1e-12
 }
 
-/// Finishes this close after an event are taken at it ([`done_at_event`]).
+/// Finishes this close after an event are taken at it ([`Bundle::done_at_event`]).
 pub(super) const SAME_EVENT: Nanos = Nanos(100);
-
-/// Whether a member with `remaining` service to go at `rate` (service per
-/// second), `slack` being its bundle's [`Bundle::slack`], is done at an
-/// event: its service is within the slack of its finish, or its finish
-/// comes less than [`SAME_EVENT`] after the event.
-///
-/// Event times are whole nanoseconds, each rounded up from the finish it
-/// stands for, and every flow moves at its old rate until the rounded
-/// time. So two finishes that coincide in exact arithmetic land a few
-/// nanoseconds apart, one more for each rate change the flows went
-/// through. Taking only the first, the event would leave the other a
-/// crumb of bytes, and if it took that flow's rate away (a coflow ahead of
-/// it in a strict order taking what the finished flow freed on its link),
-/// the flow would wait with its crumb for as long as the rate stayed away:
-/// 150 ms for a 0.08-byte crumb in one case found against the plain
-/// simulator of `reference_tests`.
-pub(super) fn done_at_event(remaining: f64, slack: f64, rate: f64) -> bool {
-    remaining <= slack || remaining - slack < rate * SAME_EVENT.as_secs_f64()
-}

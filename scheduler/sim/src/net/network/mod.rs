@@ -51,9 +51,7 @@ use super::slots::{Slot, Slots};
 use super::usage::LinkUsage;
 use super::{CircuitRecord, NetError, NetEvent, NetStats, NetTimeline};
 pub(crate) use bundles::OcsShare;
-use bundles::{
-    done_at_event, sent_since_join, Bundle, BundleIndex, BundleKey, FlowProgress, LiveProgress, SAME_EVENT,
-};
+use bundles::{sent_since_join, Bundle, BundleIndex, BundleKey, FlowProgress, LiveProgress, SAME_EVENT};
 use circuits::{circuit_event, FluidOcs};
 use decide::default_key;
 use ocslab_core::coflow::id_index::IdIndex;
@@ -727,7 +725,7 @@ impl FluidNetwork {
         let mut due = std::mem::take(&mut self.due);
         due.clear();
         // Bundles whose first finish comes within `SAME_EVENT` too
-        // ([`done_at_event`]).
+        // ([`Bundle::done_at_event`]).
         while let Some((t, b)) = self.finishes.peek() {
             if t > now + SAME_EVENT {
                 break;
@@ -751,8 +749,7 @@ impl FluidNetwork {
             while let Some(&Reverse((bits, _, ix, stamp))) = bundle.members.peek() {
                 let finish = f64::from_bits(bits);
                 if all_live || self.slots[ix].stamp == stamp {
-                    let slack = bundle.slack(&self.clocks, now, finish);
-                    if !done_at_event(finish - service, slack, bundle.rate(&self.clocks)) {
+                    if !bundle.done_at_event(&self.clocks, now, finish, finish - service) {
                         break;
                     }
                     done.push(ix);
@@ -802,7 +799,7 @@ impl FluidNetwork {
     }
 
     /// Adds to `due` the bundles on link clocks whose first member is done
-    /// now ([`done_at_event`]); those clocks' next finishes are recomputed
+    /// now ([`Bundle::done_at_event`]); those clocks' next finishes are recomputed
     /// at the next refresh.
     fn due_on_clocks(&mut self, due: &mut Vec<usize>) {
         let now = self.now;
@@ -821,8 +818,7 @@ impl FluidNetwork {
                 let bundle = &self.bundles[b];
                 if bundle.generation == g && bundle.clock == Some(l) {
                     let remaining = bundle.min_finish - bundle.service(&self.clocks, now);
-                    let slack = bundle.slack(&self.clocks, now, bundle.min_finish);
-                    if !done_at_event(remaining, slack, bundle.rate(&self.clocks)) {
+                    if !bundle.done_at_event(&self.clocks, now, bundle.min_finish, remaining) {
                         break;
                     }
                     due.push(b);
