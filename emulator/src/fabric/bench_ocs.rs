@@ -456,15 +456,16 @@ fn quantile_us(v: &mut [i64], q: f64) -> f64 {
     v[i] as f64 / 1_000.0
 }
 
-/// [`GapExcess`] of `moves`, each matched to the call (`dark_at`, `up_at`)
-/// whose `up_at` is the latest at most [`EDGE_SLACK`] after its first new
-/// packet's send time; a move whose old packet left more than that after
-/// the call's `dark_at` is left out (matched to the wrong call).
-fn gap_excess(moves: &[Move], calls: &[(u64, u64)]) -> GapExcess {
+/// [`GapExcess`] of `moves`, each matched to the call (destination,
+/// `dark_at`, `up_at`) whose `up_at` is the latest at most [`EDGE_SLACK`]
+/// after its first new packet's send time; a move whose old packet left
+/// more than that after the call's `dark_at` is left out (matched to the
+/// wrong call).
+fn gap_excess(moves: &[Move], calls: &[(usize, u64, u64)]) -> GapExcess {
     let (mut old, mut new, mut transit) = (Vec::new(), Vec::new(), Vec::new());
     for m in moves {
-        let i = calls.partition_point(|&(_, up_at)| up_at <= m.new.0 + EDGE_SLACK.0);
-        let Some(&(dark_at, up_at)) = i.checked_sub(1).and_then(|i| calls.get(i)) else {
+        let i = calls.partition_point(|&(_, _, up_at)| up_at <= m.new.0 + EDGE_SLACK.0);
+        let Some(&(_, dark_at, up_at)) = i.checked_sub(1).and_then(|i| calls.get(i)) else {
             continue;
         };
         if m.old.0 > dark_at + EDGE_SLACK.0 {
@@ -641,13 +642,7 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         gaps_us: moves.iter().map(|m| us(m.dark_ns)).collect(),
         gaps_sent_us: moves.iter().map(|m| us(m.dark_sent_ns)).collect(),
         silences_us: moves.iter().map(|m| us(m.silence_ns)).collect(),
-        excess: ebpf.then(|| {
-            let calls: Vec<(u64, u64)> = moved
-                .iter()
-                .map(|&(_, down_at, up_at)| (down_at, up_at))
-                .collect();
-            gap_excess(&moves, &calls)
-        }),
+        excess: ebpf.then(|| gap_excess(&moves, &moved)),
     })
 }
 
@@ -1195,7 +1190,7 @@ mod tests {
             old,
             new,
         };
-        let calls = [(10_000_000, 11_000_000), (20_000_000, 21_000_000)];
+        let calls = [(1, 10_000_000, 11_000_000), (0, 20_000_000, 21_000_000)];
         let moves = [
             // Sent 3 µs before the write, 10 µs in transit; the new packet
             // 5 µs after up_at, 14 µs in transit.
