@@ -401,12 +401,14 @@ pub enum Command {
         /// The flow.
         flow: FlowId,
     },
-    /// Pause a flow between two writes (its connection stays open).
+    /// Pause a flow between two writes (its connection stays open). A
+    /// flow that has written its last byte ends as usual.
     HoldFlow {
         /// The flow.
         flow: FlowId,
     },
-    /// Change a flow's pacing rate (`None`: unpaced).
+    /// Change a flow's pacing rate (`None`: unpaced), at once, also
+    /// during a wait for the pacer.
     SetRate {
         /// The flow.
         flow: FlowId,

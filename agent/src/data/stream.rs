@@ -60,25 +60,29 @@ where
     let mut buf = vec![0u8; WRITE_BUF];
     let mut end = header.sent_at;
     loop {
+        // Every byte handed over: a hold has nothing left to stop. The
+        // scheduler reads the flow as sent from its heartbeats, so a policy
+        // that plans by bytes left (Sunflow) would never release it again.
+        if s.source.remaining() == 0 {
+            break;
+        }
         // A closed controller (the agent is stopping) leaves the flow as it is.
         if s.control.has_changed().unwrap_or(false) {
-            let c = *s.control.borrow_and_update();
-            pacer.set_rate(c.rate, clock::now());
-            if !c.released {
-                s.counters.set_state(FlowState::Held);
-                wait_released(s.control).await?;
-                s.counters.set_state(FlowState::Active);
-                let rate = s.control.borrow_and_update().rate;
-                pacer = Pacer::new(rate, clock::now());
-            }
+            follow(&mut pacer, s.control, s.counters).await?;
         }
         let want = pacer.write_size(buf.len());
         let n = s.source.fill(&mut buf[..want]);
         if n == 0 {
             break;
         }
+        // A new rate or a hold ends the wait for the pacer: a write of a
+        // flow paced at a few bytes per second waits for seconds, and the
+        // scheduler's next rate must not wait behind it.
         while let Some(wait) = pacer.admit(clock::now(), n) {
-            tokio::time::sleep(wait).await;
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                Ok(()) = s.control.changed() => follow(&mut pacer, s.control, s.counters).await?,
+            }
         }
         w.write_all(&buf[..n]).await?;
         s.counters.add(n as u64);
@@ -87,6 +91,26 @@ where
     w.shutdown().await?;
     let ack: DataAck = read_frame(r, &mut scratch).await?.ok_or(DataError::NoAck)?;
     Ok((header.sent_at, end, ack))
+}
+
+/// Follows the controller's latest word: its rate from now on, and if it
+/// holds the flow, waits for the release (with a new pacer from then on:
+/// no credit, no debt).
+async fn follow(
+    pacer: &mut Pacer,
+    control: &mut watch::Receiver<FlowControl>,
+    counters: &FlowCounters,
+) -> Result<(), DataError> {
+    let c = *control.borrow_and_update();
+    pacer.set_rate(c.rate, clock::now());
+    if !c.released {
+        counters.set_state(FlowState::Held);
+        wait_released(control).await?;
+        counters.set_state(FlowState::Active);
+        let rate = control.borrow_and_update().rate;
+        *pacer = Pacer::new(rate, clock::now());
+    }
+    Ok(())
 }
 
 /// Receives one flow: reads the header, CRCs the payload as it arrives,
@@ -168,22 +192,40 @@ mod tests {
     use crate::protocol::{JobId, PartitionId};
     use ocslab_emulator::HostId;
 
-    fn header(bytes: u64) -> Vec<u8> {
-        let h = DataHeader {
+    fn header_of(bytes: u64) -> DataHeader {
+        DataHeader {
             version: PROTOCOL_VERSION,
             flow: FlowId(1),
             from: HostId { rack: 0, host: 0 },
-            partition: PartitionId {
-                job: JobId(1),
-                map: 0,
-                reduce: 0,
-                seed: 1,
-            },
+            partition: partition(),
             bytes: Bytes(bytes),
             sent_at: Nanos(0),
-        };
+        }
+    }
+
+    fn partition() -> PartitionId {
+        PartitionId {
+            job: JobId(1),
+            map: 0,
+            reduce: 0,
+            seed: 1,
+        }
+    }
+
+    /// What a receiver answers to a flow of `bytes` that arrived whole.
+    fn ack_of(bytes: u64) -> Vec<u8> {
         let mut out = Vec::new();
-        crate::frame::encode_frame(&h, &mut out).expect("encode");
+        let ack = DataAck {
+            bytes: Bytes(bytes),
+            ok: true,
+        };
+        crate::frame::encode_frame(&ack, &mut out).expect("encode");
+        out
+    }
+
+    fn header(bytes: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        crate::frame::encode_frame(&header_of(bytes), &mut out).expect("encode");
         out
     }
 
@@ -212,16 +254,112 @@ mod tests {
         assert_eq!((ack.bytes, ack.ok), (Bytes(100), false));
     }
 
+    /// Content that holds its flow as it hands over its last bytes: the
+    /// scheduler's hold arriving between the last write and the end.
+    struct HeldAtTheEnd {
+        inner: content::PartitionContent,
+        control: watch::Sender<FlowControl>,
+    }
+
+    impl ContentSource for HeldAtTheEnd {
+        fn fill(&mut self, out: &mut [u8]) -> usize {
+            let n = self.inner.fill(out);
+            if self.inner.remaining() == 0 {
+                self.control.send_modify(|c| c.released = false);
+            }
+            n
+        }
+        fn remaining(&self) -> u64 {
+            self.inner.remaining()
+        }
+    }
+
+    /// Found by running `sunflow` on real bytes: a flow held after its
+    /// last write waited for a release that never came (the scheduler saw
+    /// no bytes left, so planned no circuit for it), and its reduce with it.
+    /// A flow with nothing left to write now ends whatever its hold.
+    #[tokio::test]
+    async fn a_hold_after_the_last_write_does_not_stop_the_flow() {
+        let bytes = 3 * WRITE_BUF as u64 + 10;
+        let (control, mut rx) = watch::channel(FlowControl {
+            released: true,
+            rate: None,
+        });
+        let mut source = HeldAtTheEnd {
+            inner: content::PartitionContent::new(&partition(), Bytes(bytes)),
+            control,
+        };
+        let table = FlowTable::default();
+        let reg = table.register(FlowId(1), FlowRole::Sender, FlowState::Active);
+        let acked = ack_of(bytes);
+        let (mut r, mut w) = (&acked[..], Vec::new());
+        let sending = Sending {
+            source: &mut source,
+            control: &mut rx,
+            counters: reg.counters(),
+            started: |_| {},
+        };
+        let sent = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            send(&mut r, &mut w, header_of(bytes), sending),
+        )
+        .await
+        .expect("the flow ends though held")
+        .expect("sent");
+        assert_eq!((sent.2.bytes, sent.2.ok), (Bytes(bytes), true));
+        assert!(!rx.borrow().released, "the hold did arrive");
+        assert_eq!(reg.counters().bytes(), bytes);
+    }
+
+    /// Found by running `varys` on real bytes: MADD paced a flow at 1,251
+    /// bit/s for a moment, its next 8 KiB write waited 52 s for the pacer,
+    /// and the faster rate set 0.3 s later waited behind it (a 1.6 MB flow
+    /// took 59 s, its job's makespan 61 s against 14 s). The wait now ends
+    /// at a new rate. Tokio's clock is paused, so the test needs no real
+    /// sleep when it passes; the old wait took 8 s of real time here (the
+    /// pacer reads the real clock) and failed the bound.
+    #[tokio::test(start_paused = true)]
+    async fn a_new_rate_ends_a_long_wait_for_the_pacer() {
+        let bytes = 64 * 1024;
+        // 1,000 B/s: the second 8 KiB write waits about 8 s.
+        let (control, mut rx) = watch::channel(FlowControl {
+            released: true,
+            rate: Some(ocslab_emulator::Bps(8_000)),
+        });
+        let mut source = content::PartitionContent::new(&partition(), Bytes(bytes));
+        let table = FlowTable::default();
+        let reg = table.register(FlowId(1), FlowRole::Sender, FlowState::Active);
+        let acked = ack_of(bytes);
+        let (mut r, mut w) = (&acked[..], Vec::new());
+        let start = tokio::time::Instant::now();
+        // Unpaced 1 ms in (virtual time), while the sender waits.
+        let steer = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            control.send_modify(|c| c.rate = None);
+            control
+        });
+        let sending = Sending {
+            source: &mut source,
+            control: &mut rx,
+            counters: reg.counters(),
+            started: |_| {},
+        };
+        send(&mut r, &mut w, header_of(bytes), sending)
+            .await
+            .expect("sent");
+        let took = start.elapsed();
+        drop(steer.await.expect("the steering task"));
+        assert_eq!(reg.counters().bytes(), bytes);
+        assert!(
+            took < std::time::Duration::from_millis(100),
+            "the flow took {took:?} (paused clock) though its rate was lifted 1 ms in"
+        );
+    }
+
     #[tokio::test]
     async fn the_true_content_is_verified_and_a_flipped_byte_is_not() {
-        let p = PartitionId {
-            job: JobId(1),
-            map: 0,
-            reduce: 0,
-            seed: 1,
-        };
         let mut content = vec![0u8; 70_000];
-        content::PartitionContent::new(&p, Bytes(70_000)).fill(&mut content);
+        content::PartitionContent::new(&partition(), Bytes(70_000)).fill(&mut content);
         for flip in [None, Some(69_999)] {
             let mut input = header(70_000);
             let mut body = content.clone();
