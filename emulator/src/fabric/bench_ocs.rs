@@ -37,9 +37,11 @@
 //!   placed in its pair's slot from its send and receive times; the
 //!   figures are the packets on the wrong path ([`PathCheck`]: circuit
 //!   packets outside their slots, and packets that took EPS while their
-//!   pair's circuit was usable from their send to their receive time), and
-//!   how far the first and last packet of each
-//!   slot inside a burst are from the slot's usable window.
+//!   pair's circuit was usable from their send to their receive time),
+//!   how far the first and last packet of each slot inside a burst are
+//!   from the slot's usable window, and how far from the schedule each
+//!   window's edges can be, from the packets that bracket them
+//!   (`WindowEdges`), where the probe watched the edge (`watched`).
 //! - [`call_latency`]: how long a reconfiguration call spends changing the
 //!   kernel, with no probe traffic (δ = 0, so no call waits).
 //! - [`circuit_goodput`]: one marked TCP stream through one circuit.
@@ -793,6 +795,17 @@ pub struct RotorFigures {
     pub open_error_us: [f64; 3],
     /// window close − last packet's send time, p50 / p99 / max, µs.
     pub close_error_us: [f64; 3],
+    /// Of the measured windows' openings and closings, those the probe
+    /// watched (`watched`: no gap over [`WATCH_GAP`] between its packets'
+    /// send times, nor between their receive times, within [`WATCH_SPAN`]
+    /// of the edge) and bracketed (`WindowEdges`). The others fell in a
+    /// stall of every sender, or of the path, such as the box's timer tick.
+    pub edges_watched: [usize; 2],
+    /// Over the watched openings: how far the opening could be from the
+    /// schedule's, given its bracket (the farther end), p50 / p99 / max, µs.
+    pub watched_open_bound_us: [f64; 3],
+    /// The same over the watched closings.
+    pub watched_close_bound_us: [f64; 3],
     /// Median over windows of the mean time between the circuit packets
     /// sent in one window, µs: the resolution at its edges.
     pub probe_spacing_us: f64,
@@ -852,7 +865,12 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
 
     let period = schedule.period().0;
     // Per window: the first and last circuit packet's send times, and how many.
-    let mut windows: std::collections::BTreeMap<(u64, usize), (u64, u64, u64)> = Default::default();
+    // Per window: the circuit packets' first and last send times, how many,
+    // and the first receive time.
+    let mut windows: std::collections::BTreeMap<(u64, usize), CircuitSpan> = Default::default();
+    // Per slot (its rack's destination index), the packets to that rack
+    // that took EPS, as (sent, seen).
+    let mut fell_back: Vec<Vec<(u64, u64)>> = vec![Vec::new(); to.len()];
     let mut paths = PathCheck::default();
     let mut transit = histogram()?;
     for a in arrivals.iter().filter(|a| a.sent >= epoch.0) {
@@ -861,21 +879,42 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
         if !a.over_circuit() {
             let inside = schedule.holding_window(0, 0, want, Nanos(sent), Nanos(seen));
             paths.count_eps(inside.is_some());
+            if let Some(v) = fell_back.get_mut(a.dst) {
+                v.push((sent, seen));
+            }
             continue;
         }
         record(&mut transit, seen.saturating_sub(sent).max(1))?;
         let window = schedule.usable_window(0, 0, want, Nanos(sent), Nanos(seen));
         paths.count_circuit(window.is_none());
         if let Some(w) = window {
-            let e = windows.entry(w).or_insert((sent, sent, 0));
-            e.0 = e.0.min(sent);
-            e.1 = e.1.max(sent);
-            e.2 += 1;
+            windows
+                .entry(w)
+                .and_modify(|c| c.add(sent, seen))
+                .or_insert(CircuitSpan::new(sent, seen));
         }
     }
+    for v in &mut fell_back {
+        v.sort_unstable();
+    }
+    // Every received packet's send and receive time, either path: the
+    // probe's stream at both ends.
+    let stream = |at: fn(&probe::Arrival) -> u64| {
+        let mut v: Vec<u64> = arrivals
+            .iter()
+            .filter(|a| a.sent >= epoch.0)
+            .map(|a| at(a) - epoch.0)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let (sends, seens) = (stream(|a| a.sent), stream(|a| a.seen));
+    let watched_at = |edge: u64| watched(&sends, edge) && watched(&seens, edge);
     let (mut open, mut close, mut spacing) = (histogram()?, histogram()?, histogram()?);
+    let (mut open_bound, mut close_bound) = (histogram()?, histogram()?);
+    let mut edges_watched = [0, 0];
     let mut windows_measured = 0;
-    for (&(k, s), &(first, last, n)) in &windows {
+    for (&(k, s), c) in &windows {
         let start = k * period + schedule.slot_start(s).0;
         let open_at = start + schedule.slots()[s].ports[0].dark.0;
         let close_at = start + schedule.slots()[s].length.0;
@@ -885,11 +924,20 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
             continue;
         }
         windows_measured += 1;
-        if n > 1 {
-            record(&mut spacing, ((last - first) / (n - 1)).max(1))?;
+        if c.n > 1 {
+            record(&mut spacing, ((c.last_sent - c.first_sent) / (c.n - 1)).max(1))?;
         }
-        record(&mut open, first.abs_diff(open_at).max(1))?;
-        record(&mut close, close_at.saturating_sub(last).max(1))?;
+        record(&mut open, c.first_sent.abs_diff(open_at).max(1))?;
+        record(&mut close, close_at.saturating_sub(c.last_sent).max(1))?;
+        let edges = WindowEdges::bracket(c, &fell_back[s], start, period);
+        if let (true, Some(b)) = (watched_at(open_at), edges.open) {
+            edges_watched[0] += 1;
+            record(&mut open_bound, farthest(open_at, b).max(1))?;
+        }
+        if let (true, Some(b)) = (watched_at(close_at), edges.close) {
+            edges_watched[1] += 1;
+            record(&mut close_bound, farthest(close_at, b).max(1))?;
+        }
     }
     let three = |h: &Histogram<u64>| [pct(h, 0.5), pct(h, 0.99), us(h.max())];
     Ok(RotorFigures {
@@ -901,10 +949,120 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
         paths,
         open_error_us: three(&open),
         close_error_us: three(&close),
+        edges_watched,
+        watched_open_bound_us: three(&open_bound),
+        watched_close_bound_us: three(&close_bound),
         probe_spacing_us: pct(&spacing, 0.5),
         transit_p50_us: pct(&transit, 0.5),
         set_schedule_us,
     })
+}
+
+/// The circuit packets of one rotor window: send times of the first and
+/// last, how many, and the first receive time.
+#[derive(Clone, Copy, Debug)]
+struct CircuitSpan {
+    first_sent: u64,
+    last_sent: u64,
+    n: u64,
+    first_seen: u64,
+}
+
+impl CircuitSpan {
+    fn new(sent: u64, seen: u64) -> CircuitSpan {
+        CircuitSpan {
+            first_sent: sent,
+            last_sent: sent,
+            n: 1,
+            first_seen: seen,
+        }
+    }
+
+    fn add(&mut self, sent: u64, seen: u64) {
+        self.first_sent = self.first_sent.min(sent);
+        self.last_sent = self.last_sent.max(sent);
+        self.n += 1;
+        self.first_seen = self.first_seen.min(seen);
+    }
+}
+
+/// Where a rotor window's edges lay, as its probe packets bracket them, each
+/// as (after, by). The datapath decides a packet's path at some instant
+/// between its send and its receive time: over the circuit if it is usable
+/// then, else EPS. So the circuit became usable by the time the first
+/// packet that crossed it was received, and after every packet to its rack
+/// that fell back to EPS and was received before the last crossing was
+/// sent (that packet was decided before the closing, so before the
+/// opening). It stopped being usable after the last crossing was sent, and
+/// by the time the first packet to its rack sent after the first crossing
+/// was received (decided after the opening, so after the closing) fell
+/// back. `None`: no packet fell back on that side.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct WindowEdges {
+    open: Option<(u64, u64)>,
+    close: Option<(u64, u64)>,
+}
+
+impl WindowEdges {
+    /// The brackets of a window that starts its slot at `start` from its
+    /// circuit packets `c` and the packets to its rack that took EPS
+    /// (`fell_back`, (sent, seen) sorted), looking up to a `period` after
+    /// the slot's start.
+    fn bracket(c: &CircuitSpan, fell_back: &[(u64, u64)], start: u64, period: u64) -> WindowEdges {
+        let sent_in = |from: u64, to: u64| {
+            let i = fell_back.partition_point(|&(sent, _)| sent < from);
+            fell_back[i..].iter().take_while(move |&&(sent, _)| sent < to)
+        };
+        let open = sent_in(start, c.last_sent)
+            .filter(|&&(_, seen)| seen <= c.last_sent)
+            .map(|&(sent, _)| sent)
+            .max()
+            .map(|after| (after, c.first_seen));
+        let close = sent_in(c.first_seen, start + period)
+            .map(|&(_, seen)| seen)
+            .min()
+            .map(|by| (c.last_sent, by));
+        WindowEdges { open, close }
+    }
+}
+
+/// How far an edge bracketed by (after, by] can be from `at`: the farther end.
+fn farthest(at: u64, (after, by): (u64, u64)) -> u64 {
+    at.abs_diff(after).max(at.abs_diff(by))
+}
+
+/// The longest gap between the probe's packets at an edge it watched: the
+/// probe's spacing bound (`ocslab bench ocs` promises at most 5 µs).
+pub const WATCH_GAP: Nanos = Nanos(5_000);
+
+/// How far either side of an edge the probe must be dense for the edge to
+/// count as watched: the accuracy the rotor's edges are held to.
+pub const WATCH_SPAN: Nanos = Nanos(10_000);
+
+/// Whether a stream of the probe's packets, at times `at` (sorted: send
+/// or receive times), watched the instant `edge`: no gap over [`WATCH_GAP`]
+/// between consecutive packets (the last one before the span and the first
+/// after it included) overlaps [`WATCH_SPAN`] either side of `edge`. The
+/// box's timer tick stops every core at once for 20–90 µs every 4 ms here
+/// (HZ = 250, in a VM); an edge inside such a stall is seen by no sender,
+/// whatever the datapath did.
+fn watched(at: &[u64], edge: u64) -> bool {
+    let (from, to) = (edge.saturating_sub(WATCH_SPAN.0), edge + WATCH_SPAN.0);
+    let i = at.partition_point(|&t| t <= from);
+    let (Some(&before), Some(&after)) = (i.checked_sub(1).and_then(|j| at.get(j)), at.get(i)) else {
+        return false;
+    };
+    let mut last = before;
+    for &t in std::iter::once(&after).chain(&at[i + 1..]) {
+        if t - last > WATCH_GAP.0 {
+            return false;
+        }
+        if t > to {
+            return true;
+        }
+        last = t;
+    }
+    false
 }
 
 /// How long each burst of [`rotor`]'s probe lasts.
@@ -927,14 +1085,18 @@ fn rotor_schedule(racks: u32, slot: Nanos, delay: Nanos) -> Result<Schedule, Ben
 /// window's opening and closing meet dense packets. With `lag` under δ
 /// they start in the slot's dark time and go on past its end, into the
 /// next slot's dark time. The eighth packet goes to another rack in turn;
-/// those must take EPS.
+/// those must take EPS. Near an edge (in the slot's dark time, or within
+/// `lag` of its end) every packet goes to the slot's rack: those that fall
+/// back to EPS there bracket the edge ([`WindowEdges`]).
 fn follow(schedule: Schedule, epoch: Nanos, lag: Nanos) -> probe::Aim {
     Arc::new(move |now: Nanos, n: u64, aligned: bool| {
-        let (slot, _) = schedule.slot_at(Nanos(now.0.saturating_sub(epoch.0 + lag.0)));
+        let (slot, into) = schedule.slot_at(Nanos(now.0.saturating_sub(epoch.0 + lag.0)));
+        let s = &schedule.slots()[slot];
+        let near_edge = into < s.ports[0].dark || into.0 + lag.0 >= s.length.0;
         // The eighth packets go in turn to the two other racks, unless
-        // aligned to a window's edge.
+        // aligned to a window's edge or near one.
         let k = n + 1;
-        if k.is_multiple_of(8) && !aligned {
+        if k.is_multiple_of(8) && !aligned && !near_edge {
             slot + 1 + (k as usize / 8) % 2
         } else {
             slot
@@ -1285,6 +1447,70 @@ mod tests {
         assert_eq!(align(us(1_046.0), 1), Some(us(1_059.8)), "sender 1 further out");
     }
 
+    /// A window from 10 to 50 µs of a slot starting at 0 (period 150 µs):
+    /// the opening lies after the last packet to its rack that fell back
+    /// and was received before the last crossing was sent, and by the first
+    /// crossing's receipt; the closing after the last crossing was sent and
+    /// by the receipt of the first that fell back after the first crossing.
+    #[test]
+    fn a_window_edge_lies_between_the_packets_on_either_side_of_it() {
+        let us = |n: u64| n * 1_000;
+        let crossed = CircuitSpan {
+            first_sent: us(10),
+            last_sent: us(47),
+            n: 20,
+            first_seen: us(12),
+        };
+        let fell_back = [
+            (us(2), us(4)),
+            (us(8), us(11)),  // the last before the opening
+            (us(20), us(60)), // held past the closing: decided after it
+            (us(48), us(52)),
+            (us(49), us(51)),   // received first after the closing
+            (us(160), us(162)), // the next period's dark time
+        ];
+        let edges = WindowEdges::bracket(&crossed, &fell_back, 0, us(150));
+        assert_eq!(edges.open, Some((us(8), us(12))));
+        assert_eq!(edges.close, Some((us(47), us(51))));
+        assert_eq!(farthest(us(10), (us(8), us(12))), us(2));
+        assert_eq!(farthest(us(50), (us(47), us(51))), us(3));
+        // A circuit that opened 20 µs late: packets sent until then fell back.
+        let late = [(us(8), us(11)), (us(29), us(31))];
+        let edges = WindowEdges::bracket(&crossed, &late, 0, us(150));
+        assert_eq!(farthest(us(10), edges.open.expect("bracketed")), us(19));
+        // Nothing fell back: no bracket.
+        let edges = WindowEdges::bracket(&crossed, &[], 0, us(150));
+        assert_eq!(edges, WindowEdges::default());
+    }
+
+    /// An edge is watched when the probe's sends leave no gap over 5 µs
+    /// within 10 µs of it, counting the gaps into and out of that span.
+    #[test]
+    fn an_edge_is_watched_only_with_no_gap_in_the_probe_near_it() {
+        let us = |n: u64| n * 1_000;
+        let dense: Vec<u64> = (5..=40).map(|k| us(k * 2)).collect(); // 10..80 µs, 2 µs apart
+        assert!(watched(&dense, us(40)));
+        assert!(watched(&dense, us(20)), "sent at the span's start");
+        assert!(!watched(&dense, us(15)), "the span starts before the first send");
+        assert!(!watched(&dense, us(75)), "the span ends after the last send");
+        // A 6 µs stall, from 50 to 56 µs.
+        let stalled: Vec<u64> = dense
+            .iter()
+            .copied()
+            .filter(|&t| t <= us(50) || t >= us(56))
+            .collect();
+        assert!(
+            !watched(&stalled, us(45)),
+            "the stall is within 10 µs after the edge"
+        );
+        assert!(!watched(&stalled, us(62)), "and within 10 µs before this one");
+        assert!(watched(&stalled, us(30)), "it ends 20 µs before the stall");
+        assert!(watched(&stalled, us(66)), "it starts just after the stall");
+        // A 5 µs gap is within the bound.
+        let gap5: Vec<u64> = vec![us(30), us(35), us(40), us(45), us(50), us(55)];
+        assert!(watched(&gap5, us(42)));
+    }
+
     /// Three 50 µs slots from an epoch at 1 ms, followed 5 µs late: seven
     /// packets in eight go to the slot's rack, the eighth elsewhere.
     #[test]
@@ -1302,11 +1528,14 @@ mod tests {
                 .collect::<Vec<usize>>()
         };
         // Slot 1 began 4 µs ago: still slot 0's rack. 6 µs ago: slot 1's.
-        assert_eq!(at(us(1_054)), vec![0, 0, 0, 0, 0, 0, 0, 2]);
-        assert_eq!(at(us(1_056)), vec![1, 1, 1, 1, 1, 1, 1, 2]);
+        // Near those edges the eighth packet goes there too.
+        assert_eq!(at(us(1_054)), vec![0; 8]);
+        assert_eq!(at(us(1_056)), vec![1; 8]);
+        // Mid-window the eighth goes elsewhere.
+        assert_eq!(at(us(1_030)), vec![0, 0, 0, 0, 0, 0, 0, 2]);
         // The next period's slot 2; the eighth goes to the others in turn.
-        let eighth: Vec<usize> = (0..3).map(|_| at(us(1_260))[7]).collect();
-        assert_eq!(at(us(1_260))[..7], [2; 7]);
-        assert_eq!(eighth, vec![1, 0, 1]);
+        let eighth: Vec<usize> = (0..3).map(|_| at(us(1_280))[7]).collect();
+        assert_eq!(at(us(1_280))[..7], [2; 7]);
+        assert_eq!(eighth, vec![0, 1, 0]);
     }
 }

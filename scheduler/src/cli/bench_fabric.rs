@@ -358,12 +358,18 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 load,
             })?;
             say(format!(
-                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; {} on EPS, {} of them inside their pair's window; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); schedule set in {:.1} µs",
+                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; {} on EPS, {} of them inside their pair's window; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); watched and bracketed by the probe (no gap over {:.0} µs within {:.0} µs): {} of {} openings, each within p50/p99/max {:.1}/{:.1}/{:.1} µs of the schedule, {} of {} closings, within {:.1}/{:.1}/{:.1} µs; schedule set in {:.1} µs",
                 r.racks, a.rotor_slot_us, a.rotor_delay_us, if load { "busy" } else { "idle" },
                 r.windows_seen, r.windows_measured, r.paths.circuit_packets, r.paths.circuit_outside, r.paths.eps_packets, r.paths.eps_inside,
                 r.open_error_us[0], r.open_error_us[1], r.open_error_us[2],
                 r.close_error_us[0], r.close_error_us[1], r.close_error_us[2],
-                r.probe_spacing_us, r.transit_p50_us, r.set_schedule_us
+                r.probe_spacing_us, r.transit_p50_us,
+                bench_ocs::WATCH_GAP.as_secs_f64() * 1e6, bench_ocs::WATCH_SPAN.as_secs_f64() * 1e6,
+                r.edges_watched[0], r.windows_measured,
+                r.watched_open_bound_us[0], r.watched_open_bound_us[1], r.watched_open_bound_us[2],
+                r.edges_watched[1], r.windows_measured,
+                r.watched_close_bound_us[0], r.watched_close_bound_us[1], r.watched_close_bound_us[2],
+                r.set_schedule_us
             ));
             report.rotor.push(r);
         }
