@@ -28,9 +28,11 @@
 //!   there on. The dark time of a move is the gap between the
 //!   last packet that crossed the old circuit and the first that crossed
 //!   the new one, from the kernel's receive timestamps at the destinations
-//!   (TTL tells the path). Every packet's path is also checked against
-//!   each move's `down_at` and `up_at` ([`PathCheck`]). Also: how long
-//!   the reconfiguration call took.
+//!   (TTL tells the path); p99 over every move, and over the moves whose
+//!   `down_at` and `up_at` the probe watched (`watched`: the box's timer
+//!   tick silences every sender at once now and then). Every packet's path
+//!   is also checked against each move's `down_at` and `up_at`
+//!   ([`PathCheck`]). Also: how long the reconfiguration call took.
 //! - [`rotor`]: a 4-rack rotor schedule followed by the datapath alone,
 //!   and by the probe in bursts, which sends most packets to the rack of
 //!   the slot in progress. Each probe packet that crossed a circuit is
@@ -377,12 +379,15 @@ pub struct DarkFigures {
     /// (send to receive): marked traffic falling back while the port is
     /// dark, and the probe looking inside the dark time.
     pub eps_while_dark: usize,
-    /// Moves at whose edges the probe itself was silent for more than
-    /// three of one sender's packets (`probe_send_us`): every sender
-    /// stalled there, not the datapath.
-    pub stalled_moves: usize,
-    /// Dark time p99 over the other moves, µs.
-    pub dark_p99_steady_us: f64,
+    /// Moves the probe watched at both edges (`down_at` and `up_at` of
+    /// the call that made it): no gap over [`WATCH_GAP`] between its
+    /// packets' send times within [`WATCH_SPAN`] of either. At the others
+    /// every sender stalled at once (the box's timer tick).
+    pub watched_moves: usize,
+    /// Dark time p99 over the watched moves, µs.
+    pub dark_p99_watched_us: f64,
+    /// Whether that p99 is within the target.
+    pub watched_within_target: bool,
     /// Shortest dark time, µs.
     pub dark_min_us: f64,
     /// Dark time p50, µs.
@@ -459,20 +464,14 @@ fn quantile_us(v: &mut [i64], q: f64) -> f64 {
 }
 
 /// [`GapExcess`] of `moves`, each matched to the call (destination,
-/// `dark_at`, `up_at`) whose `up_at` is the latest at most [`EDGE_SLACK`]
-/// after its first new packet's send time; a move whose old packet left
-/// more than that after the call's `dark_at` is left out (matched to the
-/// wrong call).
+/// `dark_at`, `up_at`) that made it ([`matched_call`]); a move matched to
+/// none is left out.
 fn gap_excess(moves: &[Move], calls: &[(usize, u64, u64)]) -> GapExcess {
     let (mut old, mut new, mut transit) = (Vec::new(), Vec::new(), Vec::new());
     for m in moves {
-        let i = calls.partition_point(|&(_, _, up_at)| up_at <= m.new.0 + EDGE_SLACK.0);
-        let Some(&(_, dark_at, up_at)) = i.checked_sub(1).and_then(|i| calls.get(i)) else {
+        let Some((_, dark_at, up_at)) = matched_call(m, calls) else {
             continue;
         };
-        if m.old.0 > dark_at + EDGE_SLACK.0 {
-            continue;
-        }
         let ns = |a: u64, b: u64| a as i64 - b as i64;
         old.push(ns(dark_at, m.old.0));
         new.push(ns(m.new.0, up_at));
@@ -487,16 +486,19 @@ fn gap_excess(moves: &[Move], calls: &[(usize, u64, u64)]) -> GapExcess {
     }
 }
 
+/// The call (destination, `dark_at`, `up_at`) that made move `m`: the one
+/// whose `up_at` is the latest at most [`EDGE_SLACK`] after its first new
+/// packet's send time, unless its old packet left more than that after the
+/// call's `dark_at` (then `m` is matched to the wrong call: `None`).
+fn matched_call(m: &Move, calls: &[(usize, u64, u64)]) -> Option<(usize, u64, u64)> {
+    let i = calls.partition_point(|&(_, _, up_at)| up_at <= m.new.0 + EDGE_SLACK.0);
+    let &call = calls.get(i.checked_sub(1)?)?;
+    (m.old.0 <= call.1 + EDGE_SLACK.0).then_some(call)
+}
+
 /// How far a gap's edge packet may be sent on the wrong side of its call's
 /// instants and still be matched to it.
 const EDGE_SLACK: Nanos = Nanos(50_000);
-
-/// How many of one sender's packets the probe may be silent for at a gap's
-/// edge before the move counts as a stall: a sender holding a packet for
-/// an edge (less than 1.5 packets, see [`probe::Align`]), then the packet,
-/// and the first packet over a circuit just up, which the kernel takes
-/// longer over (2–3 µs more here after δ = 10 ms).
-const STALL_PACKETS: f64 = 3.0;
 
 /// Reconfigurations made before measuring (one-time kernel allocations).
 const WARMUP_ROUNDS: u32 = 2;
@@ -609,11 +611,14 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         .count();
     let moves = dark_moves(&arrivals);
     let spacing = median(moves.iter().filter_map(|m| m.spacing_ns).map(us).collect());
-    let (mut dark, mut steady) = (histogram()?, histogram()?);
+    let sends = send_times(arrivals.iter(), 0);
+    let (mut dark, mut seen_whole) = (histogram()?, histogram()?);
     for m in &moves {
         record(&mut dark, m.dark_ns)?;
-        if us(m.silence_ns) <= STALL_PACKETS * probe_send_us {
-            record(&mut steady, m.dark_ns)?;
+        let watched = matched_call(m, &moved)
+            .is_some_and(|(_, down_at, up_at)| watched(&sends, down_at) && watched(&sends, up_at));
+        if watched {
+            record(&mut seen_whole, m.dark_ns)?;
         }
     }
     let delay_us = us(spec.delay.0);
@@ -625,8 +630,10 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         gaps_measured: moves.len(),
         paths,
         eps_while_dark,
-        stalled_moves: moves.len() - steady.len() as usize,
-        dark_p99_steady_us: pct(&steady, 0.99),
+        watched_moves: seen_whole.len() as usize,
+        dark_p99_watched_us: pct(&seen_whole, 0.99),
+        watched_within_target: !seen_whole.is_empty()
+            && (pct(&seen_whole, 0.99) - delay_us).abs() <= target_us,
         dark_min_us: us(dark.min()),
         dark_p50_us: pct(&dark, 0.5),
         dark_p99_us: p99,
@@ -797,9 +804,9 @@ pub struct RotorFigures {
     pub close_error_us: [f64; 3],
     /// Of the measured windows' openings and closings, those the probe
     /// watched (`watched`: no gap over [`WATCH_GAP`] between its packets'
-    /// send times, nor between their receive times, within [`WATCH_SPAN`]
-    /// of the edge) and bracketed (`WindowEdges`). The others fell in a
-    /// stall of every sender, or of the path, such as the box's timer tick.
+    /// send times within [`WATCH_SPAN`] of the edge) and bracketed
+    /// (`WindowEdges`). The others fell in a stall of every sender at once,
+    /// such as the box's timer tick.
     pub edges_watched: [usize; 2],
     /// Over the watched openings: how far the opening could be from the
     /// schedule's, given its bracket (the farther end), p50 / p99 / max, µs.
@@ -897,19 +904,7 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
     for v in &mut fell_back {
         v.sort_unstable();
     }
-    // Every received packet's send and receive time, either path: the
-    // probe's stream at both ends.
-    let stream = |at: fn(&probe::Arrival) -> u64| {
-        let mut v: Vec<u64> = arrivals
-            .iter()
-            .filter(|a| a.sent >= epoch.0)
-            .map(|a| at(a) - epoch.0)
-            .collect();
-        v.sort_unstable();
-        v
-    };
-    let (sends, seens) = (stream(|a| a.sent), stream(|a| a.seen));
-    let watched_at = |edge: u64| watched(&sends, edge) && watched(&seens, edge);
+    let sends = send_times(arrivals.iter().filter(|a| a.sent >= epoch.0), epoch.0);
     let (mut open, mut close, mut spacing) = (histogram()?, histogram()?, histogram()?);
     let (mut open_bound, mut close_bound) = (histogram()?, histogram()?);
     let mut edges_watched = [0, 0];
@@ -930,11 +925,11 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
         record(&mut open, c.first_sent.abs_diff(open_at).max(1))?;
         record(&mut close, close_at.saturating_sub(c.last_sent).max(1))?;
         let edges = WindowEdges::bracket(c, &fell_back[s], start, period);
-        if let (true, Some(b)) = (watched_at(open_at), edges.open) {
+        if let (true, Some(b)) = (watched(&sends, open_at), edges.open) {
             edges_watched[0] += 1;
             record(&mut open_bound, farthest(open_at, b).max(1))?;
         }
-        if let (true, Some(b)) = (watched_at(close_at), edges.close) {
+        if let (true, Some(b)) = (watched(&sends, close_at), edges.close) {
             edges_watched[1] += 1;
             record(&mut close_bound, farthest(close_at, b).max(1))?;
         }
@@ -1039,21 +1034,28 @@ pub const WATCH_GAP: Nanos = Nanos(5_000);
 /// count as watched: the accuracy the rotor's edges are held to.
 pub const WATCH_SPAN: Nanos = Nanos(10_000);
 
-/// Whether a stream of the probe's packets, at times `at` (sorted: send
-/// or receive times), watched the instant `edge`: no gap over [`WATCH_GAP`]
-/// between consecutive packets (the last one before the span and the first
-/// after it included) overlaps [`WATCH_SPAN`] either side of `edge`. The
-/// box's timer tick stops every core at once for 20–90 µs every 4 ms here
-/// (HZ = 250, in a VM); an edge inside such a stall is seen by no sender,
-/// whatever the datapath did.
-fn watched(at: &[u64], edge: u64) -> bool {
+/// The probe's packets' send times, sorted, less `offset` (none may be
+/// earlier): what [`watched`] reads.
+fn send_times<'a>(arrivals: impl Iterator<Item = &'a probe::Arrival>, offset: u64) -> Vec<u64> {
+    let mut sends: Vec<u64> = arrivals.map(|a| a.sent - offset).collect();
+    sends.sort_unstable();
+    sends
+}
+
+/// Whether the probe, whose packets were sent at `sends` (sorted), watched
+/// the instant `edge`: no gap over [`WATCH_GAP`] between consecutive sends
+/// (the last one before the span and the first after it included) overlaps
+/// [`WATCH_SPAN`] either side of `edge`. The box's timer tick stops every
+/// core at once for 20–90 µs every 4 ms here (HZ = 250, in a VM); an edge
+/// inside such a stall is seen by no sender, whatever the datapath does.
+fn watched(sends: &[u64], edge: u64) -> bool {
     let (from, to) = (edge.saturating_sub(WATCH_SPAN.0), edge + WATCH_SPAN.0);
-    let i = at.partition_point(|&t| t <= from);
-    let (Some(&before), Some(&after)) = (i.checked_sub(1).and_then(|j| at.get(j)), at.get(i)) else {
+    let i = sends.partition_point(|&t| t <= from);
+    let (Some(&before), Some(&after)) = (i.checked_sub(1).and_then(|j| sends.get(j)), sends.get(i)) else {
         return false;
     };
     let mut last = before;
-    for &t in std::iter::once(&after).chain(&at[i + 1..]) {
+    for &t in std::iter::once(&after).chain(&sends[i + 1..]) {
         if t - last > WATCH_GAP.0 {
             return false;
         }

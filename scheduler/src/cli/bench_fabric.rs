@@ -236,7 +236,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
     };
     if a.parts.contains(&Part::Dark) {
         say(format!(
-            "{:<9} {:>8} {:<5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>10} {:>9} {:>9} {:>8}",
+            "{:<9} {:>8} {:<5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>11} {:>7} {:>9} {:>9} {:>8}",
             "datapath",
             "δ µs",
             "load",
@@ -246,8 +246,9 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
             "p99 µs",
             "max µs",
             "target",
-            "stalls",
-            "p99 steady",
+            "watched",
+            "p99 watched",
+            "target",
             "call p50",
             "call p99",
             "probe µs"
@@ -263,7 +264,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                         load,
                     })?;
                     say(format!(
-                        "{:<9} {:>8} {:<5} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10.1} {:>9.1} {:>9.1} {:>8.1}",
+                        "{:<9} {:>8} {:<5} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>11.1} {:>7} {:>9.1} {:>9.1} {:>8.1}",
                         dp.to_string(),
                         d,
                         if load { "busy" } else { "idle" },
@@ -273,8 +274,9 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                         f.dark_p99_us,
                         f.dark_max_us,
                         if f.within_target { "met" } else { "missed" },
-                        f.stalled_moves,
-                        f.dark_p99_steady_us,
+                        f.watched_moves,
+                        f.dark_p99_watched_us,
+                        if f.watched_within_target { "met" } else { "missed" },
                         f.call_p50_us,
                         f.call_p99_us,
                         f.probe_spacing_us
@@ -283,7 +285,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 }
             }
         }
-        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (eBPF: written ahead of the move, the probe waiting at its gate; tc-mirred: at the move, the probe sending); probe = mean time between circuit arrivals at the gap's edges, median over moves (the resolution); stalls = moves at whose edges the probe itself went silent for over three of one sender's packets; p99 steady = p99 over the other moves".into());
+        say("target: p99 dark time within max(1 % of δ, 10 µs) of δ; call = time the reconfiguration spent changing the kernel (eBPF: written ahead of the move, the probe waiting at its gate; tc-mirred: at the move, the probe sending); probe = mean time between circuit arrivals at the gap's edges, median over moves (the resolution); watched = moves whose both edges (down_at, up_at) the probe saw: no gap over 5 µs between its packets' send times within 10 µs of either; p99 watched = p99 over those (at the others every sender stalled at once, e.g. the box's timer tick)".into());
         for f in &report.dark {
             let p = &f.paths;
             say(format!(
@@ -358,7 +360,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 load,
             })?;
             say(format!(
-                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; {} on EPS, {} of them inside their pair's window; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); watched and bracketed by the probe (no gap over {:.0} µs within {:.0} µs): {} of {} openings, each within p50/p99/max {:.1}/{:.1}/{:.1} µs of the schedule, {} of {} closings, within {:.1}/{:.1}/{:.1} µs; schedule set in {:.1} µs",
+                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; {} on EPS, {} of them inside their pair's window; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); watched and bracketed by the probe (no gap over {:.0} µs between sends within {:.0} µs): {} of {} openings, each within p50/p99/max {:.1}/{:.1}/{:.1} µs of the schedule, {} of {} closings, within {:.1}/{:.1}/{:.1} µs; schedule set in {:.1} µs",
                 r.racks, a.rotor_slot_us, a.rotor_delay_us, if load { "busy" } else { "idle" },
                 r.windows_seen, r.windows_measured, r.paths.circuit_packets, r.paths.circuit_outside, r.paths.eps_packets, r.paths.eps_inside,
                 r.open_error_us[0], r.open_error_us[1], r.open_error_us[2],
