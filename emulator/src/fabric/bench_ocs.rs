@@ -382,7 +382,9 @@ pub struct DarkFigures {
     /// Moves the probe watched at both edges (`down_at` and `up_at` of
     /// the call that made it): no gap over [`WATCH_GAP`] between its
     /// packets' send times within [`WATCH_SPAN`] of either. At the others
-    /// every sender stalled at once (the box's timer tick).
+    /// every sender stalled at once: the box's timer tick, or after a long
+    /// δ the senders' first packets over the new circuit, whose path is
+    /// cold (6–9 µs in the send call after 10 ms).
     pub watched_moves: usize,
     /// Dark time p99 over the watched moves, µs.
     pub dark_p99_watched_us: f64,
