@@ -140,7 +140,7 @@ pub struct OcsArgs {
     /// Reconfiguration delays δ, microseconds.
     #[arg(long, value_delimiter = ',', default_value = "10,100,1000,10000")]
     pub delays_us: Vec<u64>,
-    /// Idle box, every core busy (one spinning thread per core), or both.
+    /// Idle box, every core busy (one spinning thread pinned to each core), or both.
     #[arg(long, value_enum, default_value_t = Load::Both)]
     pub load: Load,
     /// Circuit moves measured per run (after two unmeasured ones).
@@ -196,7 +196,7 @@ pub enum Part {
 pub enum Load {
     /// No load started.
     Idle,
-    /// One spinning thread per core.
+    /// One spinning thread pinned to each core.
     Busy,
     /// Idle, then busy.
     Both,
