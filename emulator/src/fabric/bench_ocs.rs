@@ -897,7 +897,6 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
     f.down()?;
 
     let period = schedule.period().0;
-    // Per window: the first and last circuit packet's send times, and how many.
     // Per window: the circuit packets' first and last send times, how many,
     // and the first receive time.
     let mut windows: std::collections::BTreeMap<(u64, usize), CircuitSpan> = Default::default();
