@@ -68,9 +68,9 @@ pub struct CpuLoad {
 
 impl CpuLoad {
     /// Starts one spinning thread on each core this process may run on,
-    /// pinned there (none if `on` is false). Unpinned, the scheduler now
-    /// and then put two on one core and left the other to the work
-    /// measured: TCP goodput beside them was bimodal (17 or 50 Gbit/s).
+    /// pinned there (none if `on` is false). Unpinned, the scheduler may
+    /// put two on one core and leave the other to the work measured, which
+    /// makes TCP goodput beside them bimodal (17 or 50 Gbit/s a run).
     pub fn start(on: bool) -> CpuLoad {
         let stop = Arc::new(AtomicBool::new(false));
         let cores = if on { allowed_cores() } else { Vec::new() };
@@ -638,13 +638,13 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
     let moves = dark_moves(&arrivals);
     let spacing = median(moves.iter().filter_map(|m| m.spacing_ns).map(us).collect());
     let sends = send_times(arrivals.iter(), 0);
-    let (mut dark, mut seen_whole) = (histogram()?, histogram()?);
+    let (mut dark, mut dark_watched) = (histogram()?, histogram()?);
     for m in &moves {
         record(&mut dark, m.dark_ns)?;
-        let watched = matched_call(m, &moved)
+        let both_edges = matched_call(m, &moved)
             .is_some_and(|(_, down_at, up_at)| watched(&sends, down_at) && watched(&sends, up_at));
-        if watched {
-            record(&mut seen_whole, m.dark_ns)?;
+        if both_edges {
+            record(&mut dark_watched, m.dark_ns)?;
         }
     }
     let delay_us = us(spec.delay.0);
@@ -656,10 +656,10 @@ pub fn dark_time(spec: DarkSpec) -> Result<DarkFigures, BenchError> {
         gaps_measured: moves.len(),
         paths,
         eps_while_dark,
-        watched_moves: seen_whole.len() as usize,
-        dark_p99_watched_us: pct(&seen_whole, 0.99),
-        watched_within_target: !seen_whole.is_empty()
-            && (pct(&seen_whole, 0.99) - delay_us).abs() <= target_us,
+        watched_moves: dark_watched.len() as usize,
+        dark_p99_watched_us: pct(&dark_watched, 0.99),
+        watched_within_target: !dark_watched.is_empty()
+            && (pct(&dark_watched, 0.99) - delay_us).abs() <= target_us,
         dark_min_us: us(dark.min()),
         dark_p50_us: pct(&dark, 0.5),
         dark_p99_us: p99,

@@ -368,10 +368,12 @@ impl Gate {
     }
 }
 
-/// Each probe receiver socket's buffer, bytes (`SO_RCVBUFFORCE`): the
-/// longest gate of `ocslab bench ocs` (δ = 10 ms) fills about 16 MiB of
-/// kernel memory (16,000 packets of about 1 KiB), and a receiver slowed
-/// by a busy box's load may carry several gates' worth.
+/// Each probe receiver socket's buffer, bytes (`SO_RCVBUFFORCE`). The
+/// receiver cannot run while the senders hold every core, so one socket
+/// takes a whole open gate: the longest of `ocslab bench ocs` (δ = 10 ms)
+/// fills about 16 MiB of kernel memory (16,000 packets of about 1 KiB),
+/// and a receiver slowed by a busy box's load may carry several gates'
+/// worth.
 pub const RECEIVE_BUFFER: usize = 256 << 20;
 
 /// How long a sender whose [`Gate`] is closed sleeps before it looks again.
@@ -477,13 +479,9 @@ impl DarkProbe {
             socket::setsockopt(&sock, sockopt::ReceiveTimestampns, &true)
                 .map_err(nix_err("SO_TIMESTAMPNS"))?;
             socket::setsockopt(&sock, sockopt::Ipv4RecvTtl, &true).map_err(nix_err("IP_RECVTTL"))?;
-            // The receiver cannot run while the senders hold every core,
-            // so one socket takes a whole open gate, and on a busy box it
-            // shares a core with the load between gates and falls behind
-            // by several. At 16 MiB it overflowed at δ = 10 ms and dropped
-            // the first packets over the new circuit (the bench then missed
-            // up to 36 of 100 moves). Root may exceed rmem_max; a failure
-            // only risks drops.
+            // Sized for a whole open gate and more (see RECEIVE_BUFFER): a
+            // full socket drops the first packets over a new circuit. Root
+            // may exceed rmem_max; a failure only risks drops.
             let _ = socket::setsockopt(&sock, sockopt::RcvBufForce, &RECEIVE_BUFFER);
             dsts.push(sock.local_addr().map_err(io_err("probe receiver address"))?);
             socks.push(sock);
