@@ -10,9 +10,9 @@
 //! max-min fair rates on what the classes before it left of every link.
 //! Each class keeps its own max-min solver ([`LinkLevels`], with the
 //! host-pair matrix where the fabric allows it), whose link capacities are
-//! what its turn finds: a class whose input did not move solves only what
-//! its own slots changed, resuming from its last solve as the shared solver
-//! does.
+//! what its turn finds: a class solved again resumes from its last solve
+//! as the shared solver does, from the first freeze that its own slots'
+//! changes or its links' new capacities reach.
 //!
 //! As in [`super::levels`], the allocation is held as levels: a slot's
 //! rate is the level of the link where its class's filling froze it (or

@@ -31,6 +31,12 @@
 //! rate, level and bottleneck is bit for bit what a solve from scratch
 //! gives (`levels`' tests run both side by side).
 //!
+//! A host link whose capacity changed is a touched link too: before its
+//! own freeze nothing reads its residual, which is its capacity less the
+//! same charges. Raised, it pre-empts nothing; lowered, it is followed as
+//! a link that gained flows. Only the snapshots hold residuals of the old
+//! capacity for it, which [`FreezeLog::rebase_snapshots`] recomputes.
+//!
 //! On FB2010 (150 ports, 44,462 solves, ~126 freezes each) the resume
 //! point is on average 58 % of the way along the last order. What comes
 //! after it is mostly the same order again, which the solve then tries to
@@ -63,6 +69,9 @@ pub struct FreezeLog {
     touched: Vec<bool>,
     touched_list: Vec<LinkId>,
     grew: Vec<bool>,
+    /// Host links whose capacity changed since the last solve (also
+    /// touched): a snapshot's residual for them is recomputed on restore.
+    recapacitated: Vec<LinkId>,
     /// Where each host link is in `order` (stale for a link not in it).
     position: Vec<u32>,
 }
@@ -104,6 +113,53 @@ impl FreezeLog {
                 self.touched_list.push(link);
             }
             self.grew[l] |= grew;
+        }
+    }
+
+    /// Host link `link`'s capacity changed since the last solve; it was
+    /// `lowered` or raised. Returns false, and changes nothing, for a link
+    /// the log does not follow (not a host link).
+    ///
+    /// At every freeze before its own, a host link's residual is its
+    /// capacity less what the freezes so far charged it, and no other
+    /// link's freeze reads it: the order holds up to that link as for a
+    /// touched one. Raised, its share is no smaller at each of those
+    /// freezes (float subtraction is monotone), so it pre-empts nothing;
+    /// lowered, it is followed along the order as a link that gained flows
+    /// is. Only the snapshots' residuals for it are off, until
+    /// [`FreezeLog::rebase_snapshots`].
+    pub fn recapacitate(&mut self, link: LinkId, lowered: bool) -> bool {
+        if link as usize >= self.links {
+            return false;
+        }
+        self.touch(link, lowered);
+        if !self.recapacitated.contains(&link) {
+            self.recapacitated.push(link);
+        }
+        true
+    }
+
+    /// Brings the residuals the snapshots before freeze `point` hold for
+    /// the recapacitated links to their new `capacity` (by link id), as a
+    /// solve from scratch with the current matrix reaches them there: the
+    /// same charges, in the same order, as `pair_matrix::charge_line`
+    /// makes. Right for any `point` no later than the resume point (no
+    /// such link froze, and no pair on one changed, before it).
+    pub fn rebase_snapshots(&mut self, capacity: &[f64], point: usize, pairs: &PairMatrix) {
+        let kept = (self.snapshots.len() / (2 * self.links).max(1)).min(point / self.every);
+        for &link in &self.recapacitated {
+            let c = link as usize;
+            let mut r = capacity[c];
+            for (k, &(l, level)) in self.order[..kept * self.every].iter().enumerate() {
+                let m = pairs.weight_between(l as usize, c) * 1.0;
+                if m != 0.0 {
+                    r -= m * level;
+                }
+                if (k + 1) % self.every == 0 {
+                    // Snapshot (k + 1) / every - 1 is of the state before freeze k + 1.
+                    self.snapshots[((k + 1) / self.every - 1) * 2 * self.links + c] = r;
+                }
+            }
         }
     }
 
@@ -260,5 +316,6 @@ impl FreezeLog {
             self.grew[l as usize] = false;
         }
         self.touched_list.clear();
+        self.recapacitated.clear();
     }
 }

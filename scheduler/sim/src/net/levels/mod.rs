@@ -43,9 +43,12 @@
 //! When every demand is in the matrix (below), a solve starts where the
 //! last one's freeze order stops holding (`freeze_log`) and
 //! goes on along that order as long as it still holds (each freeze the
-//! smallest share among the next few links of the order, levels never
-//! falling, no link left over its capacity), which ~95 % of FB2010's
-//! solves do; the others go back and fill with the heap.
+//! smallest share among the next few links of the order, its (level,
+//! link id) never below the last one's, as the heap takes them, no link
+//! left over its capacity), which ~95 % of FB2010's solves do; the others
+//! go back and fill with the heap. New capacities on host links (a
+//! class's solver gets them from the classes before it) are resumed
+//! across as well.
 //!
 //! On a fabric whose ToR links never bind, the uncapped demands between
 //! two hosts are kept as a host × host matrix ([`super::pair_matrix`])
@@ -507,14 +510,20 @@ impl LinkLevels {
 
     /// Link `link` now has `capacity` (bytes per second; a link that never
     /// binds still never limits a rate). Rates change at the next
-    /// [`LinkLevels::solve`], which starts from scratch: the last solve's
-    /// order was found with the old capacity.
+    /// [`LinkLevels::solve`]. The next solve resumes the last one's order
+    /// across a new capacity on a host link (`FreezeLog::recapacitate`),
+    /// which a class's solver sees at most events (the classes before it
+    /// left more or less of its links); a new capacity on any other link
+    /// starts it from scratch.
     pub fn set_capacity(&mut self, link: LinkId, capacity: f64) {
         let l = link as usize;
         if self.capacity[l].to_bits() != capacity.to_bits() {
+            let lowered = capacity < self.capacity[l];
             self.capacity[l] = capacity;
             self.cap_sums.set_capacity(link, capacity, self.binds[l]);
-            self.log.invalidate();
+            if !(self.pairs.is_some() && self.log.recapacitate(link, lowered)) {
+                self.log.invalidate();
+            }
             self.all_capped = false;
             self.recapacitated = true;
         }
@@ -1089,6 +1098,7 @@ impl LinkLevels {
             .log
             .resume_point(&self.capacity, &self.weight, &self.binds, pairs);
         self.stats.freezes_repeated += point as u64;
+        self.log.rebase_snapshots(&self.capacity, point, pairs);
         self.suffix.clear();
         self.suffix.extend_from_slice(self.log.order_from(point));
         self.again.clear();
@@ -1129,9 +1139,13 @@ impl LinkLevels {
     /// order still holds: the links freeze in that order, each picked as
     /// the smallest share (then the lowest id) among the next
     /// [`LinkLevels::FOLLOW_AHEAD`] of it that still carry flows. Returns
-    /// false, the state spoilt, if the levels so found ever fall, or if a
-    /// link that did not freeze ends with flows or over its capacity; the
-    /// solve then goes back to the resume point and fills with the heap.
+    /// false, the state spoilt, if the levels so found ever fall (or stay
+    /// level with a lower link id after a higher one: the heap freezes
+    /// equal shares lowest id first, which decides whose bottleneck a slot
+    /// between two such links gets; links left with nothing, share 0, tie
+    /// often), or if a link that did not freeze ends with flows or over
+    /// its capacity; the solve then goes back to the resume point and
+    /// fills with the heap.
     ///
     /// When it returns true, each freeze took the smallest share of all the
     /// unfrozen links, as the heap would have. Say link `q` had a smaller
@@ -1149,7 +1163,7 @@ impl LinkLevels {
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
         let mut next = 0;
-        let mut last = f64::NEG_INFINITY;
+        let mut last = (0, 0);
         let followed = loop {
             let count = &self.count;
             candidates.retain(|&l| count[l as usize] > 0.0);
@@ -1167,10 +1181,11 @@ impl LinkLevels {
             let Some((level, link)) = best else {
                 break true;
             };
-            if level < last {
+            let key = share_key(level, link);
+            if key < last {
                 break false;
             }
-            last = level;
+            last = key;
             self.freeze_link(link, level);
         };
         self.candidates = candidates;
