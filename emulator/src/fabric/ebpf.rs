@@ -20,7 +20,9 @@
 //! dark. A reconfiguration writes only the ports that change (not-all-stop),
 //! each entry whole under its BPF spin lock (`BPF_F_LOCK`; the programs read
 //! it under the lock too), with `down_at` the time the move happens and
-//! `up_at` = `down_at` + δ. A move happens now, or at a time ahead
+//! `up_at` δ after it, or after the time the write is known to have
+//! landed if that is later (two writes, the first with no `up_at`:
+//! [`CircuitTable::reconfigure`]). A move happens now, or at a time ahead
 //! ([`CircuitTable::reconfigure`]): the kernel then switches the port by
 //! itself at `down_at`, on the first packet that reads the entry after it.
 //! No rtnl lock is taken and no timer runs.
@@ -457,6 +459,16 @@ impl CircuitTable {
     /// those in `up` (port, output; each also in `changed`) carry packets
     /// from δ after that. Packets their ToRs sent on before `at` still
     /// cross to the circuits the ports had. Returns (dark at, up at).
+    ///
+    /// A packet read the entry before the write landed or after, and
+    /// user space knows only that the write landed between its clock
+    /// readings before and after it. So the ports are first written dark
+    /// with no `up_at`; once those writes have returned, at `written`, the
+    /// ports are dark for certain, and the new circuits get `up_at` = δ
+    /// after `at` or `written`, whichever is later: that is the dark-at
+    /// returned. No circuit carries a packet before δ of dark has passed,
+    /// however long a write is held up, and the old ones carried none
+    /// their ToRs sent on after the dark-at returned.
     pub fn reconfigure(
         &mut self,
         changed: &[u32],
@@ -465,12 +477,22 @@ impl CircuitTable {
         delay: Nanos,
     ) -> Result<(Nanos, Nanos), EbpfError> {
         let now = clock::now();
-        let dark_at = at.map_or(now, |at| at.max(now));
+        let at = at.map_or(now, |at| at.max(now));
+        let last: Vec<CircuitEntry> = changed
+            .iter()
+            .map(|&p| self.written.get(p as usize).copied().unwrap_or(DARK))
+            .collect();
+        let out_of = |p: u32| up.iter().find(|&&(q, _)| q == p).map(|&(_, out)| out);
+        for (&p, l) in changed.iter().zip(&last) {
+            let dark = l.moved(now.0, at.0, out_of(p).map(|out| (out, u64::MAX)));
+            self.set_circuit(p, dark)?;
+        }
+        let dark_at = at.max(clock::now());
         let up_at = Nanos(dark_at.0.saturating_add(delay.0));
-        for &p in changed {
-            let last = self.written.get(p as usize).copied().unwrap_or(DARK);
-            let next = up.iter().find(|&&(q, _)| q == p).map(|&(_, out)| (out, up_at.0));
-            self.set_circuit(p, last.moved(now.0, dark_at.0, next))?;
+        for (&p, l) in changed.iter().zip(&last) {
+            if let Some(out) = out_of(p) {
+                self.set_circuit(p, l.moved(now.0, at.0, Some((out, up_at.0))))?;
+            }
         }
         Ok((dark_at, up_at))
     }
