@@ -374,8 +374,15 @@ impl ClassLevels {
         let n = self.links();
         let base = c as usize * n;
         let cl = &mut self.classes[c as usize];
-        for l in 0..n as LinkId {
-            if self.binds[l as usize] && cl.solver.in_use(l) {
+        if cl.dirty {
+            for l in 0..n as LinkId {
+                if self.binds[l as usize] && cl.solver.in_use(l) {
+                    cl.solver.set_capacity(l, self.residual[l as usize]);
+                }
+            }
+        } else {
+            // Its slots, so the links they cross, are as at its last solve.
+            for &l in &cl.links {
                 cl.solver.set_capacity(l, self.residual[l as usize]);
             }
         }

@@ -647,8 +647,14 @@ impl LinkLevels {
         self.solved.clear();
         self.changes.slots.sort_unstable();
         self.changes.slots.dedup();
-        // Each list entry says whether its link is the slot's bottleneck.
-        for i in 0..self.changes.slots.len() {
+        // Each list entry says whether its link is the slot's bottleneck
+        // (none to update when the matrix holds every demand).
+        let lists = if self.logging() {
+            0
+        } else {
+            self.changes.slots.len()
+        };
+        for i in 0..lists {
             let s = self.changes.slots[i] as usize;
             let Some(d) = self.demand[s] else { continue };
             if self.pairs.as_ref().is_some_and(|p| p.holds(s)) {
