@@ -304,7 +304,8 @@ fn run_experiments(a: &SimArgs) -> Result<ExitCode> {
 }
 
 /// A replay's solver figures in a line: solves; under strict priority
-/// between coflows (FIFO), the classes solved again and kept per solve;
+/// between coflows (FIFO), the classes solved again (and of those, the
+/// ones for new capacities alone) and kept per solve;
 /// NIC freezes per solve (per class solved, under classes) and the share
 /// repeated from the last solve's order (when every demand was in the
 /// host-pair matrix), how resumed solves ended, the solves that only
@@ -316,8 +317,9 @@ fn solver_line(s: &SolveStats) -> String {
     let classes = s.classes_filled + s.classes_kept > 0;
     if classes {
         line += &format!(
-            ", {:.1} coflow classes solved again and {:.1} kept each",
+            ", {:.1} coflow classes solved again ({:.1} for new capacities alone) and {:.1} kept each",
             per(s.classes_filled, s.solves),
+            per(s.classes_recapacitated, s.solves),
             per(s.classes_kept, s.solves)
         );
     }
@@ -418,6 +420,7 @@ mod tests {
         let classes = SolveStats {
             solves: 100,
             classes_filled: 250,
+            classes_recapacitated: 150,
             classes_kept: 3_000,
             freezes: 50_000,
             freezes_repeated: 10_000,
@@ -425,7 +428,7 @@ mod tests {
         };
         assert_eq!(
             solver_line(&classes),
-            "100 solves, 2.5 coflow classes solved again and 30.0 kept each, \
+            "100 solves, 2.5 coflow classes solved again (1.5 for new capacities alone) and 30.0 kept each, \
              200 NIC freezes per class solved (20 % repeated from the last solve's order)"
         );
     }

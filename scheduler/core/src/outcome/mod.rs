@@ -161,6 +161,10 @@ pub struct SolveStats {
     /// Under strict priority between classes (the simulator's `class_levels`):
     /// classes filled again, summed over all solves.
     pub classes_filled: u64,
+    /// Of `classes_filled`, classes none of whose slots changed: filled
+    /// again only because the classes before them left their links
+    /// other capacities.
+    pub classes_recapacitated: u64,
     /// Classes whose last filling was kept (nothing on their links
     /// changed), summed over all solves.
     pub classes_kept: u64,

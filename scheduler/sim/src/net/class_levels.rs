@@ -387,6 +387,7 @@ impl ClassLevels {
             }
         }
         cl.solver.solve(&mut self.local_changes);
+        self.stats.classes_recapacitated += u64::from(!cl.dirty);
         cl.dirty = false;
         self.stats.classes_filled += 1;
         for &s in &self.local_changes.slots {
@@ -514,6 +515,12 @@ mod tests {
         assert_eq!(cl.bottleneck(1), Bottleneck::Link(two * 2));
         assert_eq!(changes.slots, [0, 1]);
         assert_eq!(cl.stats().classes_filled - after.classes_filled, 2);
+        assert_eq!(
+            cl.stats().classes_recapacitated - after.classes_recapacitated,
+            1,
+            "coflow 2 for link 0's new capacity alone"
+        );
+        assert_eq!(after.classes_recapacitated, before.classes_recapacitated);
     }
 
     /// Random slots joining, leaving, changing demand and moving between
