@@ -468,7 +468,9 @@ impl CircuitTable {
     /// after `at` or `written`, whichever is later: that is the dark-at
     /// returned. No circuit carries a packet before δ of dark has passed,
     /// however long a write is held up, and the old ones carried none
-    /// their ToRs sent on after the dark-at returned.
+    /// their ToRs sent on after the dark-at returned. The up-at returned
+    /// is `up_at`, or the end of the second write if that is later (a δ
+    /// shorter than the write): from then on the new circuits are up.
     pub fn reconfigure(
         &mut self,
         changed: &[u32],
@@ -494,6 +496,13 @@ impl CircuitTable {
                 self.set_circuit(p, l.moved(now.0, at.0, Some((out, up_at.0))))?;
             }
         }
+        // A δ shorter than the second write: the circuits are up for
+        // certain only once it has returned.
+        let up_at = if up.is_empty() {
+            up_at
+        } else {
+            up_at.max(clock::now())
+        };
         Ok((dark_at, up_at))
     }
 
