@@ -21,9 +21,9 @@
 //! each entry whole under its BPF spin lock (`BPF_F_LOCK`; the programs read
 //! it under the lock too), with `down_at` the time the move happens and
 //! `up_at` δ after it, or after the time the write is known to have
-//! landed if that is later (two writes, the first with no `up_at`:
-//! [`CircuitTable::reconfigure`]). A move happens now, or at a time ahead
-//! ([`CircuitTable::reconfigure`]): the kernel then switches the port by
+//! landed if that is later (two writes, the first with no `up_at`). A
+//! move happens now, or at a time ahead ([`CircuitTable::reconfigure`]):
+//! the kernel then switches the port by
 //! itself at `down_at`, on the first packet that reads the entry after it.
 //! No rtnl lock is taken and no timer runs.
 //!

@@ -151,7 +151,7 @@ impl FreezeLog {
             let c = link as usize;
             let mut r = capacity[c];
             for (k, &(l, level)) in self.order[..kept * self.every].iter().enumerate() {
-                let m = pairs.weight_between(l as usize, c) * 1.0;
+                let m = charged_weight(pairs, l as usize, c);
                 if m != 0.0 {
                     r -= m * level;
                 }
@@ -233,8 +233,7 @@ impl FreezeLog {
             }
             for (c, r, n, k) in &mut live {
                 if (*c < hosts) != (l < hosts) {
-                    // As `pair_matrix::charge_line` does for an unfrozen link.
-                    let m = pairs.weight_between(l, *c) * 1.0;
+                    let m = charged_weight(pairs, l, *c);
                     if m != 0.0 {
                         *r -= m * level;
                         *n -= m;
@@ -318,4 +317,13 @@ impl FreezeLog {
         self.touched_list.clear();
         self.recapacitated.clear();
     }
+}
+
+/// The flows host link `frozen`'s freeze charges to the unfrozen host link
+/// `other` (0 for two on the same side): `r -= m × level`, `count -= m`
+/// with this `m` are the operations `pair_matrix::charge_line` makes
+/// there (an unfrozen link's `alive` is 1), so a residual carried with it
+/// is bit for bit the solver's.
+fn charged_weight(pairs: &PairMatrix, frozen: usize, other: usize) -> f64 {
+    pairs.weight_between(frozen, other) * 1.0
 }
