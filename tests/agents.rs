@@ -183,6 +183,7 @@ fn flow_spec(lab: &Lab, flow: u64, p: PartitionId, bytes: u64, dst: HostId) -> F
         rate: None,
         held: false,
         wavelength: None,
+        queue: None,
         transport: Transport::Tcp,
     }
 }

@@ -432,6 +432,75 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
     }
 }
 
+/// Four flows into one host, on links of four flow queues: the scheduler
+/// gives each its own queue and the agents bind source ports that hash to
+/// them, so the four share the host's link evenly and end together, as in
+/// the fluid model. Left to the kernel's ports, all four would find
+/// different queues only 24 times in 256 (4! / 4⁴), and with two in one
+/// queue the first flow ends at 0.75 of the last one's time.
+#[test]
+fn flows_into_one_host_take_flow_queues_of_their_own_and_end_together() {
+    if skip("flows_into_one_host_take_flow_queues_of_their_own_and_end_together") {
+        return;
+    }
+    let _alone = alone();
+    let topo = topology_from(
+        r#"name = "five"
+racks = 2
+hosts_per_rack = 5
+slots_per_host = 1
+scale = 10.0
+[eps]
+host_rate = "1Gbit/s"
+uplink_rate = "1Gbit/s"
+flow_queues = 4
+[ocs]
+ports_per_rack = 1
+port_rate = "2Gbit/s"
+reconfig_delay = "1ms"
+elephant_threshold = "1GB"
+[addresses]
+range = "198.18.0.0/15"
+"#,
+    );
+    let into = HostId::new(0, 0);
+    let coflow = Coflow {
+        id: CoflowId(1),
+        arrival: Nanos::from_millis(50),
+        flows: (1..=4)
+            .map(|h| elephant(h, HostId::new(0, h as u32), into, 2_500_000))
+            .collect(),
+    };
+    let build = FabricChoice::Build { topology_file: None };
+    let timed = unstolen(5, || {
+        emu::replay(
+            &topo,
+            build.clone(),
+            std::slice::from_ref(&coflow),
+            &config("fair"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    });
+    let out = &timed.value;
+    assert_eq!(out.wire.verified_flows, 4);
+    let start = out.wire.flows.iter().map(|f| f.start).min().expect("flows");
+    let took: Vec<f64> = out
+        .wire
+        .flows
+        .iter()
+        .map(|f| f.end.saturating_sub(start).as_secs_f64())
+        .collect();
+    let last = took.iter().copied().fold(0.0, f64::max);
+    let first = took.iter().copied().fold(f64::INFINITY, f64::min);
+    eprintln!("the flows ended at {took:?} s after the first byte was sent");
+    if timed.timing_judgeable("flows_into_one_host_take_flow_queues_of_their_own_and_end_together") {
+        assert!(
+            first >= 0.9 * last,
+            "the first flow ended at {first:.3} s, the last at {last:.3} s: {took:?}"
+        );
+    }
+}
+
 /// A run attached to a lab whose OCS still holds circuits (an earlier
 /// run's) starts from none, as its coflow policy does: the circuit Sunflow
 /// asks for comes up δ after its request and carries the coflow.

@@ -372,6 +372,23 @@ pub struct FlowSpec {
     /// `None`: any circuit of its rack pair.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wavelength: Option<u32>,
+    /// The flow queue its packets take on every shaped link, which the
+    /// scheduler picks so that flows meeting at a link do not share one
+    /// ([`FlowQueue`]); `None`: the one its source port happens to hash to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<FlowQueue>,
+}
+
+/// A flow queue of the fabric's shaped links (`docs/fabric.md`, flow
+/// queues): queue `index` of the `count` each link's data class is split
+/// into. A TCP sender binds a source port that the links' hash maps to it
+/// ([`ocslab_emulator::fabric::htb::FlowQueues::ports`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowQueue {
+    /// The queue, below `count`.
+    pub index: u16,
+    /// Queues per link, a power of two.
+    pub count: u16,
 }
 
 impl FlowSpec {
@@ -759,6 +776,7 @@ mod tests {
             held: true,
             transport: Transport::Tcp,
             wavelength: Some(1),
+            queue: Some(FlowQueue { index: 5, count: 128 }),
         });
         let text = serde_json::to_string(&cmd).unwrap();
         assert!(text.contains("\"type\":\"start_flow\""), "{text}");
@@ -829,6 +847,7 @@ mod tests {
             held: false,
             transport: Transport::Tcp,
             wavelength,
+            queue: None,
         };
         // DSCP 32 + w, as ocs.bpf.c reads it (tos >> 2).
         assert_eq!(spec(Path::Ocs, Some(0)).tos(), 0x80);

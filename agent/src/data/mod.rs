@@ -231,7 +231,7 @@ impl DataPlane {
         };
         let (start, end, ack) = match spec.transport {
             Transport::Tcp => {
-                let mut s = tcp::connect(self.tcp_addr.ip(), spec.dst_addr, spec.tos()).await?;
+                let mut s = tcp::connect(self.tcp_addr.ip(), spec.dst_addr, spec.tos(), spec.queue).await?;
                 let (mut r, mut w) = s.split();
                 stream::send(&mut r, &mut w, header, sending).await?
             }

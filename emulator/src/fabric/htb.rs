@@ -219,6 +219,28 @@ impl FlowQueues {
     fn hash_mask(self) -> u32 {
         (u32::from(self.0) - 1) << 17
     }
+
+    /// The queue a packet from source port `sport` takes on every shaped
+    /// link: source-port bits 1 and up, as the links' u32 hash reads them.
+    pub fn queue_of_port(self, sport: u16) -> u16 {
+        (sport >> 1) & (self.0 - 1)
+    }
+
+    /// The source ports from [`FlowQueues::FIRST_PORT`] up whose packets
+    /// take queue `queue` (below [`FlowQueues::count`]), starting from the
+    /// `from`-th of them and wrapping around: a sender that binds one of
+    /// these puts its flow in that queue on every link it crosses.
+    pub fn ports(self, queue: u16, from: usize) -> impl Iterator<Item = u16> {
+        let step = 2 * u32::from(self.0);
+        let first = u32::from(Self::FIRST_PORT) + 2 * u32::from(queue);
+        let n = ((u32::from(u16::MAX) - first) / step + 1) as usize;
+        (0..n).map(move |i| (first + ((from + i) % n) as u32 * step) as u16)
+    }
+
+    /// The lowest source port [`FlowQueues::ports`] hands out: above the
+    /// ports a service would listen on, and a multiple of 2 ×
+    /// [`FlowQueues::MAX`], so that its queue is 0 for every count.
+    pub const FIRST_PORT: u16 = 10_240;
 }
 
 /// Burst in bytes for `rate`: 1 ms worth plus an MTU, as `tc` picks.
@@ -826,10 +848,38 @@ mod tests {
         };
         // connect() takes even ports: consecutive ones land in different queues.
         assert_eq!([40000, 40002, 40004, 40006, 40008].map(queue_of), [0, 1, 2, 3, 0]);
+        // What senders are told to bind is what the filters hash.
+        for sport in (0..=u16::MAX).step_by(7) {
+            assert_eq!(u32::from(q.queue_of_port(sport)), queue_of(sport), "port {sport}");
+        }
         for k in 0..4u32 {
             let entry = u32_options(&reqs[15 + k as usize]);
             assert_eq!(entry[0], TcFilterU32Option::Hash(FLOW_TABLE | (k << 12)));
             assert_eq!(entry[2], TcFilterU32Option::ClassId(flow_class(k as u16)));
+        }
+    }
+
+    #[test]
+    fn the_ports_of_a_queue_all_hash_to_it_and_cover_the_range() {
+        for count in [1u16, 2, 4, 128, 256] {
+            let q = FlowQueues::new(count).unwrap();
+            for queue in [0, count / 2, count - 1] {
+                let ports: Vec<u16> = q.ports(queue, 0).collect();
+                assert!(ports.iter().all(|&p| p >= FlowQueues::FIRST_PORT));
+                assert!(ports.iter().all(|&p| q.queue_of_port(p) == queue));
+                assert!(ports.windows(2).all(|w| w[1] - w[0] == 2 * count));
+                // The last is within one step of the top of the range.
+                let last = u32::from(*ports.last().unwrap());
+                assert!(
+                    last + 2 * u32::from(count) > u32::from(u16::MAX),
+                    "{count}/{queue}: {last}"
+                );
+                // Starting elsewhere visits the same ports, rotated.
+                let from: Vec<u16> = q.ports(queue, 5).collect();
+                assert_eq!(from.len(), ports.len());
+                assert_eq!(from[0], ports[5 % ports.len()]);
+                assert_eq!(*from.last().unwrap(), ports[(4 + ports.len()) % ports.len()]);
+            }
         }
     }
 

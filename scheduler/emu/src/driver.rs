@@ -103,8 +103,10 @@ impl<'a> Driver<'a> {
         let topo = lab.topology().clone();
         let policy = super::coflow_policy(&cfg.coflow_policy)?;
         let datapath = lab.ocs().map(|o| o.datapath()).unwrap_or_default();
-        let net =
-            EmuNetwork::new(&topo, policy, lab.data_addrs().clone(), cfg.transport).on_datapath(datapath);
+        let flow_queues = lab.fabric().plan().flow_queues().count();
+        let net = EmuNetwork::new(&topo, policy, lab.data_addrs().clone(), cfg.transport)
+            .on_datapath(datapath)
+            .with_flow_queues(flow_queues);
         let (tx, ocs_rx) = tmpsc::unbounded_channel();
         let (_, sample_rx) = tmpsc::unbounded_channel();
         let util = UtilizationRecorder::new(&topo);

@@ -53,8 +53,10 @@ use ocslab_core::coflow::{
 };
 use ocslab_core::engine::Circuit;
 use ocslab_core::model::coflow::{CoflowId, FlowId, FlowSpec};
+use ocslab_core::net::links::LinkMap;
 use ocslab_emulator::fabric::Datapath;
 use ocslab_emulator::{Bps, HostId, Nanos, Topology};
+use queues::QueuePicker;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -143,6 +145,9 @@ pub struct EmuNetwork {
     scheduled: bool,
     /// The datapath carrying the circuits.
     datapath: Datapath,
+    /// The flow queue each flow takes on the shaped links; `None` while
+    /// the links have one queue each.
+    queues: Option<QueuePicker>,
 }
 
 impl EmuNetwork {
@@ -169,6 +174,24 @@ impl EmuNetwork {
             dirty: false,
             scheduled: topo.ocs_schedule.is_some(),
             datapath: Datapath::default(),
+            queues: None,
+        }
+    }
+
+    /// The fabric's shaped links split their data over `count` flow
+    /// queues: each flow is told which to take (`network/queues.rs`), so
+    /// that flows meeting at a link take different ones while there are
+    /// enough.
+    pub fn with_flow_queues(mut self, count: u16) -> EmuNetwork {
+        let fabric = self.view.fabric;
+        self.queues = QueuePicker::new(LinkMap::new(&fabric), fabric.ocs_ports, count);
+        self
+    }
+
+    /// Flow `id` left the network, or is to start afresh: its queue is free.
+    fn release_queue(&mut self, id: FlowId) {
+        if let Some(q) = &mut self.queues {
+            q.release(id);
         }
     }
 
@@ -271,6 +294,7 @@ impl EmuNetwork {
     /// (already gone, e.g. its host died).
     pub fn flow_done(&mut self, now: Nanos, flow: FlowId) -> Option<(Finished, Vec<Action>)> {
         let entry = self.flows.remove(&flow)?;
+        self.release_queue(flow);
         let fv = self.view.flows.remove(&flow)?;
         self.leave_coflow(&fv.spec, fv.elephant);
         let fin = Finished {
@@ -286,6 +310,7 @@ impl EmuNetwork {
     /// flow would be. `None` if the flow is unknown (already gone, e.g. its
     /// host died).
     pub fn restart(&mut self, now: Nanos, flow: FlowId) -> Option<Vec<Action>> {
+        self.release_queue(flow);
         let entry = self.flows.get_mut(&flow)?;
         let f = self.view.flows.get_mut(&flow)?;
         entry.agent = None;
@@ -372,6 +397,7 @@ impl EmuNetwork {
         let mut lost = Vec::with_capacity(gone.len());
         for id in gone {
             self.flows.remove(&id);
+            self.release_queue(id);
             if let Some(f) = self.view.flows.remove(&id) {
                 self.leave_coflow(&f.spec, f.elephant);
                 lost.push(f.spec);
@@ -554,6 +580,7 @@ impl EmuNetwork {
                             held: !released,
                             transport: self.transport,
                             wavelength,
+                            queue: self.queues.as_mut().map(|q| q.pick(&f.spec)),
                         }),
                     });
                 }
@@ -609,5 +636,6 @@ fn circuit(c: &CircuitView) -> Circuit {
     }
 }
 
+mod queues;
 #[cfg(test)]
 mod tests;

@@ -380,3 +380,31 @@ fn on_ebpf_each_flow_is_marked_for_the_wavelength_it_was_planned_on() {
         .iter()
         .all(|(_, s)| s.wavelength.is_none() && s.tos() == 0x08));
 }
+
+#[test]
+fn flows_that_meet_are_told_different_flow_queues_and_a_finished_flow_frees_its_own() {
+    let t = tiny();
+    let mut n = EmuNetwork::new(&t, by_name("fair").unwrap(), addrs(&t), Transport::Tcp).with_flow_queues(4);
+    let into = HostId::new(0, 1);
+    let acts = n.add_flows(
+        Nanos(5),
+        vec![
+            flow(1, 1, A, into, 1_000_000),
+            flow(2, 1, B, into, 1_000_000),
+            flow(3, 1, HostId::new(1, 1), into, 1_000_000),
+        ],
+    );
+    let queue = |s: &wire::FlowSpec| s.queue.expect("a queue").index;
+    let q: Vec<u16> = starts(&acts).iter().map(|(_, s)| queue(s)).collect();
+    assert_eq!(q, [0, 1, 2], "three flows into one host, three queues");
+    assert!(starts(&acts).iter().all(|(_, s)| s.queue.unwrap().count == 4));
+    n.flow_done(Nanos(50), FlowId(2));
+    let acts = n.add_flows(Nanos(60), vec![flow(4, 2, HostId::new(1, 1), into, 1_000_000)]);
+    assert_eq!(
+        starts(&acts).iter().map(|(_, s)| queue(s)).collect::<Vec<_>>(),
+        [1]
+    );
+    // Without flow queues, nothing is said.
+    let acts = net("fair").add_flows(Nanos(5), vec![flow(1, 1, A, into, 1_000_000)]);
+    assert_eq!(starts(&acts)[0].1.queue, None);
+}

@@ -107,6 +107,7 @@ pub(super) async fn measure_loopback(a: &AgentsBench) -> Result<LoopbackReport, 
             rate: None,
             held: false,
             wavelength: None,
+            queue: None,
             transport,
         }
     };
