@@ -120,6 +120,9 @@ pub struct EmuNetStats {
     /// Plans that moved a started flow to another wavelength of its rack
     /// pair (its mark keeps naming the first).
     pub wavelength_moves: u64,
+    /// Flows told a flow queue that another flow already held on a link
+    /// of theirs: links with more flows than queues (docs/fabric.md).
+    pub shared_queues: u64,
 }
 
 /// The coflow policy's view of the real network, and what agents were told.
@@ -561,6 +564,11 @@ impl EmuNetwork {
                     let Some(&dst_addr) = self.addrs.get(&f.spec.dst) else {
                         continue; // receiver gone; the driver drops the flow
                     };
+                    let queue = self.queues.as_mut().map(|q| q.pick(&f.spec));
+                    if let Some((_, true)) = queue {
+                        self.stats.shared_queues += 1;
+                    }
+                    let queue = queue.map(|(q, _)| q);
                     e.agent = Some(AtAgent {
                         marked,
                         wavelength,
@@ -580,7 +588,7 @@ impl EmuNetwork {
                             held: !released,
                             transport: self.transport,
                             wavelength,
-                            queue: self.queues.as_mut().map(|q| q.pick(&f.spec)),
+                            queue,
                         }),
                     });
                 }

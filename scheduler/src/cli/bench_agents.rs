@@ -116,6 +116,10 @@ fn print_fabric(f: &FabricReport) {
         "    flows: FCT median {:.2} s, max {:.2} s; first byte up to {:.2} s after the request, {} flows >= 1 s late",
         s.fct_p50_s, s.fct_max_s, s.start_delay_max_s, s.flows_started_1s_late
     );
+    println!(
+        "    {} of the flows shared a flow queue on some link (more flows than queues there)",
+        s.flows_sharing_a_queue
+    );
     println!("  CCT measured / simulated, per coflow:");
     for c in &f.cct_vs_sim {
         println!(

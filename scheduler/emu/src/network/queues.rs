@@ -28,6 +28,8 @@ pub(super) struct QueuePicker {
     held: Vec<u32>,
     /// Each flow with a queue: that queue and the links it was counted on.
     flows: BTreeMap<FlowId, (u16, Vec<LinkId>)>,
+    /// Where ties start: the queue after the last one picked.
+    next: u16,
 }
 
 impl QueuePicker {
@@ -40,6 +42,7 @@ impl QueuePicker {
             links,
             ports,
             flows: BTreeMap::new(),
+            next: 0,
         })
     }
 
@@ -47,11 +50,17 @@ impl QueuePicker {
     /// the one the fewest flows hold on the busiest link the flow may
     /// cross (its EPS route, and between racks every circuit of its rack's
     /// ports, since a marked flow falls back to EPS while its circuit is
-    /// dark), then the fewest over all those links, then the lowest.
-    pub(super) fn pick(&mut self, spec: &FlowSpec) -> FlowQueue {
+    /// dark), then the fewest over all those links, then the first from
+    /// the one after the last pick. Ties go round rather than to the
+    /// lowest queue because a sender's port stays taken for a minute after
+    /// its flow (TIME_WAIT), and each queue has a few hundred ports.
+    ///
+    /// Also whether some link of the flow already carries a flow in that
+    /// queue (it has more flows than queues).
+    pub(super) fn pick(&mut self, spec: &FlowSpec) -> (FlowQueue, bool) {
         let count = self.count;
         if let Some(&(index, _)) = self.flows.get(&spec.id) {
-            return FlowQueue { index, count };
+            return (FlowQueue { index, count }, false);
         }
         let mut links: Vec<LinkId> = self.links.eps_route(spec.src, spec.dst).as_slice().to_vec();
         if spec.src.rack != spec.dst.rack {
@@ -62,17 +71,21 @@ impl QueuePicker {
         links.sort_unstable();
         links.dedup();
         let n = usize::from(count);
-        let index = (0..count)
-            .min_by_key(|&q| {
+        let (busiest, _, turn) = (0..count)
+            .map(|q| {
                 let held = links.iter().map(|&l| self.held[l as usize * n + usize::from(q)]);
-                (held.clone().max().unwrap_or(0), held.sum::<u32>(), q)
+                let turn = q.wrapping_sub(self.next) & (count - 1);
+                (held.clone().max().unwrap_or(0), held.sum::<u32>(), turn)
             })
-            .unwrap_or(0);
+            .min()
+            .unwrap_or_default();
+        let index = (turn + self.next) & (count - 1);
         for &l in &links {
             self.held[l as usize * n + usize::from(index)] += 1;
         }
         self.flows.insert(spec.id, (index, links));
-        FlowQueue { index, count }
+        self.next = (index + 1) & (count - 1);
+        (FlowQueue { index, count }, busiest > 0)
     }
 
     /// Flow `id` is gone (finished, lost, or to be started afresh): its
@@ -141,17 +154,21 @@ elephant_threshold = "10MB"
         let mut p = picker(8);
         // Seven senders of rack 0 and one of rack 1 into r0h0.
         let mut queues: Vec<u16> = (1..8)
-            .map(|h| p.pick(&flow(h, (0, h as u32), (0, 0))).index)
+            .map(|h| p.pick(&flow(h, (0, h as u32), (0, 0))).0.index)
             .collect();
-        queues.push(p.pick(&flow(8, (1, 0), (0, 0))).index);
+        let (eighth, shared) = p.pick(&flow(8, (1, 0), (0, 0)));
+        queues.push(eighth.index);
+        assert!(!shared, "the eighth still finds a queue to itself");
         let mut distinct = queues.clone();
         distinct.sort_unstable();
         distinct.dedup();
         assert_eq!(distinct.len(), 8, "{queues:?}");
         // A ninth must share; it takes a queue one flow holds, not two.
-        let ninth = p.pick(&flow(9, (1, 1), (0, 0))).index;
+        let (ninth, shared) = p.pick(&flow(9, (1, 1), (0, 0)));
+        let ninth = ninth.index;
+        assert!(shared, "the ninth is told it shares");
         assert_eq!(queues.iter().filter(|&&q| q == ninth).count(), 1);
-        let tenth = p.pick(&flow(10, (1, 2), (0, 0))).index;
+        let tenth = p.pick(&flow(10, (1, 2), (0, 0))).0.index;
         assert_ne!(tenth, ninth, "the next shares another queue");
     }
 
@@ -159,24 +176,37 @@ elephant_threshold = "10MB"
     fn a_released_queue_is_picked_again_and_a_flow_keeps_its_own() {
         let mut p = picker(4);
         let q: Vec<u16> = (0..4)
-            .map(|i| p.pick(&flow(i, (0, 0), (0, 1 + i as u32))).index)
+            .map(|i| p.pick(&flow(i, (0, 0), (0, 1 + i as u32))).0.index)
             .collect();
         assert_eq!(q, [0, 1, 2, 3], "one sender's flows spread over its NIC's queues");
-        assert_eq!(p.pick(&flow(2, (0, 0), (0, 3))).index, 2, "asked again, the same");
+        assert_eq!(
+            p.pick(&flow(2, (0, 0), (0, 3))).0.index,
+            2,
+            "asked again, the same"
+        );
         p.release(FlowId(2));
         p.release(FlowId(2));
-        assert_eq!(p.pick(&flow(7, (0, 0), (0, 5))).index, 2);
+        assert_eq!(p.pick(&flow(7, (0, 0), (0, 5))).0.index, 2);
     }
 
     #[test]
-    fn flows_that_meet_nowhere_may_share_a_queue() {
+    fn flows_that_meet_nowhere_may_share_a_queue_and_ties_go_round() {
         let mut p = picker(4);
-        let a = p.pick(&flow(1, (0, 0), (0, 1))).index;
-        let b = p.pick(&flow(2, (0, 2), (0, 3))).index;
-        assert_eq!(a, b, "disjoint in-rack flows both take the lowest queue");
+        let q: Vec<u16> = (1..=3)
+            .map(|i| p.pick(&flow(i, (0, 2), (0, 3))).0.index)
+            .collect();
+        assert_eq!(q, [0, 1, 2]);
+        // Flows between other hosts meet none of those: every queue ties,
+        // and the tie goes to the one after the last pick.
+        assert_eq!(p.pick(&flow(4, (0, 0), (0, 1))).0.index, 3);
+        assert_eq!(
+            p.pick(&flow(5, (0, 4), (0, 5))).0.index,
+            0,
+            "held only where flow 5 does not go"
+        );
         // Between racks, a flow crosses the uplinks and the OCS port too.
-        let c = p.pick(&flow(3, (0, 4), (1, 0))).index;
-        let d = p.pick(&flow(4, (0, 5), (1, 1))).index;
+        let c = p.pick(&flow(6, (0, 6), (1, 0))).0.index;
+        let d = p.pick(&flow(7, (0, 7), (1, 1))).0.index;
         assert_ne!(c, d, "they meet at rack 0's uplink and OCS port");
     }
 

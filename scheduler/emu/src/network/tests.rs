@@ -386,23 +386,26 @@ fn flows_that_meet_are_told_different_flow_queues_and_a_finished_flow_frees_its_
     let t = tiny();
     let mut n = EmuNetwork::new(&t, by_name("fair").unwrap(), addrs(&t), Transport::Tcp).with_flow_queues(4);
     let into = HostId::new(0, 1);
-    let acts = n.add_flows(
-        Nanos(5),
-        vec![
-            flow(1, 1, A, into, 1_000_000),
-            flow(2, 1, B, into, 1_000_000),
-            flow(3, 1, HostId::new(1, 1), into, 1_000_000),
-        ],
-    );
+    let senders = [A, B, HostId::new(1, 1), A];
+    let flows = (1..=4)
+        .zip(senders)
+        .map(|(id, src)| flow(id, 1, src, into, 1_000_000))
+        .collect();
+    let acts = n.add_flows(Nanos(5), flows);
     let queue = |s: &wire::FlowSpec| s.queue.expect("a queue").index;
     let q: Vec<u16> = starts(&acts).iter().map(|(_, s)| queue(s)).collect();
-    assert_eq!(q, [0, 1, 2], "three flows into one host, three queues");
+    assert_eq!(q, [0, 1, 2, 3], "four flows into one host, four queues");
     assert!(starts(&acts).iter().all(|(_, s)| s.queue.unwrap().count == 4));
     n.flow_done(Nanos(50), FlowId(2));
-    let acts = n.add_flows(Nanos(60), vec![flow(4, 2, HostId::new(1, 1), into, 1_000_000)]);
+    let acts = n.add_flows(Nanos(60), vec![flow(5, 2, B, into, 1_000_000)]);
+    let q: Vec<u16> = starts(&acts).iter().map(|(_, s)| queue(s)).collect();
+    assert_eq!(q, [1], "the only queue free at the receiver's link");
+    assert_eq!(n.stats().shared_queues, 0);
+    n.add_flows(Nanos(70), vec![flow(6, 2, A, into, 1_000_000)]);
     assert_eq!(
-        starts(&acts).iter().map(|(_, s)| queue(s)).collect::<Vec<_>>(),
-        [1]
+        n.stats().shared_queues,
+        1,
+        "a fifth flow into the host must share"
     );
     // Without flow queues, nothing is said.
     let acts = net("fair").add_flows(Nanos(5), vec![flow(1, 1, A, into, 1_000_000)]);

@@ -141,6 +141,7 @@ async fn fabric_figures(a: &AgentsBench, topo: &Topology, lab: &mut Lab) -> Resu
         fct_max_s: fcts.iter().copied().fold(0.0, f64::max),
         start_delay_max_s: delays.iter().copied().fold(0.0, f64::max),
         flows_started_1s_late: delays.iter().filter(|&&d| d >= 1.0).count() as u32,
+        flows_sharing_a_queue: r.net.shared_queues,
     };
     let ring: Vec<Coflow> = (0..topo.racks)
         .map(|r| {

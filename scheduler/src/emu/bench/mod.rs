@@ -237,6 +237,9 @@ pub struct ShuffleReport {
     pub start_delay_max_s: f64,
     /// Flows that waited 1 s or more to send their first byte.
     pub flows_started_1s_late: u32,
+    /// Flows that shared a flow queue with another on some link (the
+    /// link carried more flows than it has queues).
+    pub flows_sharing_a_queue: u64,
 }
 
 /// The loopback part.
