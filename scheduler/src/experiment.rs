@@ -32,7 +32,7 @@ use crate::policy::{self, TaskPolicy};
 use crate::trace::swim::{self, SwimJob, SwimModel};
 use crate::workload::generated::{GeneratedWorkload, WorkloadError};
 use crate::workload::spec;
-use ocslab_core::topology::{locate, toml_error_location, unknown_key};
+use ocslab_core::topology::{locate, unknown_key};
 use ocslab_emulator::{HostId, Nanos, Topology};
 use ocslab_sim::{LoadSampling, SimConfig};
 use serde::{Deserialize, Serialize};
@@ -315,7 +315,8 @@ impl Experiment {
     /// resolve against its folder).
     pub fn parse(text: &str, file: &Path) -> Result<Experiment, ExperimentError> {
         let src = Src { file, text };
-        let raw: RawExperiment = toml::from_str(text).map_err(|e| toml_error(&src, &e))?;
+        let raw: RawExperiment =
+            toml::from_str(text).map_err(|e| ExperimentError::from_toml(src.file, text, &e))?;
         let dir = file.parent().unwrap_or(Path::new("."));
         if raw.name.trim().is_empty()
             || !raw
@@ -558,17 +559,6 @@ fn werr(src: &Src<'_>, e: WorkloadError) -> ExperimentError {
     src.err(&format!("workload.{}", e.field), e.message)
 }
 
-/// A toml error as an experiment error naming the line and the key on it.
-fn toml_error(src: &Src<'_>, e: &toml::de::Error) -> ExperimentError {
-    let (line, field) = toml_error_location(src.text, e);
-    ExperimentError {
-        file: src.file.to_path_buf(),
-        line,
-        field,
-        message: e.message().trim().to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,6 +621,9 @@ arrivals = { process = "poisson", mean_gap = "10s" }
         let e = Experiment::parse(&GOOD.replace("jobs = 5", "jobs = 5\njbos = 2"), &f).unwrap_err();
         assert_eq!(e.line, Some(13));
         assert!(e.message.contains("jbos"), "{e}");
+        let e = Experiment::parse(&GOOD.replace("topology = \"topologies/t.toml\"\n", ""), &f).unwrap_err();
+        assert_eq!(e.field, "topology", "{e}");
+        assert!(e.message.contains("missing"), "{e}");
         let e = Experiment::parse(&GOOD.replace("node_wait", "node_wiat"), &f).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (Some(8), "scheduler_params.delay"));
         let e = Experiment::parse(&GOOD.replace("jobs = 5", "jobs = 0"), &f).unwrap_err();

@@ -224,7 +224,7 @@ impl fmt::Display for Nanos {
 }
 
 macro_rules! serde_via_str {
-    ($ty:ty, $what:literal) => {
+    ($ty:ident, $what:literal) => {
         impl Serialize for $ty {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.collect_str(self)
@@ -232,23 +232,32 @@ macro_rules! serde_via_str {
         }
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                // Accept a bare number too (in the base unit), as JSON reports write them.
-                #[derive(Deserialize)]
-                #[serde(untagged)]
-                enum Raw {
-                    Text(String),
-                    Int(u64),
+                // A visitor, not an untagged enum, so that what the
+                // deserializer itself says (e.g. a missing field) reaches
+                // the user as it is.
+                struct Visitor;
+                impl serde::de::Visitor<'_> for Visitor {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str(concat!(
+                            $what,
+                            " as a string such as in the examples of the docs"
+                        ))
+                    }
+                    fn visit_str<E: serde::de::Error>(self, t: &str) -> Result<$ty, E> {
+                        t.parse().map_err(E::custom)
+                    }
+                    // A bare number too (in the base unit), as JSON reports write them.
+                    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<$ty, E> {
+                        Ok($ty(n))
+                    }
+                    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<$ty, E> {
+                        let n = u64::try_from(n)
+                            .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))?;
+                        Ok($ty(n))
+                    }
                 }
-                match Raw::deserialize(d).map_err(|_| {
-                    serde::de::Error::custom(concat!(
-                        "expected ",
-                        $what,
-                        " as a string such as in the examples of the docs"
-                    ))
-                })? {
-                    Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
-                    Raw::Int(n) => Ok(Self(n)),
-                }
+                d.deserialize_any(Visitor)
             }
         }
     };

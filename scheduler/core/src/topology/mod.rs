@@ -369,7 +369,7 @@ impl Topology {
     /// are the box's own addresses, which the range must not overlap.
     pub fn parse(text: &str, file: &Path, box_addrs: &[IpAddr]) -> Result<Topology, TopologyError> {
         let src = Source { file, text };
-        let raw: RawTopology = toml::from_str(text).map_err(|e| toml_error(&src, &e))?;
+        let raw: RawTopology = toml::from_str(text).map_err(|e| FileError::from_toml(file, text, &e))?;
         Topology::from_raw(raw, &src, box_addrs)
     }
 
@@ -653,22 +653,46 @@ impl Topology {
     }
 }
 
-/// Turns a toml error into one naming the line and the field.
-fn toml_error(src: &Source<'_>, e: &toml::de::Error) -> TopologyError {
-    let (line, field) = toml_error_location(src.text, e);
-    TopologyError {
-        file: src.file.to_path_buf(),
-        line,
-        field,
-        message: e.message().trim().to_string(),
+impl FileError {
+    /// A toml error in `file`, whose text is `text`, as an error naming
+    /// the line and the dotted field: the key set on the line toml points
+    /// at, an unknown key on its own line, or a missing key under the
+    /// table that lacks it. Topology and experiment files share it.
+    pub fn from_toml(file: &Path, text: &str, e: &toml::de::Error) -> FileError {
+        let message = e.message().trim();
+        let (line, field) = toml_error_location(text, e);
+        let (field, message) = match missing_key(message) {
+            Some(key) => {
+                // toml points at the header of the table that lacks the
+                // key, or at the top of the file for a top-level key.
+                let table = line.and_then(|l| {
+                    let headers = text.lines().take(l).filter_map(|x| x.trim().strip_prefix('['));
+                    headers
+                        .last()
+                        .map(|h| h.trim_matches(|c| c == '[' || c == ']').trim())
+                });
+                let field = match table {
+                    Some(t) => format!("{t}.{key}"),
+                    None => key.to_string(),
+                };
+                (field, "missing; it has no default".to_string())
+            }
+            None => (field, message.to_string()),
+        };
+        FileError {
+            file: file.to_path_buf(),
+            line,
+            field,
+            message,
+        }
     }
 }
 
 /// Where in `text` a toml error is: its 1-based line and the dotted field
 /// set there (the key on that line, under the table header above it). An
 /// unknown key inside a tagged table, where toml points at the table's
-/// header, is found on its own line. Topology and experiment files share it.
-pub fn toml_error_location(text: &str, e: &toml::de::Error) -> (Option<usize>, String) {
+/// header, is found on its own line.
+fn toml_error_location(text: &str, e: &toml::de::Error) -> (Option<usize>, String) {
     let lines: Vec<&str> = text.lines().collect();
     let mut line = e
         .span()
@@ -707,6 +731,12 @@ pub fn toml_error_location(text: &str, e: &toml::de::Error) -> (Option<usize>, S
 /// The key of a serde "unknown field `key`" message.
 pub fn unknown_key(message: &str) -> Option<&str> {
     let rest = message.split_once("unknown field `")?.1;
+    rest.split_once('`').map(|(k, _)| k)
+}
+
+/// The key of a serde "missing field `key`" message.
+fn missing_key(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("missing field `")?;
     rest.split_once('`').map(|(k, _)| k)
 }
 
@@ -937,6 +967,35 @@ elephant_threshold = "10MB"
         assert_eq!(e.field, "eps.host_rate");
         assert_eq!(e.line, Some(9));
         assert!(e.message.contains("10Gbit/s"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_field_is_named_under_its_table() {
+        let e = parse(&TINY.replace("port_rate = \"1Gbit/s\"\n", "")).unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("ocs.port_rate", Some(12)), "{e}");
+        let e = parse(&TINY.replace("racks = 2\n", "")).unwrap_err();
+        assert_eq!(e.field, "racks");
+        assert!(e.to_string().contains("field `racks`: missing"), "{e}");
+    }
+
+    #[test]
+    fn a_rate_of_the_wrong_type_says_what_it_found() {
+        let with =
+            |rate: &str| parse(&TINY.replace("port_rate = \"1Gbit/s\"", &format!("port_rate = {rate}")));
+        let e = with("true").unwrap_err();
+        assert_eq!(e.field, "ocs.port_rate");
+        assert!(
+            e.message.contains("boolean") && e.message.contains("a rate as a string"),
+            "{e}"
+        );
+        // A bare number is in the base unit; a negative one is refused.
+        assert_eq!(
+            with("1000000000").unwrap().nominal.ocs.port_rate,
+            Bps(1_000_000_000)
+        );
+        let e = with("-1").unwrap_err();
+        assert_eq!(e.field, "ocs.port_rate");
+        assert!(e.message.contains("-1"), "{e}");
     }
 
     #[test]
