@@ -327,8 +327,8 @@ pub fn locate(text: &str, field: &str) -> Option<usize> {
     let mut current = String::new();
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();
-        if let Some(h) = l.strip_prefix('[') {
-            current = h.trim_end_matches(']').trim().to_string();
+        if let Some(h) = table_header(l) {
+            current = h.to_string();
             if key.is_empty() && current == table {
                 return Some(i + 1);
             }
@@ -665,12 +665,7 @@ impl FileError {
             Some(key) => {
                 // toml points at the header of the table that lacks the
                 // key, or at the top of the file for a top-level key.
-                let table = line.and_then(|l| {
-                    let headers = text.lines().take(l).filter_map(|x| x.trim().strip_prefix('['));
-                    headers
-                        .last()
-                        .map(|h| h.trim_matches(|c| c == '[' || c == ']').trim())
-                });
+                let table = line.and_then(|l| text.lines().take(l).filter_map(table_header).last());
                 let field = match table {
                     Some(t) => format!("{t}.{key}"),
                     None => key.to_string(),
@@ -714,11 +709,7 @@ fn toml_error_location(text: &str, e: &toml::de::Error) -> (Option<usize>, Strin
                 .get(l - 1)?
                 .split_once('=')
                 .map(|(k, _)| k.trim().to_string())?;
-            let table = lines[..l - 1].iter().rev().find_map(|x| {
-                x.trim()
-                    .strip_prefix('[')
-                    .map(|h| h.trim_end_matches(']').trim().to_string())
-            });
+            let table = lines[..l - 1].iter().rev().find_map(|x| table_header(x));
             Some(match table {
                 Some(t) => format!("{t}.{key}"),
                 None => key,
@@ -732,6 +723,14 @@ fn toml_error_location(text: &str, e: &toml::de::Error) -> (Option<usize>, Strin
 pub fn unknown_key(message: &str) -> Option<&str> {
     let rest = message.split_once("unknown field `")?.1;
     rest.split_once('`').map(|(k, _)| k)
+}
+
+/// The table a `[table]` or `[[table]]` header line names, without its
+/// brackets or a trailing comment.
+fn table_header(line: &str) -> Option<&str> {
+    let inner = line.trim().strip_prefix('[')?;
+    let inner = inner.strip_prefix('[').unwrap_or(inner);
+    inner.split_once(']').map(|(name, _)| name.trim())
 }
 
 /// The key of a serde "missing field `key`" message.
@@ -976,6 +975,14 @@ elephant_threshold = "10MB"
         let e = parse(&TINY.replace("racks = 2\n", "")).unwrap_err();
         assert_eq!(e.field, "racks");
         assert!(e.to_string().contains("field `racks`: missing"), "{e}");
+        // A header's comment is not part of the table's name.
+        let commented = TINY.replace("[ocs]\nports_per_rack = 1\n", "[ocs] # circuits\n");
+        let e = parse(&commented).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.line),
+            ("ocs.ports_per_rack", Some(12)),
+            "{e}"
+        );
     }
 
     #[test]
