@@ -23,6 +23,7 @@
 //! - `ocslab run --model-draws` sets a run's figures against the model,
 //!   whose plain run is `ocslab sim --payload-rates` of the experiment.
 
+use ocslab_agent::protocol::Transport;
 use ocslab_emulator::fabric::{self, Fabric, FabricOptions};
 use ocslab_emulator::{Bytes, HostId, Nanos, Topology};
 use ocslab_scheduler::emu::{self, compare, EmuConfig, FabricChoice, Fault, LabConfig};
@@ -440,7 +441,33 @@ fn sunflow_keeps_a_coflow_within_10pc_of_its_ocs_lower_bound() {
 /// queue the first flow ends at 0.75 of the last one's time.
 #[test]
 fn flows_into_one_host_take_flow_queues_of_their_own_and_end_together() {
-    if skip("flows_into_one_host_take_flow_queues_of_their_own_and_end_together") {
+    flows_into_one_host_end_together(
+        "flows_into_one_host_take_flow_queues_of_their_own_and_end_together",
+        Transport::Tcp,
+        0.9,
+    );
+}
+
+/// The same four flows over QUIC: each agent sends from a UDP port of the
+/// queue its flow was given, not from one socket the kernel numbered.
+/// Sharing a queue shows as over TCP (the first flow ended at 0.71–0.76
+/// of the last in 5 of 5 runs when every QUIC flow left from a kernel
+/// port), but with queues of their own QUIC flows end less evenly than
+/// TCP's (0.87–0.98 in 21 runs: quinn's user-space sender leaves its queue
+/// empty now and then and the others take the slack), hence the looser bound.
+#[test]
+fn quic_flows_into_one_host_take_flow_queues_of_their_own_and_end_together() {
+    flows_into_one_host_end_together(
+        "quic_flows_into_one_host_take_flow_queues_of_their_own_and_end_together",
+        Transport::Quic,
+        0.8,
+    );
+}
+
+/// Runs the four flows over `transport` and asserts that the first ends
+/// no earlier than `together` times the last one's time.
+fn flows_into_one_host_end_together(name: &str, transport: Transport, together: f64) {
+    if skip(name) {
         return;
     }
     let _alone = alone();
@@ -477,25 +504,29 @@ range = "198.18.0.0/15"
             &topo,
             build.clone(),
             std::slice::from_ref(&coflow),
-            &config("fair"),
+            &EmuConfig {
+                transport,
+                ..config("fair")
+            },
         )
         .unwrap_or_else(|e| panic!("{e}"))
     });
     let out = &timed.value;
     assert_eq!(out.wire.verified_flows, 4);
     let start = out.wire.flows.iter().map(|f| f.start).min().expect("flows");
-    let took: Vec<f64> = out
+    let since = |t: Nanos| t.saturating_sub(start).as_secs_f64();
+    let (began, took): (Vec<f64>, Vec<f64>) = out
         .wire
         .flows
         .iter()
-        .map(|f| f.end.saturating_sub(start).as_secs_f64())
-        .collect();
+        .map(|f| (since(f.start), since(f.end)))
+        .unzip();
     let last = took.iter().copied().fold(0.0, f64::max);
     let first = took.iter().copied().fold(f64::INFINITY, f64::min);
-    eprintln!("the flows ended at {took:?} s after the first byte was sent");
-    if timed.timing_judgeable("flows_into_one_host_take_flow_queues_of_their_own_and_end_together") {
+    eprintln!("the flows began at {began:?} s and ended at {took:?} s after the first byte was sent");
+    if timed.timing_judgeable(name) {
         assert!(
-            first >= 0.9 * last,
+            first >= together * last,
             "the first flow ended at {first:.3} s, the last at {last:.3} s: {took:?}"
         );
     }

@@ -381,9 +381,9 @@ pub struct FlowSpec {
 
 /// A flow queue of the fabric's shaped links (`docs/fabric.md`, flow
 /// queues): queue `index` of the `count` each link's data class is split
-/// into. A TCP sender binds a source port that the links' hash maps to it
-/// ([`ocslab_emulator::fabric::htb::FlowQueues::ports`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// into. A sender, TCP or QUIC, binds a source port that the links' hash
+/// maps to it ([`ocslab_emulator::fabric::htb::FlowQueues::ports`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct FlowQueue {
     /// The queue, below `count`.
     pub index: u16,

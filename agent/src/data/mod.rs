@@ -17,6 +17,7 @@
 //! stream, content copied from a precomputed block.
 
 pub mod pacer;
+pub mod queue_port;
 pub mod quic;
 pub mod stream;
 pub mod table;
@@ -237,7 +238,7 @@ impl DataPlane {
             }
             Transport::Quic => {
                 let quic = self.quic.as_ref().ok_or(DataError::NoQuic)?;
-                let (mut w, mut r) = quic.open(spec.dst_addr, spec.tos()).await?;
+                let (mut w, mut r) = quic.open(spec.dst_addr, spec.tos(), spec.queue).await?;
                 stream::send(&mut r, &mut w, header, sending).await?
             }
         };

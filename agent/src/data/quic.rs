@@ -1,15 +1,22 @@
 //! QUIC flows (quinn), the optional transport: one bidirectional stream per
-//! flow on a connection per (destination, mark), authenticated with the
-//! run's agent certificate in both directions.
+//! flow on a connection per (destination, mark, flow queue), authenticated
+//! with the run's agent certificate in both directions.
+//!
+//! Flow queues: a client endpoint per (mark, flow queue) sends from a UDP
+//! port the shaped links hash to that queue ([`bind_in_queue`]), so QUIC
+//! flows take the queues the scheduler gives them as TCP flows do. Flows
+//! the scheduler put in one queue share an endpoint and a connection.
 //!
 //! Marking: quinn's own UDP layer sets the TOS byte of every datagram from
 //! a control message carrying only the ECN bits, which would erase the OCS
 //! mark. OCS-bound connections therefore use [`TosUdpSocket`], a plain
 //! `sendto` socket (no GSO, no ECN) whose socket-level `IP_TOS` applies.
 
+use super::queue_port::bind_in_queue;
 use super::{DataError, DataPlane};
 use crate::control::credentials::AGENT_NAME;
 use crate::control::AgentCredentials;
+use crate::protocol::FlowQueue;
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, Connection, Endpoint, RecvStream, SendStream, UdpPoller};
 use std::collections::BTreeMap;
@@ -32,14 +39,18 @@ fn transport_config() -> Arc<quinn::TransportConfig> {
     Arc::new(t)
 }
 
+/// A client endpoint's TOS byte and flow queue.
+type ClientKey = (u8, Option<FlowQueue>);
+
 /// An agent's QUIC data endpoints.
 pub struct QuicData {
     server: Endpoint,
     client_config: quinn::ClientConfig,
     local_ip: IpAddr,
-    /// Client endpoints by the TOS byte their datagrams carry.
-    clients: tokio::sync::Mutex<BTreeMap<u8, Endpoint>>,
-    conns: tokio::sync::Mutex<BTreeMap<(SocketAddr, u8), Connection>>,
+    /// Client endpoints by the TOS byte their datagrams carry and the flow
+    /// queue their port hashes to.
+    clients: tokio::sync::Mutex<BTreeMap<ClientKey, Endpoint>>,
+    conns: tokio::sync::Mutex<BTreeMap<(SocketAddr, ClientKey), Connection>>,
 }
 
 impl QuicData {
@@ -63,12 +74,25 @@ impl QuicData {
         })
     }
 
-    async fn client(&self, tos: u8) -> Result<Endpoint, DataError> {
+    /// The client endpoint whose datagrams carry `tos` from a port in
+    /// `queue` (or one the kernel picks), made at first use.
+    async fn client(&self, tos: u8, queue: Option<FlowQueue>) -> Result<Endpoint, DataError> {
+        let key = (tos, queue);
         let mut clients = self.clients.lock().await;
-        if let Some(e) = clients.get(&tos) {
+        if let Some(e) = clients.get(&key) {
             return Ok(e.clone());
         }
-        let sock = std::net::UdpSocket::bind(SocketAddr::new(self.local_ip, 0))?;
+        let mut sock = None;
+        if let Some(q) = queue {
+            bind_in_queue(self.local_ip, q, |a| {
+                sock = Some(std::net::UdpSocket::bind(a)?);
+                Ok(())
+            })?;
+        }
+        let sock = match sock {
+            Some(s) => s,
+            None => std::net::UdpSocket::bind(SocketAddr::new(self.local_ip, 0))?,
+        };
         let runtime = quinn::default_runtime().ok_or_else(|| io::Error::other("no async runtime"))?;
         let mut ep = match tos {
             0 => Endpoint::new(Default::default(), None, sock, runtime)?,
@@ -86,25 +110,31 @@ impl QuicData {
             }
         };
         ep.set_default_client_config(self.client_config.clone());
-        clients.insert(tos, ep.clone());
+        clients.insert(key, ep.clone());
         Ok(ep)
     }
 
-    /// Opens a stream to `dst` whose datagrams carry the TOS byte `tos`,
-    /// reusing a live connection.
-    pub async fn open(&self, dst: SocketAddr, tos: u8) -> Result<(SendStream, RecvStream), DataError> {
+    /// Opens a stream to `dst` whose datagrams carry the TOS byte `tos`
+    /// from a port in flow queue `queue`, reusing a live connection.
+    pub async fn open(
+        &self,
+        dst: SocketAddr,
+        tos: u8,
+        queue: Option<FlowQueue>,
+    ) -> Result<(SendStream, RecvStream), DataError> {
+        let key = (dst, (tos, queue));
         let mut conns = self.conns.lock().await;
-        if let Some(c) = conns.get(&(dst, tos)) {
+        if let Some(c) = conns.get(&key) {
             if c.close_reason().is_none() {
                 if let Ok(s) = c.open_bi().await {
                     return Ok(s);
                 }
             }
-            conns.remove(&(dst, tos));
+            conns.remove(&key);
         }
-        let conn = self.client(tos).await?.connect(dst, AGENT_NAME)?.await?;
+        let conn = self.client(tos, queue).await?.connect(dst, AGENT_NAME)?.await?;
         let s = conn.open_bi().await?;
-        conns.insert((dst, tos), conn);
+        conns.insert(key, conn);
         Ok(s)
     }
 }
@@ -215,5 +245,55 @@ impl AsyncUdpSocket for TosUdpSocket {
 
     fn may_fragment(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::RunAuthority;
+    use ocslab_emulator::fabric::htb::FlowQueues;
+
+    /// The local port of the client endpoint `open` used for `(tos, queue)`.
+    async fn client_port(quic: &QuicData, tos: u8, queue: Option<FlowQueue>) -> u16 {
+        let clients = quic.clients.lock().await;
+        clients[&(tos, queue)].local_addr().unwrap().port()
+    }
+
+    #[tokio::test]
+    async fn quic_flows_send_from_ports_the_links_hash_to_their_queues() {
+        let auth = RunAuthority::generate().unwrap();
+        let creds = auth.agent_credentials();
+        let local = SocketAddr::from(([127, 0, 0, 1], 0));
+        let receiver = QuicData::bind(local, creds).unwrap();
+        let dst = receiver.server.local_addr().unwrap();
+        let server = receiver.server.clone();
+        tokio::spawn(async move {
+            while let Some(incoming) = server.accept().await {
+                tokio::spawn(async move {
+                    if let Ok(conn) = incoming.await {
+                        conn.closed().await;
+                    }
+                });
+            }
+        });
+        let sender = QuicData::bind(local, creds).unwrap();
+        let queues = FlowQueues::new(8).unwrap();
+        let (a, b) = (FlowQueue { index: 5, count: 8 }, FlowQueue { index: 2, count: 8 });
+        for (tos, q) in [(0, a), (0, b), (0x08, a)] {
+            sender.open(dst, tos, Some(q)).await.unwrap();
+            let port = client_port(&sender, tos, Some(q)).await;
+            assert_eq!(queues.queue_of_port(port), q.index, "tos {tos:#x}, port {port}");
+        }
+        // A second flow in a queue shares its endpoint and connection.
+        let before = client_port(&sender, 0, Some(a)).await;
+        sender.open(dst, 0, Some(a)).await.unwrap();
+        assert_eq!(client_port(&sender, 0, Some(a)).await, before);
+        assert_eq!(sender.clients.lock().await.len(), 3);
+        assert_eq!(sender.conns.lock().await.len(), 3);
+        // No queue: the kernel's port, on an endpoint of its own.
+        sender.open(dst, 0, None).await.unwrap();
+        assert_ne!(client_port(&sender, 0, None).await, 0);
+        assert_eq!(sender.clients.lock().await.len(), 4);
     }
 }

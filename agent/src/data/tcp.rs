@@ -4,18 +4,16 @@
 //! given a flow queue ([`FlowQueue`]) binds a source port that the shaped
 //! links hash to that queue.
 
+use super::queue_port::bind_in_queue;
 use super::{DataError, DataPlane};
 use crate::protocol::FlowQueue;
-use ocslab_emulator::fabric::htb::FlowQueues;
-use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
 /// Connects from `local` to `dst`, every packet carrying the TOS byte
 /// `tos`, from a free source port that the fabric's links hash to flow
-/// queue `queue` ([`FlowQueues::ports`]), or else one the kernel picks.
+/// queue `queue` ([`bind_in_queue`]), or else one the kernel picks.
 pub async fn connect(
     local: IpAddr,
     dst: SocketAddr,
@@ -38,36 +36,13 @@ pub async fn connect(
         SocketAddr::V6(_) => IpAddr::from([0u16; 8]),
     };
     let in_queue = match queue {
-        Some(q) => bind_in_queue(&sock, from, q)?,
+        Some(q) => bind_in_queue(from, q, |a| sock.bind(a))?,
         None => false,
     };
     if !in_queue && !from.is_unspecified() {
         sock.bind(SocketAddr::new(from, 0))?;
     }
     Ok(sock.connect(dst).await?)
-}
-
-/// Where the next [`bind_in_queue`] starts among its queue's ports, so
-/// that successive flows take ports in turn rather than retrying the
-/// first ones (which linger in TIME_WAIT after their flows).
-static NEXT_PORT: AtomicUsize = AtomicUsize::new(0);
-
-/// Binds `sock` to a free port of `local` that queue `q` owns; `false` if
-/// every such port is taken (or the queue names no fabric's queue), and
-/// the kernel is to pick one.
-fn bind_in_queue(sock: &TcpSocket, local: IpAddr, q: FlowQueue) -> Result<bool, DataError> {
-    let Some(queues) = FlowQueues::new(q.count).filter(|_| q.index < q.count) else {
-        return Ok(false);
-    };
-    let from = NEXT_PORT.fetch_add(1, Ordering::Relaxed);
-    for port in queues.ports(q.index, from) {
-        match sock.bind(SocketAddr::new(local, port)) {
-            Ok(()) => return Ok(true),
-            Err(e) if e.kind() == ErrorKind::AddrInUse => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(false)
 }
 
 /// Accepts data connections until the listener fails; one task per stream.
@@ -93,6 +68,7 @@ pub async fn accept_loop(listener: TcpListener, plane: Arc<DataPlane>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ocslab_emulator::fabric::htb::FlowQueues;
 
     #[tokio::test]
     async fn a_flow_given_a_queue_sends_from_a_port_the_links_hash_to_it() {
