@@ -453,8 +453,8 @@ fn flows_into_one_host_take_flow_queues_of_their_own_and_end_together() {
 /// Sharing a queue shows as over TCP (the first flow ended at 0.71–0.76
 /// of the last in 5 of 5 runs when every QUIC flow left from a kernel
 /// port), but with queues of their own QUIC flows end less evenly than
-/// TCP's (0.87–0.98 in 21 runs: quinn's user-space sender leaves its queue
-/// empty now and then and the others take the slack), hence the looser bound.
+/// TCP's (0.87–0.98 in 21 runs, two of them below 0.9; docs/fabric.md
+/// says what may cause it), hence the looser bound.
 #[test]
 fn quic_flows_into_one_host_take_flow_queues_of_their_own_and_end_together() {
     flows_into_one_host_end_together(
