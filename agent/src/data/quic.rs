@@ -76,8 +76,8 @@ impl QuicData {
 
     /// The client endpoint whose datagrams carry `tos` from a port in
     /// `queue` (or one the kernel picks), made at first use.
-    async fn client(&self, tos: u8, queue: Option<FlowQueue>) -> Result<Endpoint, DataError> {
-        let key = (tos, queue);
+    async fn client(&self, key: ClientKey) -> Result<Endpoint, DataError> {
+        let (tos, queue) = key;
         let mut clients = self.clients.lock().await;
         if let Some(e) = clients.get(&key) {
             return Ok(e.clone());
@@ -122,7 +122,8 @@ impl QuicData {
         tos: u8,
         queue: Option<FlowQueue>,
     ) -> Result<(SendStream, RecvStream), DataError> {
-        let key = (dst, (tos, queue));
+        let client = (tos, queue);
+        let key = (dst, client);
         let mut conns = self.conns.lock().await;
         if let Some(c) = conns.get(&key) {
             if c.close_reason().is_none() {
@@ -132,7 +133,7 @@ impl QuicData {
             }
             conns.remove(&key);
         }
-        let conn = self.client(tos, queue).await?.connect(dst, AGENT_NAME)?.await?;
+        let conn = self.client(client).await?.connect(dst, AGENT_NAME)?.await?;
         let s = conn.open_bi().await?;
         conns.insert(key, conn);
         Ok(s)
