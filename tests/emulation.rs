@@ -444,29 +444,27 @@ fn flows_into_one_host_take_flow_queues_of_their_own_and_end_together() {
     flows_into_one_host_end_together(
         "flows_into_one_host_take_flow_queues_of_their_own_and_end_together",
         Transport::Tcp,
-        0.9,
     );
 }
 
 /// The same four flows over QUIC: each agent sends from a UDP port of the
-/// queue its flow was given, not from one socket the kernel numbered.
-/// Sharing a queue shows as over TCP (the first flow ended at 0.71–0.76
-/// of the last in 5 of 5 runs when every QUIC flow left from a kernel
-/// port), but with queues of their own QUIC flows end less evenly than
-/// TCP's (0.87–0.98 in 21 runs, two of them below 0.9; docs/fabric.md
-/// says what may cause it), hence the looser bound.
+/// queue its flow was given, not from one socket the kernel numbered, and
+/// its CUBIC leaves slow start at a delay rise (`data::slow_start`). The
+/// first flow ended at 0.71–0.76 of the last in 5 of 5 runs when every
+/// QUIC flow left from a kernel port; at 0.87–0.98 in 21 runs with queues
+/// of their own but slow start left only at a loss (a quarter of the
+/// packets lost); at 0.949–0.990 in 37 runs now (docs/fabric.md).
 #[test]
 fn quic_flows_into_one_host_take_flow_queues_of_their_own_and_end_together() {
     flows_into_one_host_end_together(
         "quic_flows_into_one_host_take_flow_queues_of_their_own_and_end_together",
         Transport::Quic,
-        0.8,
     );
 }
 
 /// Runs the four flows over `transport` and asserts that the first ends
-/// no earlier than `together` times the last one's time.
-fn flows_into_one_host_end_together(name: &str, transport: Transport, together: f64) {
+/// no earlier than 0.9 times the last one's time.
+fn flows_into_one_host_end_together(name: &str, transport: Transport) {
     if skip(name) {
         return;
     }
@@ -526,7 +524,7 @@ range = "198.18.0.0/15"
     eprintln!("the flows began at {began:?} s and ended at {took:?} s after the first byte was sent");
     if timed.timing_judgeable(name) {
         assert!(
-            first >= together * last,
+            first >= 0.9 * last,
             "the first flow ended at {first:.3} s, the last at {last:.3} s: {took:?}"
         );
     }

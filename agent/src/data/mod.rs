@@ -19,6 +19,7 @@
 pub mod pacer;
 pub mod queue_port;
 pub mod quic;
+pub mod slow_start;
 pub mod stream;
 pub mod table;
 pub mod tcp;

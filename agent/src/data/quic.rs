@@ -7,12 +7,16 @@
 //! flows take the queues the scheduler gives them as TCP flows do. Flows
 //! the scheduler put in one queue share an endpoint and a connection.
 //!
+//! Congestion control: quinn's CUBIC, leaving slow start when the delay
+//! rises as Linux's TCP does ([`super::slow_start`]).
+//!
 //! Marking: quinn's own UDP layer sets the TOS byte of every datagram from
 //! a control message carrying only the ECN bits, which would erase the OCS
 //! mark. OCS-bound connections therefore use [`TosUdpSocket`], a plain
 //! `sendto` socket (no GSO, no ECN) whose socket-level `IP_TOS` applies.
 
 use super::queue_port::bind_in_queue;
+use super::slow_start::HyStartCubicConfig;
 use super::{DataError, DataPlane};
 use crate::control::credentials::AGENT_NAME;
 use crate::control::AgentCredentials;
@@ -36,6 +40,8 @@ fn transport_config() -> Arc<quinn::TransportConfig> {
     t.stream_receive_window(quinn::VarInt::from_u32(16 << 20));
     t.receive_window(quinn::VarInt::from_u32(32 << 20));
     t.send_window(32 << 20);
+    // CUBIC out of slow start at a delay rise, as the kernel's TCP leaves it.
+    t.congestion_controller_factory(Arc::new(HyStartCubicConfig::default()));
     Arc::new(t)
 }
 
