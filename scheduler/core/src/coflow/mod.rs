@@ -194,6 +194,15 @@ impl Triggers {
         departures: Departures::CoflowDone,
         circuit_up: false,
     };
+    /// Arrivals of elephants and the end of a coflow's elephants between
+    /// two racks, not circuits: circuit schedulers whose plans are per
+    /// rack pair and which time their own circuits (`wake_at`), as
+    /// Sunflow does.
+    pub const ELEPHANT_PAIRS: Triggers = Triggers {
+        arrivals: Arrivals::Elephants,
+        departures: Departures::ElephantPairDone,
+        circuit_up: false,
+    };
     /// Nothing: a policy whose decision never changes.
     pub const NEVER: Triggers = Triggers {
         arrivals: Arrivals::Never,

@@ -60,8 +60,8 @@ mod solver_props;
 
 use crate::coflow::decision::{PairKey, PairPlans};
 use crate::coflow::{
-    set_up_circuits, Arrivals, CircuitSetup, CircuitSwitch, CircuitView, CoflowPolicy, Decision, Departures,
-    FabricParams, FlowPlan, FlowView, NetView, PairPlan, Progress, Triggers,
+    set_up_circuits, CircuitSetup, CircuitSwitch, CircuitView, CoflowPolicy, Decision, FabricParams,
+    FlowPlan, FlowView, NetView, PairPlan, Progress, Triggers,
 };
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::net::fasthash::FastMap;
@@ -509,11 +509,7 @@ impl CoflowPolicy for Sunflow {
         true
     }
     fn triggers(&self) -> Triggers {
-        Triggers {
-            arrivals: Arrivals::Elephants,
-            departures: Departures::ElephantPairDone,
-            circuit_up: false,
-        }
+        Triggers::ELEPHANT_PAIRS
     }
     fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let fabric = view.fabric;

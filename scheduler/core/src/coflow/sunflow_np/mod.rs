@@ -81,10 +81,7 @@ mod ports;
 mod waiting;
 
 use crate::coflow::decision::PairPlans;
-use crate::coflow::{
-    Arrivals, CircuitSetup, CoflowPolicy, Decision, Departures, FlowPlan, NetView, PairPlan, Progress,
-    Triggers,
-};
+use crate::coflow::{CircuitSetup, CoflowPolicy, Decision, FlowPlan, NetView, PairPlan, Progress, Triggers};
 use crate::model::coflow::{CoflowId, FlowId};
 use crate::Nanos;
 use demand::CoflowDemand;
@@ -392,11 +389,7 @@ impl CoflowPolicy for SunflowNp {
         true
     }
     fn triggers(&self) -> Triggers {
-        Triggers {
-            arrivals: Arrivals::Elephants,
-            departures: Departures::ElephantPairDone,
-            circuit_up: false,
-        }
+        Triggers::ELEPHANT_PAIRS
     }
     fn decide(&mut self, _now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
         let fabric = view.fabric;
