@@ -845,7 +845,8 @@ pub struct RotorFigures {
     /// A circuit packet's send time to its receive timestamp, p50, µs. The
     /// datapath decides in between, so send-time errors include part of it.
     pub transit_p50_us: f64,
-    /// How long setting the schedule took, µs.
+    /// How long setting the schedule took, µs, to its epoch (at least
+    /// [`SCHEDULE_LEAD`](super::ebpf::SCHEDULE_LEAD)).
     pub set_schedule_us: f64,
 }
 

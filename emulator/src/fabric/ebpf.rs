@@ -58,6 +58,25 @@ pub use ocslab_core::optical::MAX_SLOTS;
 const MODE_ON_DEMAND: u32 = 0;
 const MODE_SCHEDULE: u32 = 1;
 
+/// How far ahead of the clock [`CircuitTable::set_schedule`] sets a
+/// schedule's epoch: time for its last two map writes (about 2 µs each
+/// here) to land before slot 0 begins, with room for the thread to be held
+/// back a while.
+pub const SCHEDULE_LEAD: Nanos = Nanos(50_000);
+
+/// The epoch of a schedule of `period` written with epoch `planned`, whose
+/// writes had returned at `returned`: `planned` if they had by then (every
+/// port was dark until it, as the schedule has them), else the first
+/// period's start after `returned` (the programs follow the schedule, in
+/// phase with `planned`, from when the writes landed).
+pub fn schedule_epoch(planned: Nanos, period: Nanos, returned: Nanos) -> Nanos {
+    if returned <= planned || period.0 == 0 {
+        return planned;
+    }
+    let periods = (returned.0 - planned.0).div_ceil(period.0);
+    Nanos(planned.0 + periods * period.0)
+}
+
 /// The first byte of a source MAC that carries the time its ToR sent the
 /// packet on (`STAMP_MARK` of the C source).
 pub const STAMP_MARK: u8 = 0x06;
@@ -539,12 +558,25 @@ impl CircuitTable {
         Ok(Some((Nanos(e.epoch), Nanos(e.period), e.slots)))
     }
 
-    /// Makes the programs follow `schedule` from `epoch` on (clears the
-    /// on-demand table first: every port is dark until then).
-    pub fn set_schedule(&mut self, schedule: &Schedule, epoch: Nanos) -> Result<(), EbpfError> {
+    /// Makes the programs follow `schedule` (clears the on-demand table
+    /// first: every port is dark until then); returns its epoch, when slot
+    /// 0 first begins, which may still be ahead of the clock.
+    ///
+    /// The programs switch to the schedule when the mode write lands, and
+    /// user space knows only that it landed before its clock reading after
+    /// the write. So the epoch is put [`SCHEDULE_LEAD`] ahead of a reading
+    /// taken just before the last two writes (the schedule, then the mode);
+    /// the programs keep every port dark until the epoch. If the writes had
+    /// returned by then, the schedule holds from its first instant. If they
+    /// were held up past it, ports stayed dark into the first period when
+    /// the schedule had circuits up: the epoch returned is then the next
+    /// period's start after the writes returned ([`schedule_epoch`]), from
+    /// which on the programs follow the schedule exactly (in phase with it
+    /// already from the moment the mode landed).
+    pub fn set_schedule(&mut self, schedule: &Schedule) -> Result<Nanos, EbpfError> {
         self.clear_schedule()?;
         let mut entry = ScheduleEntry {
-            epoch: epoch.0,
+            epoch: 0,
             period: schedule.period().0,
             slots: schedule.slots().len() as u32,
             pad: 0,
@@ -564,12 +596,15 @@ impl CircuitTable {
                     .map_err(err(format!("writing slot {s} port {p}")))?;
             }
         }
+        let planned = Nanos(clock::now().0 + SCHEDULE_LEAD.0);
+        entry.epoch = planned.0;
         self.schedule
             .set(0, entry, 0)
             .map_err(err("writing the schedule"))?;
         self.mode
             .set(0, MODE_SCHEDULE, 0)
-            .map_err(err("writing the mode"))
+            .map_err(err("writing the mode"))?;
+        Ok(schedule_epoch(planned, schedule.period(), clock::now()))
     }
 
     /// Stops following a schedule: every port dark, on-demand table empty.
@@ -723,6 +758,31 @@ mod tests {
         assert_eq!(std::mem::size_of::<CircuitEntry>(), 32);
         assert_eq!(std::mem::offset_of!(CircuitEntry, out), 4);
         assert_eq!(std::mem::offset_of!(CircuitEntry, up_at), 16);
+    }
+
+    #[test]
+    fn a_schedule_written_late_starts_at_the_next_period_in_phase() {
+        let (planned, period) = (Nanos(1_000_000), Nanos(6_000));
+        // Written in time: the planned epoch, dark until then.
+        assert_eq!(schedule_epoch(planned, period, Nanos(990_000)), planned);
+        assert_eq!(schedule_epoch(planned, period, planned), planned);
+        // Held up 1 ns, 6 µs or 250 µs past it: the first period start
+        // after the writes returned, a whole number of periods on.
+        assert_eq!(
+            schedule_epoch(planned, period, Nanos(1_000_001)),
+            Nanos(1_006_000)
+        );
+        assert_eq!(
+            schedule_epoch(planned, period, Nanos(1_006_000)),
+            Nanos(1_006_000)
+        );
+        let late = schedule_epoch(planned, period, Nanos(1_250_000));
+        assert_eq!(late, Nanos(1_252_000));
+        assert_eq!(
+            (late.0 - planned.0) % period.0,
+            0,
+            "in phase with the epoch written"
+        );
     }
 
     #[test]

@@ -344,13 +344,14 @@ impl OcsCore {
         Ok(rec)
     }
 
-    /// Makes the eBPF datapath follow `schedule`, starting now.
+    /// Makes the eBPF datapath follow `schedule`; returns once its epoch
+    /// has come.
     fn set_schedule(&mut self, schedule: &Schedule) -> Result<Nanos, OcsError> {
         let Backend::Ebpf(ref mut table) = self.backend else {
             return Err(OcsError::NeedsEbpf("a time-flow schedule"));
         };
-        let epoch = clock::now();
-        table.set_schedule(schedule, epoch)?;
+        let epoch = table.set_schedule(schedule)?;
+        clock::sleep_until(epoch);
         self.current.clear();
         tracing::info!(
             slots = schedule.slots().len(),
@@ -576,8 +577,12 @@ impl Ocs {
         self.lock().datapath()
     }
 
-    /// Makes the datapath follow `schedule` by itself from now on (eBPF
-    /// only); returns its epoch ([`clock::now`]), when slot 0 first begins.
+    /// Makes the datapath follow `schedule` by itself (eBPF only); returns
+    /// its epoch (on [`clock::now`]'s clock), when slot 0 first begins, once
+    /// it has: [`SCHEDULE_LEAD`](super::ebpf::SCHEDULE_LEAD) after the call,
+    /// or, if the call was held up longer, the next period's start after
+    /// it. Before the epoch every port is dark (or, after a hold-up, already
+    /// in phase with the schedule); from it on, the datapath is the schedule.
     /// [`Ocs::set_matching`] is refused until [`Ocs::clear_schedule`].
     pub fn set_schedule(&self, schedule: &Schedule) -> Result<Nanos, OcsError> {
         self.lock().set_schedule(schedule)

@@ -360,7 +360,7 @@ pub fn ocs(a: OcsArgs) -> Result<ExitCode> {
                 load,
             })?;
             say(format!(
-                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; {} on EPS, {} of them inside their pair's window; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); watched and bracketed by the probe (no gap over {:.0} µs between sends within {:.0} µs): {} of {} openings, each within p50/p99/max {:.1}/{:.1}/{:.1} µs of the schedule, {} of {} closings, within {:.1}/{:.1}/{:.1} µs; schedule set in {:.1} µs",
+                "rotor ({} racks, {} µs slots, δ {} µs, {}): {} windows ({} inside the probe's bursts, measured), {} circuit packets, {} outside their slots; {} on EPS, {} of them inside their pair's window; boundary error open p50/p99/max {:.1}/{:.1}/{:.1} µs, close {:.1}/{:.1}/{:.1} µs (probe every {:.1} µs inside a window, send to receive {:.1} µs); watched and bracketed by the probe (no gap over {:.0} µs between sends within {:.0} µs): {} of {} openings, each within p50/p99/max {:.1}/{:.1}/{:.1} µs of the schedule, {} of {} closings, within {:.1}/{:.1}/{:.1} µs; schedule in force {:.1} µs after the call",
                 r.racks, a.rotor_slot_us, a.rotor_delay_us, if load { "busy" } else { "idle" },
                 r.windows_seen, r.windows_measured, r.paths.circuit_packets, r.paths.circuit_outside, r.paths.eps_packets, r.paths.eps_inside,
                 r.open_error_us[0], r.open_error_us[1], r.open_error_us[2],
