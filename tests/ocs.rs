@@ -365,7 +365,10 @@ fn a_rotor_schedule_serves_each_pair_only_in_its_slots() {
     let _alone = alone();
     let f = up(4, 1, 1, Datapath::Ebpf);
     let ocs = f.ocs().unwrap();
-    let slots: Vec<_> = (1..4)
+    // Rack r reaches r+1, r+2, r+3, r+1: the last slot's circuits are slot
+    // 0's, so from the second period on they carry across that boundary.
+    let slots: Vec<_> = [1, 2, 3, 1]
+        .into_iter()
         .map(|k| {
             (
                 Nanos::from_millis(2),
@@ -373,7 +376,9 @@ fn a_rotor_schedule_serves_each_pair_only_in_its_slots() {
             )
         })
         .collect();
-    let schedule = Schedule::new(4, 1, &slots, Nanos(200_000)).unwrap();
+    let delay = Nanos(200_000);
+    let schedule = Schedule::new(4, 1, &slots, delay).unwrap();
+    let period = schedule.period().0;
     let probe = probe::DarkProbe::start(
         &f,
         h(0, 0),
@@ -391,10 +396,29 @@ fn a_rotor_schedule_serves_each_pair_only_in_its_slots() {
     // About five periods of traffic, counted in the probe's packets: a
     // sender the box holds back only makes the wait longer.
     assert!(
-        probe.wait_sent(2 * STEP_PACKETS, Duration::from_secs(20)),
+        probe.wait_sent(3 * STEP_PACKETS, Duration::from_secs(20)),
         "the probe sends"
     );
     let arrivals = probe.finish().unwrap().arrivals;
+    // Packets to rack 1 sent in the first δ of a period: in the first,
+    // slot 0's circuit is being set up; in later ones it carries on.
+    let (mut set_up, mut carried_on) = (0, 0);
+    for a in arrivals.iter().filter(|a| a.dst == 0 && a.sent >= epoch.0) {
+        let since = a.sent - epoch.0;
+        if since < delay.0 && !a.over_circuit() {
+            set_up += 1;
+        } else if since >= period && since % period < delay.0 && a.over_circuit() {
+            carried_on += 1;
+        }
+    }
+    assert!(
+        set_up > 0,
+        "marked traffic takes EPS while the first slot's circuits are set up"
+    );
+    assert!(
+        carried_on > 0,
+        "a circuit kept from the last slot carries across slot 0's start"
+    );
     let stats = ocs.port_stats().unwrap();
     f.down().unwrap();
 

@@ -23,7 +23,8 @@
 // - mode ON_DEMAND: `prev_out` while t < `down_at`, then dark until `up_at`,
 //   then `out` (a move written ahead of its `down_at` happens by itself);
 // - mode SCHEDULE: in the slot of a repeating schedule that `t` falls in,
-//   the port's output once the slot's dark time for it has passed.
+//   the port's output once the slot's dark time for it has passed (in the
+//   first period's slot 0, δ for every port: each circuit is set up).
 // An entry is written whole by user space under its spin lock (BPF_F_LOCK)
 // and read whole under it here, so no program sees half of a move.
 //
@@ -82,10 +83,10 @@ struct circuit {
 // A repeating schedule of matchings. Slot s covers
 // [start[s], start[s + 1]) of each period (the last slot ends at `period`).
 struct schedule {
-    __u64 epoch;   // when slot 0 of the first period begins
+    __u64 epoch;      // when slot 0 of the first period begins
     __u64 period;
     __u32 slots;
-    __u32 pad;
+    __u32 first_dark; // δ: slot 0 of the first period sets up every circuit
     __u64 start[MAX_SLOTS];
 };
 
@@ -146,7 +147,8 @@ static __always_inline __u32 circuit_at(__u32 port, __u64 now)
         struct schedule *s = bpf_map_lookup_elem(&schedule, &zero);
         if (!s || s->period == 0 || s->slots == 0 || now < s->epoch)
             return NO_PORT;
-        __u64 off = (now - s->epoch) % s->period;
+        __u64 since = now - s->epoch;
+        __u64 off = since % s->period;
         __u32 slot = 0;
         for (__u32 i = 1; i < MAX_SLOTS; i++) {
             if (i >= s->slots || s->start[i] > off)
@@ -158,7 +160,12 @@ static __always_inline __u32 circuit_at(__u32 port, __u64 now)
         __u64 into = off - s->start[slot];
         __u32 key = slot * n_ports + port;
         struct slot_port *sp = bpf_map_lookup_elem(&slot_ports, &key);
-        if (!sp || sp->out == NO_PORT || into < sp->dark)
+        if (!sp || sp->out == NO_PORT)
+            return NO_PORT;
+        // Before the epoch every port was dark: in the first period, slot
+        // 0's circuits are all being set up, whatever the last slot had.
+        __u64 dark = slot == 0 && since < s->period ? s->first_dark : sp->dark;
+        if (into < dark)
             return NO_PORT;
         return sp->out;
     }

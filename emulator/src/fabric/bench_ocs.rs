@@ -937,7 +937,7 @@ pub fn rotor(spec: RotorSpec) -> Result<RotorFigures, BenchError> {
     let mut windows_measured = 0;
     for (&(k, s), c) in &windows {
         let start = k * period + schedule.slot_start(s).0;
-        let open_at = start + schedule.slots()[s].ports[0].dark.0;
+        let open_at = start + schedule.dark(k, s, 0).0;
         let close_at = start + schedule.slots()[s].length.0;
         // Only slots the probe was dense through, from start to end.
         let (from, to) = (epoch.0 + start, epoch.0 + close_at);
@@ -1118,9 +1118,10 @@ fn rotor_schedule(racks: u32, slot: Nanos, delay: Nanos) -> Result<Schedule, Ben
 /// back to EPS there bracket the edge ([`WindowEdges`]).
 fn follow(schedule: Schedule, epoch: Nanos, lag: Nanos) -> probe::Aim {
     Arc::new(move |now: Nanos, n: u64, aligned: bool| {
-        let (slot, into) = schedule.slot_at(Nanos(now.0.saturating_sub(epoch.0 + lag.0)));
-        let s = &schedule.slots()[slot];
-        let near_edge = into < s.ports[0].dark || into.0 + lag.0 >= s.length.0;
+        let t = Nanos(now.0.saturating_sub(epoch.0 + lag.0));
+        let (slot, into) = schedule.slot_at(t);
+        let dark = schedule.dark(t.0 / schedule.period().0, slot, 0);
+        let near_edge = into < dark || into.0 + lag.0 >= schedule.slots()[slot].length.0;
         // The eighth packets go in turn to the two other racks, unless
         // aligned to a window's edge or near one.
         let k = n + 1;
@@ -1142,10 +1143,10 @@ fn window_edges(schedule: Schedule, epoch: Nanos) -> probe::Align {
         let next = start + schedule.slots()[slot].length.0;
         // This slot's window, then the next slot's.
         let window = |start: u64, s: usize| {
-            let this = &schedule.slots()[s];
+            let dark = schedule.dark(start / schedule.period().0, s, 0);
             [
-                send_after(Nanos(start + this.ports[0].dark.0), i),
-                send_before(Nanos(start + this.length.0), i),
+                send_after(Nanos(start + dark.0), i),
+                send_before(Nanos(start + schedule.slots()[s].length.0), i),
             ]
         };
         let [a, b] = window(start, slot);

@@ -64,18 +64,9 @@ const MODE_SCHEDULE: u32 = 1;
 /// back a while.
 pub const SCHEDULE_LEAD: Nanos = Nanos(50_000);
 
-/// The epoch of a schedule of `period` written with epoch `planned`, whose
-/// writes had returned at `returned`: `planned` if they had by then (every
-/// port was dark until it, as the schedule has them), else the first
-/// period's start after `returned` (the programs follow the schedule, in
-/// phase with `planned`, from when the writes landed).
-pub fn schedule_epoch(planned: Nanos, period: Nanos, returned: Nanos) -> Nanos {
-    if returned <= planned || period.0 == 0 {
-        return planned;
-    }
-    let periods = (returned.0 - planned.0).div_ceil(period.0);
-    Nanos(planned.0 + periods * period.0)
-}
+/// How many times [`CircuitTable::set_schedule`] writes a schedule whose
+/// writes were held up past its epoch before it gives up.
+pub const SCHEDULE_ATTEMPTS: usize = 8;
 
 /// The first byte of a source MAC that carries the time its ToR sent the
 /// packet on (`STAMP_MARK` of the C source).
@@ -166,7 +157,8 @@ struct ScheduleEntry {
     epoch: u64,
     period: u64,
     slots: u32,
-    pad: u32,
+    /// δ: in the first period, slot 0 sets up every circuit.
+    first_dark: u32,
     start: [u64; MAX_SLOTS],
 }
 
@@ -566,20 +558,20 @@ impl CircuitTable {
     /// user space knows only that it landed before its clock reading after
     /// the write. So the epoch is put [`SCHEDULE_LEAD`] ahead of a reading
     /// taken just before the last two writes (the schedule, then the mode);
-    /// the programs keep every port dark until the epoch. If the writes had
-    /// returned by then, the schedule holds from its first instant. If they
-    /// were held up past it, ports stayed dark into the first period when
-    /// the schedule had circuits up: the epoch returned is then the next
-    /// period's start after the writes returned ([`schedule_epoch`]), from
-    /// which on the programs follow the schedule exactly (in phase with it
-    /// already from the moment the mode landed).
+    /// the programs keep every port dark until the epoch, and in the first
+    /// period slot 0 sets up every circuit in δ, as [`Schedule::dark`] has
+    /// it. If the writes returned after the epoch, the ports stayed dark
+    /// into the schedule for an unknown while: the mode goes back to the
+    /// on-demand table (every port dark) and the schedule is written again
+    /// with a new epoch, up to [`SCHEDULE_ATTEMPTS`] times.
     pub fn set_schedule(&mut self, schedule: &Schedule) -> Result<Nanos, EbpfError> {
         self.clear_schedule()?;
         let mut entry = ScheduleEntry {
             epoch: 0,
             period: schedule.period().0,
             slots: schedule.slots().len() as u32,
-            pad: 0,
+            // `Schedule::new` keeps δ under 2^32 ns.
+            first_dark: schedule.delay().0 as u32,
             start: [0; MAX_SLOTS],
         };
         for (s, slot) in schedule.slots().iter().enumerate() {
@@ -596,15 +588,33 @@ impl CircuitTable {
                     .map_err(err(format!("writing slot {s} port {p}")))?;
             }
         }
-        let planned = Nanos(clock::now().0 + SCHEDULE_LEAD.0);
-        entry.epoch = planned.0;
-        self.schedule
-            .set(0, entry, 0)
-            .map_err(err("writing the schedule"))?;
-        self.mode
-            .set(0, MODE_SCHEDULE, 0)
-            .map_err(err("writing the mode"))?;
-        Ok(schedule_epoch(planned, schedule.period(), clock::now()))
+        let mut late = Nanos::ZERO;
+        for _ in 0..SCHEDULE_ATTEMPTS {
+            let planned = Nanos(clock::now().0 + SCHEDULE_LEAD.0);
+            entry.epoch = planned.0;
+            self.schedule
+                .set(0, entry, 0)
+                .map_err(err("writing the schedule"))?;
+            self.mode
+                .set(0, MODE_SCHEDULE, 0)
+                .map_err(err("writing the mode"))?;
+            let returned = clock::now();
+            if returned <= planned {
+                return Ok(planned);
+            }
+            late = late.max(Nanos(returned.0 - planned.0));
+            self.mode
+                .set(0, MODE_ON_DEMAND, 0)
+                .map_err(err("writing the mode"))?;
+        }
+        Err(EbpfError {
+            what: "setting a schedule".into(),
+            source: format!(
+                "its writes returned after its epoch {SCHEDULE_ATTEMPTS} times (up to {late} late), \
+                 {SCHEDULE_LEAD} after the clock reading before them"
+            )
+            .into(),
+        })
     }
 
     /// Stops following a schedule: every port dark, on-demand table empty.
@@ -761,28 +771,11 @@ mod tests {
     }
 
     #[test]
-    fn a_schedule_written_late_starts_at_the_next_period_in_phase() {
-        let (planned, period) = (Nanos(1_000_000), Nanos(6_000));
-        // Written in time: the planned epoch, dark until then.
-        assert_eq!(schedule_epoch(planned, period, Nanos(990_000)), planned);
-        assert_eq!(schedule_epoch(planned, period, planned), planned);
-        // Held up 1 ns, 6 µs or 250 µs past it: the first period start
-        // after the writes returned, a whole number of periods on.
-        assert_eq!(
-            schedule_epoch(planned, period, Nanos(1_000_001)),
-            Nanos(1_006_000)
-        );
-        assert_eq!(
-            schedule_epoch(planned, period, Nanos(1_006_000)),
-            Nanos(1_006_000)
-        );
-        let late = schedule_epoch(planned, period, Nanos(1_250_000));
-        assert_eq!(late, Nanos(1_252_000));
-        assert_eq!(
-            (late.0 - planned.0) % period.0,
-            0,
-            "in phase with the epoch written"
-        );
+    fn the_schedule_is_laid_out_as_the_c_struct() {
+        // Two u64s, two u32s (slots, first_dark), then the slot starts.
+        assert_eq!(std::mem::offset_of!(ScheduleEntry, first_dark), 20);
+        assert_eq!(std::mem::offset_of!(ScheduleEntry, start), 24);
+        assert_eq!(std::mem::size_of::<ScheduleEntry>(), 24 + 8 * MAX_SLOTS);
     }
 
     #[test]

@@ -579,10 +579,11 @@ impl Ocs {
 
     /// Makes the datapath follow `schedule` by itself (eBPF only); returns
     /// its epoch (on [`clock::now`]'s clock), when slot 0 first begins, once
-    /// it has: [`SCHEDULE_LEAD`](super::ebpf::SCHEDULE_LEAD) after the call,
-    /// or, if the call was held up longer, the next period's start after
-    /// it. Before the epoch every port is dark (or, after a hold-up, already
-    /// in phase with the schedule); from it on, the datapath is the schedule.
+    /// it has: [`SCHEDULE_LEAD`](super::ebpf::SCHEDULE_LEAD) after the
+    /// clock reading before its last writes (written again if they return
+    /// later). Before the epoch every port is dark; from it on, the datapath
+    /// is the schedule, its first slot 0 dark for δ on every port
+    /// ([`Schedule::dark`]).
     /// [`Ocs::set_matching`] is refused until [`Ocs::clear_schedule`].
     pub fn set_schedule(&self, schedule: &Schedule) -> Result<Nanos, OcsError> {
         self.lock().set_schedule(schedule)

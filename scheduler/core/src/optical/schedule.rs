@@ -6,7 +6,10 @@
 //!
 //! A port whose output changes from one slot to the next (cyclically) is
 //! dark for δ at the start of the slot; a port that keeps its output
-//! carries packets across the boundary (not-all-stop).
+//! carries packets across the boundary (not-all-stop). A schedule starts
+//! from dark ports: at its epoch every circuit of slot 0 is set up, so in
+//! the first period slot 0 is dark for δ on every port it connects,
+//! whatever the last slot had ([`Schedule::dark`]).
 
 use super::matching::{validate_multipath, Circuit, MatchingError};
 use crate::units::Nanos;
@@ -22,7 +25,9 @@ pub const MAX_SLOTS: usize = 64;
 pub struct SlotPort {
     /// Its output port (rack × wavelengths + wavelength), if any.
     pub out: Option<u32>,
-    /// How long after the slot's start it is dark (δ if its output changed).
+    /// How long after the slot's start it is dark (δ if its output changed
+    /// from the slot before, cyclically; in the first period, slot 0 is
+    /// dark for δ on every port with an output: [`Schedule::dark`]).
     pub dark: Nanos,
 }
 
@@ -186,6 +191,19 @@ impl Schedule {
         Nanos(self.slots[..s].iter().map(|s| s.length.0).sum())
     }
 
+    /// How long port `port` (rack × wavelengths + wavelength) is dark at
+    /// the start of slot `s` of period `k` (0: the first, from the epoch):
+    /// the slot's [`SlotPort::dark`], except in slot 0 of the first period,
+    /// where every circuit is set up from a dark port and takes δ.
+    pub fn dark(&self, k: u64, s: usize, port: usize) -> Nanos {
+        let p = self.slots[s].ports[port];
+        if k == 0 && s == 0 && p.out.is_some() {
+            self.delay
+        } else {
+            p.dark
+        }
+    }
+
     /// The slot that time `t` after the schedule's epoch falls in, and how
     /// far into it.
     pub fn slot_at(&self, t: Nanos) -> (usize, Nanos) {
@@ -204,9 +222,9 @@ impl Schedule {
     /// packet).
     pub fn reaches(&self, rack: u32, w: u32, t: Nanos) -> Option<u32> {
         let (s, into) = self.slot_at(t);
-        let p = self.slots[s].ports[(rack * self.wavelengths + w) as usize];
-        match p.out {
-            Some(out) if into >= p.dark => Some(out / self.wavelengths),
+        let port = (rack * self.wavelengths + w) as usize;
+        match self.slots[s].ports[port].out {
+            Some(out) if into >= self.dark(t.0 / self.period().0, s, port) => Some(out / self.wavelengths),
             _ => None,
         }
     }
@@ -226,7 +244,7 @@ impl Schedule {
                     continue;
                 }
                 let start = k * period + self.slot_start(s).0;
-                let (open, close) = (start + p.dark.0, start + slot.length.0);
+                let (open, close) = (start + self.dark(k, s, port).0, start + slot.length.0);
                 if open <= to.0 && from.0 < close {
                     return Some((k, s));
                 }
@@ -452,6 +470,29 @@ mod tests {
                 dark: Nanos(0)
             }
         );
+    }
+
+    #[test]
+    fn the_first_slot_sets_up_every_circuit_from_dark() {
+        // Port 0 keeps its circuit to rack 1 from slot 1 into slot 0.
+        let slots = vec![(us(50), vec![c(0, 1), c(2, 3)]), (us(50), vec![c(0, 1), c(2, 0)])];
+        let s = Schedule::new(4, 1, &slots, us(10)).unwrap();
+        assert_eq!(s.slots()[0].ports[0].dark, Nanos(0));
+        // At the epoch no circuit is up yet: every one of slot 0 is set up.
+        assert_eq!(s.dark(0, 0, 0), us(10));
+        assert_eq!(
+            s.reaches(0, 0, us(9)),
+            None,
+            "the first period's slot 0 starts dark"
+        );
+        assert_eq!(s.reaches(0, 0, us(10)), Some(1));
+        assert_eq!(s.usable_window(0, 0, 1, us(0), us(9)), None);
+        // Later periods carry it across the boundary (not-all-stop).
+        assert_eq!(s.dark(1, 0, 0), Nanos(0));
+        assert_eq!(s.reaches(0, 0, us(100)), Some(1));
+        assert_eq!(s.usable_window(0, 0, 1, us(100), us(101)), Some((1, 0)));
+        // A port with no circuit in slot 0 has no dark time to take.
+        assert_eq!(s.dark(0, 0, 1), Nanos(0));
     }
 
     #[test]

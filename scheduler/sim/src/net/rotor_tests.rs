@@ -134,9 +134,30 @@ fn without_an_eps_core_a_flow_waits_for_its_slot() {
 }
 
 #[test]
+fn the_first_slots_circuits_are_set_up_at_the_epoch() {
+    // One slot of 10 ms, r0 -> r1 in every period, no EPS core: the port is
+    // dark for δ = 2 ms from time 0 only (it keeps its circuit across every
+    // later boundary). 40,000 B at 5 MB/s: 8 ms after 2 ms, done at 10 ms;
+    // the same started at 10 ms crosses the boundary at once, done at 18 ms.
+    let slot = vec![Circuit {
+        src_rack: 0,
+        dst_rack: 1,
+        port: 0,
+    }];
+    let schedule = Schedule::new(2, 1, &[(ms(10), slot)], ms(2)).expect("valid");
+    let mut net = net(fabric(2, 1, 1, false), "fair", schedule);
+    let (r0, r1) = (HostId::new(0, 0), HostId::new(1, 0));
+    net.add_flows(Nanos::ZERO, &[flow(1, r0, r1, 40_000)]);
+    assert_eq!(run(&mut net), [(1, ms(10), 0, 40_000)]);
+    net.add_flows(ms(10), &[flow(2, r0, r1, 40_000)]);
+    assert_eq!(run(&mut net), [(2, ms(18), 0, 40_000)]);
+}
+
+#[test]
 fn two_wavelengths_of_a_pair_carry_its_flows_together() {
-    // One slot: r0 -> r1 on both wavelengths, always up. Sixteen host pairs
-    // of 100 kB each spread over the two circuits, and nothing takes EPS.
+    // One slot: r0 -> r1 on both wavelengths, up from δ on (set up at the
+    // epoch). Sixteen host pairs of 100 kB each, started then, spread over
+    // the two circuits, and nothing takes EPS.
     let both = |a, b| {
         (0..2)
             .map(move |port| Circuit {
@@ -156,7 +177,7 @@ fn two_wavelengths_of_a_pair_carry_its_flows_together() {
             flow(i, HostId::new(0, s), HostId::new(1, d), 100_000)
         })
         .collect();
-    net.add_flows(Nanos::ZERO, &flows);
+    net.add_flows(ms(2), &flows);
     let finished = run(&mut net);
     assert_eq!(finished.len(), 16);
     assert!(finished

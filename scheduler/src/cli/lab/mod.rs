@@ -119,7 +119,7 @@ pub enum OcsCommand {
     /// Make the eBPF datapath follow a repeating schedule of matchings (a
     /// rotor) by itself, from now on; or stop it with --clear.
     #[command(
-        after_help = "Schedule file (TOML):\n  slot = \"50us\"          # default slot length\n  delay = \"10us\"         # optional: dark time of a port that changes (default: the topology's δ)\n  [[slots]]\n  circuits = [\"0:1\", \"1:2\", \"2:3\", \"3:0\"]\n  [[slots]]\n  length = \"100us\"       # optional: this slot's length\n  circuits = [\"0:2\", \"2:0\"]\n\nExamples:\n  ocslab ocs schedule schedules/rotor-4.toml\n  ocslab ocs schedule --clear"
+        after_help = "Schedule file (TOML):\n  slot = \"50us\"          # default slot length\n  delay = \"10us\"         # optional: dark time of a port that changes, and of every port at the start (default: the topology's δ)\n  [[slots]]\n  circuits = [\"0:1\", \"1:2\", \"2:3\", \"3:0\"]\n  [[slots]]\n  length = \"100us\"       # optional: this slot's length\n  circuits = [\"0:2\", \"2:0\"]\n\nExamples:\n  ocslab ocs schedule schedules/rotor-4.toml\n  ocslab ocs schedule --clear"
     )]
     Schedule {
         /// The schedule file.

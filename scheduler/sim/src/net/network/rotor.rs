@@ -6,7 +6,8 @@
 //! At each slot boundary the ports whose circuit changes are torn down and
 //! set up again, up after the slot's dark time for that port (δ if its
 //! output changed from the previous slot, 0 otherwise: not-all-stop); a
-//! port that keeps its circuit carries on. Boundaries are events of the
+//! port that keeps its circuit carries on. At time 0 every circuit of slot
+//! 0 is set up and takes δ ([`Schedule::dark`]). Boundaries are events of the
 //! network's own clock while flows are active; an idle network skips them
 //! and takes up the slot of the time it is moved to. The schedule's
 //! circuits are neither logged nor reported as events (a 1 ms rotor on
@@ -103,24 +104,25 @@ impl FluidNetwork {
             return;
         };
         let now = self.now;
-        let (s, into) = rotor.schedule.slot_at(now);
+        let schedule = &rotor.schedule;
+        let (s, into) = schedule.slot_at(now);
         let start = Nanos(now.0 - into.0);
-        let slot = &rotor.schedule.slots()[s];
+        let period = start.0 / schedule.period().0;
+        let slot = &schedule.slots()[s];
         rotor.next = start + slot.length;
         let w = self.view.fabric.ocs_ports;
         for (p, sp) in slot.ports.iter().enumerate() {
             let (rack, port) = (p as u32 / w, p as u32 % w);
+            let dark = schedule.dark(period, s, p);
             let want = sp.out.map(|out| CircuitView {
                 src_rack: rack,
                 dst_rack: out / w,
                 port,
-                up_at: start + sp.dark,
+                up_at: start + dark,
             });
             let have = self.view.circuits.get(&(rack, port)).copied();
             let keep = match (have, want) {
-                (Some(h), Some(c)) => {
-                    h.dst_rack == c.dst_rack && (sp.dark == Nanos::ZERO || h.up_at == c.up_at)
-                }
+                (Some(h), Some(c)) => h.dst_rack == c.dst_rack && (dark == Nanos::ZERO || h.up_at == c.up_at),
                 (None, None) => true,
                 _ => false,
             };
