@@ -69,6 +69,7 @@ fn agent_config(i: usize, scheduler: SocketAddr, creds: AgentCredentials, faults
         credentials: creds,
         slots: 2,
         quic_data: true,
+        quic_congestion: Default::default(),
         faults,
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::clock;
 use crate::control::{client, AgentCredentials, ControlError, CLOSE_OK};
+use crate::data::quic::Congestion;
 use crate::data::{DataError, DataPlane, Faults, FlowControl};
 use crate::frame::{read_frame, write_frame, FrameError};
 use crate::protocol::{AgentMsg, Command, FlowId, Heartbeat, Hello, PROTOCOL_VERSION};
@@ -35,6 +36,8 @@ pub struct AgentConfig {
     pub slots: u32,
     /// Also accept and send flows over QUIC.
     pub quic_data: bool,
+    /// QUIC's congestion control.
+    pub quic_congestion: Congestion,
     /// Injected faults (tests only).
     pub faults: Faults,
 }
@@ -64,19 +67,15 @@ type Senders = Arc<Mutex<BTreeMap<FlowId, watch::Sender<FlowControl>>>>;
 /// connection fails.
 pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
     let (outbox, mut outbox_rx) = mpsc::unbounded_channel::<AgentMsg>();
-    let creds = config.quic_data.then_some(&config.credentials);
-    let plane = DataPlane::start(
-        config.host,
-        config.data_addr,
-        creds,
-        config.faults,
-        outbox.clone(),
-    )
-    .await
-    .map_err(|source| AgentError::Data {
-        addr: config.data_addr,
-        source,
-    })?;
+    let quic = config
+        .quic_data
+        .then_some((&config.credentials, config.quic_congestion));
+    let plane = DataPlane::start(config.host, config.data_addr, quic, config.faults, outbox.clone())
+        .await
+        .map_err(|source| AgentError::Data {
+            addr: config.data_addr,
+            source,
+        })?;
     let hello = Hello {
         version: PROTOCOL_VERSION,
         host: config.host,

@@ -14,6 +14,7 @@
 
 use crate::agent::{self, AgentConfig};
 use crate::control::AgentCredentials;
+use crate::data::quic::Congestion;
 use crate::data::Faults;
 use crate::protocol::FlowId;
 use anyhow::{bail, Context, Result};
@@ -59,6 +60,10 @@ pub struct AgentArgs {
     /// Do not open the QUIC data endpoint (TCP only).
     #[arg(long)]
     pub no_quic: bool,
+    /// QUIC's congestion control: cubic, reno or bbr (the emulation driver
+    /// passes the topology's `[tcp] congestion_control`).
+    #[arg(long, default_value = "cubic")]
+    pub quic_congestion_control: Congestion,
     /// Test hook: flip a byte in the middle of this flow's payload, on
     /// every send (FLOW) or on its first N sends (FLOW:N).
     #[arg(long, hide = true, value_parser = parse_corrupt_flow)]
@@ -121,6 +126,7 @@ fn run(args: AgentArgs) -> Result<()> {
         credentials,
         slots: args.slots,
         quic_data: !args.no_quic,
+        quic_congestion: args.quic_congestion_control,
         faults: Faults {
             corrupt_flows: Mutex::new(
                 args.fault_corrupt_flow

@@ -131,19 +131,20 @@ pub struct DataPlane {
 
 impl DataPlane {
     /// Binds the TCP listener on `addr` (port 0 picks one) and, with
-    /// credentials, a QUIC endpoint on the same address and port; starts
-    /// accepting. Reports go to `outbox`.
+    /// credentials, a QUIC endpoint on the same address and port running
+    /// the congestion control given with them; starts accepting. Reports
+    /// go to `outbox`.
     pub async fn start(
         host: HostId,
         addr: SocketAddr,
-        quic_credentials: Option<&AgentCredentials>,
+        quic: Option<(&AgentCredentials, quic::Congestion)>,
         faults: Faults,
         outbox: mpsc::UnboundedSender<AgentMsg>,
     ) -> Result<Arc<DataPlane>, DataError> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let tcp_addr = listener.local_addr()?;
-        let quic = match quic_credentials {
-            Some(c) => Some(quic::QuicData::bind(tcp_addr, c)?),
+        let quic = match quic {
+            Some((creds, congestion)) => Some(quic::QuicData::bind(tcp_addr, creds, congestion)?),
             None => None,
         };
         let plane = Arc::new(DataPlane {

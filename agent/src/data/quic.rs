@@ -7,8 +7,10 @@
 //! flows take the queues the scheduler gives them as TCP flows do. Flows
 //! the scheduler put in one queue share an endpoint and a connection.
 //!
-//! Congestion control: quinn's CUBIC, leaving slow start when the delay
-//! rises as Linux's TCP does ([`super::slow_start`]).
+//! Congestion control ([`Congestion`]): the topology's `[tcp]
+//! congestion_control`, which the emulation driver passes to every agent.
+//! CUBIC is quinn's, leaving slow start when the delay rises as Linux's
+//! TCP does ([`super::slow_start`]); NewReno and BBR are quinn's own.
 //!
 //! Marking: quinn's own UDP layer sets the TOS byte of every datagram from
 //! a control message carrying only the ECN bits, which would erase the OCS
@@ -21,6 +23,7 @@ use super::{DataError, DataPlane};
 use crate::control::credentials::AGENT_NAME;
 use crate::control::AgentCredentials;
 use crate::protocol::FlowQueue;
+use quinn::congestion::{BbrConfig, NewRenoConfig};
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, Connection, Endpoint, RecvStream, SendStream, UdpPoller};
 use std::collections::BTreeMap;
@@ -34,14 +37,45 @@ use std::task::{ready, Context, Poll};
 /// ALPN of agent-to-agent data connections.
 pub const ALPN_DATA: &[u8] = b"ocslab-data/1";
 
-fn transport_config() -> Arc<quinn::TransportConfig> {
+/// A QUIC connection's congestion control, named as the kernel names the
+/// TCP ones a topology's `[tcp] congestion_control` picks from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Congestion {
+    /// CUBIC, leaving slow start at a delay rise ([`HyStartCubicConfig`]).
+    #[default]
+    Cubic,
+    /// NewReno (quinn's).
+    Reno,
+    /// BBR (quinn's).
+    Bbr,
+}
+
+impl std::str::FromStr for Congestion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Congestion, String> {
+        match s {
+            "cubic" => Ok(Congestion::Cubic),
+            "reno" => Ok(Congestion::Reno),
+            "bbr" => Ok(Congestion::Bbr),
+            _ => Err(format!(
+                "{s:?} is not a congestion control: expected cubic, reno or bbr"
+            )),
+        }
+    }
+}
+
+fn transport_config(congestion: Congestion) -> Arc<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
     // Windows for a few Gbit/s at loopback-to-LAN RTTs.
     t.stream_receive_window(quinn::VarInt::from_u32(16 << 20));
     t.receive_window(quinn::VarInt::from_u32(32 << 20));
     t.send_window(32 << 20);
-    // CUBIC out of slow start at a delay rise, as the kernel's TCP leaves it.
-    t.congestion_controller_factory(Arc::new(HyStartCubicConfig::default()));
+    match congestion {
+        // Out of slow start at a delay rise, as the kernel's TCP leaves it.
+        Congestion::Cubic => t.congestion_controller_factory(Arc::new(HyStartCubicConfig::default())),
+        Congestion::Reno => t.congestion_controller_factory(Arc::new(NewRenoConfig::default())),
+        Congestion::Bbr => t.congestion_controller_factory(Arc::new(BbrConfig::default())),
+    };
     Arc::new(t)
 }
 
@@ -60,17 +94,22 @@ pub struct QuicData {
 }
 
 impl QuicData {
-    /// Binds the receiving endpoint on `addr` (UDP).
-    pub fn bind(addr: SocketAddr, creds: &AgentCredentials) -> Result<QuicData, DataError> {
+    /// Binds the receiving endpoint on `addr` (UDP); connections both ways
+    /// run `congestion`.
+    pub fn bind(
+        addr: SocketAddr,
+        creds: &AgentCredentials,
+        congestion: Congestion,
+    ) -> Result<QuicData, DataError> {
         let tls = quinn::crypto::rustls::QuicServerConfig::try_from(creds.server_config(ALPN_DATA)?)
             .map_err(|e| io::Error::other(e.to_string()))?;
         let mut server_config = quinn::ServerConfig::with_crypto(Arc::new(tls));
-        server_config.transport_config(transport_config());
+        server_config.transport_config(transport_config(congestion));
         let server = Endpoint::server(server_config, addr)?;
         let tls = quinn::crypto::rustls::QuicClientConfig::try_from(creds.client_config(ALPN_DATA)?)
             .map_err(|e| io::Error::other(e.to_string()))?;
         let mut client_config = quinn::ClientConfig::new(Arc::new(tls));
-        client_config.transport_config(transport_config());
+        client_config.transport_config(transport_config(congestion));
         Ok(QuicData {
             server,
             client_config,
@@ -272,7 +311,7 @@ mod tests {
         let auth = RunAuthority::generate().unwrap();
         let creds = auth.agent_credentials();
         let local = SocketAddr::from(([127, 0, 0, 1], 0));
-        let receiver = QuicData::bind(local, creds).unwrap();
+        let receiver = QuicData::bind(local, creds, Congestion::Cubic).unwrap();
         let dst = receiver.server.local_addr().unwrap();
         let server = receiver.server.clone();
         tokio::spawn(async move {
@@ -284,7 +323,7 @@ mod tests {
                 });
             }
         });
-        let sender = QuicData::bind(local, creds).unwrap();
+        let sender = QuicData::bind(local, creds, Congestion::Cubic).unwrap();
         let queues = FlowQueues::new(8).unwrap();
         let (a, b) = (FlowQueue { index: 5, count: 8 }, FlowQueue { index: 2, count: 8 });
         for (tos, q) in [(0, a), (0, b), (0x08, a)] {
@@ -302,5 +341,43 @@ mod tests {
         sender.open(dst, 0, None).await.unwrap();
         assert_ne!(client_port(&sender, 0, None).await, 0);
         assert_eq!(sender.clients.lock().await.len(), 4);
+    }
+
+    /// A connection runs the congestion control its endpoints were bound
+    /// with, on both sides.
+    #[tokio::test]
+    async fn connections_run_the_congestion_control_asked_for() {
+        use super::super::slow_start::HyStartCubic;
+        use quinn::congestion::{Bbr, Controller, NewReno};
+        use std::any::Any;
+        fn kind(c: Box<dyn Controller>) -> &'static str {
+            let any: Box<dyn Any> = c.into_any();
+            if any.is::<HyStartCubic>() {
+                "cubic"
+            } else if any.is::<NewReno>() {
+                "reno"
+            } else if any.is::<Bbr>() {
+                "bbr"
+            } else {
+                "another"
+            }
+        }
+        let auth = RunAuthority::generate().unwrap();
+        let creds = auth.agent_credentials();
+        let local = SocketAddr::from(([127, 0, 0, 1], 0));
+        for name in ["cubic", "reno", "bbr"] {
+            let congestion: Congestion = name.parse().unwrap();
+            let receiver = QuicData::bind(local, creds, congestion).unwrap();
+            let dst = receiver.server.local_addr().unwrap();
+            let sender = QuicData::bind(local, creds, congestion).unwrap();
+            let accepted =
+                tokio::spawn(async move { receiver.server.accept().await.unwrap().await.unwrap() });
+            sender.open(dst, 0, None).await.unwrap();
+            let conn = sender.conns.lock().await.values().next().unwrap().clone();
+            assert_eq!(kind(conn.congestion_state()), name, "sender");
+            assert_eq!(kind(accepted.await.unwrap().congestion_state()), name, "receiver");
+        }
+        let refused = "dctcp".parse::<Congestion>().unwrap_err();
+        assert!(refused.contains("cubic, reno or bbr"), "{refused}");
     }
 }

@@ -226,6 +226,8 @@ impl Lab {
         let scheduler = self.server()?.local_addr();
         let socket = UdpSocket::bind("127.0.0.1:0")
             .map_err(|e| EmuError::Setup(format!("binding a control socket for {h}: {e}")))?;
+        let mut extra_args = topology_agent_args(&self.topo);
+        extra_args.extend(self.launcher.agent_args.iter().cloned());
         let launch = AgentLaunch {
             binary: self.launcher.binary.clone(),
             host: h,
@@ -235,7 +237,7 @@ impl Lab {
             slots: self.topo.slots_per_host,
             control_socket: Some(socket),
             netns: Some(self.fabric.host_netns_path(h)),
-            extra_args: self.launcher.agent_args.clone(),
+            extra_args,
             binary_args: self.launcher.binary_args.clone(),
         };
         // Not beside a teardown on a signal: an agent started after it
@@ -392,9 +394,64 @@ impl Lab {
     }
 }
 
+/// The agent arguments `topo` sets: QUIC connections follow its TCP
+/// congestion control (`[tcp] congestion_control`).
+fn topology_agent_args(topo: &Topology) -> Vec<String> {
+    vec![
+        "--quic-congestion-control".to_string(),
+        topo.tcp.congestion_control.name().to_string(),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Agent {
+        #[command(flatten)]
+        args: ocslab_agent::cli::AgentArgs,
+    }
+
+    /// Each congestion control a topology may name reaches the agent's
+    /// QUIC as that one.
+    #[test]
+    fn an_agents_quic_follows_the_topologys_congestion_control() {
+        use clap::Parser;
+        use ocslab_agent::data::quic::Congestion;
+        let tiny = include_str!("../../../topologies/tiny.toml");
+        for (name, want) in [
+            ("cubic", Congestion::Cubic),
+            ("reno", Congestion::Reno),
+            ("bbr", Congestion::Bbr),
+        ] {
+            let text = format!("{tiny}\n[tcp]\ncongestion_control = \"{name}\"\n");
+            let topo = Topology::parse(&text, Path::new("tiny.toml"), &[]).expect("a valid topology");
+            let mut argv = [
+                "ocslab-agent",
+                "--host",
+                "r0h0",
+                "--data-addr",
+                "198.18.0.1",
+                "--control-bind",
+            ]
+            .map(String::from)
+            .to_vec();
+            argv.extend(
+                [
+                    "127.0.0.1:0",
+                    "--scheduler",
+                    "127.0.0.1:1",
+                    "--run-dir",
+                    "/nonexistent",
+                ]
+                .map(String::from),
+            );
+            argv.extend(topology_agent_args(&topo));
+            let agent = Agent::try_parse_from(argv).expect("the agent takes the arguments");
+            assert_eq!(agent.args.quic_congestion_control, want, "{name}");
+        }
+    }
 
     /// The agents' credentials folder goes inside the run directory only
     /// while that exists: once a Ctrl-C teardown has removed it, starting
