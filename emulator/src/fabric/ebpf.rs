@@ -603,6 +603,9 @@ impl CircuitTable {
                 return Ok(planned);
             }
             late = late.max(Nanos(returned.0 - planned.0));
+            // A program that read the mode just before this write may
+            // still read the schedule while it is written again; only the
+            // epoch differs, one aligned word, so it reads one or the other.
             self.mode
                 .set(0, MODE_ON_DEMAND, 0)
                 .map_err(err("writing the mode"))?;
