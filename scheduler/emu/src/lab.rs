@@ -69,6 +69,26 @@ impl Default for LabConfig {
     }
 }
 
+/// Agents started at once before the lab waits for them to join. Every
+/// joining agent's QUIC handshake competes for the box's cores, and an
+/// agent gives up on a handshake after `HANDSHAKE_TIMEOUT` (5 s): started
+/// all at once, 1,024 agents on 2 cores did not all join in time. A lab
+/// of up to this many hosts starts in one wave.
+const JOIN_WAVE: usize = 64;
+
+/// Hosts whose agents beat at [`LabConfig::heartbeat`]; a larger lab's
+/// agents beat less often, so the control server takes at most this many
+/// heartbeats per interval. Each agent beating every 100 ms, 300 of them
+/// joined while the next 64 started were declared dead (no heartbeat
+/// read for 600 ms) on 2 cores.
+const HEARTBEAT_HOSTS: usize = 128;
+
+/// How many times [`LabConfig::heartbeat`] and [`LabConfig::dead_after`]
+/// a lab of `hosts` stretches (1 up to [`HEARTBEAT_HOSTS`] hosts).
+fn heartbeat_slowdown(hosts: usize) -> u32 {
+    u32::try_from(hosts.div_ceil(HEARTBEAT_HOSTS).max(1)).unwrap_or(u32::MAX)
+}
+
 /// Agent processes this lab started, killed by pid on drop.
 struct Agents(BTreeMap<HostId, Child>);
 
@@ -194,9 +214,10 @@ impl Lab {
             &ocslab_emulator::fabric::run_dir(fabric.run_id()),
             &format!("emu-{}", std::process::id()),
         )?;
+        let slower = heartbeat_slowdown(topo.hosts());
         let config = ServerConfig {
-            heartbeat_interval: cfg.heartbeat,
-            dead_after: cfg.dead_after,
+            heartbeat_interval: cfg.heartbeat * slower,
+            dead_after: cfg.dead_after * slower,
         };
         let (server, _creds) =
             ControlServer::start(&creds_dir.0, "127.0.0.1:0".parse().expect("literal"), config)?;
@@ -214,10 +235,13 @@ impl Lab {
             topo: topo.clone(),
             fabric,
         };
-        for h in topo.host_ids() {
-            lab.spawn_agent(h)?;
+        let hosts: Vec<HostId> = topo.host_ids().collect();
+        for wave in hosts.chunks(JOIN_WAVE) {
+            for &h in wave {
+                lab.spawn_agent(h)?;
+            }
+            lab.wait_joined(lab.agents.0.len(), cfg.join_timeout).await?;
         }
-        lab.wait_joined(cfg.join_timeout).await?;
         Ok(lab)
     }
 
@@ -266,8 +290,8 @@ impl Lab {
         self.spawn_agent(host)
     }
 
-    async fn wait_joined(&mut self, timeout: Duration) -> Result<(), EmuError> {
-        let want = self.topo.hosts();
+    /// Waits until `want` agents have joined, at most `timeout`.
+    async fn wait_joined(&mut self, want: usize, timeout: Duration) -> Result<(), EmuError> {
         let deadline = tokio::time::Instant::now() + timeout;
         while self.addrs.len() < want {
             let server = self
@@ -290,8 +314,9 @@ impl Lab {
                 Ok(None) => return Err(EmuError::Internal("control server stopped".into())),
                 Err(_) => {
                     let missing: Vec<String> = self
-                        .topo
-                        .host_ids()
+                        .agents
+                        .0
+                        .keys()
                         .filter(|h| !self.addrs.contains_key(h))
                         .map(|h| h.to_string())
                         .collect();
@@ -406,6 +431,15 @@ fn topology_agent_args(topo: &Topology) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_labs_agents_beat_less_often() {
+        assert_eq!(heartbeat_slowdown(4), 1);
+        assert_eq!(heartbeat_slowdown(HEARTBEAT_HOSTS), 1);
+        assert_eq!(heartbeat_slowdown(HEARTBEAT_HOSTS + 1), 2);
+        // 1,024 agents: every 800 ms, dead after 4.8 s of silence.
+        assert_eq!(heartbeat_slowdown(1024), 8);
+    }
 
     #[derive(clap::Parser)]
     struct Agent {
