@@ -49,7 +49,7 @@ pub struct LabConfig {
     pub heartbeat: Duration,
     /// A host with no heartbeat for this long is dead.
     pub dead_after: Duration,
-    /// How long all agents may take to join.
+    /// How long each wave of agents (`JOIN_WAVE` started at once) may take to join.
     pub join_timeout: Duration,
     /// The agent binary (default: the `ocslab-agent` built beside this program).
     pub agent_binary: Option<PathBuf>,
