@@ -619,25 +619,82 @@ async fn a_hello_of_another_version_or_a_duplicate_host_is_refused() {
     drop(first);
 }
 
+/// The `ocslab-agent` of host 0 on loopback, data plane at `data_addr`,
+/// joining `server` with the credentials in `dir`.
+fn loopback_launch(
+    server: &ControlServer,
+    dir: &RunDir,
+    data_addr: &str,
+) -> ocslab_agent::launch::AgentLaunch {
+    ocslab_agent::launch::AgentLaunch {
+        binary: agent_binary(),
+        host: host(0),
+        data_addr: data_addr.parse().expect("addr"),
+        scheduler: server.local_addr(),
+        run_dir: dir.0.clone(),
+        slots: 1,
+        netns: None,
+        extra_args: vec![],
+        binary_args: vec![],
+    }
+}
+
+/// A scheduler blocks its ending signals in every thread to take them in
+/// one; an agent it starts inherits that mask across exec, and must clear
+/// it to end on a teardown's SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_started_with_sigterm_blocked_ends_on_sigterm() {
+    use nix::sys::signal::{kill, SigSet, Signal};
+    use std::os::unix::process::ExitStatusExt;
+    let dir = RunDir::new("sigterm");
+    let (mut server, _) =
+        ControlServer::start(&dir.0, "127.0.0.1:0".parse().expect("addr"), fast_config()).expect("server");
+    let launch = loopback_launch(&server, &dir, "127.0.0.11:0");
+    let mut term = SigSet::empty();
+    term.add(Signal::SIGTERM);
+    term.thread_block().expect("block SIGTERM here");
+    let spawned = launch.spawn();
+    term.thread_unblock().expect("unblock SIGTERM here");
+    let mut child = spawned.expect("spawn ocslab-agent");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    // Joined: the agent is past its start, where it clears its mask.
+    loop {
+        match tokio::time::timeout(WAIT, server.next_event()).await {
+            Ok(Some(Event::Joined { .. })) => break,
+            Ok(Some(Event::Refused { reason, .. })) => panic!("refused: {reason}"),
+            Ok(Some(_)) => {}
+            other => {
+                let _ = child.kill();
+                panic!("no join: {other:?}");
+            }
+        }
+    }
+    let blocked = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("the agent's status")
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:").map(|m| m.trim().to_string()))
+        .expect("a SigBlk line");
+    kill(pid, Signal::SIGTERM).expect("SIGTERM the agent");
+    let waited = tokio::time::timeout(WAIT, tokio::task::spawn_blocking(move || child.wait())).await;
+    let Ok(Ok(Ok(status))) = waited else {
+        let _ = kill(pid, Signal::SIGKILL);
+        panic!("the agent did not end on SIGTERM within {WAIT:?} (signals blocked: {blocked})");
+    };
+    assert_eq!(status.signal(), Some(Signal::SIGTERM as i32), "{status}");
+    assert_eq!(
+        u64::from_str_radix(&blocked, 16),
+        Ok(0),
+        "signals blocked in the agent"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_agent_is_reported_dead_after_the_heartbeat_timeout() {
     let dir = RunDir::new("kill");
     let config = fast_config();
     let (mut server, _) =
         ControlServer::start(&dir.0, "127.0.0.1:0".parse().expect("addr"), config).expect("server");
-    // The control socket is made here and inherited by the agent (--control-fd).
-    let launch = ocslab_agent::launch::AgentLaunch {
-        binary: agent_binary(),
-        host: host(0),
-        data_addr: "127.0.0.10:0".parse().expect("addr"),
-        scheduler: server.local_addr(),
-        run_dir: dir.0.clone(),
-        slots: 1,
-        control_socket: Some(std::net::UdpSocket::bind("127.0.0.1:0").expect("bind")),
-        netns: None,
-        extra_args: vec![],
-        binary_args: vec![],
-    };
+    let launch = loopback_launch(&server, &dir, "127.0.0.10:0");
     let mut child = launch.spawn().expect("spawn ocslab-agent");
     let pid = loop {
         match tokio::time::timeout(WAIT, server.next_event())

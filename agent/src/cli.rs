@@ -2,13 +2,15 @@
 //! the `ocslab` binary (hidden subcommand `ocslab agent`) can run an agent:
 //! a fresh `cargo run --bin ocslab` then needs no second binary.
 //!
-//! An agent is started by the emulation driver inside a host's network
-//! namespace with an inherited control socket, or by hand:
+//! The emulation driver starts an agent in the driver's namespace; the
+//! agent binds its control socket there and then enters its host's network
+//! namespace (`--netns`). By hand, or with a control socket inherited:
 //!
 //! ```text
-//! ocslab-agent --host r0h1 --data-addr 198.18.0.11 --control-fd 3 \
+//! ocslab-agent --host r0h1 --data-addr 198.18.0.11 --control-bind 127.0.0.1:0 \
+//!              --netns /run/netns/ocslab-1-r0h1 \
 //!              --scheduler 127.0.0.1:4433 --run-dir /tmp/ocslab-run
-//! ocslab-agent --host r0h1 --data-addr 127.0.0.2:0 --control-bind 127.0.0.1:0 \
+//! ocslab-agent --host r0h1 --data-addr 127.0.0.2:0 --control-fd 3 \
 //!              --scheduler 127.0.0.1:4433 --run-dir /tmp/ocslab-run
 //! ```
 
@@ -45,9 +47,15 @@ pub struct AgentArgs {
         required_unless_present = "control_bind"
     )]
     pub control_fd: Option<RawFd>,
-    /// Bind the control socket here instead (manual or loopback use).
+    /// Bind the control socket here instead.
     #[arg(long)]
     pub control_bind: Option<SocketAddr>,
+    /// Enter this network namespace (a file such as /run/netns/NAME) once
+    /// the control socket is bound, before anything else: the control
+    /// connection stays in the namespace the agent started in, the data
+    /// plane is the host's.
+    #[arg(long)]
+    pub netns: Option<PathBuf>,
     /// The scheduler's control address.
     #[arg(long)]
     pub scheduler: SocketAddr,
@@ -117,6 +125,12 @@ fn run(args: AgentArgs) -> Result<()> {
         }
         (None, None) => bail!("one of --control-fd or --control-bind is needed"),
     };
+    // Still one thread: the runtime's threads start in the namespace entered.
+    if let Some(ns) = &args.netns {
+        let file = std::fs::File::open(ns).with_context(|| format!("--netns {}", ns.display()))?;
+        nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
+            .with_context(|| format!("--netns {}: entering it", ns.display()))?;
+    }
     let credentials = AgentCredentials::load(&args.run_dir).context("reading the run's credentials")?;
     let config = AgentConfig {
         host: args.host,
@@ -168,6 +182,12 @@ pub fn init_logging(verbose: u8) {
 /// Runs an agent with `args`, logging at `verbose` (see [`init_logging`]);
 /// returns the process exit code.
 pub fn main_with(args: AgentArgs, verbose: u8) -> ExitCode {
+    // A scheduler blocks its ending signals in every thread to take them
+    // in one, and a child keeps that mask across exec (`posix_spawn`
+    // included): an agent must end on a teardown's SIGTERM.
+    if let Err(e) = ocslab_emulator::fabric::child::unblock_all_signals() {
+        eprintln!("ocslab-agent {}: unblocking signals: {e}", args.host);
+    }
     init_logging(verbose);
     let host = args.host;
     match run(args) {

@@ -40,7 +40,11 @@ pub fn topology(data: &[u8]) {
             assert!(topo.hosts() > 0);
             let _ = topo.address_plan();
             let _ = topo.oversubscription();
-            let _ = topo.check_emulable(Path::new(FILE));
+            let limit = ocslab_core::topology::HostLimit {
+                hosts: 1024,
+                binding: "a fuzzed box".into(),
+            };
+            let _ = topo.check_emulable(Path::new(FILE), &limit);
         }
         Err(e) => names_the_file(&e, FILE),
     }

@@ -125,6 +125,7 @@ impl ControlServer {
                 config.dead_after, config.heartbeat_interval
             )));
         }
+        widen_receive_buffer(&socket);
         let authority = RunAuthority::generate()?;
         authority.agent_credentials().write(run_dir)?;
         let tls = quinn::crypto::rustls::QuicServerConfig::try_from(authority.server_config(ALPN_CONTROL)?)
@@ -208,6 +209,25 @@ impl ControlServer {
         }
         self.endpoint.close(CLOSE_OK.into(), b"scheduler shutdown");
         let _ = tokio::time::timeout(Duration::from_millis(200), self.endpoint.wait_idle()).await;
+    }
+}
+
+/// The control socket's receive buffer, bytes. With the kernel's default
+/// (212,992 bytes here) the handshakes of 64 agents started at once
+/// overflowed it (1,921 datagrams dropped, RcvbufErrors, in one lab of
+/// 1,024 hosts), and each loss cost a joining agent QUIC's 1 s initial
+/// retransmission timeout.
+pub const RECEIVE_BUFFER: usize = 8 << 20;
+
+/// Asks for [`RECEIVE_BUFFER`]: past `net.core.rmem_max` when the process
+/// may (CAP_NET_ADMIN, SO_RCVBUFFORCE), else up to it. Best effort: a
+/// smaller buffer only slows a large lab's join.
+fn widen_receive_buffer(socket: &std::net::UdpSocket) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    if setsockopt(socket, sockopt::RcvBufForce, &RECEIVE_BUFFER).is_err() {
+        if let Err(e) = setsockopt(socket, sockopt::RcvBuf, &RECEIVE_BUFFER) {
+            tracing::debug!("widening the control socket's receive buffer: {e}");
+        }
     }
 }
 

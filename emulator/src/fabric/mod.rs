@@ -27,6 +27,7 @@
 pub mod apply;
 pub mod bench;
 pub mod bench_ocs;
+pub mod capacity;
 pub mod child;
 pub mod clock;
 pub mod counters;
@@ -275,7 +276,12 @@ impl Fabric {
             .topology_file
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("<topology {}>", topo.name)));
-        topo.check_emulable(&file)?;
+        // A fresh box's soft limit of 1,024 open files would not hold a
+        // large fabric's descriptors; the limit checked is the hard one.
+        if let Err(e) = capacity::raise_fd_limit() {
+            tracing::warn!("raising the open-file limit: {e}");
+        }
+        topo.check_emulable(&file, &capacity::host_limit())?;
         let work = ledger::work();
         let run = ledger::reserve_run_id(opts.run_id)?;
         let built = Self::build(topo, run, &opts);

@@ -2,6 +2,7 @@
 //! on this box by the harnesses of `ocslab_emulator::fabric::bench`
 //! (never timed tests); this module parses the arguments and prints.
 
+use crate::emu::bench::lab_up;
 use anyhow::Result;
 use ocslab_emulator::fabric::htb;
 use ocslab_emulator::fabric::{bench, bench_ocs, Datapath};
@@ -33,6 +34,11 @@ pub struct FabricArgs {
     /// what the fabric's budget of 8,192 allows; 1 is a single FIFO).
     #[arg(long)]
     pub flow_queues: Option<u16>,
+    /// Bring up whole labs instead: the fabric and one agent per host,
+    /// every agent joined; report up, down, idle agent memory, the
+    /// driver's file descriptors and the box's memory (root only).
+    #[arg(long, conflicts_with_all = ["threads", "datapath", "flow_queues"])]
+    pub agents: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -40,6 +46,9 @@ pub struct FabricArgs {
 
 /// Runs the benchmark.
 pub fn fabric(a: FabricArgs) -> Result<ExitCode> {
+    if a.agents {
+        return labs(a);
+    }
     // Before any thread: rootless builds inside a user namespace.
     let figures = bench::build_and_teardown(
         a.racks,
@@ -73,6 +82,42 @@ pub fn fabric(a: FabricArgs) -> Result<ExitCode> {
             figures.runs.len(),
             figures.leftover
         );
+    }
+    Ok(if figures.leftover == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `ocslab bench fabric --agents`.
+fn labs(a: FabricArgs) -> Result<ExitCode> {
+    let figures = lab_up::lab_up_and_down(a.racks, a.hosts_per_rack, a.ocs_ports, a.repeat)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&figures)?);
+    } else {
+        println!(
+            "{} hosts ({} racks x {}) with an agent each, {:?} mode, {} datapath",
+            figures.hosts, a.racks, a.hosts_per_rack, figures.mode, figures.datapath
+        );
+        println!(
+            "up {:.3} s (fabric built, every agent joined), down {:.3} s (median of {}), leftover {}",
+            figures.up_s,
+            figures.down_s,
+            figures.runs.len(),
+            figures.leftover
+        );
+        for r in &figures.runs {
+            println!(
+                "  idle agent RSS median {:.1} MiB (largest {:.1}), anonymous {:.2} MiB; driver {} fds; MemAvailable fell {:.2} GB ({:.2} MB a host)",
+                r.agent_rss_kib.0 as f64 / 1024.0,
+                r.agent_rss_kib.1 as f64 / 1024.0,
+                r.agent_anon_kib.0 as f64 / 1024.0,
+                r.driver_fds,
+                r.memory_used as f64 / 1e9,
+                r.memory_used as f64 / 1e6 / figures.hosts as f64
+            );
+        }
     }
     Ok(if figures.leftover == 0 {
         ExitCode::SUCCESS

@@ -72,7 +72,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         exp.perturbations.push(p);
     }
     exp.topology
-        .check_emulable(&exp.topology_file)
+        .check_emulable(
+            &exp.topology_file,
+            &ocslab_emulator::fabric::capacity::host_limit(),
+        )
         .context("this experiment's topology cannot run on this box; use `ocslab sim`")?;
     let cfg = EmuConfig {
         transport: if a.transport == "quic" {

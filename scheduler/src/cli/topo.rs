@@ -1,6 +1,7 @@
 //! `ocslab topo check FILE [--json]`: validate a topology file.
 
 use anyhow::Result;
+use ocslab_emulator::fabric::capacity::BoxLimits;
 use ocslab_emulator::Topology;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,12 +25,16 @@ pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
     match cmd {
         TopoCommand::Check { file, json } => {
             let topo = Topology::load(&file)?;
-            let emulable = topo.check_emulable(&file);
+            let limits = BoxLimits::read();
+            let limit = limits.host_limit();
+            let emulable = topo.check_emulable(&file, &limit);
             if json {
                 let mut v = serde_json::to_value(&topo)?;
                 v["hosts"] = topo.hosts().into();
                 v["oversubscription"] = topo.oversubscription().into();
                 v["emulable"] = emulable.is_ok().into();
+                v["host_limit"] = serde_json::to_value(&limit)?;
+                v["host_limit_bounds"] = serde_json::to_value(limits.bounds())?;
                 if let Err(e) = &emulable {
                     v["why_not_emulable"] = e.to_string().into();
                 }
@@ -71,7 +76,10 @@ pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
                 }
                 println!("  addresses: {}", topo.range);
                 match emulable {
-                    Ok(()) => println!("  can be emulated on this box"),
+                    Ok(()) => println!(
+                        "  can be emulated on this box (up to {} hosts here, bound by {})",
+                        limit.hosts, limit.binding
+                    ),
                     Err(e) => println!("  simulation only: {e}"),
                 }
             }

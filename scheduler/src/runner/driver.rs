@@ -227,7 +227,10 @@ impl Driver for Emulator {
             Some(f) => f.clone(),
             None => {
                 exp.topology
-                    .check_emulable(&exp.topology_file)
+                    .check_emulable(
+                        &exp.topology_file,
+                        &ocslab_emulator::fabric::capacity::host_limit(),
+                    )
                     .map_err(|e| fail(e.to_string()))?;
                 FabricChoice::Build {
                     topology_file: Some(exp.topology_file.clone()),

@@ -21,11 +21,17 @@ use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-/// At most this many hosts are emulated on one box (namespaces, agents and
-/// sockets grow with it). 1,024 hosts (32 racks of 32) build here in 2.8 s
-/// and tear down in 0.33 s (`ocslab bench fabric --racks 32
-/// --hosts-per-rack 32`); 2 cores cannot drive more agents usefully.
-pub const MAX_EMULATED_HOSTS: usize = 1024;
+/// How many hosts one box can emulate, and which of its limits binds. The
+/// emulator measures it from the box (`ocslab_emulator::fabric::capacity`);
+/// the core only compares a topology against it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostLimit {
+    /// At most this many hosts.
+    pub hosts: usize,
+    /// The limit that binds, in words with its figures, e.g. "processes:
+    /// pid_max 32768, 82 tasks running, 3 per host's agent".
+    pub binding: String,
+}
 
 /// A topology file as written (before validation). Rates and sizes are
 /// nominal, i.e. as in the paper being reproduced.
@@ -579,9 +585,10 @@ impl Topology {
         })
     }
 
-    /// Checks that this topology can be built as a kernel fabric on one box;
-    /// the error says why not and what to do instead.
-    pub fn check_emulable(&self, file: &Path) -> Result<(), TopologyError> {
+    /// Checks that this topology can be built as a kernel fabric on a box
+    /// that holds at most `limit` hosts; the error says why not and what to
+    /// do instead.
+    pub fn check_emulable(&self, file: &Path, limit: &HostLimit) -> Result<(), TopologyError> {
         let text = std::fs::read_to_string(file).unwrap_or_default();
         let err = |field: &str, message: String| TopologyError {
             file: file.to_path_buf(),
@@ -601,14 +608,16 @@ impl Topology {
                 "a fabric of circuits only is simulated, not emulated: circuits are one-way and TCP needs a path back for its ACKs; use `ocslab sim` or `ocslab replay` without --emulate".into(),
             ));
         }
-        if self.hosts() > MAX_EMULATED_HOSTS {
+        if self.hosts() > limit.hosts {
             return Err(err(
                 "racks",
                 format!(
-                    "{} racks x {} hosts = {} hosts is too large to emulate on this box (at most {MAX_EMULATED_HOSTS}); use `ocslab sim` or fewer racks",
+                    "{} racks x {} hosts = {} hosts is more than this box can emulate (at most {}, bound by {}); use `ocslab sim` or fewer racks",
                     self.racks,
                     self.hosts_per_rack,
-                    self.hosts()
+                    self.hosts(),
+                    limit.hosts,
+                    limit.binding
                 ),
             ));
         }
@@ -858,7 +867,7 @@ elephant_threshold = "10MB"
             .replace("\"10MB\"", "\"0B\"");
         let t = parse(&ocs_only).unwrap();
         assert_eq!(t.uplink_rate, Bps(0));
-        let e = t.check_emulable(Path::new("t.toml")).unwrap_err();
+        let e = t.check_emulable(Path::new("t.toml"), &limit_1024()).unwrap_err();
         assert_eq!(e.field, "eps.core");
         assert!(e.message.contains("ocslab sim"), "{e}");
         // What it needs, each named.
@@ -1022,6 +1031,14 @@ elephant_threshold = "10MB"
         assert_eq!(e.line, Some(19));
     }
 
+    /// A box that holds 1,024 hosts, bound by its memory.
+    fn limit_1024() -> HostLimit {
+        HostLimit {
+            hosts: 1024,
+            binding: "memory: 1.4 GB available".into(),
+        }
+    }
+
     #[test]
     fn too_large_to_emulate() {
         let t = parse(
@@ -1030,9 +1047,12 @@ elephant_threshold = "10MB"
                 .replace("hosts_per_rack = 2", "hosts_per_rack = 10"),
         )
         .unwrap();
-        let e = t.check_emulable(Path::new("t.toml")).unwrap_err();
+        let e = t.check_emulable(Path::new("t.toml"), &limit_1024()).unwrap_err();
+        assert_eq!(e.field, "racks");
         assert!(
-            e.message.contains("1280 hosts") && e.message.contains("at most 1024"),
+            e.message.contains("1280 hosts")
+                && e.message.contains("at most 1024")
+                && e.message.contains("memory: 1.4 GB"),
             "{e}"
         );
         let at_cap = TINY
@@ -1040,9 +1060,12 @@ elephant_threshold = "10MB"
             .replace("hosts_per_rack = 2", "hosts_per_rack = 8");
         assert!(parse(&at_cap)
             .unwrap()
-            .check_emulable(Path::new("t.toml"))
+            .check_emulable(Path::new("t.toml"), &limit_1024())
             .is_ok());
-        assert!(parse(TINY).unwrap().check_emulable(Path::new("t.toml")).is_ok());
+        assert!(parse(TINY)
+            .unwrap()
+            .check_emulable(Path::new("t.toml"), &limit_1024())
+            .is_ok());
     }
 
     #[test]

@@ -198,7 +198,6 @@ async fn start_agents(
             scheduler: server.local_addr(),
             run_dir: dir.clone(),
             slots: 1,
-            control_socket: Some(std::net::UdpSocket::bind("127.0.0.1:0")?),
             netns: None,
             extra_args: vec![],
             binary_args: binary_args.clone(),

@@ -49,6 +49,7 @@ macro_rules! bail {
 }
 
 mod fabric;
+pub mod lab_up;
 mod loopback;
 
 use fabric::measure_fabric;
@@ -327,11 +328,16 @@ fn median(v: &[f64]) -> f64 {
 }
 
 fn rss_kib(pid: u32) -> Result<u64, BenchError> {
+    status_kib(pid, "VmRSS")
+}
+
+/// A field of `/proc/PID/status` given in kB (VmRSS, RssAnon, ...).
+fn status_kib(pid: u32, field: &str) -> Result<u64, BenchError> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).map_err(|e| failed(format!("{path}: {e}")))?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| failed(format!("{path}: no VmRSS line")))
+        .ok_or_else(|| failed(format!("{path}: no {field} line")))
 }
