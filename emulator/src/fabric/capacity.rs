@@ -132,7 +132,8 @@ impl BoxLimits {
     /// What each resource allows, in hosts.
     pub fn bounds(&self) -> Vec<Bound> {
         let memory = self.memory_available / MEMORY_SHARE.1 * MEMORY_SHARE.0 / MEMORY_PER_HOST;
-        let fds = self.fds_max.saturating_sub(self.fds_open + RESERVE) * FDS_PER_HOST.1 / FDS_PER_HOST.0;
+        // (Divided first: an unlimited figure reads as u64::MAX.)
+        let fds = self.fds_max.saturating_sub(self.fds_open + RESERVE) / FDS_PER_HOST.0 * FDS_PER_HOST.1;
         let tasks = self.tasks_max.saturating_sub(self.tasks_running + RESERVE) / TASKS_PER_HOST;
         // Two namespaces a host at most (a rack of one host), less the
         // core's and the OCS's.
@@ -345,6 +346,18 @@ mod tests {
         };
         assert_eq!(b.host_limit().hosts, 576);
         assert!(b.host_limit().binding.contains("memory cgroup"));
+    }
+
+    #[test]
+    fn an_unlimited_figure_does_not_bind() {
+        let b = BoxLimits {
+            fds_max: u64::MAX,
+            tasks_max: u64::MAX,
+            netns_max: u64::MAX,
+            ..this_box()
+        };
+        assert_eq!(b.host_limit().hosts, 13_211);
+        assert!(b.host_limit().binding.starts_with("memory (MemAvailable 22.9 GB"));
     }
 
     #[test]
