@@ -52,15 +52,9 @@ fn a_fabric_of_1024_hosts_is_built_reached_and_torn_down_leaving_nothing() {
 
 /// The processes on the box running `ocslab-agent`.
 fn agent_processes() -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "ocslab-agent")
-        })
-        .collect()
+    pids_where(|pid| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "ocslab-agent")
+    })
 }
 
 #[test]

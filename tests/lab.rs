@@ -586,17 +586,12 @@ fn up_run_of(pid: u32) -> Option<ocslab_emulator::fabric::RunId> {
 /// exit, so one the teardown killed is not counted while it finishes).
 fn processes_naming(dir: &Path) -> Vec<u32> {
     let needle = dir.to_string_lossy().into_owned();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    procs
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| alive(pid) && std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
+    ocslab_tests::pids_where(|pid| {
+        alive(pid)
+            && std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok()
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-        })
-        .collect()
+    })
 }
 
 /// Sends SIGINT to `child`, which owns `run` and pipes its stderr, and

@@ -277,6 +277,17 @@ pub fn kill_rounds() -> (u64, u64) {
     (env("OCSLAB_KILL_ROUNDS", 3), env("OCSLAB_KILL_SEED", 1))
 }
 
+/// Pids of the processes on the box for which `keep` holds.
+pub fn pids_where(keep: impl Fn(u32) -> bool) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| keep(pid))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,7 +43,7 @@ pub enum BenchError {
 }
 
 /// A topology for benchmarks: scale 1, the default address range, δ 1 ms.
-pub(crate) fn bench_topology(
+pub fn bench_topology(
     racks: u32,
     hosts: u32,
     host_rate: Bps,

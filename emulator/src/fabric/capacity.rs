@@ -78,10 +78,10 @@ impl BoxLimits {
     /// Reads the box's limits (procfs, sysfs and getrlimit). A figure that
     /// cannot be read does not bind (it reads as unlimited).
     pub fn read() -> BoxLimits {
-        let meminfo = read_to_string("/proc/meminfo");
-        let mut memory_available = meminfo_kib(&meminfo, "MemAvailable").map_or(u64::MAX, |k| k * 1024);
+        let mut memory_available = mem_available().unwrap_or(u64::MAX);
         let mut memory_source = format!("MemAvailable {}", gb(memory_available));
-        if let Some((room, file)) = memory_cgroup_room() {
+        let cgroups = read_to_string("/proc/self/cgroup");
+        if let Some((room, file)) = memory_cgroup_room(&cgroups) {
             if room < memory_available {
                 memory_available = room;
                 memory_source = format!("memory cgroup ({}) has {} free", file.display(), gb(room));
@@ -103,7 +103,7 @@ impl BoxLimits {
                 running,
             ),
         ];
-        if let Some((max, current, file)) = pids_cgroup() {
+        if let Some((max, current, file)) = pids_cgroup(&cgroups) {
             tasks.push((Some(max), format!("pids cgroup {}", file.display()), current));
         }
         if !nix::unistd::geteuid().is_root() {
@@ -195,15 +195,19 @@ pub fn host_limit() -> HostLimit {
     BoxLimits::read().host_limit()
 }
 
-/// Raises this process's soft limit on open files to its hard limit, and
-/// returns the soft limit now in force (or the error's words).
-pub fn raise_fd_limit() -> Result<u64, String> {
+/// Raises this process's soft limit on open files to its hard limit.
+pub fn raise_fd_limit() -> nix::Result<()> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| e.to_string())?;
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
     if soft < hard {
-        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).map_err(|e| e.to_string())?;
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
     }
-    Ok(hard.max(soft))
+    Ok(())
+}
+
+/// The box's MemAvailable (`/proc/meminfo`), bytes.
+pub fn mem_available() -> Option<u64> {
+    meminfo_kib(&read_to_string("/proc/meminfo"), "MemAvailable").map(|k| k * 1024)
 }
 
 fn read_to_string(path: impl AsRef<Path>) -> String {
@@ -256,10 +260,11 @@ fn cgroup_dir(proc_self_cgroup: &str, controller: &str) -> Option<PathBuf> {
     v2
 }
 
-/// The room left in this process's memory cgroup, bytes, and the limit's
-/// file; None when there is no limit.
-fn memory_cgroup_room() -> Option<(u64, PathBuf)> {
-    let dir = cgroup_dir(&read_to_string("/proc/self/cgroup"), "memory")?;
+/// The room left in the memory cgroup of this process (whose
+/// `/proc/self/cgroup` is `cgroups`), bytes, and the limit's file; None
+/// when there is no limit.
+fn memory_cgroup_room(cgroups: &str) -> Option<(u64, PathBuf)> {
+    let dir = cgroup_dir(cgroups, "memory")?;
     for (max, current) in [
         ("memory.max", "memory.current"),
         ("memory.limit_in_bytes", "memory.usage_in_bytes"),
@@ -275,10 +280,11 @@ fn memory_cgroup_room() -> Option<(u64, PathBuf)> {
     None
 }
 
-/// This process's pids cgroup: its limit, the tasks in it now, and the
-/// limit's file; None when there is no limit ("max").
-fn pids_cgroup() -> Option<(u64, u64, PathBuf)> {
-    let dir = cgroup_dir(&read_to_string("/proc/self/cgroup"), "pids")?;
+/// The pids cgroup of this process (whose `/proc/self/cgroup` is
+/// `cgroups`): its limit, the tasks in it now, and the limit's file; None
+/// when there is no limit ("max").
+fn pids_cgroup(cgroups: &str) -> Option<(u64, u64, PathBuf)> {
+    let dir = cgroup_dir(cgroups, "pids")?;
     let file = dir.join("pids.max");
     let max = read_u64(&file)?;
     Some((max, read_u64(dir.join("pids.current")).unwrap_or(0), file))

@@ -4,9 +4,11 @@
 //! file descriptors and the box's memory. These are the figures behind
 //! `ocslab_emulator::fabric::capacity`'s per-host costs.
 
-use super::{failed, BenchError, Context, FabricChoice, Lab, LabConfig};
+use super::{median, BenchError, Context, FabricChoice, Lab, LabConfig};
+use ocslab_emulator::fabric::bench::bench_topology;
+use ocslab_emulator::fabric::capacity::mem_available;
 use ocslab_emulator::fabric::{netns, run_dir, Datapath, Mode};
-use ocslab_emulator::{Bps, Bytes, Nanos, Topology};
+use ocslab_emulator::{Bps, Topology};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -63,13 +65,7 @@ pub fn lab_up_and_down(
     repeat: u32,
 ) -> Result<LabFigures, BenchError> {
     let gbit = Bps(1_000_000_000);
-    let mut b = Topology::builder("bench", racks, hosts_per_rack)
-        .host_rate(gbit)
-        .uplink_rate(gbit);
-    if ocs_ports > 0 {
-        b = b.ocs(ocs_ports, gbit, Nanos::from_millis(1), Bytes(10_000_000));
-    }
-    let topo = b.build()?;
+    let topo = bench_topology(racks, hosts_per_rack, gbit, gbit, ocs_ports, gbit)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -90,24 +86,21 @@ pub fn lab_up_and_down(
         (mode, datapath) = (m, d);
         runs.push(run);
     }
-    let median = |f: fn(&LabRun) -> f64| {
-        let mut v: Vec<f64> = runs.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    let up: Vec<f64> = runs.iter().map(|r| r.up_s).collect();
+    let down: Vec<f64> = runs.iter().map(|r| r.down_s).collect();
     Ok(LabFigures {
         hosts: topo.hosts(),
         mode,
         datapath,
-        up_s: median(|r| r.up_s),
-        down_s: median(|r| r.down_s),
+        up_s: median(&up),
+        down_s: median(&down),
         leftover: runs.iter().map(|r| r.leftover).sum(),
         runs,
     })
 }
 
 async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError> {
-    let available_before = mem_available()?;
+    let available_before = mem_available().context("/proc/meminfo: no MemAvailable line")?;
     let t0 = Instant::now();
     let lab = Lab::start(
         topo,
@@ -124,7 +117,8 @@ async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError
         let rss = spread(&pids, "VmRSS")?;
         let anon = spread(&pids, "RssAnon")?;
         let fds = std::fs::read_dir("/proc/self/fd")?.count() as u64;
-        let used = available_before.saturating_sub(mem_available()?);
+        let used =
+            available_before.saturating_sub(mem_available().context("/proc/meminfo: no MemAvailable line")?);
         Ok::<_, BenchError>((rss, anon, fds, used))
     }
     .await;
@@ -163,15 +157,4 @@ fn spread(pids: &[u32], field: &str) -> Result<(u64, u64), BenchError> {
     v.sort_unstable();
     let median = v.get(v.len() / 2).copied().unwrap_or(0);
     Ok((median, v.last().copied().unwrap_or(0)))
-}
-
-/// The box's MemAvailable, bytes.
-fn mem_available() -> Result<u64, BenchError> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").context("/proc/meminfo")?;
-    meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|k| k * 1024)
-        .ok_or_else(|| failed("/proc/meminfo: no MemAvailable line"))
 }
