@@ -563,7 +563,8 @@ impl CircuitTable {
     /// it. If the writes returned after the epoch, the ports stayed dark
     /// into the schedule for an unknown while: the mode goes back to the
     /// on-demand table (every port dark) and the schedule is written again
-    /// with a new epoch, up to [`SCHEDULE_ATTEMPTS`] times.
+    /// with a new epoch, up to [`SCHEDULE_ATTEMPTS`] times. The attempts run
+    /// under SCHED_FIFO ([`clock::RECONFIG_PRIORITY`]).
     pub fn set_schedule(&mut self, schedule: &Schedule) -> Result<Nanos, EbpfError> {
         self.clear_schedule()?;
         let mut entry = ScheduleEntry {
@@ -588,6 +589,9 @@ impl CircuitTable {
                     .map_err(err(format!("writing slot {s} port {p}")))?;
             }
         }
+        // Above a probe's senders, which may keep a core busy under
+        // SCHED_FIFO: a write they held back would cost an attempt.
+        let _rt = clock::Realtime::enter(clock::RECONFIG_PRIORITY);
         let mut late = Nanos::ZERO;
         for _ in 0..SCHEDULE_ATTEMPTS {
             let planned = Nanos(clock::now().0 + SCHEDULE_LEAD.0);
