@@ -584,14 +584,20 @@ impl Drop for DarkProbe {
     }
 }
 
+/// The send time a sender's warm-up packet carries, which no measured
+/// packet can ([`super::clock::now`] is never 0 on a running box).
+const WARM_UP_STAMP: u64 = 0;
+
 /// Sends sender `i`'s first packet, which the receiver does not record.
 /// A fresh sender's first packet took 100-150 µs here, against about 10 µs
 /// for the next ones: had it been measured, that stall would read as dark
 /// time in whatever window it fell. [`DarkProbe::start_with`] returns once
 /// every sender has sent its own.
 fn warm_up(i: usize, sock: &UdpSocket, dsts: &[SocketAddr]) {
-    // A send time of 0 marks it; a loss here is a loss of nothing measured.
-    let _ = sock.send_to(&[0u8; 64], dsts[i % dsts.len()]);
+    let mut payload = [0u8; 64];
+    payload[..8].copy_from_slice(&WARM_UP_STAMP.to_le_bytes());
+    // A loss here is a loss of nothing measured.
+    let _ = sock.send_to(&payload, dsts[i % dsts.len()]);
 }
 
 /// One sender of a [`DarkProbe`] (number `i`): sends until `stop`. Returns
@@ -735,8 +741,7 @@ fn receive(sockets: &[UdpSocket], sent_all: &AtomicBool) -> io::Result<Vec<Arriv
                     .and_then(|b| b.try_into().ok())
                     .map(u64::from_le_bytes)
                     .unwrap_or(0);
-                if sent == 0 {
-                    // A sender's warm-up packet (see `warm_up`).
+                if sent == WARM_UP_STAMP {
                     continue;
                 }
                 out.push(Arrival {

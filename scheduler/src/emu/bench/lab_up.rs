@@ -100,7 +100,7 @@ pub fn lab_up_and_down(
 }
 
 async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError> {
-    let available_before = mem_available().context("/proc/meminfo: no MemAvailable line")?;
+    let available_before = available()?;
     let t0 = Instant::now();
     let lab = Lab::start(
         topo,
@@ -117,8 +117,7 @@ async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError
         let rss = spread(&pids, "VmRSS")?;
         let anon = spread(&pids, "RssAnon")?;
         let fds = std::fs::read_dir("/proc/self/fd")?.count() as u64;
-        let used =
-            available_before.saturating_sub(mem_available().context("/proc/meminfo: no MemAvailable line")?);
+        let used = available_before.saturating_sub(available()?);
         Ok::<_, BenchError>((rss, anon, fds, used))
     }
     .await;
@@ -157,4 +156,9 @@ fn spread(pids: &[u32], field: &str) -> Result<(u64, u64), BenchError> {
     v.sort_unstable();
     let median = v.get(v.len() / 2).copied().unwrap_or(0);
     Ok((median, v.last().copied().unwrap_or(0)))
+}
+
+/// The box's MemAvailable, bytes.
+fn available() -> Result<u64, BenchError> {
+    mem_available().context("/proc/meminfo: no MemAvailable line")
 }
