@@ -17,7 +17,7 @@
 
 use super::EmuError;
 use ocslab_agent::control::{ControlServer, Event as ControlEvent, ServerConfig};
-use ocslab_agent::launch::{agent_program, AgentLaunch};
+use ocslab_agent::launch::{agent_program, AgentLaunch, GroKeyHold};
 use ocslab_emulator::fabric::{CounterReader, Fabric, FabricCounters, FabricOptions, Ocs, RunId};
 use ocslab_emulator::{HostId, Topology};
 use std::collections::BTreeMap;
@@ -150,6 +150,8 @@ struct Launcher {
 pub struct Lab {
     // Field order is drop order: agents first, then credentials, then the fabric.
     agents: Agents,
+    /// Spares each agent's start two rewrites of kernel text.
+    _gro_key: Option<GroKeyHold>,
     launcher: Launcher,
     server: Option<ControlServer>,
     creds_dir: OwnedDir,
@@ -229,6 +231,7 @@ impl Lab {
             ControlServer::start(&creds_dir.0, "127.0.0.1:0".parse().expect("literal"), config)?;
         let mut lab = Lab {
             agents: Agents(BTreeMap::new()),
+            _gro_key: GroKeyHold::new(),
             launcher: Launcher {
                 binary,
                 binary_args,
