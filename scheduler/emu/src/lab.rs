@@ -158,7 +158,17 @@ pub struct Lab {
     addrs: BTreeMap<HostId, SocketAddr>,
     pids: BTreeMap<HostId, u32>,
     topo: Topology,
+    timings: StartTimings,
     fabric: Fabric,
+}
+
+/// How long [`Lab::start`] took, by part.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StartTimings {
+    /// Building (or attaching) the fabric.
+    pub fabric: Duration,
+    /// From then until every agent had joined.
+    pub agents: Duration,
 }
 
 impl Lab {
@@ -172,6 +182,7 @@ impl Lab {
         if let Err(e) = ocslab_emulator::fabric::capacity::raise_fd_limit() {
             tracing::warn!("raising the open-file limit: {e}");
         }
+        let started = std::time::Instant::now();
         let fabric = match fabric {
             FabricChoice::Build { topology_file } => {
                 let t = topo.clone();
@@ -203,6 +214,7 @@ impl Lab {
                 f
             }
         };
+        let fabric_built = started.elapsed();
         let program = cfg
             .agent_binary
             .clone()
@@ -242,6 +254,7 @@ impl Lab {
             addrs: BTreeMap::new(),
             pids: BTreeMap::new(),
             topo: topo.clone(),
+            timings: StartTimings::default(),
             fabric,
         };
         let hosts: Vec<HostId> = topo.host_ids().collect();
@@ -254,6 +267,10 @@ impl Lab {
             lab.spawn_agent(h)?;
         }
         lab.wait_joined(hosts.len(), cfg.join_timeout).await?;
+        lab.timings = StartTimings {
+            fabric: fabric_built,
+            agents: started.elapsed() - fabric_built,
+        };
         Ok(lab)
     }
 
@@ -353,6 +370,11 @@ impl Lab {
     /// The topology.
     pub fn topology(&self) -> &Topology {
         &self.topo
+    }
+
+    /// How long the start took, fabric and agents.
+    pub fn start_timings(&self) -> StartTimings {
+        self.timings
     }
 
     /// The fabric.

@@ -35,8 +35,9 @@ pub struct FabricArgs {
     #[arg(long)]
     pub flow_queues: Option<u16>,
     /// Bring up whole labs instead: the fabric and one agent per host,
-    /// every agent joined; report up, down, idle agent memory, the
-    /// driver's file descriptors and the box's memory (root only).
+    /// every agent joined; report up (the fabric's part and the agents'),
+    /// down, idle agent memory, the driver's file descriptors and the
+    /// box's memory (root only).
     #[arg(long, conflicts_with_all = ["threads", "datapath", "flow_queues"])]
     pub agents: bool,
     /// Print JSON.
@@ -101,8 +102,10 @@ fn labs(a: FabricArgs) -> Result<ExitCode> {
             figures.hosts, a.racks, a.hosts_per_rack, figures.mode, figures.datapath
         );
         println!(
-            "up {:.3} s (fabric built, every agent joined), down {:.3} s (median of {}), leftover {}",
+            "up {:.3} s (fabric built in {:.3} s, then every agent joined in {:.3} s), down {:.3} s (medians of {}), leftover {}",
             figures.up_s,
+            figures.fabric_s,
+            figures.agents_s,
             figures.down_s,
             figures.runs.len(),
             figures.leftover

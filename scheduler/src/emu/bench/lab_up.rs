@@ -15,12 +15,28 @@ use std::time::{Duration, Instant};
 /// How long the agents sit idle (heartbeats only) before their memory is read.
 const IDLE: Duration = Duration::from_secs(2);
 
+/// A run starts once the box's cores were busy less than this share of
+/// a [`QUIET_WINDOW`]: the kernel destroys a torn-down fabric's
+/// namespaces after `down` returns (one core busy for about 0.75 s at
+/// 1,024 hosts), and a lab built meanwhile pays for it.
+const QUIET_BUSY: f64 = 0.10;
+/// The window over which [`QUIET_BUSY`] is measured.
+const QUIET_WINDOW: Duration = Duration::from_millis(200);
+/// How long a run waits for a quiet box at most.
+const QUIET_WAIT: Duration = Duration::from_secs(10);
+
 /// One lab brought up and torn down.
 #[derive(Debug, Clone, Serialize)]
 pub struct LabRun {
     /// Seconds from the start to every agent joined (the fabric built,
     /// the agents started in waves).
     pub up_s: f64,
+    /// Of `up_s`, seconds to build the fabric.
+    pub fabric_s: f64,
+    /// Of `up_s`, seconds from the fabric built to every agent joined.
+    pub agents_s: f64,
+    /// Seconds the run waited for a quiet box before it started.
+    pub quiet_wait_s: f64,
     /// Seconds to stop the agents and tear the fabric down.
     pub down_s: f64,
     /// Idle agents' resident memory (VmRSS), KiB: median and largest.
@@ -47,6 +63,10 @@ pub struct LabFigures {
     pub datapath: Datapath,
     /// Median of the runs' `up_s`.
     pub up_s: f64,
+    /// Median of the runs' `fabric_s`.
+    pub fabric_s: f64,
+    /// Median of the runs' `agents_s`.
+    pub agents_s: f64,
     /// Median of the runs' `down_s`.
     pub down_s: f64,
     /// Everything left over, summed over the runs.
@@ -74,26 +94,32 @@ pub fn lab_up_and_down(
     let mut runs = Vec::new();
     let (mut mode, mut datapath) = (Mode::Root, Datapath::TcMirred);
     for i in 0..repeat.max(1) {
-        let (run, m, d) = rt.block_on(one_lab(&topo))?;
+        let waited = wait_for_quiet_box()?;
+        let (mut run, m, d) = rt.block_on(one_lab(&topo))?;
+        run.quiet_wait_s = waited.as_secs_f64();
         eprintln!(
-            "run {}/{}: up {:.2} s, down {:.2} s, leftover {}",
+            "run {}/{} (after {:.1} s waiting for a quiet box): up {:.2} s (fabric {:.2} s, agents {:.2} s), down {:.2} s, leftover {}",
             i + 1,
             repeat.max(1),
+            run.quiet_wait_s,
             run.up_s,
+            run.fabric_s,
+            run.agents_s,
             run.down_s,
             run.leftover
         );
         (mode, datapath) = (m, d);
         runs.push(run);
     }
-    let up: Vec<f64> = runs.iter().map(|r| r.up_s).collect();
-    let down: Vec<f64> = runs.iter().map(|r| r.down_s).collect();
+    let of = |f: fn(&LabRun) -> f64| median(&runs.iter().map(f).collect::<Vec<f64>>());
     Ok(LabFigures {
         hosts: topo.hosts(),
         mode,
         datapath,
-        up_s: median(&up),
-        down_s: median(&down),
+        up_s: of(|r| r.up_s),
+        fabric_s: of(|r| r.fabric_s),
+        agents_s: of(|r| r.agents_s),
+        down_s: of(|r| r.down_s),
         leftover: runs.iter().map(|r| r.leftover).sum(),
         runs,
     })
@@ -109,6 +135,7 @@ async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError
     )
     .await?;
     let up_s = t0.elapsed().as_secs_f64();
+    let timings = lab.start_timings();
     let run_id = lab.fabric().run_id();
     let (mode, datapath) = (lab.fabric().ledger().mode, lab.fabric().ledger().datapath);
     let pids: Vec<u32> = lab.agent_pids().values().copied().collect();
@@ -137,6 +164,9 @@ async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError
             .count();
     let run = LabRun {
         up_s,
+        fabric_s: timings.fabric.as_secs_f64(),
+        agents_s: timings.agents.as_secs_f64(),
+        quiet_wait_s: 0.0,
         down_s,
         agent_rss_kib,
         agent_anon_kib,
@@ -145,6 +175,45 @@ async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError
         leftover,
     };
     Ok((run, mode, datapath))
+}
+
+/// Waits until the box's cores were busy less than [`QUIET_BUSY`] of a
+/// [`QUIET_WINDOW`], at most [`QUIET_WAIT`]; returns how long it waited.
+fn wait_for_quiet_box() -> Result<Duration, BenchError> {
+    let start = std::time::Instant::now();
+    let mut last = cpu_ticks()?;
+    while start.elapsed() < QUIET_WAIT {
+        std::thread::sleep(QUIET_WINDOW);
+        let now = cpu_ticks()?;
+        let (busy, total) = (now.0 - last.0, now.1 - last.1);
+        if total > 0 && (busy as f64) < QUIET_BUSY * total as f64 {
+            break;
+        }
+        last = now;
+    }
+    Ok(start.elapsed())
+}
+
+/// The box's busy and total CPU ticks so far (the `cpu` line of `/proc/stat`).
+fn cpu_ticks() -> Result<(u64, u64), BenchError> {
+    let stat = std::fs::read_to_string("/proc/stat")?;
+    busy_and_total(&stat).context("/proc/stat: no `cpu` line")
+}
+
+/// Busy and total ticks of the `cpu` line of a `/proc/stat` text: user,
+/// nice, system, idle, iowait, irq, softirq and steal, of which idle and
+/// iowait are not busy (guest time is counted in user already).
+fn busy_and_total(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|t| t.parse().unwrap_or(0))
+        .collect();
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    let total: u64 = ticks.iter().sum();
+    Some((total - idle, total))
 }
 
 /// The median and largest of a `/proc/PID/status` field over `pids`, KiB.
@@ -161,4 +230,18 @@ fn spread(pids: &[u32], field: &str) -> Result<(u64, u64), BenchError> {
 /// The box's MemAvailable, bytes.
 fn available() -> Result<u64, BenchError> {
     mem_available().context("/proc/meminfo: no MemAvailable line")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::busy_and_total;
+
+    #[test]
+    fn busy_ticks_leave_out_idle_and_iowait_and_guest_time() {
+        let stat = "cpu  100 5 50 800 20 3 2 10 7 0\ncpu0 50 2 25 400 10 1 1 5 3 0\nintr 1\n";
+        // user 100 + nice 5 + system 50 + irq 3 + softirq 2 + steal 10;
+        // guest (7) is inside user already.
+        assert_eq!(busy_and_total(stat), Some((170, 990)));
+        assert_eq!(busy_and_total("cpu0 1 2 3 4\n"), None);
+    }
 }
