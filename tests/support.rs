@@ -135,9 +135,7 @@ pub use probe::TCP_PAYLOAD_EFFICIENCY;
 /// ticks: 100 a second on Linux), summed over the CPUs; `None` where
 /// /proc/stat does not say.
 pub fn cpu_steal() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let ticks: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
+    let ticks = ocslab_emulator::fabric::capacity::cpu_ticks()?.steal;
     Some(Duration::from_millis(ticks * 10))
 }
 

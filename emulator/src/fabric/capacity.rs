@@ -210,6 +210,44 @@ pub fn mem_available() -> Option<u64> {
     meminfo_kib(&read_to_string("/proc/meminfo"), "MemAvailable").map(|k| k * 1024)
 }
 
+/// The box's CPU time so far, summed over its CPUs, in USER_HZ ticks
+/// (100 a second on Linux): the `cpu` line of `/proc/stat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuTicks {
+    /// User, nice, system, irq, softirq and steal (guest time is inside user).
+    pub busy: u64,
+    /// Those plus idle and iowait.
+    pub total: u64,
+    /// What the hypervisor gave other guests while these CPUs wanted it.
+    pub steal: u64,
+}
+
+/// The box's [`CpuTicks`] now; `None` where `/proc/stat` does not say.
+pub fn cpu_ticks() -> Option<CpuTicks> {
+    parse_cpu_ticks(&read_to_string("/proc/stat"))
+}
+
+/// The [`CpuTicks`] of a `/proc/stat` text: user, nice, system, idle,
+/// iowait, irq, softirq and steal.
+fn parse_cpu_ticks(stat: &str) -> Option<CpuTicks> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|t| t.parse().ok())
+        .collect::<Option<_>>()?;
+    let [_, _, _, idle, iowait, _, _, steal] = ticks[..] else {
+        return None;
+    };
+    let total: u64 = ticks.iter().sum();
+    Some(CpuTicks {
+        busy: total - idle - iowait,
+        total,
+        steal,
+    })
+}
+
 fn read_to_string(path: impl AsRef<Path>) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
@@ -292,6 +330,22 @@ fn pids_cgroup(cgroups: &str) -> Option<(u64, u64, PathBuf)> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn cpu_ticks_leave_idle_and_iowait_out_of_busy() {
+        let stat = "cpu  100 5 50 800 20 3 2 10 7 0\ncpu0 50 2 25 400 10 1 1 5 3 0\nintr 1\n";
+        // user 100 + nice 5 + system 50 + irq 3 + softirq 2 + steal 10;
+        // guest (7) is inside user already.
+        let want = CpuTicks {
+            busy: 170,
+            total: 990,
+            steal: 10,
+        };
+        assert_eq!(parse_cpu_ticks(stat), Some(want));
+        assert_eq!(parse_cpu_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None);
+        assert_eq!(parse_cpu_ticks("cpu  1 2 3 4\n"), None);
+    }
+
     use super::*;
 
     /// This box's figures on the day the costs were measured.

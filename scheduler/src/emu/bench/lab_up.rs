@@ -6,7 +6,7 @@
 
 use super::{median, BenchError, Context, FabricChoice, Lab, LabConfig};
 use ocslab_emulator::fabric::bench::bench_topology;
-use ocslab_emulator::fabric::capacity::mem_available;
+use ocslab_emulator::fabric::capacity::{cpu_ticks, mem_available};
 use ocslab_emulator::fabric::{netns, run_dir, Datapath, Mode};
 use ocslab_emulator::{Bps, Topology};
 use serde::Serialize;
@@ -95,8 +95,7 @@ pub fn lab_up_and_down(
     let (mut mode, mut datapath) = (Mode::Root, Datapath::TcMirred);
     for i in 0..repeat.max(1) {
         let waited = wait_for_quiet_box()?;
-        let (mut run, m, d) = rt.block_on(one_lab(&topo))?;
-        run.quiet_wait_s = waited.as_secs_f64();
+        let (run, m, d) = rt.block_on(one_lab(&topo, waited))?;
         eprintln!(
             "run {}/{} (after {:.1} s waiting for a quiet box): up {:.2} s (fabric {:.2} s, agents {:.2} s), down {:.2} s, leftover {}",
             i + 1,
@@ -125,7 +124,8 @@ pub fn lab_up_and_down(
     })
 }
 
-async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError> {
+/// One lab up and down, started after `waited` for a quiet box.
+async fn one_lab(topo: &Topology, waited: Duration) -> Result<(LabRun, Mode, Datapath), BenchError> {
     let available_before = available()?;
     let t0 = Instant::now();
     let lab = Lab::start(
@@ -166,7 +166,7 @@ async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError
         up_s,
         fabric_s: timings.fabric.as_secs_f64(),
         agents_s: timings.agents.as_secs_f64(),
-        quiet_wait_s: 0.0,
+        quiet_wait_s: waited.as_secs_f64(),
         down_s,
         agent_rss_kib,
         agent_anon_kib,
@@ -180,40 +180,19 @@ async fn one_lab(topo: &Topology) -> Result<(LabRun, Mode, Datapath), BenchError
 /// Waits until the box's cores were busy less than [`QUIET_BUSY`] of a
 /// [`QUIET_WINDOW`], at most [`QUIET_WAIT`]; returns how long it waited.
 fn wait_for_quiet_box() -> Result<Duration, BenchError> {
-    let start = std::time::Instant::now();
-    let mut last = cpu_ticks()?;
+    let start = Instant::now();
+    let ticks = || cpu_ticks().context("/proc/stat: no `cpu` line");
+    let mut last = ticks()?;
     while start.elapsed() < QUIET_WAIT {
         std::thread::sleep(QUIET_WINDOW);
-        let now = cpu_ticks()?;
-        let (busy, total) = (now.0 - last.0, now.1 - last.1);
+        let now = ticks()?;
+        let (busy, total) = (now.busy - last.busy, now.total - last.total);
         if total > 0 && (busy as f64) < QUIET_BUSY * total as f64 {
             break;
         }
         last = now;
     }
     Ok(start.elapsed())
-}
-
-/// The box's busy and total CPU ticks so far (the `cpu` line of `/proc/stat`).
-fn cpu_ticks() -> Result<(u64, u64), BenchError> {
-    let stat = std::fs::read_to_string("/proc/stat")?;
-    busy_and_total(&stat).context("/proc/stat: no `cpu` line")
-}
-
-/// Busy and total ticks of the `cpu` line of a `/proc/stat` text: user,
-/// nice, system, idle, iowait, irq, softirq and steal, of which idle and
-/// iowait are not busy (guest time is counted in user already).
-fn busy_and_total(stat: &str) -> Option<(u64, u64)> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let ticks: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .map(|t| t.parse().unwrap_or(0))
-        .collect();
-    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
-    let total: u64 = ticks.iter().sum();
-    Some((total - idle, total))
 }
 
 /// The median and largest of a `/proc/PID/status` field over `pids`, KiB.
@@ -230,18 +209,4 @@ fn spread(pids: &[u32], field: &str) -> Result<(u64, u64), BenchError> {
 /// The box's MemAvailable, bytes.
 fn available() -> Result<u64, BenchError> {
     mem_available().context("/proc/meminfo: no MemAvailable line")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::busy_and_total;
-
-    #[test]
-    fn busy_ticks_leave_out_idle_and_iowait_and_guest_time() {
-        let stat = "cpu  100 5 50 800 20 3 2 10 7 0\ncpu0 50 2 25 400 10 1 1 5 3 0\nintr 1\n";
-        // user 100 + nice 5 + system 50 + irq 3 + softirq 2 + steal 10;
-        // guest (7) is inside user already.
-        assert_eq!(busy_and_total(stat), Some((170, 990)));
-        assert_eq!(busy_and_total("cpu0 1 2 3 4\n"), None);
-    }
 }
