@@ -639,23 +639,39 @@ fn loopback_launch(
     }
 }
 
+/// Runs `start` with SIGTERM blocked in this thread, as a scheduler
+/// starts its agents (it takes its ending signals in one thread).
+fn with_sigterm_blocked<T>(start: impl FnOnce() -> T) -> T {
+    let mut term = nix::sys::signal::SigSet::empty();
+    term.add(nix::sys::signal::Signal::SIGTERM);
+    term.thread_block().expect("block SIGTERM here");
+    let out = start();
+    term.thread_unblock().expect("unblock SIGTERM here");
+    out
+}
+
+/// The signals process `pid` blocks (`SigBlk` in its status), as a mask.
+fn blocked_signals(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the agent's status");
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:"))
+        .expect("a SigBlk line");
+    u64::from_str_radix(mask.trim(), 16).expect("a hex mask")
+}
+
 /// A scheduler blocks its ending signals in every thread to take them in
 /// one; an agent it starts inherits that mask across exec, and must clear
 /// it to end on a teardown's SIGTERM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_started_with_sigterm_blocked_ends_on_sigterm() {
-    use nix::sys::signal::{kill, SigSet, Signal};
+    use nix::sys::signal::{kill, Signal};
     use std::os::unix::process::ExitStatusExt;
     let dir = RunDir::new("sigterm");
     let (mut server, _) =
         ControlServer::start(&dir.0, "127.0.0.1:0".parse().expect("addr"), fast_config()).expect("server");
     let launch = loopback_launch(&server, &dir, "127.0.0.11:0");
-    let mut term = SigSet::empty();
-    term.add(Signal::SIGTERM);
-    term.thread_block().expect("block SIGTERM here");
-    let spawned = launch.spawn();
-    term.thread_unblock().expect("unblock SIGTERM here");
-    let mut child = spawned.expect("spawn ocslab-agent");
+    let mut child = with_sigterm_blocked(|| launch.spawn()).expect("spawn ocslab-agent");
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     // Joined: the agent is past its start, where it clears its mask.
     loop {
@@ -669,22 +685,85 @@ async fn an_agent_started_with_sigterm_blocked_ends_on_sigterm() {
             }
         }
     }
-    let blocked = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .expect("the agent's status")
-        .lines()
-        .find_map(|l| l.strip_prefix("SigBlk:").map(|m| m.trim().to_string()))
-        .expect("a SigBlk line");
+    let blocked = blocked_signals(child.id());
     kill(pid, Signal::SIGTERM).expect("SIGTERM the agent");
     let waited = tokio::time::timeout(WAIT, tokio::task::spawn_blocking(move || child.wait())).await;
     let Ok(Ok(Ok(status))) = waited else {
         let _ = kill(pid, Signal::SIGKILL);
-        panic!("the agent did not end on SIGTERM within {WAIT:?} (signals blocked: {blocked})");
+        panic!("the agent did not end on SIGTERM within {WAIT:?} (signals blocked: {blocked:x})");
     };
     assert_eq!(status.signal(), Some(Signal::SIGTERM as i32), "{status}");
+    assert_eq!(blocked, 0, "signals blocked in the agent");
+}
+
+/// An agent forked by a fork server is the agent an exec would have
+/// started: it parses the server's arguments and its host's, joins as
+/// itself (its hello names its own pid), clears the signal mask it
+/// inherited, and ends on SIGTERM; the server reports how each agent
+/// ended, one that could not parse its arguments included, and ends when
+/// the lab lets it go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forked_agent_joins_as_itself_and_its_end_is_reported() {
+    use nix::sys::signal::Signal;
+    use ocslab_agent::launch::ForkServer;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = RunDir::new("forked");
+    let (mut server, _) =
+        ControlServer::start(&dir.0, "127.0.0.1:0".parse().expect("addr"), fast_config()).expect("server");
+    let launch = loopback_launch(&server, &dir, "127.0.0.12:0");
+    let mut forks = with_sigterm_blocked(|| ForkServer::start(&launch.binary, &launch.shared_args()))
+        .expect("start the fork server");
+    let forks_pid = forks.id();
+    let agent = forks.spawn(&launch.host_args()).expect("fork an agent");
+    assert_ne!(agent.id(), forks_pid);
+    let joined_pid = loop {
+        match tokio::time::timeout(WAIT, server.next_event()).await {
+            Ok(Some(Event::Joined { hello, .. })) => break hello.pid,
+            Ok(Some(Event::Refused { reason, .. })) => panic!("refused: {reason}"),
+            Ok(Some(_)) => {}
+            other => {
+                agent.kill();
+                panic!("no join: {other:?}");
+            }
+        }
+    };
+    assert_eq!(joined_pid, agent.id(), "the joined agent is the forked child");
+    assert_eq!(blocked_signals(agent.id()), 0, "signals blocked in the agent");
     assert_eq!(
-        u64::from_str_radix(&blocked, 16),
-        Ok(0),
-        "signals blocked in the agent"
+        forks.exit_status(&agent).expect("ask the server"),
+        None,
+        "it runs"
+    );
+    agent.signal(Signal::SIGTERM).expect("SIGTERM the agent");
+    assert!(
+        agent.wait_ended(WAIT),
+        "the agent did not end on SIGTERM within {WAIT:?}"
+    );
+    let status = forks
+        .exit_status(&agent)
+        .expect("ask the server")
+        .expect("it ended");
+    assert_eq!(status.signal(), Some(Signal::SIGTERM as i32), "{status}");
+    // Arguments the agent's parser refuses: it exits 2, as clap does.
+    let bad = forks
+        .spawn(&[
+            "--host".into(),
+            "r0h0".into(),
+            "--data-addr".into(),
+            "nowhere".into(),
+        ])
+        .expect("fork an agent");
+    assert!(bad.wait_ended(WAIT), "an agent with a bad address ran on");
+    let status = forks
+        .exit_status(&bad)
+        .expect("ask the server")
+        .expect("it ended");
+    assert_eq!(status.code(), Some(2), "{status}");
+    // Let go, the server reaps and ends (the drop waits for it).
+    drop(forks);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{forks_pid}")).exists(),
+        "the fork server is still there"
     );
 }
 

@@ -581,14 +581,18 @@ fn up_run_of(pid: u32) -> Option<ocslab_emulator::fabric::RunId> {
 }
 
 /// Pids of processes whose command line names `dir` (agents name their
-/// run's credentials folder) and that still run: not a zombie, and still
-/// in a network namespace (a process leaves its namespaces early in its
-/// exit, so one the teardown killed is not counted while it finishes).
+/// run's credentials folder) and that still run in a network namespace
+/// other than this one's: an emulated host's. Not a zombie, and still in a
+/// namespace (a process leaves its namespaces early in its exit, so one
+/// the teardown killed is not counted while it finishes). The agents' fork
+/// server, in the driver's namespace, is not counted: it ends as the
+/// driver's end of its socket closes, with the driver.
 fn processes_naming(dir: &Path) -> Vec<u32> {
     let needle = dir.to_string_lossy().into_owned();
+    let here = std::fs::read_link("/proc/self/ns/net").expect("this process's network namespace");
     ocslab_tests::pids_where(|pid| {
         alive(pid)
-            && std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok()
+            && std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok_and(|ns| ns != here)
             && std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
     })

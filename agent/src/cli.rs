@@ -182,6 +182,12 @@ pub fn init_logging(verbose: u8) {
 /// Runs an agent with `args`, logging at `verbose` (see [`init_logging`]);
 /// returns the process exit code.
 pub fn main_with(args: AgentArgs, verbose: u8) -> ExitCode {
+    ExitCode::from(exit_code(args, verbose))
+}
+
+/// [`main_with`], its exit code as a number (what a forked agent exits
+/// with, `launch::serve_if_asked`).
+pub fn exit_code(args: AgentArgs, verbose: u8) -> u8 {
     // A scheduler blocks its ending signals in every thread to take them
     // in one, and a child keeps that mask across exec (`posix_spawn`
     // included): an agent must end on a teardown's SIGTERM.
@@ -191,10 +197,10 @@ pub fn main_with(args: AgentArgs, verbose: u8) -> ExitCode {
     init_logging(verbose);
     let host = args.host;
     match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("ocslab-agent {host}: error: {e:#}");
-            ExitCode::FAILURE
+            1
         }
     }
 }

@@ -80,8 +80,32 @@ enum Command {
     Completions(cli::completions::CompletionsArgs),
 }
 
+/// One agent from a full `ocslab agent ...` command line (what a fork
+/// server's child runs when no `ocslab-agent` sits beside `ocslab`).
+fn run_agent(argv: Vec<std::ffi::OsString>) -> u8 {
+    match Cli::try_parse_from(argv) {
+        Ok(Cli {
+            command: Command::Agent(a),
+            verbose,
+        }) => ocslab_agent::cli::exit_code(a, verbose),
+        Ok(_) => {
+            eprintln!("ocslab: a fork server runs only `ocslab agent`");
+            2
+        }
+        Err(e) => {
+            let _ = e.print();
+            2
+        }
+    }
+}
+
 fn main() -> ExitCode {
     cli::keep_mmap_threshold();
+    // Before any thread: a lab may have started this as its agents' fork
+    // server.
+    if let Some(code) = ocslab_agent::launch::serve_if_asked(run_agent) {
+        return code;
+    }
     let args = Cli::parse();
     cli::init_logging(args.verbose);
     let result = match args.command {

@@ -9,7 +9,8 @@
 //! ```
 
 use clap::Parser;
-use ocslab_agent::cli::{main_with, AgentArgs};
+use ocslab_agent::cli::{exit_code, main_with, AgentArgs};
+use ocslab_agent::launch::serve_if_asked;
 use std::process::ExitCode;
 
 /// The per-host agent of ocslab: runs map/reduce tasks and moves shuffle bytes.
@@ -23,7 +24,23 @@ struct Cli {
     verbose: u8,
 }
 
+/// One agent from a full command line (a fork server's child runs this).
+fn run_agent(argv: Vec<std::ffi::OsString>) -> u8 {
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => exit_code(cli.args, cli.verbose),
+        Err(e) => {
+            let _ = e.print();
+            2
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    // First, before any thread: a lab may have started this as its
+    // agents' fork server.
+    if let Some(code) = serve_if_asked(run_agent) {
+        return code;
+    }
     let cli = Cli::parse();
     main_with(cli.args, cli.verbose)
 }

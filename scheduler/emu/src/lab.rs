@@ -3,10 +3,11 @@
 //! the run's credentials, and one `ocslab-agent` per host inside the host's
 //! network namespace.
 //!
-//! Each agent's control UDP socket is made here, in the scheduler's own
-//! namespace on 127.0.0.1, and inherited by the agent, which then enters its
-//! host's namespace (setns between fork and exec): the control plane needs
-//! no veth, and the data plane uses only the fabric.
+//! Each agent binds its control UDP socket in the scheduler's own namespace
+//! on 127.0.0.1 and then enters its host's network namespace: the control
+//! plane needs no veth, and the data plane uses only the fabric. The agents
+//! are forked by one fork server the lab starts
+//! (`ocslab_agent::launch::ForkServer`), not exec'd one by one.
 //!
 //! Teardown is owned: [`Lab::stop`] asks agents to shut down, waits a
 //! little, kills (by the pid this process started) any that remain, removes
@@ -17,14 +18,13 @@
 
 use super::EmuError;
 use ocslab_agent::control::{ControlServer, Event as ControlEvent, ServerConfig};
-use ocslab_agent::launch::{agent_program, AgentLaunch, GroKeyHold};
+use ocslab_agent::launch::{agent_program, AgentLaunch, ForkServer, ForkedAgent, GroKeyHold};
 use ocslab_emulator::fabric::{CounterReader, Fabric, FabricCounters, FabricOptions, Ocs, RunId};
 use ocslab_emulator::{HostId, Topology};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::time::Duration;
 
 /// The data-plane port of every agent (inside its own namespace).
@@ -89,15 +89,14 @@ fn heartbeat_slowdown(hosts: usize) -> u32 {
     u32::try_from(hosts.div_ceil(HEARTBEAT_HOSTS).max(1)).unwrap_or(u32::MAX)
 }
 
-/// Agent processes this lab started, killed by pid on drop.
-struct Agents(BTreeMap<HostId, Child>);
+/// Agent processes this lab started, killed through their pidfds on drop.
+struct Agents(BTreeMap<HostId, ForkedAgent>);
 
 impl Agents {
     fn kill(&mut self, host: HostId) -> bool {
         match self.0.remove(&host) {
-            Some(mut c) => {
-                let _ = c.kill();
-                let _ = c.wait();
+            Some(a) => {
+                a.kill();
                 true
             }
             None => false,
@@ -106,10 +105,13 @@ impl Agents {
 }
 
 impl Drop for Agents {
+    /// SIGKILL to all, then waits for each to end.
     fn drop(&mut self) {
-        let hosts: Vec<HostId> = self.0.keys().copied().collect();
-        for h in hosts {
-            self.kill(h);
+        for a in self.0.values() {
+            let _ = a.signal(nix::sys::signal::Signal::SIGKILL);
+        }
+        for (_, a) in std::mem::take(&mut self.0) {
+            a.kill();
         }
     }
 }
@@ -144,11 +146,15 @@ struct Launcher {
     binary: PathBuf,
     binary_args: Vec<String>,
     agent_args: Vec<String>,
+    /// Forks the agents; started with the first one, as it takes their
+    /// shared arguments.
+    forks: Option<ForkServer>,
 }
 
 /// The fabric, control server and agents of one emulated run.
 pub struct Lab {
-    // Field order is drop order: agents first, then credentials, then the fabric.
+    // Field order is drop order: agents first, then their fork server,
+    // credentials, and the fabric last.
     agents: Agents,
     /// Spares each agent's start two rewrites of kernel text.
     _gro_key: Option<GroKeyHold>,
@@ -248,6 +254,7 @@ impl Lab {
                 binary,
                 binary_args,
                 agent_args: cfg.agent_args.clone(),
+                forks: None,
             },
             server: Some(server),
             creds_dir,
@@ -290,17 +297,24 @@ impl Lab {
             extra_args,
             binary_args: self.launcher.binary_args.clone(),
         };
+        let binary = &self.launcher.binary;
+        let forks = match &mut self.launcher.forks {
+            Some(f) => f,
+            None => self
+                .launcher
+                .forks
+                .insert(ForkServer::start(binary, &launch.shared_args()).map_err(|e| {
+                    EmuError::Setup(format!("starting {} as a fork server: {e}", binary.display()))
+                })?),
+        };
         // Not beside a teardown on a signal: an agent started after it
         // listed the run's processes would outlive the run.
         let _work = ocslab_emulator::fabric::ledger::work();
-        let child = launch.spawn().map_err(|e| {
-            EmuError::Setup(format!(
-                "starting {} for {h}: {e}",
-                self.launcher.binary.display()
-            ))
-        })?;
-        self.pids.insert(h, child.id());
-        self.agents.0.insert(h, child);
+        let agent = forks
+            .spawn(&launch.host_args())
+            .map_err(|e| EmuError::Setup(format!("starting the agent of {h} ({}): {e}", binary.display())))?;
+        self.pids.insert(h, agent.id());
+        self.agents.0.insert(h, agent);
         Ok(())
     }
 
@@ -353,15 +367,24 @@ impl Lab {
                 }
             }
             // An agent that exited before joining will never join. Only
-            // those not joined are asked: asking all of a large lab's
-            // agents after every event cost a wait4 per agent per event.
+            // those not joined are looked at: looking at all of a large
+            // lab's agents after every event cost a syscall per agent per
+            // event.
             let addrs = &self.addrs;
-            for (h, c) in self.agents.0.iter_mut().filter(|(h, _)| !addrs.contains_key(h)) {
-                if let Ok(Some(status)) = c.try_wait() {
-                    return Err(EmuError::Setup(format!(
-                        "agent {h} exited before joining: {status}"
-                    )));
-                }
+            let ended = self
+                .agents
+                .0
+                .iter()
+                .filter(|(h, _)| !addrs.contains_key(h))
+                .find(|(_, a)| a.wait_ended(Duration::ZERO));
+            if let Some((h, a)) = ended {
+                let status = match self.launcher.forks.as_mut().map(|f| f.exit_status(a)) {
+                    Some(Ok(Some(s))) => s.to_string(),
+                    _ => "status unknown".to_string(),
+                };
+                return Err(EmuError::Setup(format!(
+                    "agent {h} exited before joining: {status}"
+                )));
             }
         }
         Ok(())
@@ -429,12 +452,8 @@ impl Lab {
     /// down in 0.4 s, fabric included; a `Shutdown` to each over QUIC took
     /// 1.5 s before the fabric's turn.
     pub async fn stop(mut self) -> Result<(), EmuError> {
-        use nix::sys::signal::{kill, Signal};
-        use nix::unistd::Pid;
-        for c in self.agents.0.values() {
-            if let Ok(pid) = i32::try_from(c.id()) {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-            }
+        for a in self.agents.0.values() {
+            let _ = a.signal(nix::sys::signal::Signal::SIGTERM);
         }
         let server = self.server.take();
         let closing = async {
@@ -448,9 +467,8 @@ impl Lab {
             loop {
                 let running = agents
                     .0
-                    .values_mut()
-                    .filter_map(|c| c.try_wait().ok())
-                    .filter(Option::is_none)
+                    .values()
+                    .filter(|a| !a.wait_ended(Duration::ZERO))
                     .count();
                 if running == 0 || std::time::Instant::now() > deadline {
                     break;
@@ -459,8 +477,14 @@ impl Lab {
             }
         };
         tokio::join!(closing, exiting);
-        let Lab { agents, fabric, .. } = self;
+        let Lab {
+            agents,
+            launcher,
+            fabric,
+            ..
+        } = self;
         drop(agents); // kills any that did not exit
+        drop(launcher); // the fork server, before its namespaces go
         tokio::task::spawn_blocking(move || fabric.down())
             .await
             .map_err(|e| EmuError::Internal(e.to_string()))??;
