@@ -744,6 +744,11 @@ async fn a_forked_agent_joins_as_itself_and_its_end_is_reported() {
         .expect("ask the server")
         .expect("it ended");
     assert_eq!(status.signal(), Some(Signal::SIGTERM as i32), "{status}");
+    // Asked, the server reaped it: no zombie is left.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", agent.id())).exists(),
+        "the ended agent was not reaped"
+    );
     // Arguments the agent's parser refuses: it exits 2, as clap does.
     let bad = forks
         .spawn(&[

@@ -92,18 +92,6 @@ fn heartbeat_slowdown(hosts: usize) -> u32 {
 /// Agent processes this lab started, killed through their pidfds on drop.
 struct Agents(BTreeMap<HostId, ForkedAgent>);
 
-impl Agents {
-    fn kill(&mut self, host: HostId) -> bool {
-        match self.0.remove(&host) {
-            Some(a) => {
-                a.kill();
-                true
-            }
-            None => false,
-        }
-    }
-}
-
 impl Drop for Agents {
     /// SIGKILL to all, then waits for each to end.
     fn drop(&mut self) {
@@ -442,7 +430,18 @@ impl Lab {
     /// Kills the agent of `host` (SIGKILL to the process this lab started),
     /// as a fault: the control plane finds out by itself.
     pub fn kill_agent(&mut self, host: HostId) -> bool {
-        self.agents.kill(host)
+        let Some(agent) = self.agents.0.remove(&host) else {
+            return false;
+        };
+        agent.kill();
+        // Reaped now rather than when the lab ends: a run that kills and
+        // restarts agents leaves no zombies.
+        if let Some(forks) = &mut self.launcher.forks {
+            if let Err(e) = forks.exit_status(&agent) {
+                tracing::warn!(%host, "reaping the killed agent: {e}");
+            }
+        }
+        true
     }
 
     /// Stops the agents (SIGTERM, then SIGKILL to those left after 2 s),
