@@ -770,6 +770,16 @@ async fn a_forked_agent_joins_as_itself_and_its_end_is_reported() {
         !std::path::Path::new(&format!("/proc/{forks_pid}")).exists(),
         "the fork server is still there"
     );
+    // A server gone: starting an agent fails, at once and every time after.
+    let mut gone = ForkServer::start(&launch.binary, &launch.shared_args()).expect("start a fork server");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(gone.id() as i32), Signal::SIGKILL)
+        .expect("SIGKILL the fork server");
+    for _ in 0..2 {
+        assert!(
+            gone.spawn(&launch.host_args()).is_err(),
+            "a dead server started an agent"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

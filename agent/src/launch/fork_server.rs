@@ -47,6 +47,9 @@ use std::time::Duration;
 /// value is the descriptor of the server's end of the socket.
 pub const SERVER_FD_ENV: &str = "OCSLAB_AGENT_FORK_SERVER_FD";
 
+/// How long the lab waits for a reply: a fork takes a millisecond or so.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
 const SPAWN: u8 = 1;
 const STATUS: u8 = 2;
 
@@ -86,16 +89,31 @@ impl ForkServer {
         }
         let process = cmd.spawn()?;
         drop(theirs);
+        socket.set_read_timeout(Some(REPLY_TIMEOUT))?;
         Ok(ForkServer { process, socket })
+    }
+
+    /// Sends `request` and reads the reply into `reply`. After any
+    /// failure (a server gone, or silent for [`REPLY_TIMEOUT`]) the lab's
+    /// end is shut, so a late reply is never read as the next call's, every
+    /// later call fails, and the server exits.
+    fn call(&mut self, request: &[u8], reply: &mut [u8]) -> io::Result<()> {
+        let r = self
+            .socket
+            .write_all(request)
+            .and_then(|()| self.socket.read_exact(reply));
+        if r.is_err() {
+            let _ = self.socket.shutdown(std::net::Shutdown::Both);
+        }
+        r
     }
 
     /// Starts one agent with `host_args` after the shared arguments.
     pub fn spawn(&mut self, host_args: &[OsString]) -> io::Result<ForkedAgent> {
         let mut request = vec![SPAWN];
         request.extend(encode_args(host_args)?);
-        self.socket.write_all(&request)?;
         let mut reply = [0u8; 4];
-        self.socket.read_exact(&mut reply)?;
+        self.call(&request, &mut reply)?;
         let pid = i32::from_le_bytes(reply);
         if pid <= 0 {
             return Err(io::Error::from_raw_os_error(-pid));
@@ -110,9 +128,8 @@ impl ForkServer {
     pub fn exit_status(&mut self, agent: &ForkedAgent) -> io::Result<Option<ExitStatus>> {
         let mut request = vec![STATUS];
         request.extend(agent.pid.to_le_bytes());
-        self.socket.write_all(&request)?;
         let mut reply = [0u8; 8];
-        self.socket.read_exact(&mut reply)?;
+        self.call(&request, &mut reply)?;
         let status = i64::from_le_bytes(reply);
         Ok(i32::try_from(status)
             .ok()
