@@ -282,14 +282,9 @@ pub fn serve_if_asked(run_agent: fn(Vec<OsString>) -> u8) -> Option<ExitCode> {
 }
 
 /// Threads of this process, from `/proc/self/status`.
-fn threads() -> Option<usize> {
+fn threads() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))?
-        .trim()
-        .parse()
-        .ok()
+    ocslab_emulator::fabric::capacity::proc_field(&status, "Threads")
 }
 
 /// Serves requests until the lab's end closes.

@@ -208,7 +208,7 @@ pub fn raise_fd_limit() -> nix::Result<()> {
 
 /// The box's MemAvailable (`/proc/meminfo`), bytes.
 pub fn mem_available() -> Option<u64> {
-    meminfo_kib(&read_to_string("/proc/meminfo"), "MemAvailable").map(|k| k * 1024)
+    proc_field(&read_to_string("/proc/meminfo"), "MemAvailable").map(|k| k * 1024)
 }
 
 /// The box's CPU time so far, summed over its CPUs, in USER_HZ ticks
@@ -267,9 +267,11 @@ fn gb(bytes: u64) -> String {
     }
 }
 
-/// A `/proc/meminfo` field, in KiB.
-fn meminfo_kib(meminfo: &str, field: &str) -> Option<u64> {
-    meminfo.lines().find_map(|l| {
+/// The number after `field:` in a `/proc` text of `Key: value [unit]`
+/// lines (`/proc/meminfo`, `/proc/PID/status`), in the file's own unit
+/// (KiB for sizes).
+pub fn proc_field(text: &str, field: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
         let rest = l.strip_prefix(field)?.strip_prefix(':')?;
         rest.split_whitespace().next()?.parse().ok()
     })
@@ -424,8 +426,12 @@ mod tests {
     #[test]
     fn procfs_and_cgroup_lines_are_read() {
         let meminfo = "MemTotal:       24500000 kB\nMemAvailable:   22900000 kB\n";
-        assert_eq!(meminfo_kib(meminfo, "MemAvailable"), Some(22_900_000));
-        assert_eq!(meminfo_kib(meminfo, "MemFree"), None);
+        assert_eq!(proc_field(meminfo, "MemAvailable"), Some(22_900_000));
+        assert_eq!(proc_field(meminfo, "MemFree"), None);
+        let status = "Name:\tocslab-agent\nThreads:\t1\nVmHWM:\t  5912 kB\n";
+        assert_eq!(proc_field(status, "Threads"), Some(1));
+        assert_eq!(proc_field(status, "VmHWM"), Some(5912));
+        assert_eq!(proc_field(status, "Name"), None);
         assert_eq!(loadavg_tasks("0.00 0.00 0.19 1/82 19799"), Some(82));
         assert_eq!(loadavg_tasks("garbage"), None);
         let v1 = "8:pids:/\n4:memory:/process_api/abc\n0::/\n";

@@ -110,9 +110,8 @@ pub fn bench_jobs(
 /// Peak resident set size in MB, from /proc/self/status.
 pub fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
+    let kib = ocslab_emulator::fabric::capacity::proc_field(&status, "VmHWM")?;
+    Some(kib as f64 / 1024.0)
 }
 
 /// Hands the heap pages that earlier runs freed back to the kernel, so

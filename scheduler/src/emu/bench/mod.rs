@@ -335,9 +335,6 @@ fn rss_kib(pid: u32) -> Result<u64, BenchError> {
 fn status_kib(pid: u32, field: &str) -> Result<u64, BenchError> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).map_err(|e| failed(format!("{path}: {e}")))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    ocslab_emulator::fabric::capacity::proc_field(&status, field)
         .ok_or_else(|| failed(format!("{path}: no {field} line")))
 }
