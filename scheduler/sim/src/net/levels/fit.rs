@@ -1,6 +1,8 @@
 //! [`CapSums`]: whether every demand is capped and the caps fit on every
-//! binding link, so that a solve can leave every slot at its cap without
-//! a filling ([`super::LinkLevels::solve_at_caps`]).
+//! binding link, and the two solves that then leave every slot at its cap
+//! without a filling: [`LinkLevels::solve_at_caps`] (a policy's call moved
+//! the caps) and [`LinkLevels::solve_departures_at_caps`] (slots only left
+//! since).
 //!
 //! Caps come from whole bits per second (`Bps`: a policy's pacing rate),
 //! so each link's sum of caps is kept as an integer number of bits per
@@ -8,6 +10,7 @@
 //! capped and the caps fit, the caps are the max-min fair allocation:
 //! they are feasible, and no slot may exceed its cap.
 
+use super::{capped_at, Bottleneck, LinkLevels};
 use crate::net::links::LinkId;
 use crate::net::maxmin::Demand;
 
@@ -124,6 +127,81 @@ fn whole_bits(d: &Demand) -> Option<u128> {
 
 /// 2^64, the first cap in bits per second [`whole_bits`] leaves out.
 const TWO_TO_THE_64: f64 = 18_446_744_073_709_551_616.0;
+
+impl LinkLevels {
+    /// A solve after the last one left every slot at its cap and slots
+    /// only left since (Varys and Aalo between coflow events: one flow
+    /// leaves at a time): every slot stays at its cap, so the departed
+    /// slots' loads are taken off their links and nothing else changes.
+    /// Each link's share, wherever a filling would compare it with a cap, is
+    /// at least what it was at the last solve (a residual no smaller,
+    /// fewer flows), when it was above that cap; rounding is monotone, so
+    /// this holds in floating point too. Loads differ from a filling's by
+    /// rounding until the next full solve (they feed only the utilization
+    /// series).
+    pub(super) fn solve_departures_at_caps(&mut self) {
+        for (_, d) in &self.solved {
+            let total = d.cap.max(0.0) * u64::from(d.weight) as f64;
+            for &l in d.links.as_slice() {
+                self.load[l as usize] = (self.load[l as usize] - total).max(0.0);
+            }
+        }
+        self.report_pending_at_caps();
+        self.stats.departures_at_caps += 1;
+    }
+
+    /// The end of a solve that left every slot at its cap: each pending
+    /// slot is at its cap, or idle if it has no demand, and is reported.
+    fn report_pending_at_caps(&mut self) {
+        for &s in &self.pending {
+            let s = s as usize;
+            self.is_pending[s] = false;
+            self.bottleneck[s] = match self.demand[s] {
+                Some(_) => Bottleneck::Cap,
+                None => Bottleneck::Idle,
+            };
+            self.changes.slots.push(s as u32);
+        }
+        self.pending.clear();
+        self.solved.clear();
+        self.changes.slots.sort_unstable();
+        self.stats.solves += 1;
+        self.stats.bottlenecks_moved += self.changes.slots.len() as u64;
+    }
+
+    /// Every demand is capped, the caps fit on every link
+    /// ([`CapSums::fit`]) and every slot was at its cap after the last
+    /// solve: every slot stays at its cap and no link gets a level, which
+    /// is what a filling would find (it meets every cap before any link's
+    /// share falls below it), without one. Varys' and Aalo's calls, which
+    /// move thousands of caps at once, end here. Only the changed slots
+    /// are reported; the loads of their links are the caps' sums.
+    pub(super) fn solve_at_caps(&mut self) {
+        // The links whose load changed, each once (`taken` marks them).
+        let (taken, touched) = (&mut self.taken, &mut self.touched);
+        let old = self.solved.iter().map(|(_, d)| d);
+        let new = self
+            .pending
+            .iter()
+            .filter_map(|&s| self.demand[s as usize].as_ref());
+        for d in old.chain(new) {
+            for &l in d.links.as_slice() {
+                if taken[l as usize] == 0 {
+                    taken[l as usize] = 1;
+                    touched.push(l);
+                }
+            }
+        }
+        for &l in &self.touched {
+            self.load[l as usize] = self.cap_sums.load(l);
+            self.taken[l as usize] = 0;
+        }
+        self.touched.clear();
+        self.report_pending_at_caps();
+        self.capped.drop_stale(|bits, s| capped_at(&self.demand, bits, s));
+        self.stats.solves_at_caps += 1;
+    }
+}
 
 #[cfg(test)]
 mod tests {
