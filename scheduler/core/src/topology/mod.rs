@@ -10,16 +10,27 @@
 //! One design decision: the validated [`Topology`] holds *effective* rates and
 //! sizes (nominal ÷ `scale`), so nothing downstream can forget to scale; the
 //! nominal values stay in [`Topology::nominal`] for reports.
+//!
+//! `raw.rs` holds the file's tables as written, `file_error.rs` the errors
+//! and the scans of the text that point them at a line and a field, and
+//! [`builder`] topologies written in code (tests, examples).
 
 pub mod builder;
+mod file_error;
+mod raw;
+
+pub use file_error::{locate, unknown_key, FileError};
+pub use raw::{CongestionControl, RawAddresses, RawEps, RawOcs, RawTcp, RawTopology};
 
 use crate::addr::{AddressPlan, Ipv4Net};
-use crate::optical::schedule::{RawSchedule, Schedule};
+use crate::optical::schedule::Schedule;
 use crate::units::{Bps, Bytes, Nanos};
+use file_error::Source;
+use raw::{default_scale, default_slots};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// How many hosts one box can emulate, and which of its limits binds. The
 /// emulator measures it from the box (`ocslab_emulator::fabric::capacity`);
@@ -31,170 +42,6 @@ pub struct HostLimit {
     /// The limit that binds, in words with its figures, e.g. "processes:
     /// pid_max 32768, 82 tasks running, 3 per host's agent".
     pub binding: String,
-}
-
-/// A topology file as written (before validation). Rates and sizes are
-/// nominal, i.e. as in the paper being reproduced.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RawTopology {
-    /// A short name, used in reports and in results folder names.
-    pub name: String,
-    /// Number of racks (ToR switches).
-    pub racks: u32,
-    /// Hosts in each rack.
-    pub hosts_per_rack: u32,
-    /// Task slots (containers) on each host.
-    #[serde(default = "default_slots")]
-    pub slots_per_host: u32,
-    /// Every rate and byte size is divided by this factor (times are
-    /// preserved while the box moves fewer bytes). Default 1.
-    #[serde(default = "default_scale")]
-    pub scale: f64,
-    /// When true, the topology is for `ocslab sim` only (too large for one box).
-    #[serde(default)]
-    pub simulation_only: bool,
-    /// The electrical packet-switched fabric.
-    pub eps: RawEps,
-    /// The optical circuit switch.
-    pub ocs: RawOcs,
-    /// Addresses given to the emulated datacenter.
-    #[serde(default)]
-    pub addresses: RawAddresses,
-    /// The hosts' TCP (emulation only; the simulator's flows are fluid).
-    #[serde(default)]
-    pub tcp: RawTcp,
-}
-
-/// The `[tcp]` table: how every emulated host's TCP behaves. The defaults
-/// are Linux's; datacenters run a minimum RTO of a few milliseconds.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct RawTcp {
-    /// The least retransmission timeout (sysctl `net.ipv4.tcp_rto_min_us`
-    /// in each host's namespace). Linux: 200 ms.
-    pub min_rto: Nanos,
-    /// Initial congestion window, in segments (the `initcwnd` metric of
-    /// every host route). Linux: 10.
-    pub initcwnd: u32,
-    /// Congestion control (`net.ipv4.tcp_congestion_control`): `cubic`,
-    /// `reno` or `bbr`. Linux: cubic.
-    pub congestion_control: CongestionControl,
-    /// How often a SYN is sent again before `connect` fails
-    /// (`net.ipv4.tcp_syn_retries`). Linux: 6.
-    pub syn_retries: u32,
-}
-
-impl Default for RawTcp {
-    fn default() -> Self {
-        RawTcp {
-            min_rto: Nanos::from_millis(200),
-            initcwnd: 10,
-            congestion_control: CongestionControl::Cubic,
-            syn_retries: 6,
-        }
-    }
-}
-
-/// A TCP congestion control this kernel has (`tcp_available_congestion_control`).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum CongestionControl {
-    /// CUBIC (Linux's default).
-    Cubic,
-    /// NewReno.
-    Reno,
-    /// BBR.
-    Bbr,
-}
-
-impl CongestionControl {
-    /// The kernel's name for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            CongestionControl::Cubic => "cubic",
-            CongestionControl::Reno => "reno",
-            CongestionControl::Bbr => "bbr",
-        }
-    }
-}
-
-/// The `[eps]` table.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RawEps {
-    /// Host NIC rate (host ↔ ToR, each direction).
-    pub host_rate: Bps,
-    /// ToR → core uplink rate (and core → ToR downlink). Give this or
-    /// `oversubscription`, not both.
-    #[serde(default)]
-    pub uplink_rate: Option<Bps>,
-    /// hosts_per_rack × host_rate ÷ uplink_rate; 1 means non-blocking.
-    #[serde(default)]
-    pub oversubscription: Option<f64>,
-    /// Whether an EPS core joins the racks (default true). `false` makes a
-    /// fabric of circuits only, as Sunflow's: hosts reach their ToR, and
-    /// racks reach each other only over OCS circuits (give neither
-    /// `uplink_rate` nor `oversubscription`, and an elephant threshold of 0).
-    #[serde(default = "default_core")]
-    pub core: bool,
-    /// Emulation only: how many queues share each shaped link's data, a
-    /// packet's queue picked by a hash of its source port, so that the
-    /// flows of a link share it fairly, as the fluid model assumes. A
-    /// power of two from 1 (one FIFO) to 256. Default: as many as a
-    /// budget of 8,192 over the whole fabric allows (see docs/fabric.md).
-    #[serde(default)]
-    pub flow_queues: Option<u16>,
-}
-
-/// The `[ocs]` table.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RawOcs {
-    /// OCS ports (wavelengths, W) per rack. 0 means no OCS.
-    pub ports_per_rack: u32,
-    /// Rate of one OCS port (one circuit).
-    pub port_rate: Bps,
-    /// Reconfiguration delay δ: how long a port whose circuit changes stays dark.
-    pub reconfig_delay: Nanos,
-    /// Flows at least this large may use circuits (elephants); smaller ones use EPS.
-    pub elephant_threshold: Bytes,
-    /// A time-flow schedule the circuits follow instead of being set up on
-    /// demand (rotor switching): `[ocs.schedule]`, in the format of
-    /// [`RawSchedule`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<RawSchedule>,
-}
-
-/// The `[addresses]` table.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RawAddresses {
-    /// IPv4 range of the whole emulated datacenter; must not overlap any
-    /// address of the box itself. Default `198.18.0.0/15` (RFC 2544).
-    #[serde(default = "default_range")]
-    pub range: String,
-}
-
-impl Default for RawAddresses {
-    fn default() -> Self {
-        RawAddresses {
-            range: default_range(),
-        }
-    }
-}
-
-fn default_core() -> bool {
-    true
-}
-fn default_slots() -> u32 {
-    4
-}
-fn default_scale() -> f64 {
-    1.0
-}
-fn default_range() -> String {
-    "198.18.0.0/15".to_string()
 }
 
 /// A validated topology. Rates and sizes are effective (already divided by
@@ -274,89 +121,8 @@ impl std::str::FromStr for HostId {
     }
 }
 
-/// An error in a configuration file (a topology here, an experiment in the
-/// scheduler): which file, which line, which field, what is wrong and what
-/// would be valid.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub struct FileError {
-    /// The file (or `<inline>`).
-    pub file: PathBuf,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    /// Dotted field path, e.g. `eps.host_rate`.
-    pub field: String,
-    /// What is wrong and what would be valid.
-    pub message: String,
-}
-
-impl fmt::Display for FileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-        }
-        if self.field.is_empty() {
-            write!(f, ": {}", self.message)
-        } else {
-            write!(f, ": field `{}`: {}", self.field, self.message)
-        }
-    }
-}
-
 /// A topology file's validation error.
 pub type TopologyError = FileError;
-
-/// Where a file's text came from, to point errors at lines.
-struct Source<'a> {
-    file: &'a Path,
-    text: &'a str,
-}
-
-impl Source<'_> {
-    fn error(&self, field: &str, message: impl Into<String>) -> TopologyError {
-        TopologyError {
-            file: self.file.to_path_buf(),
-            line: locate(self.text, field),
-            field: field.to_string(),
-            message: message.into(),
-        }
-    }
-}
-
-/// The 1-based line where dotted `field` (e.g. `eps.host_rate`) is set, found
-/// by a scan of `[table]` headers and `key =` lines.
-pub fn locate(text: &str, field: &str) -> Option<usize> {
-    let (table, key) = match field.rsplit_once('.') {
-        Some((t, k)) => (t, k),
-        None => ("", field),
-    };
-    let mut current = String::new();
-    for (i, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if let Some(h) = table_header(l) {
-            current = h.to_string();
-            if key.is_empty() && current == table {
-                return Some(i + 1);
-            }
-            continue;
-        }
-        if current == table {
-            if let Some((k, _)) = l.split_once('=') {
-                if k.trim() == key {
-                    return Some(i + 1);
-                }
-            }
-        }
-    }
-    // A missing key: point at its table's header if there is one.
-    if !table.is_empty() {
-        return text
-            .lines()
-            .position(|l| l.trim().trim_start_matches('[').trim_end_matches(']') == table)
-            .map(|i| i + 1);
-    }
-    None
-}
 
 impl Topology {
     /// Reads and validates a topology file, checking its range against the
@@ -660,92 +426,6 @@ impl Topology {
         )
         .expect("validated at load")
     }
-}
-
-impl FileError {
-    /// A toml error in `file`, whose text is `text`, as an error naming
-    /// the line and the dotted field: the key set on the line toml points
-    /// at, an unknown key on its own line, or a missing key under the
-    /// table that lacks it. Topology and experiment files share it.
-    pub fn from_toml(file: &Path, text: &str, e: &toml::de::Error) -> FileError {
-        let message = e.message().trim();
-        let (line, field) = toml_error_location(text, e);
-        let (field, message) = match missing_key(message) {
-            Some(key) => {
-                // toml points at the header of the table that lacks the
-                // key, or at the top of the file for a top-level key.
-                let table = line.and_then(|l| text.lines().take(l).filter_map(table_header).last());
-                let field = match table {
-                    Some(t) => format!("{t}.{key}"),
-                    None => key.to_string(),
-                };
-                (field, "missing; it has no default".to_string())
-            }
-            None => (field, message.to_string()),
-        };
-        FileError {
-            file: file.to_path_buf(),
-            line,
-            field,
-            message,
-        }
-    }
-}
-
-/// Where in `text` a toml error is: its 1-based line and the dotted field
-/// set there (the key on that line, under the table header above it). An
-/// unknown key inside a tagged table, where toml points at the table's
-/// header, is found on its own line.
-fn toml_error_location(text: &str, e: &toml::de::Error) -> (Option<usize>, String) {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut line = e
-        .span()
-        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-    if let (Some(l), Some(key)) = (line, unknown_key(e.message())) {
-        let found = lines
-            .iter()
-            .enumerate()
-            .skip(l)
-            .take_while(|(_, x)| !x.trim().starts_with('['))
-            .find(|(_, x)| x.split_once('=').is_some_and(|(k, _)| k.trim() == key));
-        if let Some((i, _)) = found {
-            line = Some(i + 1);
-        }
-    }
-    let field = line
-        .and_then(|l| {
-            let key = lines
-                .get(l - 1)?
-                .split_once('=')
-                .map(|(k, _)| k.trim().to_string())?;
-            let table = lines[..l - 1].iter().rev().find_map(|x| table_header(x));
-            Some(match table {
-                Some(t) => format!("{t}.{key}"),
-                None => key,
-            })
-        })
-        .unwrap_or_default();
-    (line, field)
-}
-
-/// The key of a serde "unknown field `key`" message.
-pub fn unknown_key(message: &str) -> Option<&str> {
-    let rest = message.split_once("unknown field `")?.1;
-    rest.split_once('`').map(|(k, _)| k)
-}
-
-/// The table a `[table]` or `[[table]]` header line names, without its
-/// brackets or a trailing comment.
-fn table_header(line: &str) -> Option<&str> {
-    let inner = line.trim().strip_prefix('[')?;
-    let inner = inner.strip_prefix('[').unwrap_or(inner);
-    inner.split_once(']').map(|(name, _)| name.trim())
-}
-
-/// The key of a serde "missing field `key`" message.
-fn missing_key(message: &str) -> Option<&str> {
-    let rest = message.strip_prefix("missing field `")?;
-    rest.split_once('`').map(|(k, _)| k)
 }
 
 /// The IPv4 and IPv6 addresses configured on this box (in the current
