@@ -669,13 +669,6 @@ fn topo_check_names_file_line_and_field_of_a_bad_topology() {
             "field `eps.uplink_rate`",
             "\"fast\" is not a rate",
         ),
-        (
-            "loopback.toml",
-            "range = \"198.18.0.0/15\"",
-            "range = \"127.0.0.0/8\"",
-            "field `addresses.range`",
-            "overlaps 127.0.0.1, an address of this box",
-        ),
     ];
     for (name, from, to, field, why) in cases {
         let (file, line) = bad_tiny(&dir, name, from, to);
@@ -685,6 +678,32 @@ fn topo_check_names_file_line_and_field_of_a_bad_topology() {
         assert!(err.contains(&at), "{name}: expected {at:?} in {err:?}");
         assert!(err.contains(why), "{name}: expected {why:?} in {err:?}");
     }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A range that overlaps the box's own addresses matters only to a fabric
+/// on the box: `topo check` takes the file as simulation only, naming the
+/// file, line and field, and `ocslab up` refuses it before building.
+#[test]
+fn a_range_on_the_box_is_simulation_only_and_refused_by_up() {
+    let dir = scratch("loopback");
+    let (file, line) = bad_tiny(
+        &dir,
+        "loopback.toml",
+        "range = \"198.18.0.0/15\"",
+        "range = \"127.0.0.0/8\"",
+    );
+    let at = format!("{}:{line}: field `addresses.range`", file.display());
+    let why = "overlaps 127.0.0.1, an address of this box";
+    let (ok, out, err) = topo_check(&file);
+    assert!(ok, "a simulation reads nothing of the box: {err}");
+    assert!(
+        out.contains("simulation only") && out.contains(&at) && out.contains(why),
+        "{out}"
+    );
+    let (ok, _, err) = ocslab(&["up".as_ref(), file.as_os_str()]);
+    assert!(!ok, "ocslab up built a fabric on the box's own addresses");
+    assert!(err.contains(&at) && err.contains(why), "{err}");
     std::fs::remove_dir_all(dir).ok();
 }
 

@@ -23,7 +23,7 @@ fn topo(racks: u32, hosts: u32, eps: [&str; 2], ocs: (u32, [&str; 3])) -> Topolo
          [eps]\nhost_rate = \"{host}\"\nuplink_rate = \"{uplink}\"\n\
          [ocs]\nports_per_rack = {ports}\nport_rate = \"{port}\"\nreconfig_delay = \"{delta}\"\nelephant_threshold = \"{te}\"\n"
     );
-    Topology::parse(&text, Path::new("test.toml"), &[]).expect("test topology is valid")
+    Topology::parse(&text, Path::new("test.toml")).expect("test topology is valid")
 }
 
 fn flow(id: u64, coflow: u64, src: (u32, u32), dst: (u32, u32), bytes: u64) -> FlowSpec {

@@ -101,7 +101,7 @@ pub fn topology(name: &str) -> Topology {
 
 /// Parses a topology from text (no check against the box's addresses).
 pub fn topology_from(text: &str) -> Topology {
-    Topology::parse(text, Path::new("<test>"), &[]).unwrap_or_else(|e| panic!("{e}"))
+    Topology::parse(text, Path::new("<test>")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Sends `bytes` bytes from `from` to `to` over TCP, with IP_TOS `tos` on

@@ -35,14 +35,17 @@ fn names_the_file(err: &dyn std::fmt::Display, file: &str) {
 /// A topology file (TOML).
 pub fn topology(data: &[u8]) {
     let Some(t) = text(data) else { return };
-    match Topology::parse(t, Path::new(FILE), &[]) {
+    match Topology::parse(t, Path::new(FILE)) {
         Ok(topo) => {
             assert!(topo.hosts() > 0);
             let _ = topo.address_plan();
             let _ = topo.oversubscription();
-            let limit = ocslab_core::topology::HostLimit {
-                hosts: 1024,
-                binding: "a fuzzed box".into(),
+            let limit = ocslab_core::topology::EmulatingBox {
+                limit: ocslab_core::topology::HostLimit {
+                    hosts: 1024,
+                    binding: "a fuzzed box".into(),
+                },
+                addresses: vec![std::net::IpAddr::from([127, 0, 0, 1])],
             };
             let _ = topo.check_emulable(Path::new(FILE), &limit);
         }

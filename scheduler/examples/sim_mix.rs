@@ -38,7 +38,7 @@ fn main() -> anyhow::Result<()> {
     let coflow = args.get(4).map_or("fair", String::as_str);
     let topo = match args.get(5) {
         Some(p) => Topology::load(Path::new(p))?,
-        None => Topology::parse(TEN_BY_TEN, Path::new("ten-by-ten.toml"), &[])?,
+        None => Topology::parse(TEN_BY_TEN, Path::new("ten-by-ten.toml"))?,
     };
     let cfg = mix::MixConfig {
         jobs,

@@ -336,7 +336,7 @@ impl Experiment {
                 format!("cannot read {}: {e}", topology_file.display()),
             )
         })?;
-        let topology = Topology::parse(&topology_text, &topology_file, &[]).map_err(|e| ExperimentError {
+        let topology = Topology::parse(&topology_text, &topology_file).map_err(|e| ExperimentError {
             file: e.file,
             line: e.line,
             field: e.field,

@@ -99,7 +99,7 @@ pub fn emulate(spec: &ReplaySpec<'_>, scale: f64) -> Result<(ReplayRun, WireRepo
     }
     let (topology, scheduler) = (spec.topology, spec.scheduler);
     let topo = Topology::load(topology)?.scaled_by(scale, topology)?;
-    topo.check_emulable(topology, &ocslab_emulator::fabric::capacity::host_limit())
+    topo.check_emulable(topology, &ocslab_emulator::fabric::capacity::emulating_box())
         .map_err(ReplayRunError::NotEmulable)?;
     let parsed = coflow_benchmark::load(spec.trace)?;
     let coflows: Vec<Coflow> = parsed.to_coflows(&topo, spec.limit, spec.sizes);

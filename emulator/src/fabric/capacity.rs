@@ -21,8 +21,9 @@
 //! limit on open files is raised to the hard one, as a fresh box's soft
 //! 1,024 would not hold the driver's descriptors at 1,024 hosts.
 
-use ocslab_core::topology::HostLimit;
+use ocslab_core::topology::{EmulatingBox, HostLimit};
 use serde::Serialize;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 /// Memory a host costs, bytes (the most measured: 1.34 GB over 1,024 hosts).
@@ -194,6 +195,31 @@ impl BoxLimits {
 /// How many hosts this box can emulate now ([`BoxLimits::read`]).
 pub fn host_limit() -> HostLimit {
     BoxLimits::read().host_limit()
+}
+
+/// What this box offers a topology to emulate: its host limit now and its
+/// own addresses ([`Topology::check_emulable`](ocslab_core::topology::Topology::check_emulable)).
+pub fn emulating_box() -> EmulatingBox {
+    EmulatingBox {
+        limit: host_limit(),
+        addresses: local_addresses(),
+    }
+}
+
+/// The IPv4 and IPv6 addresses configured on this box, in the current
+/// network namespace (`getifaddrs(3)`; none if it fails).
+pub fn local_addresses() -> Vec<IpAddr> {
+    let Ok(interfaces) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    interfaces
+        .filter_map(|i| {
+            let a = i.address?;
+            a.as_sockaddr_in()
+                .map(|v4| IpAddr::V4(v4.ip()))
+                .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+        })
+        .collect()
 }
 
 /// Raises this process's soft limit on open files to its hard limit.
@@ -461,5 +487,10 @@ mod tests {
         let limit = b.host_limit();
         assert_eq!(Some(limit.hosts), b.bounds().iter().map(|x| x.hosts).min());
         assert!(limit.hosts > 0, "{b:?}");
+    }
+
+    #[test]
+    fn the_box_addresses_include_loopback() {
+        assert!(local_addresses().contains(&IpAddr::from([127, 0, 0, 1])));
     }
 }

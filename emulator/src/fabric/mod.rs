@@ -281,7 +281,7 @@ impl Fabric {
         if let Err(e) = capacity::raise_fd_limit() {
             tracing::warn!("raising the open-file limit: {e}");
         }
-        topo.check_emulable(&file, &capacity::host_limit())?;
+        topo.check_emulable(&file, &capacity::emulating_box())?;
         let work = ledger::work();
         let run = ledger::reserve_run_id(opts.run_id)?;
         let built = Self::build(topo, run, &opts);
@@ -423,7 +423,7 @@ impl Fabric {
             path: path.clone(),
             source,
         })?;
-        let topo = Topology::parse(&text, &path, &[])?;
+        let topo = Topology::parse(&text, &path)?;
         let plan = FabricPlan::new(&topo, run)?;
         let namespaces = plan
             .namespaces

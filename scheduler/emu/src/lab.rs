@@ -532,7 +532,7 @@ mod tests {
             ("bbr", Congestion::Bbr),
         ] {
             let text = format!("{tiny}\n[tcp]\ncongestion_control = \"{name}\"\n");
-            let topo = Topology::parse(&text, Path::new("tiny.toml"), &[]).expect("a valid topology");
+            let topo = Topology::parse(&text, Path::new("tiny.toml")).expect("a valid topology");
             let mut argv = [
                 "ocslab-agent",
                 "--host",

@@ -74,7 +74,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     exp.topology
         .check_emulable(
             &exp.topology_file,
-            &ocslab_emulator::fabric::capacity::host_limit(),
+            &ocslab_emulator::fabric::capacity::emulating_box(),
         )
         .context("this experiment's topology cannot run on this box; use `ocslab sim`")?;
     let cfg = EmuConfig {

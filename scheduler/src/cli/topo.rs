@@ -1,7 +1,8 @@
 //! `ocslab topo check FILE [--json]`: validate a topology file.
 
 use anyhow::Result;
-use ocslab_emulator::fabric::capacity::BoxLimits;
+use ocslab_core::topology::EmulatingBox;
+use ocslab_emulator::fabric::capacity::{self, BoxLimits};
 use ocslab_emulator::Topology;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,7 +28,13 @@ pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
             let topo = Topology::load(&file)?;
             let limits = BoxLimits::read();
             let limit = limits.host_limit();
-            let emulable = topo.check_emulable(&file, &limit);
+            let emulable = topo.check_emulable(
+                &file,
+                &EmulatingBox {
+                    limit: limit.clone(),
+                    addresses: capacity::local_addresses(),
+                },
+            );
             if json {
                 let mut v = serde_json::to_value(&topo)?;
                 v["hosts"] = topo.hosts().into();

@@ -186,7 +186,6 @@ mod tests {
         let topo = Topology::parse(
             include_str!("../../../topologies/tiny.toml"),
             Path::new("tiny.toml"),
-            &[],
         )
         .unwrap();
         // Same rack: host NIC 100 Mbit/s is the bottleneck, of which TCP's

@@ -229,7 +229,7 @@ impl Driver for Emulator {
                 exp.topology
                     .check_emulable(
                         &exp.topology_file,
-                        &ocslab_emulator::fabric::capacity::host_limit(),
+                        &ocslab_emulator::fabric::capacity::emulating_box(),
                     )
                     .map_err(|e| fail(e.to_string()))?;
                 FabricChoice::Build {

@@ -143,8 +143,7 @@ impl TopologyBuilder {
         self
     }
 
-    /// Validates the topology as a file's would be, its range against the
-    /// box's own addresses included. Errors name the field, and the file as
+    /// Validates the topology as a file's would be. Errors name the field, and the file as
     /// `<topology NAME built in code>`.
     pub fn build(self) -> Result<Topology, TopologyError> {
         let file = PathBuf::from(format!("<topology {} built in code>", self.raw.name));
@@ -152,7 +151,7 @@ impl TopologyBuilder {
             file: &file,
             text: "",
         };
-        Topology::from_raw(self.raw, &src, &super::local_addresses())
+        Topology::from_raw(self.raw, &src)
     }
 }
 
@@ -166,7 +165,7 @@ mod tests {
         let text = "name = \"t\"\nracks = 3\nhosts_per_rack = 2\nslots_per_host = 2\nscale = 10\n\
                     [eps]\nhost_rate = \"1Gbit/s\"\nuplink_rate = \"500Mbit/s\"\n\
                     [ocs]\nports_per_rack = 2\nport_rate = \"2Gbit/s\"\nreconfig_delay = \"1ms\"\nelephant_threshold = \"10MB\"\n";
-        let from_file = Topology::parse(text, Path::new("t.toml"), &[]).unwrap();
+        let from_file = Topology::parse(text, Path::new("t.toml")).unwrap();
         let built = Topology::builder("t", 3, 2)
             .slots_per_host(2)
             .scale(10.0)

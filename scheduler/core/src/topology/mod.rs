@@ -32,9 +32,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
 
-/// How many hosts one box can emulate, and which of its limits binds. The
-/// emulator measures it from the box (`ocslab_emulator::fabric::capacity`);
-/// the core only compares a topology against it.
+/// How many hosts one box can emulate, and which of its limits binds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HostLimit {
     /// At most this many hosts.
@@ -42,6 +40,20 @@ pub struct HostLimit {
     /// The limit that binds, in words with its figures, e.g. "processes:
     /// pid_max 32768, 82 tasks running, 3 per host's agent".
     pub binding: String,
+}
+
+/// What a box that would emulate a topology offers: its host limit and
+/// the addresses it uses. The emulator reads it from the box
+/// (`ocslab_emulator::fabric::capacity`); the core only compares a
+/// topology against it ([`Topology::check_emulable`]), so parsing and
+/// simulating a topology read nothing of the box.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EmulatingBox {
+    /// How many hosts it holds.
+    pub limit: HostLimit,
+    /// Its own IPv4 and IPv6 addresses, which an emulated range must not
+    /// overlap.
+    pub addresses: Vec<IpAddr>,
 }
 
 /// A validated topology. Rates and sizes are effective (already divided by
@@ -125,8 +137,7 @@ impl std::str::FromStr for HostId {
 pub type TopologyError = FileError;
 
 impl Topology {
-    /// Reads and validates a topology file, checking its range against the
-    /// box's own addresses.
+    /// Reads and validates a topology file.
     pub fn load(path: &Path) -> Result<Topology, TopologyError> {
         let text = std::fs::read_to_string(path).map_err(|e| TopologyError {
             file: path.to_path_buf(),
@@ -134,15 +145,14 @@ impl Topology {
             field: String::new(),
             message: format!("cannot read: {e}"),
         })?;
-        Topology::parse(&text, path, &local_addresses())
+        Topology::parse(&text, path)
     }
 
-    /// Parses and validates TOML `text` (named `file` in errors). `box_addrs`
-    /// are the box's own addresses, which the range must not overlap.
-    pub fn parse(text: &str, file: &Path, box_addrs: &[IpAddr]) -> Result<Topology, TopologyError> {
+    /// Parses and validates TOML `text` (named `file` in errors).
+    pub fn parse(text: &str, file: &Path) -> Result<Topology, TopologyError> {
         let src = Source { file, text };
         let raw: RawTopology = toml::from_str(text).map_err(|e| FileError::from_toml(file, text, &e))?;
-        Topology::from_raw(raw, &src, box_addrs)
+        Topology::from_raw(raw, &src)
     }
 
     /// This topology with its `scale` multiplied by `factor`: every rate
@@ -158,11 +168,11 @@ impl Topology {
         }
         let mut raw = self.nominal.clone();
         raw.scale *= factor;
-        Topology::from_raw(raw, &src, &local_addresses())
+        Topology::from_raw(raw, &src)
     }
 
     /// Validates a parsed file.
-    fn from_raw(raw: RawTopology, src: &Source<'_>, box_addrs: &[IpAddr]) -> Result<Topology, TopologyError> {
+    fn from_raw(raw: RawTopology, src: &Source<'_>) -> Result<Topology, TopologyError> {
         if raw.name.trim().is_empty()
             || !raw
                 .name
@@ -273,15 +283,6 @@ impl Topology {
             .range
             .parse()
             .map_err(|e: String| src.error("addresses.range", e))?;
-        if let Some(a) = box_addrs.iter().find(|a| match a {
-            IpAddr::V4(v4) => range.contains(*v4),
-            IpAddr::V6(_) => false,
-        }) {
-            return Err(src.error(
-                "addresses.range",
-                format!("{range} overlaps {a}, an address of this box; choose a range the box does not use (default 198.18.0.0/15)"),
-            ));
-        }
         AddressPlan::new(range, raw.racks, raw.hosts_per_rack, raw.ocs.ports_per_rack)
             .map_err(|e| src.error("addresses.range", e.to_string()))?;
         let tcp = &raw.tcp;
@@ -351,10 +352,10 @@ impl Topology {
         })
     }
 
-    /// Checks that this topology can be built as a kernel fabric on a box
-    /// that holds at most `limit` hosts; the error says why not and what to
-    /// do instead.
-    pub fn check_emulable(&self, file: &Path, limit: &HostLimit) -> Result<(), TopologyError> {
+    /// Checks that this topology can be built as a kernel fabric on
+    /// `host`: no more hosts than it holds, and a range that none of its
+    /// addresses falls in. The error says why not and what to do instead.
+    pub fn check_emulable(&self, file: &Path, host: &EmulatingBox) -> Result<(), TopologyError> {
         let text = std::fs::read_to_string(file).unwrap_or_default();
         let err = |field: &str, message: String| TopologyError {
             file: file.to_path_buf(),
@@ -374,7 +375,19 @@ impl Topology {
                 "a fabric of circuits only is simulated, not emulated: circuits are one-way and TCP needs a path back for its ACKs; use `ocslab sim` or `ocslab replay` without --emulate".into(),
             ));
         }
-        if self.hosts() > limit.hosts {
+        if let Some(a) = host.addresses.iter().find(|a| match a {
+            IpAddr::V4(v4) => self.range.contains(*v4),
+            IpAddr::V6(_) => false,
+        }) {
+            return Err(err(
+                "addresses.range",
+                format!(
+                    "{} overlaps {a}, an address of this box; choose a range the box does not use (default 198.18.0.0/15)",
+                    self.range
+                ),
+            ));
+        }
+        if self.hosts() > host.limit.hosts {
             return Err(err(
                 "racks",
                 format!(
@@ -382,8 +395,8 @@ impl Topology {
                     self.racks,
                     self.hosts_per_rack,
                     self.hosts(),
-                    limit.hosts,
-                    limit.binding
+                    host.limit.hosts,
+                    host.limit.binding
                 ),
             ));
         }
@@ -428,50 +441,9 @@ impl Topology {
     }
 }
 
-/// The IPv4 and IPv6 addresses configured on this box (in the current
-/// network namespace), from `getifaddrs(3)`.
-pub fn local_addresses() -> Vec<IpAddr> {
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `head` with a list that freeifaddrs releases;
-    // the list is only read in between.
-    if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let mut cur = head;
-    while !cur.is_null() {
-        // SAFETY: `cur` is a node of the list getifaddrs returned.
-        let ifa = unsafe { &*cur };
-        if !ifa.ifa_addr.is_null() {
-            // SAFETY: ifa_addr points at a sockaddr whose family says which
-            // struct it is, and the kernel allocated it at that size.
-            match i32::from(unsafe { (*ifa.ifa_addr).sa_family }) {
-                libc::AF_INET => {
-                    let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-                    out.push(IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes()));
-                }
-                libc::AF_INET6 => {
-                    let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
-                    out.push(IpAddr::from(sin6.sin6_addr.s6_addr));
-                }
-                _ => {}
-            }
-        }
-        cur = ifa.ifa_next;
-    }
-    // SAFETY: `head` came from getifaddrs and is freed once.
-    unsafe { libc::freeifaddrs(head) };
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_box_addresses_include_loopback() {
-        assert!(local_addresses().contains(&IpAddr::from([127, 0, 0, 1])));
-    }
 
     const TINY: &str = r#"
 name = "tiny"
@@ -492,7 +464,7 @@ elephant_threshold = "10MB"
 "#;
 
     fn parse(text: &str) -> Result<Topology, TopologyError> {
-        Topology::parse(text, Path::new("t.toml"), &[])
+        Topology::parse(text, Path::new("t.toml"))
     }
 
     #[test]
@@ -702,20 +674,28 @@ elephant_threshold = "10MB"
     }
 
     #[test]
-    fn range_overlapping_the_box_is_refused() {
-        let e = Topology::parse(TINY, Path::new("t.toml"), &["198.18.3.7".parse().unwrap()]).unwrap_err();
+    fn range_overlapping_the_box_is_refused_for_emulation_only() {
+        let t = parse(TINY).expect("a simulation reads nothing of the box");
+        let mut host = limit_1024();
+        host.addresses = vec!["10.1.2.3".parse().unwrap(), "198.18.3.7".parse().unwrap()];
+        let e = t.check_emulable(Path::new("t.toml"), &host).unwrap_err();
         assert_eq!(e.field, "addresses.range");
         assert!(e.message.contains("198.18.3.7"), "{e}");
+        host.addresses.pop();
+        assert!(t.check_emulable(Path::new("t.toml"), &host).is_ok());
         let e = parse(&format!("{TINY}\n[addresses]\nrange = \"10.0.0.0/33\"\n")).unwrap_err();
         assert_eq!(e.field, "addresses.range");
         assert_eq!(e.line, Some(19));
     }
 
     /// A box that holds 1,024 hosts, bound by its memory.
-    fn limit_1024() -> HostLimit {
-        HostLimit {
-            hosts: 1024,
-            binding: "memory: 1.4 GB available".into(),
+    fn limit_1024() -> EmulatingBox {
+        EmulatingBox {
+            limit: HostLimit {
+                hosts: 1024,
+                binding: "memory: 1.4 GB available".into(),
+            },
+            addresses: vec!["127.0.0.1".parse().unwrap()],
         }
     }
 

@@ -111,7 +111,7 @@ mod tests {
     use std::path::Path;
 
     fn topology(text: &str) -> FabricParams {
-        FabricParams::from(&Topology::parse(text, Path::new("t.toml"), &[]).unwrap())
+        FabricParams::from(&Topology::parse(text, Path::new("t.toml")).unwrap())
     }
 
     /// `racks` × `hosts` hosts, 4:1 oversubscribed, one OCS port per rack.

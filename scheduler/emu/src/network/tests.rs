@@ -8,7 +8,6 @@ fn tiny() -> Topology {
     Topology::parse(
         include_str!("../../../../topologies/tiny.toml"),
         FsPath::new("tiny.toml"),
-        &[],
     )
     .unwrap()
 }
@@ -222,7 +221,7 @@ fn under_a_schedule_flows_between_racks_start_marked_and_released_and_no_circuit
         "[addresses]",
         "[ocs.schedule]\nslot = \"1ms\"\ndelay = \"10us\"\n[[ocs.schedule.slots]]\ncircuits = [\"0:1\", \"1:0\"]\n[addresses]",
     );
-    let t = Topology::parse(&text, FsPath::new("tiny-rotor.toml"), &[]).unwrap();
+    let t = Topology::parse(&text, FsPath::new("tiny-rotor.toml")).unwrap();
     // Schedules run on the eBPF datapath.
     let mut n = EmuNetwork::new(&t, by_name("sunflow").unwrap(), addrs(&t), Transport::Tcp)
         .on_datapath(Datapath::Ebpf);

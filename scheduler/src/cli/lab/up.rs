@@ -30,9 +30,11 @@ pub fn up(a: UpArgs) -> Result<ExitCode> {
     if a.detach {
         return up_detached(a);
     }
-    // Validate first, against the box's own addresses (inside a rootless
-    // namespace only `lo` would be seen).
+    // Validate first, against the box's own addresses too: inside a
+    // rootless namespace only `lo` would be seen, and a file refused as
+    // root should be refused rootless as well.
     let topo = Topology::load(&a.file)?;
+    topo.check_emulable(&a.file, &ocslab_emulator::fabric::capacity::emulating_box())?;
     // Rootless: reserve the run in the user's run directory while it is
     // still visible (entering hides /run/user/<uid> behind a private /run).
     let mut user_run = if rootless::is_root() {

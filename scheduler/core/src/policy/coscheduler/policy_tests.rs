@@ -68,7 +68,7 @@ fn run_on(text: &str, policy: Box<dyn TaskPolicy>, jobs: Vec<Job>) -> (Starts, F
 
 /// [`run_on`] with the engine's slow-start fraction `slow_start`.
 fn run_with(text: &str, policy: Box<dyn TaskPolicy>, jobs: Vec<Job>, slow_start: f64) -> (Starts, Finishes) {
-    let topo = Topology::parse(text, Path::new("t.toml"), &[]).expect("topology");
+    let topo = Topology::parse(text, Path::new("t.toml")).expect("topology");
     let config = EngineConfig {
         slow_start,
         hold_shuffle_until_reduces_placed: true,
@@ -291,7 +291,7 @@ fn corral_runs_a_planned_job_only_on_its_racks() {
     recurring.recurring = true;
     let jobs = vec![recurring.clone(), job(1, 1, 0, 12, 2, 100_000_000)];
     // The plan's racks, as Corral's placement reveals them: the first replica of every block.
-    let topo = Topology::parse(TOPO, Path::new("t.toml"), &[]).expect("topology");
+    let topo = Topology::parse(TOPO, Path::new("t.toml")).expect("topology");
     let mut probe = crate::policy::by_name("corral", None).expect("registered");
     let placed = probe.place_input(&topo, &recurring).expect("planned");
     let racks: BTreeSet<u32> = placed.iter().map(|r| r[0].rack).collect();
@@ -308,7 +308,7 @@ fn corral_runs_a_planned_job_only_on_its_racks() {
 
 #[test]
 fn data_placement_puts_three_disjoint_replica_sets() {
-    let topo = Topology::parse(TOPO, Path::new("t.toml"), &[]).expect("topology");
+    let topo = Topology::parse(TOPO, Path::new("t.toml")).expect("topology");
     let mut p = CoScheduler::new("coscheduler", Variant::Full, Params::default()).expect("valid");
     // 24 x 0.5 GB, SIR 1.0: floor(sqrt(12)) = 3, clamped to floor(6 / 3) = 2 racks per set.
     let placed = p
@@ -370,7 +370,7 @@ fn a_free_container_takes_the_map_whose_block_is_on_its_own_host() {
 #[test]
 fn an_idle_cluster_keeps_a_shuffle_heavy_jobs_maps_on_its_guideline() {
     let topo_text = TOPO.replace("racks = 6", "racks = 9");
-    let topo = Topology::parse(&topo_text, Path::new("t.toml"), &[]).expect("topology");
+    let topo = Topology::parse(&topo_text, Path::new("t.toml")).expect("topology");
     let heavy = job(0, 0, 0, 8, 2, 500_000_000);
     let mut probe = crate::policy::by_name("coscheduler", None).expect("registered");
     let placed = probe
