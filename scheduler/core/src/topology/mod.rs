@@ -353,9 +353,9 @@ impl Topology {
     }
 
     /// Checks that this topology can be built as a kernel fabric on
-    /// `host`: no more hosts than it holds, and a range that none of its
+    /// `the_box`: no more hosts than it holds, and a range that none of its
     /// addresses falls in. The error says why not and what to do instead.
-    pub fn check_emulable(&self, file: &Path, host: &EmulatingBox) -> Result<(), TopologyError> {
+    pub fn check_emulable(&self, file: &Path, the_box: &EmulatingBox) -> Result<(), TopologyError> {
         let text = std::fs::read_to_string(file).unwrap_or_default();
         let err = |field: &str, message: String| TopologyError {
             file: file.to_path_buf(),
@@ -375,7 +375,7 @@ impl Topology {
                 "a fabric of circuits only is simulated, not emulated: circuits are one-way and TCP needs a path back for its ACKs; use `ocslab sim` or `ocslab replay` without --emulate".into(),
             ));
         }
-        if let Some(a) = host.addresses.iter().find(|a| match a {
+        if let Some(a) = the_box.addresses.iter().find(|a| match a {
             IpAddr::V4(v4) => self.range.contains(*v4),
             IpAddr::V6(_) => false,
         }) {
@@ -387,7 +387,7 @@ impl Topology {
                 ),
             ));
         }
-        if self.hosts() > host.limit.hosts {
+        if self.hosts() > the_box.limit.hosts {
             return Err(err(
                 "racks",
                 format!(
@@ -395,8 +395,8 @@ impl Topology {
                     self.racks,
                     self.hosts_per_rack,
                     self.hosts(),
-                    host.limit.hosts,
-                    host.limit.binding
+                    the_box.limit.hosts,
+                    the_box.limit.binding
                 ),
             ));
         }
