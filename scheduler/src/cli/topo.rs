@@ -27,20 +27,17 @@ pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
         TopoCommand::Check { file, json } => {
             let topo = Topology::load(&file)?;
             let limits = BoxLimits::read();
-            let limit = limits.host_limit();
-            let emulable = topo.check_emulable(
-                &file,
-                &EmulatingBox {
-                    limit: limit.clone(),
-                    addresses: capacity::local_addresses(),
-                },
-            );
+            let the_box = EmulatingBox {
+                limit: limits.host_limit(),
+                addresses: capacity::local_addresses(),
+            };
+            let emulable = topo.check_emulable(&file, &the_box);
             if json {
                 let mut v = serde_json::to_value(&topo)?;
                 v["hosts"] = topo.hosts().into();
                 v["oversubscription"] = topo.oversubscription().into();
                 v["emulable"] = emulable.is_ok().into();
-                v["host_limit"] = serde_json::to_value(&limit)?;
+                v["host_limit"] = serde_json::to_value(&the_box.limit)?;
                 v["host_limit_bounds"] = serde_json::to_value(limits.bounds())?;
                 if let Err(e) = &emulable {
                     v["why_not_emulable"] = e.to_string().into();
@@ -85,7 +82,7 @@ pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
                 match emulable {
                     Ok(()) => println!(
                         "  can be emulated on this box (up to {} hosts here, bound by {})",
-                        limit.hosts, limit.binding
+                        the_box.limit.hosts, the_box.limit.binding
                     ),
                     Err(e) => println!("  simulation only: {e}"),
                 }

@@ -332,7 +332,6 @@ mod tests {
         let topo = Topology::parse(
             "name = \"t\"\nracks = 4\nhosts_per_rack = 1\nsimulation_only = true\n[eps]\nhost_rate = \"1Gbit/s\"\noversubscription = 1.0\n[ocs]\nports_per_rack = 0\nport_rate = \"0bit/s\"\nreconfig_delay = \"0ms\"\nelephant_threshold = \"0B\"\n",
             Path::new("t.toml"),
-
         )
         .unwrap();
         let t = parse(TWO, Path::new("t.txt")).unwrap();

@@ -143,8 +143,8 @@ impl TopologyBuilder {
         self
     }
 
-    /// Validates the topology as a file's would be. Errors name the field, and the file as
-    /// `<topology NAME built in code>`.
+    /// Validates the topology as a file's would be. Errors name the field,
+    /// and the file as `<topology NAME built in code>`.
     pub fn build(self) -> Result<Topology, TopologyError> {
         let file = PathBuf::from(format!("<topology {} built in code>", self.raw.name));
         let src = Source {

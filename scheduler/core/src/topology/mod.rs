@@ -519,7 +519,7 @@ elephant_threshold = "10MB"
             .replace("\"10MB\"", "\"0B\"");
         let t = parse(&ocs_only).unwrap();
         assert_eq!(t.uplink_rate, Bps(0));
-        let e = t.check_emulable(Path::new("t.toml"), &limit_1024()).unwrap_err();
+        let e = t.check_emulable(Path::new("t.toml"), &box_of_1024()).unwrap_err();
         assert_eq!(e.field, "eps.core");
         assert!(e.message.contains("ocslab sim"), "{e}");
         // What it needs, each named.
@@ -676,20 +676,21 @@ elephant_threshold = "10MB"
     #[test]
     fn range_overlapping_the_box_is_refused_for_emulation_only() {
         let t = parse(TINY).expect("a simulation reads nothing of the box");
-        let mut host = limit_1024();
-        host.addresses = vec!["10.1.2.3".parse().unwrap(), "198.18.3.7".parse().unwrap()];
-        let e = t.check_emulable(Path::new("t.toml"), &host).unwrap_err();
+        let mut the_box = box_of_1024();
+        the_box.addresses = vec!["10.1.2.3".parse().unwrap(), "198.18.3.7".parse().unwrap()];
+        let e = t.check_emulable(Path::new("t.toml"), &the_box).unwrap_err();
         assert_eq!(e.field, "addresses.range");
         assert!(e.message.contains("198.18.3.7"), "{e}");
-        host.addresses.pop();
-        assert!(t.check_emulable(Path::new("t.toml"), &host).is_ok());
+        the_box.addresses.pop();
+        assert!(t.check_emulable(Path::new("t.toml"), &the_box).is_ok());
         let e = parse(&format!("{TINY}\n[addresses]\nrange = \"10.0.0.0/33\"\n")).unwrap_err();
         assert_eq!(e.field, "addresses.range");
         assert_eq!(e.line, Some(19));
     }
 
-    /// A box that holds 1,024 hosts, bound by its memory.
-    fn limit_1024() -> EmulatingBox {
+    /// A box that holds 1,024 hosts, bound by its memory, with only a
+    /// loopback address.
+    fn box_of_1024() -> EmulatingBox {
         EmulatingBox {
             limit: HostLimit {
                 hosts: 1024,
@@ -707,7 +708,7 @@ elephant_threshold = "10MB"
                 .replace("hosts_per_rack = 2", "hosts_per_rack = 10"),
         )
         .unwrap();
-        let e = t.check_emulable(Path::new("t.toml"), &limit_1024()).unwrap_err();
+        let e = t.check_emulable(Path::new("t.toml"), &box_of_1024()).unwrap_err();
         assert_eq!(e.field, "racks");
         assert!(
             e.message.contains("1280 hosts")
@@ -720,11 +721,11 @@ elephant_threshold = "10MB"
             .replace("hosts_per_rack = 2", "hosts_per_rack = 8");
         assert!(parse(&at_cap)
             .unwrap()
-            .check_emulable(Path::new("t.toml"), &limit_1024())
+            .check_emulable(Path::new("t.toml"), &box_of_1024())
             .is_ok());
         assert!(parse(TINY)
             .unwrap()
-            .check_emulable(Path::new("t.toml"), &limit_1024())
+            .check_emulable(Path::new("t.toml"), &box_of_1024())
             .is_ok());
     }
 
