@@ -199,6 +199,9 @@ pub fn run(a: SimArgs) -> Result<ExitCode> {
             r.avg_cct_s
         )?;
     }
+    for r in report.replay.iter().filter(|r| r.policy_calls > 0) {
+        writeln!(out, "policy, {}: {}", r.scheduler, policy_line(r))?;
+    }
     for r in report.replay.iter().filter(|r| r.solver.solves > 0) {
         writeln!(out, "solver, {}: {}", r.scheduler, solver_line(&r.solver))?;
     }
@@ -303,6 +306,24 @@ fn run_experiments(a: &SimArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A replay's policy calls in a line: how many flows a call plans one by
+/// one (policies that plan rack pairs or only order coflows plan none) and
+/// moves to another path, cap or class, on average. A call's cost grows
+/// with both: each plan is read, and each move goes to the rate solver.
+fn policy_line(r: &ReplayBench) -> String {
+    let calls = r.policy_calls.max(1) as f64;
+    let plans = if r.flow_plans > 0 {
+        format!("{:.0} flow plans and ", r.flow_plans as f64 / calls)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} calls, {plans}{:.1} flows moved each",
+        r.policy_calls,
+        r.flows_replanned as f64 / calls
+    )
+}
+
 /// A replay's solver figures in a line: solves; under strict priority
 /// between coflows (FIFO), the classes solved again (and of those, the
 /// ones for new capacities alone) and kept per solve;
@@ -370,15 +391,37 @@ fn solver_line(s: &SolveStats) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{schedulers, solver_line};
+    use super::{policy_line, schedulers, solver_line};
     use crate::coflow::POLICY_NAMES;
     use crate::net::levels::SolveStats;
+    use crate::sim::bench::ReplayBench;
 
     #[test]
     fn every_scheduler_by_default_or_those_named() {
         assert_eq!(schedulers(&[]), POLICY_NAMES);
         let named = ["varys".to_string(), "fair".to_string()];
         assert_eq!(schedulers(&named), named);
+    }
+
+    #[test]
+    fn the_policy_line_gives_plans_and_moves_per_call() {
+        let r = ReplayBench {
+            scheduler: "varys".into(),
+            topology: "fb2010.toml".into(),
+            coflows: 2,
+            flows: 10,
+            policy_calls: 4,
+            flow_plans: 32,
+            flows_replanned: 6,
+            wall_s: 0.0,
+            wall_runs_s: vec![],
+            peak_rss_mb: None,
+            avg_cct_s: 0.0,
+            solver: SolveStats::default(),
+        };
+        assert_eq!(policy_line(&r), "4 calls, 8 flow plans and 1.5 flows moved each");
+        let pairs = ReplayBench { flow_plans: 0, ..r };
+        assert_eq!(policy_line(&pairs), "4 calls, 1.5 flows moved each");
     }
 
     #[test]

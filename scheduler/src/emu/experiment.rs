@@ -183,6 +183,7 @@ pub fn as_sim_outcome(o: &EmuOutcome) -> SimOutcome {
             reconfigurations: o.net.circuits_requested,
             flows_done: o.wire.flows.len() as u64,
             policy_calls: o.net.policy_calls,
+            ..NetStats::default()
         },
         timeline: NetTimeline {
             circuits: o.circuits.clone(),

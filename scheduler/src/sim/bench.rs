@@ -182,6 +182,10 @@ pub struct ReplayBench {
     pub flows: usize,
     /// Times the policy was asked.
     pub policy_calls: u64,
+    /// Flow plans its decisions held, over all calls.
+    pub flow_plans: u64,
+    /// Flows its decisions moved to another path, cap or class.
+    pub flows_replanned: u64,
     /// Median wall time of the replays, seconds.
     pub wall_s: f64,
     /// Every replay's wall time, seconds.
@@ -218,6 +222,8 @@ pub fn bench_replay(
         coflows: n,
         flows: run.flows,
         policy_calls: run.outcome.stats.policy_calls,
+        flow_plans: run.outcome.stats.flow_plans,
+        flows_replanned: run.outcome.stats.flows_replanned,
         wall_s: median(&walls),
         wall_runs_s: walls,
         peak_rss_mb: if peaks { peak_rss_mb() } else { None },

@@ -32,6 +32,13 @@ pub struct NetStats {
     pub flows_done: u64,
     /// Times the coflow policy was asked for a decision.
     pub policy_calls: u64,
+    /// Flow plans the policy's decisions held, summed over its calls
+    /// (counted by the simulator; the emulation driver leaves it 0).
+    pub flow_plans: u64,
+    /// Flows a decision moved to another path, cap or class, each of which
+    /// the rate solver then takes up again (counted by the simulator; the
+    /// emulation driver leaves it 0 and counts its agent commands instead).
+    pub flows_replanned: u64,
 }
 
 /// One circuit's life, for timelines and plots.

@@ -385,6 +385,11 @@ fn a_policy_that_leaves_every_flow_waiting_is_asked_again() {
     let finished: Vec<(u64, Nanos)> = done(events).into_iter().map(|f| (f.0, f.1)).collect();
     assert_eq!(finished, vec![(1, ms(100)), (2, ms(200))]);
     assert_eq!(net.stats().policy_calls, 3);
+    // Plans: both flows at the first call, flow 2 at the second, none at
+    // the third. Moves: flow 2 to waiting, then back to EPS; flow 1's EPS
+    // plan is the path it joined on, and moves nothing.
+    assert_eq!(net.stats().flow_plans, 3);
+    assert_eq!(net.stats().flows_replanned, 2);
 }
 
 /// Non-preemptive Sunflow with its kept demand, checked at every call

@@ -27,6 +27,7 @@ impl FluidNetwork {
         };
         let decision = self.policy.decide(now, &self.view, &progress);
         self.stats.policy_calls += 1;
+        self.stats.flow_plans += decision.plans.len() as u64;
         self.asked_at = Some(now);
         self.wake_at = decision.wake_at.filter(|&t| t > now);
         // Under a schedule the circuits are the schedule's ([`super::rotor`]).

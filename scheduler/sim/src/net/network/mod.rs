@@ -682,6 +682,7 @@ impl FluidNetwork {
         let Some(old) = self.bundles[here].key.filter(|&k| k != key) else {
             return;
         };
+        self.stats.flows_replanned += 1;
         if old.path == key.path && self.bundles[here].count == 1 && self.bundle_of.get(&key).is_none() {
             self.bundle_of.remove(&old);
             self.bundle_of.insert(key, here);
