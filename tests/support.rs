@@ -99,7 +99,7 @@ pub fn topology(name: &str) -> Topology {
     Topology::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Parses a topology from text (no check against the box's addresses).
+/// Parses a topology from text.
 pub fn topology_from(text: &str) -> Topology {
     Topology::parse(text, Path::new("<test>")).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -40,14 +40,14 @@ pub fn topology(data: &[u8]) {
             assert!(topo.hosts() > 0);
             let _ = topo.address_plan();
             let _ = topo.oversubscription();
-            let limit = ocslab_core::topology::EmulatingBox {
+            let the_box = ocslab_core::topology::EmulatingBox {
                 limit: ocslab_core::topology::HostLimit {
                     hosts: 1024,
                     binding: "a fuzzed box".into(),
                 },
                 addresses: vec![std::net::IpAddr::from([127, 0, 0, 1])],
             };
-            let _ = topo.check_emulable(Path::new(FILE), &limit);
+            let _ = topo.check_emulable(Path::new(FILE), &the_box);
         }
         Err(e) => names_the_file(&e, FILE),
     }

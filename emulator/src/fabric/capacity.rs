@@ -190,6 +190,15 @@ impl BoxLimits {
             binding: format!("{} ({})", tightest.resource, tightest.detail),
         }
     }
+
+    /// What this box offers a topology to emulate: the host limit of these
+    /// limits, and its own addresses now ([`local_addresses`]).
+    pub fn emulating_box(&self) -> EmulatingBox {
+        EmulatingBox {
+            limit: self.host_limit(),
+            addresses: local_addresses(),
+        }
+    }
 }
 
 /// How many hosts this box can emulate now ([`BoxLimits::read`]).
@@ -200,10 +209,7 @@ pub fn host_limit() -> HostLimit {
 /// What this box offers a topology to emulate: its host limit now and its
 /// own addresses ([`Topology::check_emulable`](ocslab_core::topology::Topology::check_emulable)).
 pub fn emulating_box() -> EmulatingBox {
-    EmulatingBox {
-        limit: host_limit(),
-        addresses: local_addresses(),
-    }
+    BoxLimits::read().emulating_box()
 }
 
 /// The IPv4 and IPv6 addresses configured on this box, in the current

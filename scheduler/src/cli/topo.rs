@@ -1,8 +1,7 @@
 //! `ocslab topo check FILE [--json]`: validate a topology file.
 
 use anyhow::Result;
-use ocslab_core::topology::EmulatingBox;
-use ocslab_emulator::fabric::capacity::{self, BoxLimits};
+use ocslab_emulator::fabric::capacity::BoxLimits;
 use ocslab_emulator::Topology;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,10 +26,7 @@ pub fn run(cmd: TopoCommand) -> Result<ExitCode> {
         TopoCommand::Check { file, json } => {
             let topo = Topology::load(&file)?;
             let limits = BoxLimits::read();
-            let the_box = EmulatingBox {
-                limit: limits.host_limit(),
-                addresses: capacity::local_addresses(),
-            };
+            let the_box = limits.emulating_box();
             let emulable = topo.check_emulable(&file, &the_box);
             if json {
                 let mut v = serde_json::to_value(&topo)?;
