@@ -4,9 +4,10 @@
 //! has the same per-coflow records, so `ocslab replay` reports and writes
 //! them with the same code, and `ocslab bench sim` times [`simulate`].
 
+use crate::coflow::{self, CoflowPolicy};
 use crate::emu::{self, EmuConfig, EmuError, FabricChoice, WireReport};
 use crate::model::coflow::Coflow;
-use crate::net::replay::{replay, ReplayError};
+use crate::net::replay::{replay_with, ReplayError};
 use crate::outcome::ReplayOutcome;
 use crate::trace::coflow_benchmark::{self, FlowSizes};
 use crate::trace::TraceError;
@@ -73,12 +74,23 @@ pub fn simulate(
     spec: &ReplaySpec<'_>,
     progress: impl FnMut(usize, usize),
 ) -> Result<ReplayRun, ReplayRunError> {
+    simulate_with(spec, |policy| policy, progress)
+}
+
+/// [`simulate`] with the coflow scheduler of `spec` passed through `wrap`
+/// first (`ocslab bench sim` times the policy's calls this way).
+pub fn simulate_with(
+    spec: &ReplaySpec<'_>,
+    wrap: impl FnOnce(Box<dyn CoflowPolicy>) -> Box<dyn CoflowPolicy>,
+    progress: impl FnMut(usize, usize),
+) -> Result<ReplayRun, ReplayRunError> {
     let topo = Topology::load(spec.topology)?;
     let parsed = coflow_benchmark::load(spec.trace)?;
     let coflows = parsed.to_coflows(&topo, spec.limit, spec.sizes);
     let flows = coflows.iter().map(|c| c.flows.len()).sum();
+    let policy = coflow::by_name(spec.scheduler).map_err(ReplayError::from)?;
     let start = Instant::now();
-    let outcome = replay(&topo, spec.scheduler, &coflows, progress)?;
+    let outcome = replay_with(&topo, wrap(policy), &coflows, progress)?;
     Ok(ReplayRun {
         topology: topo,
         flows,

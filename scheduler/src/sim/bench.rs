@@ -2,10 +2,12 @@
 //! and peak memory of replaying a coflow trace under a coflow scheduler
 //! ([`bench_replay`]) and of simulating a generated job workload
 //! ([`bench_jobs`], [`bench_jobs_repeated`]) or an experiment file's
-//! schedulers ([`bench_experiment`]), each the median of repeated runs. The only place in the simulator's use that reads a clock, and only
-//! to time whole runs.
+//! schedulers ([`bench_experiment`]), each the median of repeated runs. The only place in the simulator's use that reads a clock: to time
+//! whole runs, and a replay's calls to its coflow policy (from outside
+//! the policy, which reads none).
 
 use super::{run_scheduler, RunError};
+use crate::coflow::{CoflowPolicy, Decision, NetView, Progress, Triggers};
 use crate::engine::EngineConfig;
 use crate::experiment::{Experiment, NetworkKind, Workload};
 use crate::net::levels::SolveStats;
@@ -15,6 +17,8 @@ use crate::workload::generated::{default_classes, Arrivals, GeneratedWorkload};
 use ocslab_emulator::{Bytes, Nanos, Topology};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What one benchmark run measured.
@@ -190,12 +194,62 @@ pub struct ReplayBench {
     pub wall_s: f64,
     /// Every replay's wall time, seconds.
     pub wall_runs_s: Vec<f64>,
+    /// Median wall time spent inside the coflow policy's calls, seconds
+    /// (the rest of a replay is the network's).
+    pub policy_s: f64,
+    /// Every replay's time inside the policy, seconds.
+    pub policy_runs_s: Vec<f64>,
     /// Peak resident memory over these replays, MB (None: not measurable).
     pub peak_rss_mb: Option<f64>,
     /// Average CCT, seconds.
     pub avg_cct_s: f64,
     /// How the rate solver went in the last replay.
     pub solver: SolveStats,
+}
+
+/// A coflow policy whose calls are timed: the wall time spent inside it
+/// (`decide`, `schedule` and `recycle`), added up in `spent` (ns), so a
+/// replay's time splits into the policy's and the network's.
+struct TimedPolicy {
+    inner: Box<dyn CoflowPolicy>,
+    spent: Arc<AtomicU64>,
+}
+
+impl TimedPolicy {
+    fn time<T>(&mut self, call: impl FnOnce(&mut dyn CoflowPolicy) -> T) -> T {
+        let start = Instant::now();
+        let out = call(self.inner.as_mut());
+        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.spent.fetch_add(ns, Ordering::Relaxed);
+        out
+    }
+}
+
+impl CoflowPolicy for TimedPolicy {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn uses_ocs(&self) -> bool {
+        self.inner.uses_ocs()
+    }
+    fn orders_coflows(&self) -> bool {
+        self.inner.orders_coflows()
+    }
+    fn splits_links_equally(&self) -> bool {
+        self.inner.splits_links_equally()
+    }
+    fn triggers(&self) -> Triggers {
+        self.inner.triggers()
+    }
+    fn schedule(&mut self, now: Nanos, view: &NetView) -> Decision {
+        self.time(|p| p.schedule(now, view))
+    }
+    fn decide(&mut self, now: Nanos, view: &NetView, progress: &dyn Progress) -> Decision {
+        self.time(|p| p.decide(now, view, progress))
+    }
+    fn recycle(&mut self, decision: Decision) {
+        self.time(|p| p.recycle(decision));
+    }
 }
 
 /// Replays `spec` `repeat` times (at least once); `each(i)` is called
@@ -207,8 +261,17 @@ pub fn bench_replay(
     mut each: impl FnMut(u32),
 ) -> Result<ReplayBench, ReplayRunError> {
     let (topology, scheduler) = (spec.topology, spec.scheduler);
+    let mut policy_runs_s = Vec::new();
     let (run, walls) = repeated(repeat, &mut each, || {
-        let run = replay::simulate(spec, |_, _| {})?;
+        let spent = Arc::new(AtomicU64::new(0));
+        let timed = |inner| -> Box<dyn CoflowPolicy> {
+            Box::new(TimedPolicy {
+                inner,
+                spent: Arc::clone(&spent),
+            })
+        };
+        let run = replay::simulate_with(spec, timed, |_, _| {})?;
+        policy_runs_s.push(spent.load(Ordering::Relaxed) as f64 * 1e-9);
         let wall = run.wall_s;
         Ok::<_, ReplayRunError>((run, wall))
     })?;
@@ -226,6 +289,8 @@ pub fn bench_replay(
         flows_replanned: run.outcome.stats.flows_replanned,
         wall_s: median(&walls),
         wall_runs_s: walls,
+        policy_s: median(&policy_runs_s),
+        policy_runs_s,
         peak_rss_mb: if peaks { peak_rss_mb() } else { None },
         solver: run.outcome.solver,
         avg_cct_s: run
@@ -364,7 +429,49 @@ pub fn bench_experiment(
 
 #[cfg(test)]
 mod tests {
-    use super::median;
+    use super::{bench_replay, median};
+    use crate::replay::{simulate, ReplaySpec};
+    use crate::trace::coflow_benchmark::FlowSizes;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_timed_policy_replays_as_the_policy_does_and_counts_its_time() {
+        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let trace = repo.join("traces/FB2010-1Hr-150-0.txt");
+        for (scheduler, topology) in [("varys", "fb2010.toml"), ("sunflow", "fb2010-ocs.toml")] {
+            let topology = repo.join("topologies").join(topology);
+            let spec = ReplaySpec {
+                trace: &trace,
+                topology: &topology,
+                scheduler,
+                limit: Some(30),
+                sizes: FlowSizes::default(),
+            };
+            let plain = simulate(&spec, |_, _| {}).expect("replays");
+            let timed = bench_replay(&spec, 1, false, |_| {}).expect("replays");
+            // The wrapper hands every question to the policy: the same
+            // calls (its triggers), the same CCTs (its decisions).
+            assert_eq!(
+                timed.policy_calls, plain.outcome.stats.policy_calls,
+                "{scheduler}"
+            );
+            assert!(timed.policy_calls > 0, "{scheduler}");
+            let avg = plain
+                .outcome
+                .records
+                .iter()
+                .map(|r| r.cct.as_secs_f64())
+                .sum::<f64>()
+                / 30.0;
+            assert_eq!(timed.avg_cct_s, avg, "{scheduler}");
+            // Time was spent in the calls, and no more than the whole run.
+            assert_eq!(timed.policy_runs_s.len(), 1);
+            assert!(
+                timed.policy_s > 0.0 && timed.policy_s <= timed.wall_s,
+                "{timed:?}"
+            );
+        }
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {

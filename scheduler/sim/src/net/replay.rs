@@ -6,7 +6,7 @@
 use super::fasthash::FastMap;
 use super::{FluidNetwork, NetError, NetEvent};
 use ocslab_core::coflow::lower_bound::Fabrics;
-use ocslab_core::coflow::{self, FabricParams, UnknownPolicy};
+use ocslab_core::coflow::{self, CoflowPolicy, FabricParams, UnknownPolicy};
 use ocslab_core::model::coflow::{Coflow, CoflowId};
 use ocslab_core::{Bytes, Nanos, Topology};
 
@@ -41,15 +41,25 @@ struct Open {
     ocs: Bytes,
 }
 
-/// Replays `coflows` on `topo` under the coflow scheduler `policy`.
+/// Replays `coflows` on `topo` under the coflow scheduler named `policy`.
 /// `progress(done, total)` is called as coflows finish.
 pub fn replay(
     topo: &Topology,
     policy: &str,
     coflows: &[Coflow],
+    progress: impl FnMut(usize, usize),
+) -> Result<ReplayOutcome, ReplayError> {
+    replay_with(topo, coflow::by_name(policy)?, coflows, progress)
+}
+
+/// [`replay`] under `policy` itself (e.g. one wrapped to be timed).
+pub fn replay_with(
+    topo: &Topology,
+    policy: Box<dyn CoflowPolicy>,
+    coflows: &[Coflow],
     mut progress: impl FnMut(usize, usize),
 ) -> Result<ReplayOutcome, ReplayError> {
-    let mut net = FluidNetwork::with_policy(topo, coflow::by_name(policy)?);
+    let mut net = FluidNetwork::with_policy(topo, policy);
     let fabric = FabricParams::from(topo);
     let fabrics = Fabrics::of(net.policy_uses_ocs(), topo.ocs_schedule.is_some());
     let mut order: Vec<&Coflow> = coflows.iter().collect();
@@ -115,7 +125,7 @@ pub fn replay(
         return Err(ReplayError::Stalled {
             at: net.now(),
             left: open.len(),
-            policy: policy.to_string(),
+            policy: net.policy_name().to_string(),
         });
     }
     let circuits = net.circuit_log().to_vec();
