@@ -28,19 +28,6 @@ fn one_loop() -> std::sync::MutexGuard<'static, ()> {
     ONE_LOOP.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// SplitMix64: the kill moments, from the seed.
-struct Moments(u64);
-
-impl Moments {
-    fn next_fraction(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) as f64 / u64::MAX as f64
-    }
-}
-
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ocslab-kill-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -165,7 +152,8 @@ fn kill_loop(t: &Target, how: Ending, rounds: u64, seed: u64) -> u64 {
     use nix::sys::signal::Signal;
     let ocslab = ocslab_tests::built_binary("ocslab");
     let before = Leftovers::now();
-    let mut moments = Moments(seed ^ t.name.len() as u64 ^ ((how as u64) << 32));
+    // The kill moments, from the seed.
+    let mut moments = ocslab_tests::SplitMix64(seed ^ t.name.len() as u64 ^ ((how as u64) << 32));
     let mut finished = 0;
     for round in 0..rounds {
         let at = t.window.mul_f64(moments.next_fraction());

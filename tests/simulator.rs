@@ -9,6 +9,7 @@ use ocslab_scheduler::model::coflow::{Coflow, CoflowId, FlowId, FlowSpec};
 use ocslab_scheduler::net::replay::{replay, ReplayOutcome};
 use ocslab_scheduler::net::{FluidNetwork, NetEvent};
 use ocslab_scheduler::trace::coflow_benchmark::{self, FlowSizes};
+use ocslab_tests::SplitMix64;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -661,23 +662,6 @@ fn elephants_are_counted_per_rack_pair_of_a_coflow() {
     assert_eq!(net.stats().eps_bytes, Bytes(MB));
 }
 
-/// SplitMix64: the fabrics of the randomized replay test, seeded.
-struct Draws(u64);
-
-impl Draws {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// One of `xs`.
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
-
 /// What a random fabric joins racks with.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Joins {
@@ -690,15 +674,15 @@ enum Joins {
 /// A random small topology of kind `joins` (simulation only): 2–6 racks of
 /// 1–3 hosts, uplinks at 1–4:1, 1–2 OCS ports (1 under a rotor) at 1–10
 /// Gbit/s, δ from 100 µs to 10 ms, elephants from 0 B to 100 MB.
-fn random_topology(d: &mut Draws, joins: Joins) -> Topology {
-    let racks = 2 + d.next() % 5;
-    let hosts = 1 + d.next() % 3;
+fn random_topology(d: &mut SplitMix64, joins: Joins) -> Topology {
+    let racks = 2 + d.next_u64() % 5;
+    let hosts = 1 + d.next_u64() % 3;
     let host_mbps = d.pick(&[1_000u64, 10_000]);
     let uplink_mbps = host_mbps * hosts / d.pick(&[1, 2, 4]);
     let ports = match joins {
         Joins::Eps => 0,
         Joins::Rotor => 1,
-        Joins::Hybrid | Joins::CircuitsOnly => 1 + d.next() % 2,
+        Joins::Hybrid | Joins::CircuitsOnly => 1 + d.next_u64() % 2,
     };
     let port = d.pick(&["1Gbit/s", "4Gbit/s", "10Gbit/s"]);
     let delta = d.pick(&["100us", "1ms", "10ms"]);
@@ -746,12 +730,12 @@ fn random_traces_on_random_fabrics_deliver_every_byte_under_every_scheduler() {
     let seeds: u64 =
         std::env::var("OCSLAB_REPLAY_SEEDS").map_or(48, |n| n.parse().expect("a number of seeds"));
     for seed in 0..seeds {
-        let mut d = Draws(seed);
+        let mut d = SplitMix64(seed);
         let joins = [Joins::Eps, Joins::Hybrid, Joins::CircuitsOnly, Joins::Rotor][seed as usize % 4];
         let t = random_topology(&mut d, joins);
         let trace = GenSpec {
             racks: t.racks,
-            coflows: 5 + (d.next() % 16) as usize,
+            coflows: 5 + (d.next_u64() % 16) as usize,
             seed,
             gap_ms: Dist::Exp(d.pick(&[10.0, 200.0, 2000.0])),
             mappers: Dist::Pareto(1.0, 1.0),

@@ -1,14 +1,40 @@
 //! Helpers shared by the integration tests: whether this box lets a test
 //! build fabrics (and why not), the agent binary, the shipped topology files, TCP
 //! transfers between emulated hosts that report bytes and goodput, timed
-//! measurements repeated while the hypervisor takes the box's CPUs, and a
-//! bounded wait for what the kernel finishes in a worker of its own.
+//! measurements repeated while the hypervisor takes the box's CPUs, a
+//! bounded wait for what the kernel finishes in a worker of its own, and
+//! seeded random draws.
 
 use ocslab_emulator::fabric::{probe, Fabric};
 use ocslab_emulator::{HostId, Topology};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 use std::time::{Duration, Instant};
+
+/// SplitMix64 (Steele, Lea & Flood, 2014): seeded draws for tests that
+/// choose at random (kill moments, random fabrics), the same on every machine.
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A fraction in [0, 1].
+    pub fn next_fraction(&mut self) -> f64 {
+        self.next_u64() as f64 / u64::MAX as f64
+    }
+
+    /// One of `xs`.
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[(self.next_u64() % xs.len() as u64) as usize]
+    }
+}
 
 /// Why this process cannot build a kernel fabric, or `None` if it can.
 /// Tests run on many threads, so rootless mode (which must unshare a user
