@@ -756,6 +756,8 @@ fn random_traces_on_random_fabrics_deliver_every_byte_under_every_scheduler() {
                 // Only circuits-only fabrics refuse, and only schedulers
                 // that do not use circuits.
                 assert_eq!(joins, Joins::CircuitsOnly, "{case}: refused");
+                let uses_ocs = coflow::by_name(policy).expect("a known name").uses_ocs();
+                assert!(!uses_ocs, "{case}: refused a scheduler that uses circuits");
                 continue;
             };
             *finished.entry(policy).or_default() += 1;
